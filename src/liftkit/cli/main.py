@@ -1,0 +1,233 @@
+"""Entry point of the `liftkit` command (and `python -m liftkit`).
+
+Subcommands: `list`, `check PROGRAM`, `show PROGRAM [--pretty]` and
+`run PROGRAM [--size N=1024 ...] [--input x=FILE.npy ...] [--output FILE] [--seed S] [--backend B]`.
+
+User errors are reported as one line `liftkit: error: ...` on stderr (exit 2 for bad usage, 1
+otherwise); `--debug` re-raises them so a developer gets the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn, Optional, Sequence, TextIO
+
+from liftkit import __version__
+from liftkit.cli.resolve import CliError, Resolved, bundled_registry, one_line, resolve
+from liftkit.cli.run import BACKENDS, RunOptions, run_command
+
+PROG = "liftkit"
+
+
+class UsageError(Exception):
+    """Bad command-line syntax (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints usage plus the message; we want exactly one line, the same for every
+    subcommand, so errors are raised and reported by `main`."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+# ---------------------------------------------------------------------------------------------
+# argument syntax
+
+
+def _assignment(kind: str, text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name or not value or not name.isidentifier():
+        hint = " (PROGRAM goes before the options)" if not sep and name.isidentifier() else ""
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}{hint}")
+    return name, value
+
+
+def size_arg(text: str) -> tuple[str, int]:
+    """`N=1024` -> ("N", 1024); sizes are positive integers."""
+    name, value = _assignment("NAME=INT (e.g. N=1024)", text)
+    try:
+        n = int(value, 0) if value.lower().startswith(("0x", "0b", "0o")) else int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size {name} must be an integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"size {name} must be at least 1, got {n}")
+    return name, n
+
+
+def input_arg(text: str) -> tuple[str, str]:
+    """`x=data.npy` -> ("x", "data.npy")."""
+    return _assignment("NAME=FILE.npy (e.g. x=x.npy)", text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Lift programs: list, type-check, print and run them.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    program_help = ("a bundled program name (see `liftkit list`), module:attribute or "
+                    "path/to/file.py:attribute naming a Lambda or a ProgramSpec")
+
+    def add(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks for errors")
+        return p
+
+    add("list", "list the bundled programs")
+    p = add("check", "type-check a program and print its type")
+    p.add_argument("program", metavar="PROGRAM", help=program_help)
+    p = add("show", "print a program in the papers' notation")
+    p.add_argument("program", metavar="PROGRAM", help=program_help)
+    p.add_argument("--pretty", action="store_true", help="multi-line layout")
+    p = add("run", "run a program and compare it with its NumPy reference")
+    p.add_argument("program", metavar="PROGRAM", help=program_help)
+    p.add_argument("--size", dest="sizes", metavar="NAME=INT", type=size_arg, nargs="+",
+                   action="extend", default=[], help="a size variable, e.g. N=1048576")
+    p.add_argument("--input", dest="inputs", metavar="NAME=FILE", type=input_arg, nargs="+",
+                   action="extend", default=[],
+                   help="an input from a .npy file (.npz for tuples); others are generated")
+    p.add_argument("--output", metavar="FILE", help="save the result (.npy, or .npz for tuples)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    p.add_argument("--backend", choices=BACKENDS, default="interpreter",
+                   help="where to run (default: interpreter)")
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def cmd_list(out: TextIO) -> int:
+    """A rich table on a terminal; otherwise one tab-separated line per program
+    (name, level, source, summary) so scripts and tests can read it."""
+    specs = list(bundled_registry())
+    rows = [(s.name, s.level, s.source, (s.summary.strip().splitlines() or [""])[0])
+            for s in specs]
+    if out.isatty():
+        try:
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:
+            pass
+        else:
+            table = Table(title=f"{len(rows)} bundled programs")
+            for col in ("name", "level", "source", "summary"):
+                table.add_column(col, no_wrap=col == "name")
+            for row in rows:
+                table.add_row(*row)
+            Console(file=out).print(table)
+            return 0
+    for row in rows:
+        print("\t".join(row), file=out)
+    return 0
+
+
+def signature(res: Resolved) -> str:
+    """`NAME : (param types) -> result type`; raises the type error when there is one."""
+    from liftkit.ir.printer import show_type
+    from liftkit.ir.typecheck import check_program
+
+    result = check_program(res.program)
+    params = ", ".join(show_type(p.type) for p in res.program.params)  # type: ignore[arg-type]
+    return f"{res.name} : ({params}) -> {show_type(result)}"
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    print(signature(resolve(args.program)), file=out)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.ir.printer import pretty, show
+
+    program = resolve(args.program).program
+    print(pretty(program) if args.pretty else show(program), file=out)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    sizes: dict[str, int] = {}
+    for name, n in args.sizes:
+        if name in sizes and sizes[name] != n:
+            raise UsageError(f"argument --size: {name} is given twice ({sizes[name]} and {n})")
+        sizes[name] = n
+    inputs: dict[str, str] = {}
+    for name, path in args.inputs:
+        if name in inputs:
+            raise UsageError(f"argument --input: {name} is given twice")
+        inputs[name] = path
+    res = resolve(args.program)
+    opts = RunOptions(sizes, inputs, args.output, args.seed, args.backend)
+    status = run_command(res, opts, out)
+    out.flush()
+    if status:
+        raise CliError(f"{res.name}: the {args.backend} result does not match the NumPy reference")
+    return status
+
+
+COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run}
+
+
+# ---------------------------------------------------------------------------------------------
+# error handling
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The exception types that mean "the user asked for something wrong" rather than a bug."""
+    from liftkit.arith import ArithError
+    from liftkit.semantics import EvaluationError
+    from liftkit.types import LiftTypeError
+
+    return (CliError, LiftTypeError, ArithError, EvaluationError, OSError, ValueError)
+
+
+def _report(message: str, err: TextIO) -> None:
+    print(f"{PROG}: error: {message}", file=err)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; returns the exit status (the console script passes it to sys.exit)."""
+    out, err = sys.stdout, sys.stderr
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as e:
+        _report(str(e), err)
+        return 2
+    debug = bool(getattr(args, "debug", False))
+    try:
+        if args.command == "list":
+            return cmd_list(out)
+        return int(COMMANDS[args.command](args, out))
+    except UsageError as e:
+        if debug:
+            raise
+        _report(str(e), err)
+        return 2
+    except _user_errors() as e:
+        if debug:
+            raise
+        out.flush()
+        _report(_message(e), err)
+        return 1
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        _report("interrupted", err)
+        return 130
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, FileNotFoundError) and e.filename:
+        return f"no such file: {e.filename}"
+    if isinstance(e, OSError) and e.strerror and e.filename:
+        return f"{e.filename}: {e.strerror}"
+    return one_line(e)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

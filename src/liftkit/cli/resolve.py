@@ -1,0 +1,135 @@
+"""Finding the program a command names: a bundled name, `module:attribute` or `file.py:attribute`.
+
+Kept apart from the commands so that every command (and later backends) resolves names the same
+way, and so that user code is imported in one place, where its failures become one-line errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Optional
+
+from liftkit.ir.nodes import Lambda
+
+
+class CliError(Exception):
+    """A user error the CLI reports as one line (exit code 1), never with a traceback."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A program to work on: its display name, the Lambda, and its spec when it has one."""
+
+    name: str
+    program: Lambda
+    spec: Optional[Any] = None  # a liftkit.programs.registry.ProgramSpec, when known
+
+
+def bundled_registry() -> Any:
+    """The bundled `PROGRAMS` registry; imported lazily so `check`/`show` of a user file work even
+    while the bundled set is broken."""
+    try:
+        from liftkit.programs import PROGRAMS
+    except Exception as err:  # noqa: BLE001 - any failure here is "bundled programs unavailable"
+        raise CliError(f"the bundled programs cannot be loaded ({type(err).__name__}: "
+                       f"{one_line(err)})") from err
+    return PROGRAMS
+
+
+def resolve(ref: str) -> Resolved:
+    """Resolve PROGRAM as given on the command line."""
+    if ":" not in ref:
+        registry = bundled_registry()
+        if ref not in registry:
+            names = list(registry.names())
+            close = difflib.get_close_matches(ref, names, n=3, cutoff=0.6)
+            close += [n for n in names if ref and ref.lower() in n.lower() and n not in close]
+            hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
+            raise CliError(f"no bundled program named {ref!r}{hint} (see `liftkit list`)")
+        spec = registry[ref]
+        return Resolved(spec.name, _build(spec, ref), spec)
+    where, _, attr = ref.rpartition(":")
+    if not where or not attr:
+        raise CliError(f"cannot read program {ref!r}: expected NAME, module:attribute or "
+                       f"path/to/file.py:attribute")
+    module = _load_module(where)
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"{where} has no attribute {attr!r}") from None
+    return _from_object(ref, obj)
+
+
+def _from_object(ref: str, obj: Any) -> Resolved:
+    from liftkit.programs.registry import ProgramSpec
+
+    if isinstance(obj, Lambda):
+        return Resolved(ref, obj, None)
+    if isinstance(obj, ProgramSpec):
+        return Resolved(ref, _build(obj, ref), obj)
+    raise CliError(f"{ref} is a {type(obj).__name__}, not a Lift program (a Lambda built with "
+                   f"`fun(...)`) or a ProgramSpec")
+
+
+def _build(spec: Any, ref: str) -> Lambda:
+    prog = spec.program
+    if not isinstance(prog, Lambda):
+        raise CliError(f"program {ref} builds a {type(prog).__name__}, not a Lambda")
+    return prog
+
+
+def _load_module(where: str) -> ModuleType:
+    """Import a module by dotted name or by file path; user code may fail in any way, and that
+    is the user's error, so every exception becomes a CliError naming the cause."""
+    is_path = where.endswith(".py") or os.sep in where or "/" in where
+    try:
+        if is_path:
+            return _import_file(Path(where))
+        if os.getcwd() not in sys.path:  # as `python -m` does, so `liftkit run mymod:prog` works
+            sys.path.insert(0, os.getcwd())
+        return importlib.import_module(where)
+    except CliError:
+        raise
+    except ModuleNotFoundError as err:
+        if err.name and where.startswith(err.name):
+            raise CliError(f"no module named {where!r} (give a file as path/to/file.py:attr)") from None
+        raise CliError(f"cannot import {where}: {type(err).__name__}: {one_line(err)}") from err
+    except Exception as err:  # noqa: BLE001 - user code: report, do not crash
+        raise CliError(f"cannot import {where}: {type(err).__name__}: {one_line(err)}") from err
+
+
+def _import_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise CliError(f"no such file: {path}")
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+    name = f"_liftkit_user_{resolved.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def one_line(err: BaseException) -> str:
+    """A message on one line: multi-line messages (e.g. a type error and its location) joined."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    return "; ".join(lines) if lines else type(err).__name__

@@ -1,0 +1,285 @@
+"""`liftkit run`: inputs from files or from the program's spec, one backend run, a short report.
+
+The report compares against the spec's independent NumPy reference, because a run whose result
+nobody checks is not worth much; the exit status says whether it matched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, TextIO
+
+import numpy as np
+
+from liftkit.arith import ArithError
+from liftkit.cli.resolve import CliError, Resolved, one_line
+from liftkit.ir.nodes import Lambda
+from liftkit.ir.printer import show_type
+from liftkit.types import ArrayType, LiftTypeError, TupleType, Type, VectorType
+
+BACKENDS = ("interpreter",)  # a later issue adds "opencl" (with --device cpu|gpu)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    sizes: Mapping[str, int]
+    inputs: Mapping[str, str]  # parameter name -> file
+    output: Optional[str]
+    seed: int
+    backend: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    max_abs_err: float
+    note: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+
+
+def load_array(path: str, what: str) -> Any:
+    """An input file: .npy gives an array; .npz gives a tuple of its arrays in stored order."""
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"input {what}: no such file: {path}")
+    try:
+        data = np.load(p, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise CliError(f"input {what}: cannot read {path} as NumPy data ({err})") from None
+    if isinstance(data, np.lib.npyio.NpzFile):
+        with data:
+            return tuple(data[k] for k in data.files)
+    return data
+
+
+def _bare_dims(t: Type) -> list[tuple[Any, int]]:
+    """(length, axis) for the array dimensions of a parameter type, outermost first."""
+    out = []
+    axis = 0
+    while isinstance(t, ArrayType):
+        out.append((t.length, axis))
+        t = t.elem
+        axis += 1
+    return out
+
+
+def sizes_from_files(program: Lambda, given: Mapping[str, Any], explicit: Mapping[str, int]
+                     ) -> dict[str, int]:
+    """Size variables read off the shapes of file inputs, so that generated companions of a
+    file input get matching shapes. Explicit --size values win (a conflict is then reported
+    by the interpreter in the program's own terms)."""
+    from liftkit.arith import Var
+
+    found: dict[str, int] = {}
+    for p in program.params:
+        if p.name not in given or p.type is None:
+            continue
+        shape = np.shape(given[p.name]) if isinstance(given[p.name], np.ndarray) else ()
+        for length, axis in _bare_dims(p.type):
+            if isinstance(length, Var) and length.name not in explicit and axis < len(shape):
+                found.setdefault(length.name, int(shape[axis]))
+    return found
+
+
+def gather_inputs(res: Resolved, opts: RunOptions) -> tuple[list[Any], dict[str, int], list[str]]:
+    """All inputs in parameter order, the sizes to run with, and where each input came from."""
+    names = [p.name for p in res.program.params]
+    unknown = [n for n in opts.inputs if n not in names]
+    if unknown:
+        raise CliError(f"--input {unknown[0]}: the program has no parameter {unknown[0]!r} "
+                       f"(parameters: {', '.join(names) or 'none'})")
+    if len(set(names)) != len(names):
+        raise CliError(f"the program's parameters have repeated names ({', '.join(names)}); "
+                       f"--input cannot tell them apart")
+    given = {n: load_array(f, n) for n, f in opts.inputs.items()}
+    missing = [n for n in names if n not in given]
+    sizes = dict(opts.sizes)
+    if missing and res.spec is None:
+        raise CliError(f"{res.name} is not a bundled program, so every input must be given with "
+                       f"--input NAME=FILE.npy (missing: {', '.join(missing)})")
+    if res.spec is not None:
+        sizes = dict(res.spec.sizes) | sizes_from_files(res.program, given, opts.sizes) | sizes
+    generated: list[Any] = []
+    if missing:
+        generated = list(res.spec.inputs(sizes, opts.seed))  # type: ignore[union-attr]
+        if len(generated) != len(names):
+            raise CliError(f"the spec of {res.name} makes {len(generated)} input(s) for "
+                           f"{len(names)} parameter(s)")
+    inputs = [given[n] if n in given else generated[i] for i, n in enumerate(names)]
+    origin = [f"{opts.inputs[n]}" if n in given else f"generated (seed {opts.seed})" for n in names]
+    if res.spec is None:
+        sizes = dict(opts.sizes)
+    return inputs, sizes, origin
+
+
+# ---------------------------------------------------------------------------------------------
+# running and comparing
+
+
+def execute(program: Lambda, inputs: Sequence[Any], sizes: Mapping[str, int], backend: str) -> Any:
+    if backend == "interpreter":
+        from liftkit.semantics import interpret
+
+        return interpret(program, *inputs, sizes=sizes)
+    raise CliError(f"backend {backend!r} is not available")  # argparse restricts the choices
+
+
+def compare(out: Any, ref: Any, rtol: float, atol: float) -> Comparison:
+    """np.allclose, component by component for tuples and structured arrays, plus the largest
+    absolute error (inf where shapes differ or values are not finite where the reference is)."""
+    if isinstance(out, tuple) or isinstance(ref, tuple):
+        if not (isinstance(out, tuple) and isinstance(ref, tuple)) or len(out) != len(ref):
+            return Comparison(False, float("inf"), "the output and the reference differ in structure")
+        parts = [compare(o, r, rtol, atol) for o, r in zip(out, ref)]
+        notes = [p.note for p in parts if p.note]
+        return Comparison(all(p.ok for p in parts), max((p.max_abs_err for p in parts), default=0.0),
+                          notes[0] if notes else "")
+    o, r = np.asarray(out), np.asarray(ref)
+    if o.dtype.names or r.dtype.names:
+        if o.dtype.names is None or r.dtype.names is None or len(o.dtype.names) != len(r.dtype.names):
+            return Comparison(False, float("inf"), "the output and the reference differ in structure")
+        return compare(tuple(o[n] for n in o.dtype.names), tuple(r[n] for n in r.dtype.names),
+                       rtol, atol)
+    if o.shape != r.shape:
+        if o.size != r.size:
+            return Comparison(False, float("inf"),
+                              f"output shape {o.shape} but reference shape {r.shape}")
+        r = r.reshape(o.shape)
+    if o.size == 0:
+        return Comparison(True, 0.0)
+    of, rf = o.astype(np.float64), r.astype(np.float64)
+    ok = bool(np.allclose(of, rf, rtol=rtol, atol=atol, equal_nan=True))
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(of - rf)
+    both_nan = np.isnan(of) & np.isnan(rf)
+    diff = np.where(both_nan, 0.0, diff)
+    err = float(np.max(diff)) if not np.isnan(diff).any() else float("inf")
+    return Comparison(ok, err)
+
+
+# ---------------------------------------------------------------------------------------------
+# saving and reporting
+
+
+def _flatten(out: Any, prefix: str) -> dict[str, np.ndarray]:
+    if isinstance(out, tuple):
+        flat: dict[str, np.ndarray] = {}
+        for k, x in enumerate(out):
+            flat |= _flatten(x, f"{prefix}{k}" if prefix == "out" else f"{prefix}_{k}")
+        return flat
+    return {prefix: np.asarray(out)}
+
+
+def save_output(out: Any, path: str) -> str:
+    """np.save for arrays (structured arrays as they are), np.savez with out0, out1, ... for
+    tuples; returns the file name NumPy actually wrote."""
+    p = Path(path)
+    if isinstance(out, tuple):
+        target = p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+        np.savez(target, **_flatten(out, "out"))
+    else:
+        target = p if p.suffix == ".npy" else p.with_name(p.name + ".npy")
+        np.save(target, np.asarray(out))
+    return str(target)
+
+
+def _dtype_text(dt: np.dtype) -> str:
+    if dt.names:
+        return "(" + ", ".join(_dtype_text(dt[n]) for n in dt.names) + ")"
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return f"{base}[{','.join(map(str, shape))}]"
+    return str(dt)
+
+
+def describe(x: Any) -> str:
+    """`float32 (1024,)`-style summary of an input or output (tuples component-wise; arrays of
+    tuples as `(float32, float32) (N,)`)."""
+    if isinstance(x, tuple):
+        return "(" + ", ".join(describe(c) for c in x) + ")"
+    a = np.asarray(x)
+    return f"{_dtype_text(a.dtype)} {a.shape}"
+
+
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return np.format_float_positional(v, precision=6, trim="-")
+    return str(v)
+
+
+def _value_text(v: Any) -> str:
+    """One element: a number, a vector's lanes `<a, b>` or a record `(a, b)`."""
+    if isinstance(v, np.void) and v.dtype.names:
+        return "(" + ", ".join(_value_text(v[n]) for n in v.dtype.names) + ")"
+    if isinstance(v, np.ndarray):
+        return "<" + ", ".join(_value_text(e) for e in v.reshape(-1).tolist()) + ">"
+    return _scalar_text(v)
+
+
+def preview(x: Any, t: Optional[Type] = None, count: int = 4) -> str:
+    """The first few elements, flattened over the outer dimensions (vectors of the Lift type `t`
+    kept whole); enough to eyeball a result."""
+    if isinstance(x, tuple):
+        elems = t.elems if isinstance(t, TupleType) else [None] * len(x)
+        return "(" + ", ".join(preview(c, et, count) for c, et in zip(x, elems)) + ")"
+    a = np.asarray(x)
+    while isinstance(t, ArrayType):
+        t = t.elem
+    if isinstance(t, VectorType) and a.ndim >= 1 and a.shape[-1] == t.width and not a.dtype.names:
+        flat = a.reshape(-1, t.width)
+        vals = [_value_text(v) for v in flat[:count]]
+        return "[" + ", ".join(vals) + (", …" if len(flat) > count else "") + "]"
+    flat = a.reshape(-1)
+    if a.dtype.names:
+        count = max(1, count // 2)
+    vals = [_value_text(v) for v in flat[:count]]
+    more = ", …" if flat.size > count else ""
+    return "[" + ", ".join(vals) + more + "]"
+
+
+def run_command(res: Resolved, opts: RunOptions, out: TextIO) -> int:
+    """The whole `run` command; returns the exit status (1 when the reference disagrees)."""
+    from liftkit.ir.typecheck import check_program
+
+    out_type = check_program(res.program)  # type errors first, before inputs are made
+    inputs, sizes, origin = gather_inputs(res, opts)
+    try:
+        result = execute(res.program, inputs, sizes, opts.backend)
+    except (LiftTypeError, ArithError, ValueError) as err:
+        rule = getattr(res.spec, "size_rule", "") if res.spec is not None else ""
+        if not rule:
+            raise
+        raise CliError(f"{one_line(err)} (size rule of {res.name}: {rule})") from err
+    bound = dict(sizes)
+    try:
+        from liftkit.semantics import bind_sizes
+
+        bound = bind_sizes(res.program, inputs, sizes)
+    except Exception:  # noqa: BLE001 - only for the report; the run itself succeeded
+        pass
+    size_text = ", ".join(f"{k}={v}" for k, v in sorted(bound.items())) or "none"
+    print(f"program:   {res.name}  (backend: {opts.backend})", file=out)
+    print(f"sizes:     {size_text}", file=out)
+    for p, x, src in zip(res.program.params, inputs, origin):
+        ptype = show_type(p.type) if p.type is not None else "?"
+        print(f"input:     {p.name} : {ptype} = {describe(x)}  [{src}]", file=out)
+    print(f"output:    {show_type(out_type)} = {describe(result)}", file=out)
+    print(f"values:    {preview(result, out_type)}", file=out)
+    status = 0
+    if res.spec is not None:
+        ref = res.spec.reference(*inputs)
+        cmp = compare(result, ref, res.spec.rtol, res.spec.atol)
+        verdict = "matches" if cmp.ok else "DOES NOT MATCH"
+        extra = f"; {cmp.note}" if cmp.note else ""
+        print(f"reference: {verdict} the NumPy reference (max abs error {cmp.max_abs_err:.3g}, "
+              f"rtol={res.spec.rtol:g}, atol={res.spec.atol:g}{extra})", file=out)
+        status = 0 if cmp.ok else 1
+    else:
+        print("reference: none (not a bundled program)", file=out)
+    if opts.output:
+        print(f"saved:     {save_output(result, opts.output)}", file=out)
+    return status

@@ -1,0 +1,65 @@
+"""Every built-in pattern, each with its type rule and semantics in one class."""
+
+from liftkit.ir.patterns.base import (
+    BOUNDARY_KINDS,
+    Boundary,
+    IndexFun,
+    Kind,
+    Pattern,
+    PatternError,
+    index_fun,
+)
+from liftkit.ir.patterns.layout import (
+    LAYOUT_PATTERNS,
+    AsScalar,
+    AsVector,
+    At,
+    Gather,
+    Get,
+    Id,
+    Join,
+    Pad,
+    Reorder,
+    ReorderStride,
+    Scatter,
+    Slide,
+    Split,
+    Transpose,
+    Tuple,
+    Unzip,
+    Zip,
+)
+from liftkit.ir.patterns.maps import (
+    MAP_PATTERNS,
+    AbstractMap,
+    Map,
+    MapGlb,
+    MapLcl,
+    MapSeq,
+    MapSeqUnroll,
+    MapVec,
+    MapWrg,
+    ParallelMap,
+)
+from liftkit.ir.patterns.memory import MEMORY_PATTERNS, AddressSpaceWrapper, ToGlobal, ToLocal, ToPrivate
+from liftkit.ir.patterns.reductions import (
+    REDUCE_PATTERNS,
+    AbstractReduce,
+    Iterate,
+    PartRed,
+    Reduce,
+    ReduceSeq,
+    ReduceSeqUnroll,
+)
+
+ALL_PATTERNS: tuple[type[Pattern], ...] = MAP_PATTERNS + REDUCE_PATTERNS + LAYOUT_PATTERNS + MEMORY_PATTERNS
+PATTERNS_BY_NAME: dict[str, type[Pattern]] = {p.name: p for p in ALL_PATTERNS}
+
+__all__ = [
+    "ALL_PATTERNS", "PATTERNS_BY_NAME", "BOUNDARY_KINDS", "Boundary", "IndexFun", "Kind", "Pattern",
+    "PatternError", "index_fun", "AsScalar", "AsVector", "At", "Gather", "Get", "Id", "Join", "Pad",
+    "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Transpose", "Tuple", "Unzip", "Zip",
+    "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
+    "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
+    "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll",
+]

@@ -1,0 +1,145 @@
+"""Type inference along the data flow (seed 000 §5.1), with structural legality checks.
+
+Types flow from a program's typed parameters through every call. Each pattern's own `infer` is its
+type rule; this module supplies the traversal, the parameter environment, the stack of enclosing
+patterns (for OpenCL nesting rules) and error locations: the first failing call is named in the
+message, printed in the papers' notation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun
+from liftkit.ir.patterns.base import Pattern
+from liftkit.types import LiftTypeError, TupleType, Type, same_type
+
+
+class LocatedTypeError(LiftTypeError):
+    """A type error that already names the sub-expression at fault."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(f"{message}\n  in: {where}")
+        self.message = message
+        self.where = where
+
+
+@dataclass(frozen=True)
+class Typing:
+    """What a pattern's type rule may use: typing of nested functions and the enclosing patterns."""
+
+    checker: "TypeChecker"
+    env: Mapping[Param, Type]
+    enclosing: tuple[Pattern, ...]
+
+    def apply(self, f: FunDecl, arg_types: Sequence[Type], enter: Optional[Pattern] = None) -> Type:
+        ctx = self.enclosing + (enter,) if enter is not None else self.enclosing
+        return self.checker.apply(f, arg_types, self.env, ctx)
+
+
+class TypeChecker:
+    """Infers types; `types` maps id(FunCall) to the type it had at its last visit.
+
+    The table is an explicit object (no global state): a pass that needs per-call types runs a
+    checker and keeps it alongside the program.
+    """
+
+    def __init__(self) -> None:
+        self.types: dict[int, Type] = {}
+
+    def expr(self, e: Expr, env: Mapping[Param, Type], enclosing: tuple[Pattern, ...] = ()) -> Type:
+        if isinstance(e, Literal):
+            return e.type
+        if isinstance(e, Param):
+            t = env.get(e, e.type)
+            if t is None:
+                raise LiftTypeError(f"parameter {e.name} is used outside the lambda that binds it")
+            return t
+        if isinstance(e, FunCall):
+            arg_types = [self.expr(a, env, enclosing) for a in e.args]
+            try:
+                t = self.apply(e.f, arg_types, env, enclosing)
+            except LocatedTypeError:
+                raise
+            except LiftTypeError as err:
+                raise LocatedTypeError(str(err), _where(e)) from None
+            self.types[id(e)] = t
+            return t
+        raise LiftTypeError(f"not a Lift expression: {e!r}")
+
+    def apply(self, f: FunDecl, arg_types: Sequence[Type], env: Mapping[Param, Type],
+              enclosing: tuple[Pattern, ...]) -> Type:
+        if isinstance(f, Lambda):
+            if len(f.params) != len(arg_types):
+                raise LiftTypeError(f"a lambda of {len(f.params)} parameter(s) is applied to "
+                                    f"{len(arg_types)} argument(s)")
+            env2 = dict(env)
+            for p, t in zip(f.params, arg_types):
+                if p.type is not None and not same_type(p.type, t):
+                    raise LiftTypeError(f"parameter {p.name} is declared {p.type} but receives {t}")
+                env2[p] = t
+            return self.expr(f.body, env2, enclosing)
+        if isinstance(f, UserFun):
+            given = spread_tuples(f, arg_types)
+            if len(f.param_types) != len(given):
+                raise LiftTypeError(f"user function {f.name} takes {len(f.param_types)} argument(s), "
+                                    f"got {len(arg_types)}")
+            for name, want, got in zip(f.param_names, f.param_types, given):
+                if not same_type(want, got):
+                    raise LiftTypeError(
+                        f"user function {f.name}: parameter {name} has type {want}, got {got}")
+            return f.out_type
+        if isinstance(f, Pattern):
+            return f.infer(Typing(self, env, enclosing), arg_types)
+        raise LiftTypeError(f"not a function: {f!r}")
+
+
+def spread_tuples(f: UserFun, args: Sequence[Any]) -> Sequence[Any]:
+    """Arguments as the user function receives them: when the count differs from its arity,
+    tuple arguments are spread over its parameters (so `map(mult)` works on zipped pairs, as
+    in the papers). Works on types and on interpreter values alike."""
+    if len(args) == f.arity:
+        return args
+    flat: list[Any] = []
+    for a in args:
+        if isinstance(a, (TupleType, tuple)):
+            flat.extend(a.elems if isinstance(a, TupleType) else a)
+        else:
+            flat.append(a)
+    return flat
+
+
+def _where(e: FunCall) -> str:
+    from liftkit.ir.printer import show_short
+
+    return show_short(e)
+
+
+def infer_type(e: Expr, env: Optional[Mapping[Param, Type]] = None) -> Type:
+    """The type of an expression whose free parameters have types (declared or in `env`)."""
+    return TypeChecker().expr(e, dict(env or {}))
+
+
+def check_program(program: Lambda) -> Type:
+    """Type-check a whole program (a lambda with typed parameters) and return its result type."""
+    if not isinstance(program, Lambda):
+        raise LiftTypeError("a program is a lambda whose parameters have types")
+    for p in program.params:
+        if p.type is None:
+            raise LiftTypeError(f"program parameter {p.name} needs a type")
+    return TypeChecker().apply(program, [p.type for p in program.params], {}, ())  # type: ignore[misc]
+
+
+def is_low_level(node: Node) -> bool:
+    """True when no high-level-only pattern (map, reduce, partRed, reorder, ...) remains, i.e.
+    the program can go to the code generator."""
+    from liftkit.ir.nodes import walk
+
+    return all(not (isinstance(n, Pattern) and n.high_level and n.name in _HIGH_ONLY)
+               for n in walk(node))
+
+
+# patterns the code generator has no implementation for (seed 002: "bold functions are known to
+# the code generator"); data-layout patterns are high-level *and* compiled as views.
+_HIGH_ONLY = frozenset({"map", "reduce", "partRed", "reorder"})
