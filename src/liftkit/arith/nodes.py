@@ -133,8 +133,8 @@ class ArithExpr:
         or a division by zero."""
         return self._ev(env)
 
-    def _ev(self, env: Mapping[str, int]) -> int:  # pragma: no cover
-        raise NotImplementedError
+    def _ev(self, env: Mapping[str, int]) -> int:  # pragma: no cover - every node class overrides
+        raise ArithError(f"{type(self).__name__} has no evaluation rule")
 
     def eval_numpy(self, env: Mapping[str, Any]) -> Any:
         """Vectorised evaluation (np.floor_divide, np.mod, ...); ints in, int out."""

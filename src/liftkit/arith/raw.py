@@ -69,3 +69,26 @@ def if_then_else(c: Cond, a: Any, b: Any) -> IfThenElse:
 
 
 __all__ = ["add", "cond", "div", "if_then_else", "log", "max_", "min_", "mod", "mul", "neg", "pow_", "sub"]
+
+
+def substitute(e: ArithExpr, mapping: "dict[str, Any]") -> ArithExpr:
+    """Replace variables (by name) without simplifying anything: the index-simplification-off
+    ablation instantiates index functions (gather, reorderStride) with this."""
+    from .nodes import Var
+
+    if isinstance(e, Var):
+        return _e(mapping[e.name]) if e.name in mapping else e
+    if isinstance(e, Cst):
+        return e
+    if isinstance(e, (Sum, Prod)):
+        return type(e)(tuple(substitute(k, mapping) for k in e._kids()))
+    if isinstance(e, IfThenElse):
+        c, a, b = e._kids()
+        return IfThenElse(_subst_cond(c, mapping), substitute(a, mapping), substitute(b, mapping))
+    a, b = e._kids()
+    return type(e)(substitute(a, mapping), substitute(b, mapping))
+
+
+def _subst_cond(c: Cond, mapping: "dict[str, Any]") -> Cond:
+    op, lhs, rhs = c._f
+    return Cond(op, substitute(lhs, mapping), substitute(rhs, mapping))

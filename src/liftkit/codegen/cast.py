@@ -1,0 +1,74 @@
+"""A minimal OpenCL C statement tree, so that generation decides structure and printing decides
+layout. Expressions stay strings: the index simplifier has already made them short."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Union
+
+
+@dataclass
+class Line:
+    text: str
+
+
+@dataclass
+class Block:
+    stmts: list["Stmt"] = field(default_factory=list)
+
+    def add(self, s: "Stmt") -> "Stmt":
+        self.stmts.append(s)
+        return s
+
+
+@dataclass
+class For:
+    var: str
+    start: str
+    cond: str
+    step: str
+    body: Block
+
+
+@dataclass
+class If:
+    cond: str
+    body: Block
+
+
+@dataclass
+class Deferred:
+    """A line whose text is known only at the end (e.g. a private array that turned into
+    scalars because every access used a constant index)."""
+
+    render: Callable[[], str]
+
+
+Stmt = Union[Line, Block, For, If, Deferred]
+
+
+def render(stmts: list[Stmt], indent: int = 1, fix: Callable[[str], str] = lambda s: s) -> list[str]:
+    """Print statements; `fix` post-processes each line (resolving deferred memory accesses)."""
+    pad = "  " * indent
+    out: list[str] = []
+    for s in stmts:
+        if isinstance(s, Line):
+            out.append(pad + fix(s.text))
+        elif isinstance(s, Deferred):
+            text = s.render()
+            if text:
+                out.append(pad + fix(text))
+        elif isinstance(s, Block):
+            if s.stmts:
+                out.append(pad + "{")
+                out += render(s.stmts, indent + 1, fix)
+                out.append(pad + "}")
+        elif isinstance(s, For):
+            out.append(f"{pad}for (int {s.var} = {fix(s.start)}; {fix(s.cond)}; {fix(s.step)}) {{")
+            out += render(s.body.stmts, indent + 1, fix)
+            out.append(pad + "}")
+        elif isinstance(s, If):
+            out.append(f"{pad}if ({fix(s.cond)}) {{")
+            out += render(s.body.stmts, indent + 1, fix)
+            out.append(pad + "}")
+    return out

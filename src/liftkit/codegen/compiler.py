@@ -1,0 +1,314 @@
+"""The compilation pipeline: a low-level Lift program to a pipeline of OpenCL kernels.
+
+Stages: type analysis; kernel splitting (computation outside the parallel maps that consumes
+their results — the papers' final reduction — becomes its own kernel); barrier analysis
+(seed 000 §5.4); then per kernel the generator (memory allocation with Algorithm 1, views,
+index simplification, control-flow simplification, unrolling) and the host-side description
+(buffers, arguments, NDRange).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from liftkit.arith import ArithExpr, cst
+from liftkit.codegen import views as V
+from liftkit.codegen.emit import Emitter, Names
+from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
+from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
+from liftkit.codegen.memory import Memory, bytes_of, ctype, element_count, storage_elem, struct_definition
+from liftkit.codegen.views import CodegenError, View
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, apply, walk
+from liftkit.ir.typecheck import TypeChecker, check_program
+from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
+
+DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
+LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
+          P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.AsVector, P.AsScalar, P.At)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel splitting
+
+
+@dataclass(frozen=True)
+class Stage:
+    param: Optional[Param]  # the intermediate result it produces (None for the final stage)
+    body: Expr
+
+
+def split_stages(program: Lambda) -> list[Stage]:
+    """Cut the program where a top-level computation consumes another one's result.
+
+    Top level means outside every map's function: code there runs in every thread of a
+    kernel, so a sequential reduction of a parallel map's result must run after it, in a kernel
+    of its own (one work-item)."""
+    stages: list[Stage] = []
+    types = {p: p.type for p in program.params}
+
+    def visit(e: Expr, feeds_compute: bool) -> Expr:
+        if isinstance(e, (Param, Literal)):
+            return e
+        assert isinstance(e, FunCall)
+        f = e.f
+        if isinstance(f, Lambda):
+            reduced = apply(f, [visit(a, True) for a in e.args])
+            if not (isinstance(reduced, FunCall) and reduced.f is f):
+                return visit(reduced, feeds_compute)
+            return reduced
+        if isinstance(f, LAYOUT):
+            return FunCall(f, tuple(visit(a, feeds_compute) for a in e.args))
+        call = FunCall(f, tuple(visit(a, True) for a in e.args))
+        if not feeds_compute:
+            return call
+        t = TypeChecker().expr(call, types)
+        p = Param(f"stage{len(stages)}", t)
+        types[p] = t
+        stages.append(Stage(p, call))
+        return p
+
+    final = visit(program.body, False)
+    stages.append(Stage(None, final))
+    return stages
+
+
+# ---------------------------------------------------------------------------------------------
+# analyses
+
+
+def _is_lcl(f: FunDecl) -> bool:
+    while isinstance(f, P.AddressSpaceWrapper):
+        f = f.f
+    return isinstance(f, P.MapLcl)
+
+
+def barrier_free_maps(body: Expr) -> set[int]:
+    """mapLcl calls whose barrier is not needed (seed 000 §5.4): their result is read only by
+    another mapLcl over the same elements (each thread reads what it wrote), or they are the
+    first branch of a zip whose second branch synchronises."""
+    free: set[int] = set()
+    for n in walk(body):
+        if not isinstance(n, FunCall):
+            continue
+        if _is_lcl(n.f):
+            for a in n.args:
+                if isinstance(a, FunCall) and _is_lcl(a.f):
+                    free.add(id(a))
+        elif isinstance(n.f, P.Zip):
+            branches = [a for a in n.args if isinstance(a, FunCall) and _is_lcl(a.f)]
+            free.update(id(a) for a in branches[:-1])
+    return free
+
+
+def final_maps(body: Expr) -> set[int]:
+    """mapLcl calls whose result is the result of their work-group (through data-layout patterns
+    only): no thread of the group reads it afterwards, so only local-memory reuse by the next
+    work-group iteration could need their barrier."""
+    out: set[int] = set()
+
+    def result_of(e: Expr) -> None:
+        while isinstance(e, FunCall) and isinstance(e.f, LAYOUT) and len(e.args) == 1:
+            e = e.args[0]
+        if isinstance(e, FunCall) and _is_lcl(e.f):
+            out.add(id(e))
+
+    for n in walk(body):
+        if isinstance(n, P.MapWrg) and isinstance(n.f, Lambda):
+            result_of(n.f.body)
+    return out
+
+
+class _Recorder(TypeChecker):
+    """Type checker that notes the lengths every parallel map runs over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maps: list[tuple[P.ParallelMap, ArithExpr, tuple[P.Pattern, ...]]] = []
+
+    def apply(self, f, arg_types, env, enclosing):  # type: ignore[no-untyped-def]
+        out = super().apply(f, arg_types, env, enclosing)
+        if isinstance(f, P.ParallelMap) and isinstance(out, ArrayType):
+            self.maps.append((f, out.length, enclosing))
+        return out
+
+
+def launch_geometry(body: Expr, env: Mapping[Param, Type], options: CompileOptions
+                    ) -> tuple[NDRange, Optional[tuple[int, ...]]]:
+    """NDRange from the outermost parallel maps, and the local size the code is generated for."""
+    rec = _Recorder()
+    rec.expr(body, dict(env))
+    maps = rec.maps
+    if not maps:
+        return NDRange((cst(1),), (1,)), (1,)
+    dims = max(m.dim for m, _, _ in maps) + 1
+    has_wrg = any(isinstance(m, P.MapWrg) for m, _, _ in maps)
+    if options.local_size is not None:
+        local = tuple(options.local_size) + (1,) * max(0, dims - len(options.local_size))
+    elif has_wrg:
+        sizes = []
+        for d in range(dims):
+            lens = [n.value for m, n, _ in maps if isinstance(m, P.MapLcl) and m.dim == d and n.is_constant]
+            any_lcl = any(isinstance(m, P.MapLcl) and m.dim == d for m, _, _ in maps)
+            sizes.append(min(max(lens), 1024) if lens else (DEFAULT_LOCAL_SIZE if any_lcl else 1))
+        local = tuple(sizes)
+    else:
+        local = None
+    glob: list[ArithExpr] = []
+    for d in range(dims):
+        outer = [(m, n) for m, n, enc in maps if m.dim == d and isinstance(m, (P.MapWrg, P.MapGlb))
+                 and not any(isinstance(e, type(m)) and e.dim == d for e in enc)]  # type: ignore[attr-defined]
+        if not outer:
+            glob.append(cst(local[d] if local else 1))
+            continue
+        m, n = outer[0]
+        glob.append(n * local[d] if isinstance(m, P.MapWrg) and local else n)
+    return NDRange(tuple(glob), local), local
+
+
+# ---------------------------------------------------------------------------------------------
+# one kernel
+
+
+def _input_memory(p: Param, t: Type) -> tuple[View, Optional[Memory]]:
+    if isinstance(t, ArrayType):
+        m = Memory(p.name, "global", storage_elem(t, "global"), element_count(t, "global"), "param",
+                   readonly=True)
+        return V.MemoryView(m, t), m
+    return V.ValueView(p.name, t), None
+
+
+def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str],
+                   options: CompileOptions, name: str, buffer_of: Mapping[Param, str],
+                   size_names: Sequence[str]) -> tuple[Kernel, list[Buffer], Type]:
+    """Generate one kernel computing `body` into buffers named `out_names`."""
+    env_types = {p: p.type for p in params}
+    out_t = TypeChecker().expr(body, env_types)  # type: ignore[arg-type]
+    ndrange, local = launch_geometry(body, env_types, options)  # type: ignore[arg-type]
+    ar = V.Arith(options.simplify_indices)
+    taken = {p.name for p in params} | set(size_names) | {name}
+    em = Emitter(ar, Names(taken))
+    gen = Generator(options, em, local, barrier_free_maps(body), final_maps(body))
+
+    env: dict[Param, View] = {}
+    args: list[KernelArg] = []
+    for p in params:
+        view, mem = _input_memory(p, p.type)  # type: ignore[arg-type]
+        env[p] = view
+        em.note_type(p.type)  # type: ignore[arg-type]
+        if mem is not None:
+            args.append(KernelArg("buffer", p.name, f"const global {ctype(mem.elem)}* restrict",
+                                  buffer=buffer_of[p]))
+        else:
+            if isinstance(p.type, ScalarType) and p.type.name == "bool":
+                raise CodegenError(f"parameter {p.name}: bool is not allowed as an OpenCL kernel argument")
+            args.append(KernelArg("scalar", p.name, ctype(p.type), param_index=None))  # type: ignore[arg-type]
+
+    outs = list(out_t.elems) if isinstance(out_t, TupleType) and len(out_names) > 1 else [out_t]
+    out_views: list[View] = []
+    out_buffers: list[Buffer] = []
+    for oname, ot in zip(out_names, outs):
+        if not isinstance(ot, ArrayType):
+            raise CodegenError(f"a kernel's result must be an array, got {ot}")
+        m = Memory(em.names.fresh("out" if len(outs) == 1 else oname), "global",
+                   storage_elem(ot, "global"), element_count(ot, "global"), "param")
+        em.note_type(ot)
+        out_views.append(V.MemoryView(m, ot))
+        args.append(KernelArg("buffer", m.name, f"global {ctype(m.elem)}*", buffer=oname))
+        out_buffers.append(Buffer(oname, ot, bytes_of(ot), "output"))
+    dest = out_views[0] if len(out_views) == 1 else V.TupleView(tuple(out_views), out_t)
+
+    result = gen.gen(body, env, Ctx(), dest)
+    if result is not dest:
+        raise CodegenError("the program's result is not computed by the kernel")
+
+    buffers = list(out_buffers)
+    for k, tmp in enumerate(gen.temps):
+        bname = f"{name}:{tmp.memory.name}"
+        args.append(KernelArg("buffer", tmp.memory.name, f"global {ctype(tmp.memory.elem)}*", buffer=bname))
+        buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary"))
+    for s in size_names:
+        args.append(KernelArg("size", s, "int", size=_var(s)))
+    source = _assemble(em, name, args)
+    return Kernel(name, source, tuple(args), ndrange), buffers, out_t
+
+
+def _var(name: str) -> ArithExpr:
+    from liftkit.arith import size_var
+
+    return size_var(name)
+
+
+def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
+    lines: list[str] = []
+    if em.uses_double:
+        lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    for t in em.tuple_types:
+        lines.append(struct_definition(t))
+    for f in em.user_funs.values():
+        lines.append(user_fun_definition(f))
+    if lines:
+        lines.append("")
+    params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
+    lines.append(f"kernel void {name}(\n    {params}) {{")
+    for m in em.local_decls:
+        lines.append(f"  local {ctype(m.elem)} {m.name}[{m.count.value}];")
+    lines += em.finish()
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# whole programs
+
+
+def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -> CompiledProgram:
+    """Compile a low-level program to a pipeline of OpenCL kernels."""
+    options = options or CompileOptions()
+    t0 = time.perf_counter()
+    result_type = check_program(program)
+    sizes: set = set()
+    for p in program.params:
+        sizes |= size_vars_of(p.type)  # type: ignore[arg-type]
+    size_names = sorted(v.name for v in sizes)
+    stages = split_stages(program)
+    buffers: list[Buffer] = []
+    buffer_of: dict[Param, str] = {}
+    for k, p in enumerate(program.params):
+        if isinstance(p.type, ArrayType):
+            buffer_of[p] = f"input:{p.name}"
+            buffers.append(Buffer(f"input:{p.name}", p.type, bytes_of(p.type), "input", k))
+    kernels: list[Kernel] = []
+    available = list(program.params)
+    result_names: tuple[str, ...] = ()
+    for k, st in enumerate(stages):
+        used = [p for p in available if any(n is p for n in walk(st.body))]
+        kname = options.kernel_name if len(stages) == 1 else f"{options.kernel_name}_{k}"
+        if st.param is None:
+            rt = result_type
+            names = ([f"output{j}" for j in range(len(rt.elems))]
+                     if isinstance(rt, TupleType) else ["output"])
+            result_names = tuple(names)
+        else:
+            names = [st.param.name]
+            buffer_of[st.param] = st.param.name
+        kernel, bufs, _ = compile_kernel(used, st.body, names, options, kname, buffer_of, size_names)
+        kernel = _with_scalar_indices(kernel, program)
+        kernels.append(kernel)
+        for b in bufs:
+            if st.param is not None and b.role == "output":
+                b = Buffer(b.name, b.type, b.nbytes, "intermediate")
+            buffers.append(b)
+        if st.param is not None:
+            available.append(st.param)
+    return CompiledProgram(program, tuple(kernels), tuple(buffers), result_names, result_type,
+                           options, time.perf_counter() - t0)
+
+
+def _with_scalar_indices(kernel: Kernel, program: Lambda) -> Kernel:
+    index = {p.name: k for k, p in enumerate(program.params)}
+    args = tuple(KernelArg(a.kind, a.name, a.ctype, a.buffer, index.get(a.name), a.size)
+                 if a.kind == "scalar" else a for a in kernel.args)
+    return Kernel(kernel.name, kernel.source, args, kernel.ndrange, kernel.build_options)

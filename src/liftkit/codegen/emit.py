@@ -1,0 +1,287 @@
+"""Emission state of one kernel: statements, memories, names, and loads/stores through views.
+
+The generator (`generator.py`) decides what to compute; this module knows how a location is
+read or written in OpenCL C (vload/vstore for vectors in scalar memory, struct fields for tuples,
+scalars for constant-indexed private arrays) and keeps the declarations.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Optional
+
+from liftkit.arith import ArithExpr, cst, divides
+from liftkit.codegen.cast import Block, Deferred, For, If, Line, Stmt, render
+from liftkit.codegen.memory import Memory, Space, ctype, element_count, storage_elem, tuple_types_in
+from liftkit.codegen.views import (
+    Arith,
+    CodegenError,
+    Loc,
+    MemLoc,
+    NeedsTupleIndex,
+    SelectLoc,
+    ValueLoc,
+    View,
+)
+from liftkit.ir.nodes import Literal, UserFun
+from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType, bool_, float32, float64
+
+_TOKEN = re.compile(r"\x00(\d+)\|([^\x00]*)\x00")
+
+
+class Names:
+    """Fresh C identifiers, readable: the hint plus a counter only when needed."""
+
+    def __init__(self, taken: Optional[set[str]] = None) -> None:
+        self.taken = set(taken or ())
+
+    def fresh(self, hint: str) -> str:
+        base = re.sub(r"\W", "_", hint) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+
+def literal_c(value: object, t: Type) -> str:
+    if isinstance(t, ScalarType):
+        if t == bool_:
+            return "1" if value else "0"
+        if t.is_float:
+            x = float(value)  # type: ignore[arg-type]
+            if x != x:
+                s = "NAN"
+            elif x in (float("inf"), float("-inf")):
+                s = "INFINITY" if x > 0 else "-INFINITY"
+            else:
+                s = repr(x)
+                if "e" not in s and "." not in s:
+                    s += ".0"
+            return s + ("f" if t == float32 and s[-1].isdigit() else "")
+        return str(int(value)) + ("L" if t.name == "long" else "")  # type: ignore[call-overload]
+    if isinstance(t, VectorType):
+        return f"({t})(" + ", ".join(literal_c(v, t.elem) for v in value) + ")"  # type: ignore[attr-defined]
+    if isinstance(t, TupleType):
+        return f"({ctype(t)}){{" + ", ".join(literal_c(v, e) for v, e in zip(value, t.elems)) + "}"  # type: ignore[call-overload]
+    raise CodegenError(f"array literals are not supported in kernels ({t})")
+
+
+class Emitter:
+    """Statements and declarations of one kernel under construction."""
+
+    def __init__(self, ar: Arith, names: Names) -> None:
+        self.ar = ar
+        self.names = names
+        self.root = Block()
+        self.blocks: list[Block] = [self.root]
+        self.local_decls: list[Memory] = []
+        self.memories: list[Memory] = []
+        self.tuple_types: list[TupleType] = []
+        self.user_funs: dict[str, UserFun] = {}
+        self.uses_double = False
+
+    # -- structure ---------------------------------------------------------------------------
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def line(self, text: str) -> None:
+        self.block.add(Line(text))
+
+    def deferred(self, fn) -> None:  # type: ignore[no-untyped-def]
+        self.block.add(Deferred(fn))
+
+    def nested(self, stmt: Stmt, body: Block) -> "_Enter":
+        self.block.add(stmt)
+        return _Enter(self, body)
+
+    def for_loop(self, var: str, start: str, cond: str, step: str) -> "_Enter":
+        body = Block()
+        return self.nested(For(var, start, cond, step, body), body)
+
+    def if_(self, cond: str) -> "_Enter":
+        body = Block()
+        return self.nested(If(cond, body), body)
+
+    def scope(self) -> "_Enter":
+        body = Block()
+        return self.nested(body, body)
+
+    # -- types -------------------------------------------------------------------------------
+    def note_type(self, t: Type) -> None:
+        for tt in tuple_types_in(t):
+            if tt not in self.tuple_types:
+                self.tuple_types.append(tt)
+        while isinstance(t, ArrayType):
+            t = t.elem
+        if t == float64 or (isinstance(t, VectorType) and t.elem == float64):
+            self.uses_double = True
+        if isinstance(t, TupleType):
+            for e in t.elems:
+                self.note_type(e)
+
+    # -- memory ------------------------------------------------------------------------------
+    def private_var(self, t: Type, hint: str, init: Optional[str] = None) -> Memory:
+        self.note_type(t)
+        m = Memory(self.names.fresh(hint), "private", t, cst(1), "var")
+        self.memories.append(m)
+        self.line(f"{ctype(t)} {m.name}" + (f" = {init};" if init is not None else ";"))
+        return m
+
+    def private_array(self, t: Type, hint: str) -> Memory:
+        elem, count = storage_elem(t, "private"), element_count(t, "private")
+        if not count.is_constant:
+            raise CodegenError(f"private memory needs a constant size, but {t} has {count} elements")
+        self.note_type(elem)
+        m = Memory(self.names.fresh(hint), "private", elem, count, "array")
+        self.memories.append(m)
+        n = count.value
+        self.deferred(lambda: (f"{ctype(elem)} " + ", ".join(f"{m.name}_{k}" for k in range(n)) + ";")
+                      if m.constant_offsets else f"{ctype(elem)} {m.name}[{n}];")
+        return m
+
+    def local_array(self, t: Type, hint: str, copies: ArithExpr) -> Memory:
+        elem, count = storage_elem(t, "local"), element_count(t, "local") * copies
+        if not count.is_constant:
+            raise CodegenError(f"local memory needs a constant size, but {t} needs {count} elements "
+                               f"(split by a constant before the mapWrg)")
+        self.note_type(elem)
+        m = Memory(self.names.fresh(hint), "local", elem, count, "array")
+        self.memories.append(m)
+        self.local_decls.append(m)
+        return m
+
+    # -- reading and writing -----------------------------------------------------------------
+    def resolve(self, view: View, tup: Optional[list[int]] = None) -> Loc:
+        return view.resolve(self.ar, [], list(tup or []))
+
+    def load(self, view: View) -> str:
+        """The C expression reading the (scalar, vector or tuple) value a view denotes."""
+        t = view.type
+        if isinstance(t, ArrayType):
+            raise CodegenError(f"an array ({t}) is used where a single value is needed")
+        try:
+            return self.loc_c(self.resolve(view))
+        except NeedsTupleIndex:
+            assert isinstance(t, TupleType)
+            self.note_type(t)
+            parts = [self.load(view.get(k)) for k in range(len(t.elems))]
+            return f"({ctype(t)}){{" + ", ".join(parts) + "}"
+
+    def store(self, dest: View, value: str) -> None:
+        t = dest.type
+        try:
+            loc = self.resolve(dest)
+        except NeedsTupleIndex:
+            assert isinstance(t, TupleType)
+            tmp = self.private_var(t, "tup", value)
+            for k in range(len(t.elems)):
+                self.store(dest.get(k), f"{tmp.name}._{k}")
+            return
+        if not isinstance(loc, MemLoc):
+            raise CodegenError("cannot write to a constant or computed location")
+        if loc.width:
+            self.line(f"vstore{loc.width}({value}, {self.vec_address(loc)});")
+        else:
+            self.line(f"{self.loc_c(loc)} = {value};")
+
+    def loc_c(self, loc: Loc) -> str:
+        if isinstance(loc, ValueLoc):
+            return loc.c_expr
+        if isinstance(loc, SelectLoc):
+            return f"({loc.cond.to_c()} ? {self.loc_c(loc.then)} : {self.loc_c(loc.other)})"
+        if loc.width:
+            return f"vload{loc.width}({self.vec_address(loc)})"
+        access, addr = self.mem_c(loc.mem, loc.offset)
+        out = access
+        for f in loc.fields:
+            out += f"._{f}"
+        if loc.lane is not None:
+            if loc.mem.kind == "var" or loc.mem.space == "private":
+                lane = loc.lane
+                if not lane.is_constant:
+                    raise CodegenError("a vector lane of private memory must have a constant index")
+                return f"{out}.s{lane.value:x}"
+            scalar = ctype(loc.mem.elem.elem)  # type: ignore[attr-defined]
+            w = loc.mem.elem.width  # type: ignore[attr-defined]
+            return f"(({loc.mem.space} {scalar}*){loc.mem.name})[{(loc.offset * w + loc.lane).to_c()}]"
+        return out
+
+    def vec_address(self, loc: MemLoc) -> str:
+        """vloadN/vstoreN (offset, pointer) arguments: in vectors when the offset allows."""
+        w = cst(loc.width)
+        if divides(w, loc.offset) and not loc.mem.space == "private":
+            return f"{(loc.offset // w).to_c()}, {loc.mem.name}"
+        return f"0, {self.mem_c(loc.mem, loc.offset)[1]}"
+
+    def mem_c(self, mem: Memory, offset: ArithExpr) -> tuple[str, str]:
+        """(element access, address) of mem[offset]; private arrays resolve at the end."""
+        if mem.kind == "var":
+            return mem.name, f"&{mem.name}"
+        off = offset.to_c()
+        if mem.space == "private" and mem.kind == "array":
+            if not offset.is_constant:
+                mem.constant_offsets = False
+            token = f"\x00{id(mem)}|{off}\x00"
+            return token, f"({mem.name} + {off})"
+        if off == "0":
+            return f"{mem.name}[0]", mem.name
+        return f"{mem.name}[{off}]", f"{mem.name} + {off}"
+
+    def finish(self) -> list[str]:
+        """Render the body, resolving private-array accesses to scalars or array elements."""
+        by_id = {str(id(m)): m for m in self.memories}
+
+        def fix(text: str) -> str:
+            def sub(mt: re.Match) -> str:  # type: ignore[type-arg]
+                m = by_id[mt.group(1)]
+                off = mt.group(2)
+                return f"{m.name}_{off}" if m.constant_offsets else f"{m.name}[{off}]"
+
+            return _TOKEN.sub(sub, text)
+
+        return render(self.root.stmts, 1, fix)
+
+    def walk_memories(self) -> Iterator[Memory]:
+        yield from self.memories
+
+
+class _Enter:
+    """Context manager: statements go into `body` while inside."""
+
+    def __init__(self, em: Emitter, body: Block) -> None:
+        self.em, self.body = em, body
+
+    def __enter__(self) -> Block:
+        self.em.blocks.append(self.body)
+        return self.body
+
+    def __exit__(self, *exc: object) -> None:
+        self.em.blocks.pop()
+
+
+def space_of_view(view: View) -> Space | None:
+    """The address space a view's data lives in (None for values and mixed zips)."""
+    from liftkit.codegen import views as V
+
+    spaces: set[str] = set()
+
+    def visit(v: View) -> None:
+        if isinstance(v, V.MemoryView):
+            spaces.add(v.mem.space)
+        elif isinstance(v, (V.ValueView, V.ArithValueView)):
+            spaces.add("private")
+        elif isinstance(v, (V.ZipView, V.TupleView)):
+            for p in (v.parents if isinstance(v, V.ZipView) else v.parts):
+                visit(p)
+        elif isinstance(v, V.PadView):
+            visit(v.parent)
+        else:
+            visit(v.parent)  # type: ignore[attr-defined]
+
+    visit(view)
+    return spaces.pop() if len(spaces) == 1 else None  # type: ignore[return-value]

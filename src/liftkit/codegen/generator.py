@@ -1,0 +1,402 @@
+"""OpenCL code generation for one kernel (seed 000 §5): a walk over the IR in destination-passing
+style.
+
+`gen(expr, dest)` emits the code computing `expr` and returns a view of its value. When a
+consumer already owns the memory the value must end up in (a map's output element, the kernel's
+output), it passes that memory as `dest`, and data-layout patterns between the two turn it into
+the matching write view (a join before the destination becomes a split view of it). Otherwise a
+computation allocates memory in the address space of Algorithm 1 and returns a view of it, and a
+data-layout pattern returns a view of its argument's view: no copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Optional, Sequence
+
+from liftkit.arith import ArithExpr, Var, cst, prove_eq, prove_le
+from liftkit.codegen import views as V
+from liftkit.codegen.emit import Emitter, literal_c, space_of_view
+from liftkit.codegen.kernel import CompileOptions
+from liftkit.codegen.memory import Memory, Space, ctype, element_count, infer_space, storage_elem
+from liftkit.codegen.views import CodegenError, View
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun
+from liftkit.ir.typecheck import TypeChecker
+from liftkit.types import ArrayType, TupleType, Type, VectorType
+
+
+@dataclass(frozen=True)
+class Scope:
+    """An enclosing map: which kind, its loop variable and length."""
+
+    kind: str  # "glb" | "wrg" | "lcl" | "seq"
+    dim: int
+    var: ArithExpr
+    length: ArithExpr
+
+
+@dataclass(frozen=True)
+class Ctx:
+    scopes: tuple[Scope, ...] = ()
+    write_to: Optional[Space] = None
+    enclosing: tuple[P.Pattern, ...] = ()
+
+    def inside(self, p: P.Pattern, scope: Optional[Scope] = None) -> "Ctx":
+        return replace(self, enclosing=self.enclosing + (p,),
+                       scopes=self.scopes + ((scope,) if scope else ()))
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A not-yet-generated argument: generate it (optionally into a destination), or ask its type."""
+
+    gen: Callable[[Optional[View]], View]
+    type: Callable[[], Type]
+    space: Callable[[], Optional[Space]]
+
+
+@dataclass
+class GlobalTemp:
+    """A global buffer the host must allocate for a temporary computed inside the kernel."""
+
+    memory: Memory
+    type: Type
+
+
+class Generator:
+    def __init__(self, options: CompileOptions, em: Emitter, local_size: Optional[tuple[int, ...]],
+                 no_barrier: set[int], final_maps: set[int]) -> None:
+        self.opt = options
+        self.em = em
+        self.local_size = local_size
+        self.no_barrier = no_barrier
+        self.final_maps = final_maps
+        self.temps: list[GlobalTemp] = []
+        self.uses_local = False
+
+    # -- helpers -----------------------------------------------------------------------------
+    def type_env(self, env: dict[Param, View]) -> dict[Param, Type]:
+        return {p: v.type for p, v in env.items()}
+
+    def space_env(self, env: dict[Param, View]) -> dict[object, Space]:
+        return {p: (space_of_view(v) or "global") for p, v in env.items()}
+
+    def result_type(self, f: FunDecl, arg_types: Sequence[Type], env: dict[Param, View], ctx: Ctx) -> Type:
+        return TypeChecker().apply(f, arg_types, self.type_env(env), ctx.enclosing)
+
+    def expr_arg(self, e: Expr, env: dict[Param, View], ctx: Ctx) -> Arg:
+        return Arg(lambda dest: self.gen(e, env, ctx, dest),
+                   lambda: TypeChecker().expr(e, self.type_env(env), ctx.enclosing),
+                   lambda: infer_space(Lambda((), e), [], ctx.write_to, self.space_env(env)))
+
+    @staticmethod
+    def view_arg(v: View, g: "Generator") -> Arg:
+        return Arg(lambda dest: g.finish_value(v, dest), lambda: v.type, lambda: space_of_view(v))
+
+    def finish_value(self, view: View, dest: Optional[View], why: str = "") -> View:
+        """Return a view, or write its (single) value into dest."""
+        if dest is None:
+            return view
+        if isinstance(view.type, ArrayType):
+            raise CodegenError(why or f"an array ({view.type}) is passed through unchanged where it "
+                               "must be stored: copy it with a map of id (e.g. mapSeq(id))")
+        self.em.store(dest, self.em.load(view))
+        return dest
+
+    # -- expressions -------------------------------------------------------------------------
+    def gen(self, e: Expr, env: dict[Param, View], ctx: Ctx, dest: Optional[View]) -> View:
+        if isinstance(e, Param):
+            if e not in env:
+                raise CodegenError(f"parameter {e.name} has no value here")
+            return self.finish_value(env[e], dest)
+        if isinstance(e, Literal):
+            self.em.note_type(e.type)
+            return self.finish_value(V.ValueView(literal_c(e.value, e.type), e.type), dest)
+        assert isinstance(e, FunCall)
+        args = [self.expr_arg(a, env, ctx) for a in e.args]
+        return self.call(e.f, args, env, ctx, dest, id(e))
+
+    def apply(self, f: FunDecl, views: Sequence[View], env: dict[Param, View], ctx: Ctx,
+              dest: Optional[View], node: Optional[int] = None) -> View:
+        return self.call(f, [self.view_arg(v, self) for v in views], env, ctx, dest, node)
+
+    def call(self, f: FunDecl, args: Sequence[Arg], env: dict[Param, View], ctx: Ctx,
+             dest: Optional[View], node: Optional[int]) -> View:
+        if isinstance(f, Lambda):
+            env2 = dict(env)
+            for p, a in zip(f.params, args):
+                env2[p] = a.gen(None)
+            return self.gen(f.body, env2, ctx, dest)
+        if isinstance(f, UserFun):
+            return self.user_fun(f, [a.gen(None) for a in args], dest)
+        if isinstance(f, P.AddressSpaceWrapper):
+            return self.call(f.f, args, env, replace(ctx.inside(f), write_to=f.space), dest, node)  # type: ignore[arg-type]
+        if isinstance(f, (P.ParallelMap, P.MapSeq, P.MapSeqUnroll)):
+            return self.gen_map(f, args[0], env, ctx, dest, node)
+        if isinstance(f, P.MapVec):
+            return self.gen_map_vec(f, args[0], dest)
+        if isinstance(f, (P.ReduceSeq, P.ReduceSeqUnroll)):
+            return self.gen_reduce(f, args, env, ctx, dest)
+        if isinstance(f, P.Iterate):
+            return self.gen_iterate(f, args[0], env, ctx, dest)
+        if isinstance(f, P.At):
+            return self.gen_at(args, dest)
+        if isinstance(f, (P.Map, P.Reduce, P.PartRed)):
+            raise CodegenError(f"{f.name} is a high-level pattern: lower it first (e.g. map -> mapGlb "
+                               "or mapSeq, reduce -> reduceSeq); the rewrite rules do this")
+        if isinstance(f, P.Pattern):
+            return self.gen_layout(f, args, env, ctx, dest)
+        raise CodegenError(f"cannot generate code for {f!r}")
+
+    # -- user functions ----------------------------------------------------------------------
+    def user_fun(self, f: UserFun, views: Sequence[View], dest: Optional[View]) -> View:
+        if len(views) != f.arity:  # tuple arguments are spread over the parameters
+            spread: list[View] = []
+            for v in views:
+                if isinstance(v.type, TupleType):
+                    spread += [v.get(k) for k in range(len(v.type.elems))]
+                else:
+                    spread.append(v)
+            views = spread
+        self.em.user_funs.setdefault(f.name, f)
+        for t in f.param_types + (f.out_type,):
+            self.em.note_type(t)
+        call = f"{c_fun_name(f)}({', '.join(self.em.load(v) for v in views)})"
+        if dest is None:  # an intermediate scalar: a register
+            m = self.em.private_var(f.out_type, "v", call)
+            return V.MemoryView(m, f.out_type)
+        self.em.store(dest, call)
+        return dest
+
+    def gen_map_vec(self, p: P.MapVec, arg: Arg, dest: Optional[View]) -> View:
+        v = arg.gen(None)
+        if not isinstance(p.f, UserFun):
+            raise CodegenError("mapVec needs a user function (it is compiled to its vector form)")
+        assert isinstance(v.type, VectorType)
+        return self.user_fun(p.f.vectorize(v.type.width), [v], dest)
+
+    # -- memory ------------------------------------------------------------------------------
+    def allocate(self, t: Type, space: Space, ctx: Ctx, hint: str) -> View:
+        """Memory for a value of type t computed under ctx: replicated once per enclosing parallel
+        iteration that may run at the same time (work-groups and threads for global memory,
+        threads of the group for local memory), none for private memory."""
+        if space == "private":
+            if isinstance(t, ArrayType):
+                return V.MemoryView(self.em.private_array(t, hint), t)
+            return V.MemoryView(self.em.private_var(t, hint), t)
+        if space == "local":
+            if not any(s.kind == "wrg" for s in ctx.scopes):
+                raise CodegenError("local memory is used outside a work-group (mapWrg)")
+            last_wrg = max(k for k, s in enumerate(ctx.scopes) if s.kind == "wrg")
+            reps = [s for s in ctx.scopes[last_wrg + 1:] if s.kind == "lcl"]
+        else:
+            reps = [s for s in ctx.scopes if s.kind in ("glb", "wrg", "lcl")]
+        full = t
+        for s in reversed(reps):
+            full = ArrayType(full, s.length)
+        if space == "local":
+            self.uses_local = True
+            mem = self.em.local_array(t, hint, element_count(full, "local") // element_count(t, "local"))
+        else:
+            self.em.note_type(storage_elem(t, "global"))
+            mem = Memory(self.em.names.fresh(hint), "global", storage_elem(t, "global"),
+                         element_count(full, "global"), "param")
+            self.temps.append(GlobalTemp(mem, full))
+        view: View = V.MemoryView(mem, full)
+        for s in reps:
+            view = view.access(s.var)
+        return view
+
+    # -- maps ----------------------------------------------------------------------------------
+    def gen_map(self, p: P.AbstractMap, arg: Arg, env: dict[Param, View], ctx: Ctx,
+                dest: Optional[View], node: Optional[int]) -> View:
+        xs = arg.gen(None)
+        xt = V.array_view_type(xs.type)
+        out_t = self.result_type(p, [xt], env, ctx)
+        if dest is None:
+            space = infer_space(p, [space_of_view(xs) or "global"], ctx.write_to, self.space_env(env))
+            dest = self.allocate(out_t, space, ctx, "tmp")
+        kind = {P.MapGlb: "glb", P.MapWrg: "wrg", P.MapLcl: "lcl"}.get(type(p), "seq")
+        dim = getattr(p, "dim", 0)
+        unroll = isinstance(p, P.MapSeqUnroll) and self.opt.unroll
+        in_lcl = any(s.kind == "lcl" for s in ctx.scopes)
+        for i, body_ctx in self.loop(kind, dim, xt.length, ctx, p, unroll):
+            self.apply(p.f, [xs.access(i)], env, body_ctx, dest.access(i))
+        if kind == "lcl" and not in_lcl:
+            last_without_local = node in self.final_maps and not self.em.local_decls
+            if not (self.opt.eliminate_barriers and (node in self.no_barrier or last_without_local)):
+                space = space_of_view(dest)
+                fence = "CLK_LOCAL_MEM_FENCE" if space == "local" else (
+                    "CLK_GLOBAL_MEM_FENCE" if space == "global" else
+                    "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE")
+                self.em.line(f"barrier({fence});")
+        return dest
+
+    def loop(self, kind: str, dim: int, n: ArithExpr, ctx: Ctx, p: P.Pattern, unroll: bool):  # type: ignore[no-untyped-def]
+        """Emit the loop of a map or reduction and yield (index, context of its body) once per
+        generated body (several times when unrolled). Control-flow simplification turns a loop
+        that runs at most once per thread into an `if`, and exactly once into straight code."""
+        names = {"glb": "gl_id", "wrg": "wg_id", "lcl": "l_id", "seq": "i"}
+        cf = self.opt.simplify_control_flow
+        if kind == "seq":
+            if unroll:
+                if not n.is_constant:
+                    raise CodegenError(f"{p.name}: cannot unroll a loop of symbolic length {n}")
+                for k in range(n.value):
+                    yield cst(k), ctx.inside(p, Scope(kind, dim, cst(k), n))
+                return
+            if cf and prove_eq(n, cst(1)):
+                yield cst(0), ctx.inside(p, Scope(kind, dim, cst(0), n))
+                return
+            name = self.em.names.fresh(names[kind])
+            var = Var(name, 0, n)
+            with self.em.for_loop(name, "0", f"{name} < {n.to_c()}", f"{name} += 1"):
+                yield var, ctx.inside(p, Scope(kind, dim, var, n))
+            return
+        ids = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "get_num_groups"),
+               "lcl": ("get_local_id", "get_local_size")}[kind]
+        first, step = f"{ids[0]}({dim})", f"{ids[1]}({dim})"
+        ls = self.local_size[dim] if (kind == "lcl" and self.local_size and dim < len(self.local_size)) else None
+        if kind == "lcl" and ls is not None:
+            step = str(ls)
+        if cf and prove_eq(n, cst(1)):  # one element: the first thread/group does it, index 0
+            with self.em.if_(f"{first} == 0"):
+                yield cst(0), ctx.inside(p, Scope(kind, dim, cst(0), n))
+            return
+        name = self.em.names.fresh(names[kind])
+        var = Var(name, 0, n)
+        scope_ctx = ctx.inside(p, Scope(kind, dim, var, n))
+        if cf and ls is not None and prove_le(n, cst(ls)):
+            if prove_eq(n, cst(ls)):
+                self.em.line(f"int {name} = {first};")
+                yield var, scope_ctx
+                return
+            with self.em.if_(f"{first} < {n.to_c()}"):
+                self.em.line(f"int {name} = {first};")
+                yield var, scope_ctx
+            return
+        with self.em.for_loop(name, first, f"{name} < {n.to_c()}", f"{name} += {step}"):
+            yield var, scope_ctx
+
+    # -- reductions and iteration ----------------------------------------------------------------
+    def gen_reduce(self, p: P.AbstractReduce, args: Sequence[Arg], env: dict[Param, View], ctx: Ctx,
+                   dest: Optional[View]) -> View:
+        init, xs = args[0].gen(None), args[1].gen(None)
+        xt = V.array_view_type(xs.type)
+        acc_t = init.type
+        acc = self.em.private_var(acc_t, "acc", self.em.load(init))
+        acc_view = V.MemoryView(acc, acc_t)
+        body_ctx = replace(ctx, write_to="private")
+        unroll = isinstance(p, P.ReduceSeqUnroll) and self.opt.unroll
+        for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
+            self.apply(p.f, [acc_view, xs.access(i)], env, c, acc_view)
+        if dest is not None:
+            self.em.store(dest.access(cst(0)), acc.name)
+            return dest
+        return V.SingletonView(acc_view, ArrayType(acc_t, cst(1)))
+
+    def gen_iterate(self, p: P.Iterate, arg: Arg, env: dict[Param, View], ctx: Ctx,
+                    dest: Optional[View]) -> View:
+        xs = arg.gen(None)
+        k = p.count()
+        if k == 0:
+            return self.finish_value(xs, dest)
+        if dest is not None:
+            raise CodegenError("iterate's result must be read by a pattern (e.g. mapLcl(mapSeq(id))), "
+                               "not written directly to memory")
+        xt = V.array_view_type(xs.type)
+        n0, elem = xt.length, xt.elem
+        # the buffers live where the input lives (an explicit toLocal/toGlobal decides otherwise)
+        space = ctx.write_to or space_of_view(xs) or "global"
+        if space == "private":
+            space = "local" if any(s.kind == "wrg" for s in ctx.scopes) else "global"
+        s_name = self.em.names.fresh("size")
+        final = self.result_type(p, [xt], env, ctx)
+        final_len = V.array_view_type(final).length
+        s = Var(s_name, final_len, n0 + 1)
+        step_t = V.array_view_type(self.result_type(p.f, [ArrayType(elem, s)], env, ctx.inside(p)))
+        first_len = step_t.length.substitute({s_name: n0})
+        bt = ArrayType(elem, first_len)
+        a = self.allocate(bt, space, ctx, "buf")
+        b = self.allocate(bt, space, ctx, "buf")
+        mem_a, mem_b = _root_memory(a), _root_memory(b)
+        if mem_a is None or mem_b is None or not isinstance(a, V.MemoryView):
+            raise CodegenError("iterate inside a parallel map over global memory is not supported; "
+                               "use toLocal for its buffers")
+        # peel the first iteration: it reads the input view, which need not be a buffer
+        with self.em.scope():
+            self.apply(p.f, [xs], env, ctx.inside(p), V.MemoryView(mem_a, bt))
+        if k == 1:
+            return V.MemoryView(mem_a, final)
+        qual = "local" if space == "local" else "global"
+        t = ctype(mem_a.elem)
+        pin = Memory(self.em.names.fresh("in"), space, mem_a.elem, mem_a.count, "pointer")
+        pout = Memory(self.em.names.fresh("out"), space, mem_a.elem, mem_a.count, "pointer")
+        self.em.line(f"{qual} {t}* {pin.name} = {mem_a.name};")
+        self.em.line(f"{qual} {t}* {pout.name} = {mem_b.name};")
+        self.em.line(f"int {s_name} = {first_len.to_c()};")
+        it = self.em.names.fresh("iter")
+        with self.em.for_loop(it, "0", f"{it} < {k - 1}", f"{it} += 1"):
+            self.apply(p.f, [V.MemoryView(pin, ArrayType(elem, s))], env, ctx.inside(p),
+                       V.MemoryView(pout, step_t))
+            self.em.line(f"{s_name} = {step_t.length.to_c()};")
+            self.em.line(f"{{ {qual} {t}* swap = {pin.name}; {pin.name} = {pout.name}; {pout.name} = swap; }}")
+        return V.MemoryView(pin, final)
+
+    def gen_at(self, args: Sequence[Arg], dest: Optional[View]) -> View:
+        xs, i = args[0].gen(None), args[1].gen(None)
+        xt = V.array_view_type(xs.type)
+        name = self.em.names.fresh("idx")
+        self.em.line(f"int {name} = {self.em.load(i)};")
+        return self.finish_value(xs.access(Var(name, 0, xt.length)), dest)
+
+    # -- data layout -------------------------------------------------------------------------------
+    def gen_layout(self, p: P.Pattern, args: Sequence[Arg], env: dict[Param, View], ctx: Ctx,
+                   dest: Optional[View]) -> View:
+        from liftkit.codegen.layout import read_view, write_views
+
+        arg_types = [a.type() for a in args]
+        rt = self.result_type(p, arg_types, env, ctx)
+        if dest is not None:
+            dests = write_views(p, dest, arg_types, self.em.ar)
+            if dests is not None:
+                for a, d in zip(args, dests):
+                    a.gen(d)
+                return dest
+        views = [a.gen(None) for a in args]
+        return self.finish_value(read_view(p, views, rt, self.em.ar), dest,
+                                 f"{p.name} after a computation cannot be written in place: apply it to "
+                                 "the computation's input instead (e.g. gather(f) ∘ map(g) = map(g) ∘ "
+                                 "gather(f))")
+
+
+def _root_memory(v: View) -> Optional[Memory]:
+    while not isinstance(v, V.MemoryView):
+        if isinstance(v, V.AccessView):
+            v = v.parent
+        else:
+            return None
+    return v.mem
+
+
+OPENCL_BUILTINS = frozenset({
+    "abs", "max", "min", "clamp", "mix", "sign", "dot", "cross", "length", "normalize", "distance",
+    "sqrt", "exp", "log", "pow", "sin", "cos", "tan", "fabs", "fmax", "fmin", "select", "any", "all",
+    "floor", "ceil", "round", "step", "smoothstep", "degrees", "radians", "rsqrt", "mad", "fma",
+    "exp2", "log2", "hypot", "atan", "asin", "acos", "sinh", "cosh", "tanh", "erf", "erfc",
+})
+
+
+def c_fun_name(f: UserFun) -> str:
+    """The C name of a user function (papers' names, unless they clash with OpenCL built-ins)."""
+    return f"{f.name}_uf" if f.name in OPENCL_BUILTINS else f.name
+
+
+def user_fun_definition(f: UserFun) -> str:
+    params = ", ".join(f"{ctype(t)} {n}" for n, t in zip(f.param_names, f.param_types))
+    body = f.body.strip()
+    if isinstance(f.out_type, TupleType):
+        body = f"typedef {ctype(f.out_type)} Tuple;\n  {body}"
+    return f"{ctype(f.out_type)} {c_fun_name(f)}({params}) {{\n  {body}\n}}"
+

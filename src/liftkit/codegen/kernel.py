@@ -1,0 +1,116 @@
+"""What the compiler hands to a runtime: kernels, their arguments and launch geometry.
+
+Everything here is plain data with sizes as arithmetic over the program's size variables, so the
+runtime (pyopencl today, CUDA later) evaluates them once the inputs' shapes bind the variables.
+A program compiles to a *pipeline*: one or more kernels run in order, connected through named
+buffers (the papers' two-kernel reductions: partial sums, then a final reduction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+from liftkit.arith import ArithExpr
+from liftkit.ir.nodes import Lambda
+from liftkit.types import Type
+
+ArgKind = Literal["buffer", "scalar", "size"]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Switches for each code-generator optimisation (seed 000 Fig. 8 ablation) and launch hints.
+
+    local_size: work-group size per dimension; None lets the compiler choose from the program
+    (the constant lengths of its mapLcl patterns). Known local sizes give thread ids ranges,
+    which index simplification and control-flow simplification use.
+    """
+
+    simplify_indices: bool = True
+    eliminate_barriers: bool = True
+    simplify_control_flow: bool = True
+    unroll: bool = True
+    local_size: Optional[tuple[int, ...]] = None
+    kernel_name: str = "KERNEL"
+
+    def key(self) -> str:
+        return (f"si={int(self.simplify_indices)},be={int(self.eliminate_barriers)},"
+                f"cf={int(self.simplify_control_flow)},un={int(self.unroll)},ls={self.local_size}")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A device buffer the host allocates (or fills from an input).
+
+    name: unique in the pipeline; `input:x` buffers are filled from program parameter x.
+    type: the Lift type of the data it holds (array types; tuples stored as C structs).
+    nbytes: its size in bytes over size variables.
+    """
+
+    name: str
+    type: Type
+    nbytes: ArithExpr
+    role: Literal["input", "output", "temporary", "intermediate"]
+    param_index: Optional[int] = None  # for inputs: position among the program's parameters
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One kernel parameter, in order: a buffer (by name), a scalar program input, or a size."""
+
+    kind: ArgKind
+    name: str  # the C parameter name
+    ctype: str  # e.g. "const global float* restrict", "float", "int"
+    buffer: Optional[str] = None  # for kind == "buffer"
+    param_index: Optional[int] = None  # for kind == "scalar": which program parameter
+    size: Optional[ArithExpr] = None  # for kind == "size": the value (usually a size variable)
+
+
+@dataclass(frozen=True)
+class NDRange:
+    """Global and local sizes per dimension; global sizes are arithmetic over size variables."""
+
+    global_size: tuple[ArithExpr, ...]
+    local_size: Optional[tuple[int, ...]]  # None: let the driver choose
+
+    @property
+    def dims(self) -> int:
+        return len(self.global_size)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    source: str  # complete OpenCL C translation unit
+    args: tuple[KernelArg, ...]
+    ndrange: NDRange
+    build_options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """A program compiled to a pipeline of kernels.
+
+    result: the buffer(s) holding the program's result, in the order of a tuple result (one
+    entry for an array result); result_type is the program's Lift result type.
+    """
+
+    program: Lambda
+    kernels: tuple[Kernel, ...]
+    buffers: tuple[Buffer, ...]
+    result: tuple[str, ...]
+    result_type: Type
+    options: CompileOptions = field(default_factory=CompileOptions)
+    compile_seconds: float = 0.0  # host-side (our Python) time, without the driver's build
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    @property
+    def source(self) -> str:
+        """All kernels' sources, for printing (`liftkit compile`)."""
+        return "\n\n".join(k.source for k in self.kernels)

@@ -1,0 +1,434 @@
+"""Views (seed 000 §5.3): how data-layout patterns turn into array indices without copies.
+
+A view describes where the elements of a (possibly multi-dimensional, possibly tuple) value live.
+Layout patterns wrap views; maps access them with their loop variable. Resolving a view walks
+back to a memory with an *array stack* (pending indices, outermost first) and a *tuple stack*
+(pending tuple components), producing a `Loc`: a memory and a flat offset, which the index
+simplifier keeps short. The same views serve as write destinations: a map writing through
+`join` writes through a split view of the destination, and so on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from liftkit.arith import ArithExpr, Cond, cst, ge, lt
+from liftkit.codegen.memory import Memory
+from liftkit.ir.patterns.base import Boundary, IndexFun
+from liftkit.types import ArrayType, LiftTypeError, TupleType, Type, VectorType
+
+
+class CodegenError(LiftTypeError):
+    """A program the code generator cannot compile, with the reason in pattern terms."""
+
+
+class Arith:
+    """Arithmetic used by views: simplifying (the default) or raw (index simplification off)."""
+
+    def __init__(self, simplify: bool) -> None:
+        self.simplify = simplify
+        if simplify:
+            self.add: Callable[[ArithExpr, ArithExpr], ArithExpr] = lambda a, b: a + b
+            self.sub = lambda a, b: a - b
+            self.mul = lambda a, b: a * b
+            self.div = lambda a, b: a // b
+            self.mod = lambda a, b: a % b
+        else:
+            from liftkit.arith import raw
+
+            self.add, self.sub, self.mul = raw.add, raw.sub, raw.mul
+            self.div, self.mod = raw.div, raw.mod
+
+
+# ---------------------------------------------------------------------------------------------
+# locations
+
+
+@dataclass(frozen=True)
+class MemLoc:
+    """An element of a memory. offset counts the memory's declared elements; `fields` selects
+    inside a struct element; `width` > 0 reads/writes a vector of that width from a scalar memory
+    (vload/vstore), with the offset then counting scalars."""
+
+    mem: Memory
+    offset: ArithExpr
+    fields: tuple[int, ...] = ()
+    width: int = 0
+    lane: Optional[ArithExpr] = None  # a scalar lane of a vector element
+
+
+@dataclass(frozen=True)
+class ValueLoc:
+    """A value that lives in no memory: a literal, or an expression such as a loop variable."""
+
+    c_expr: str
+    type: Type
+
+
+@dataclass(frozen=True)
+class SelectLoc:
+    """`cond ? a : b`: reading a padded array with a constant boundary."""
+
+    cond: Cond
+    then: "Loc"
+    other: "Loc"
+
+
+Loc = MemLoc | ValueLoc | SelectLoc
+
+
+class NeedsTupleIndex(Exception):
+    """A tuple whose components live in different places was read whole (handled by the caller,
+    which reads the components one by one)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# views
+
+
+class View:
+    """Base class. `type` is the Lift type of the value the view denotes."""
+
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:  # pragma: no cover
+        raise CodegenError(f"{type(self).__name__} cannot be resolved")  # every view overrides it
+
+    def access(self, i: ArithExpr) -> "View":
+        if not isinstance(self.type, ArrayType):
+            raise CodegenError(f"cannot index a value of type {self.type}")
+        return AccessView(self, i, self.type.elem)
+
+    def get(self, i: int) -> "View":
+        if not isinstance(self.type, TupleType):
+            raise CodegenError(f"cannot take component {i} of a value of type {self.type}")
+        return GetView(self, i, self.type.elems[i])
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryView(View):
+    """The root: a memory seen as a nested array of `type` (row-major, densely packed)."""
+
+    mem: Memory
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        t, off = self.type, cst(0)
+        for i in idx:
+            if not isinstance(t, ArrayType):
+                raise CodegenError(f"too many indices into memory {self.mem.name}")
+            off = ar.add(ar.mul(off, t.length), i)
+            t = t.elem
+        if isinstance(t, ArrayType):
+            raise CodegenError(f"memory {self.mem.name} read as a whole array (missing index)")
+        if isinstance(t, VectorType) and not isinstance(self.mem.elem, VectorType):
+            if tup:
+                raise CodegenError("tuple component of a vector")
+            return MemLoc(self.mem, ar.mul(off, cst(t.width)), (), t.width)
+        fields: list[int] = []
+        for k in tup:
+            if not isinstance(t, TupleType):
+                raise CodegenError(f"tuple component {k} of non-tuple {t} in {self.mem.name}")
+            fields.append(k)
+            t = t.elems[k]
+        return MemLoc(self.mem, off, tuple(fields))
+
+
+@dataclass(frozen=True, eq=False)
+class ValueView(View):
+    """A scalar, vector or tuple value given by a C expression (literals, private variables)."""
+
+    c_expr: str
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        if idx:
+            raise CodegenError(f"cannot index the value {self.c_expr}")
+        expr, t = self.c_expr, self.type
+        for k in tup:
+            assert isinstance(t, TupleType)
+            expr, t = f"{expr}._{k}", t.elems[k]
+        return ValueLoc(expr, t)
+
+
+@dataclass(frozen=True, eq=False)
+class ArithValueView(View):
+    """An integer known as arithmetic (e.g. a loop variable used as data)."""
+
+    value: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        return ValueLoc(self.value.to_c(), self.type)
+
+
+@dataclass(frozen=True, eq=False)
+class AccessView(View):
+    parent: View
+    index: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        return self.parent.resolve(ar, [self.index] + idx, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class GetView(View):
+    parent: View
+    component: int
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        return self.parent.resolve(ar, idx, [self.component] + tup)
+
+
+@dataclass(frozen=True, eq=False)
+class ZipView(View):
+    """zip(a, b, ...): the tuple index chooses the array."""
+
+    parents: tuple[View, ...]
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        if not tup:
+            raise NeedsTupleIndex()
+        return self.parents[tup[0]].resolve(ar, idx, tup[1:])
+
+
+@dataclass(frozen=True, eq=False)
+class TupleView(View):
+    """tuple(a, b, ...) of values: the tuple index chooses the component."""
+
+    parts: tuple[View, ...]
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        if not tup:
+            raise NeedsTupleIndex()
+        return self.parts[tup[0]].resolve(ar, idx, tup[1:])
+
+
+@dataclass(frozen=True, eq=False)
+class SameView(View):
+    """A view with another type and the same locations (unzip, Id, reorder)."""
+
+    parent: View
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        return self.parent.resolve(ar, idx, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class SingletonView(View):
+    """[A]_1 around a single value (a reduction's accumulator): element 0 is the value."""
+
+    parent: View
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        _, rest = _pop(idx, "reduce result")
+        return self.parent.resolve(ar, rest, tup)
+
+
+def _pop(idx: list[ArithExpr], what: str) -> tuple[ArithExpr, list[ArithExpr]]:
+    if not idx:
+        raise CodegenError(f"{what}: an array was used whole where an element is needed")
+    return idx[0], idx[1:]
+
+
+@dataclass(frozen=True, eq=False)
+class SplitView(View):
+    """split n: element [i][j] is element i*n + j of the parent."""
+
+    parent: View
+    n: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        i, rest = _pop(idx, "split")
+        j, rest = _pop(rest, "split")
+        return self.parent.resolve(ar, [ar.add(ar.mul(i, self.n), j)] + rest, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class JoinView(View):
+    """join: element k is element [k / n][k mod n] of the parent (n: inner length)."""
+
+    parent: View
+    n: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k, rest = _pop(idx, "join")
+        return self.parent.resolve(ar, [ar.div(k, self.n), ar.mod(k, self.n)] + rest, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class IndexMapView(View):
+    """gather(f), scatter(f) written through, reorderStride: element k is element g(k)."""
+
+    parent: View
+    fn: Callable[[Arith, ArithExpr], ArithExpr]
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k, rest = _pop(idx, "gather")
+        return self.parent.resolve(ar, [self.fn(ar, k)] + rest, tup)
+
+
+def gather_fn(f: IndexFun, n: ArithExpr) -> Callable[[Arith, ArithExpr], ArithExpr]:
+    """The index function applied at k (without re-simplification when simplification is off)."""
+
+    def g(ar: Arith, k: ArithExpr) -> ArithExpr:
+        if ar.simplify:
+            return f(k, n)
+        from liftkit.arith import raw
+
+        return raw.substitute(f.body, {f.i.name: k, f.n.name: n})
+
+    return g
+
+
+def reorder_stride_fn(s: ArithExpr, n: ArithExpr) -> Callable[[Arith, ArithExpr], ArithExpr]:
+    def g(ar: Arith, k: ArithExpr) -> ArithExpr:
+        m = ar.div(n, s)
+        return ar.add(ar.div(k, m), ar.mul(s, ar.mod(k, m)))
+
+    return g
+
+
+@dataclass(frozen=True, eq=False)
+class TransposeView(View):
+    parent: View
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        i, rest = _pop(idx, "transpose")
+        j, rest = _pop(rest, "transpose")
+        return self.parent.resolve(ar, [j, i] + rest, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class SlideView(View):
+    """slide size step: element [w][e] is element w*step + e of the parent."""
+
+    parent: View
+    step: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        w, rest = _pop(idx, "slide")
+        e, rest = _pop(rest, "slide")
+        return self.parent.resolve(ar, [ar.add(ar.mul(w, self.step), e)] + rest, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class PadView(View):
+    """pad l r boundary over a parent of length n."""
+
+    parent: View
+    left: ArithExpr
+    n: ArithExpr
+    boundary: Boundary
+    const: Optional[View]
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        from liftkit.arith import if_then_else, max_, min_
+
+        k, rest = _pop(idx, "pad")
+        j = ar.sub(k, self.left)
+        n = self.n
+        kind = self.boundary.kind
+        if kind == "clamp":
+            src = min_(max_(j, cst(0)), n - 1)
+        elif kind == "wrap":
+            # k - l >= -l; adding a multiple of n that covers l keeps the operand non-negative
+            reps = self.left // n + 1
+            src = ar.mod(ar.add(j, ar.mul(reps, n)), n)
+        elif kind == "mirror":
+            period = ar.mul(cst(2), n)
+            reps = self.left // period + 1
+            m = ar.mod(ar.add(j, ar.mul(reps, period)), period)
+            src = if_then_else(lt(m, n), m, period - 1 - m)
+        else:
+            inner = self.parent.resolve(ar, [min_(max_(j, cst(0)), n - 1)] + rest, tup)
+            assert self.const is not None
+            outside = self.const.resolve(ar, [], tup)
+            inside = _in_range(j, n)
+            if inside is True:
+                return inner
+            return SelectLoc(inside, inner, outside)  # type: ignore[arg-type]
+        return self.parent.resolve(ar, [src] + rest, tup)
+
+
+def _in_range(j: ArithExpr, n: ArithExpr) -> "Cond | bool":
+    from liftkit.arith import prove_ge, prove_lt
+
+    if prove_ge(j, cst(0)) and prove_lt(j, n):
+        return True
+    return _And(ge(j, cst(0)), lt(j, n))  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class _And:
+    """Conjunction of two comparisons, printed in C."""
+
+    a: Cond
+    b: Cond
+
+    def to_c(self) -> str:
+        return f"({self.a.to_c()} && {self.b.to_c()})"
+
+
+@dataclass(frozen=True, eq=False)
+class AsVectorView(View):
+    """asVector w over scalars: vector element k is scalars k*w .. k*w + w - 1."""
+
+    parent: View
+    width: int
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k, rest = _pop(idx, "asVector")
+        loc = self.parent.resolve(ar, [ar.mul(k, cst(self.width))] + rest, tup)
+        if not isinstance(loc, MemLoc):
+            raise CodegenError("asVector of a computed value: store it in memory first")
+        if loc.mem.elem_width() != 1:
+            raise CodegenError(f"asVector {self.width} over memory {loc.mem.name} of vectors")
+        return MemLoc(loc.mem, loc.offset, loc.fields, self.width)
+
+
+@dataclass(frozen=True, eq=False)
+class AsScalarView(View):
+    """asScalar over vectors of width w: scalar k is lane k mod w of vector k / w."""
+
+    parent: View
+    width: int
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k, rest = _pop(idx, "asScalar")
+        w = cst(self.width)
+        loc = self.parent.resolve(ar, [ar.div(k, w)] + rest, tup)
+        if isinstance(loc, MemLoc):
+            if loc.width:  # a vload view read back as scalars: plain scalar offset
+                return MemLoc(loc.mem, ar.add(loc.offset, ar.mod(k, w)), loc.fields)
+            return MemLoc(loc.mem, loc.offset, loc.fields, 0, ar.mod(k, w))
+        raise CodegenError("asScalar of a computed vector value: store it in memory first")
+
+
+def array_view_type(t: Type) -> ArrayType:
+    if not isinstance(t, ArrayType):
+        raise CodegenError(f"expected an array, got {t}")
+    return t
+
+
+def vector_width(t: Type) -> int:
+    return t.width if isinstance(t, VectorType) else 1
+
+
+def is_view_only(views: Sequence[View]) -> bool:
+    return all(isinstance(v, View) for v in views)

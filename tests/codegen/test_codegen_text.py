@@ -1,0 +1,84 @@
+"""Properties of the generated OpenCL text: simplified indices, control flow, barriers, switches."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from liftkit.codegen import CodegenError, CompileOptions, compile_program
+from liftkit.dsl import *  # noqa: F403
+from liftkit.programs import PROGRAMS
+
+# ruff: noqa: F405
+N = size("N")
+
+
+def src(name: str, **opts) -> str:
+    return compile_program(PROGRAMS[name].program, CompileOptions(**opts)).source
+
+
+def test_transpose_reads_with_the_simplified_index():
+    s = src("transpose")
+    assert "x[l_id*N + wg_id]" in s
+    raw = src("transpose", simplify_indices=False)
+    read = re.search(r"id\(x\[(.*)\]\)", raw).group(1)
+    assert "/" in read and "%" in read and len(read) > 40  # the unsimplified Fig. 6 form
+
+
+def test_partial_dot_matches_figure_7_structure():
+    s = src("partial_dot")
+    assert "local float tmp[64];" in s
+    assert "int l_id = get_local_id(0);" in s  # first mapLcl: exactly one element per thread
+    assert "if (get_local_id(0) < size/2)" in s  # iterate's mapLcl: at most one
+    assert "for (int wg_id = get_group_id(0); wg_id < N/128; wg_id += get_num_groups(0))" in s
+    assert s.count("barrier(CLK_LOCAL_MEM_FENCE);") >= 2
+
+
+def test_control_flow_simplification_switch():
+    on, off = src("partial_dot"), src("partial_dot", simplify_control_flow=False)
+    assert "if (get_local_id(0)" in on
+    assert "if (get_local_id(0)" not in off
+    assert off.count("for (") > on.count("for (")
+
+
+def test_barrier_elimination_switch():
+    prog = fun([float32[N]], lambda x: join << mapWrg(0)(
+        mapLcl(0)(id) << toLocal(mapLcl(0)(id))) << split(64) << x)
+    on = compile_program(prog).source
+    off = compile_program(prog, CompileOptions(eliminate_barriers=False)).source
+    assert on.count("barrier(") < off.count("barrier(")
+
+
+def test_vector_loads_and_stores():
+    s = src("vector_scal")
+    assert "vload4(l_id + 256*wg_id, x)" in s and "vstore4(" in s
+    assert "int4 mul3_v4(int4 x)" in s
+
+
+def test_two_kernel_reduction_and_unrolling():
+    c = compile_program(PROGRAMS["asum_nvidia"].program)
+    assert len(c.kernels) == 2 and c.kernels[1].ndrange.local_size == (1,)
+    prog = fun([float32[N]], lambda x: mapGlb(0)(lambda r: reduceSeqUnroll(add, 0.0) << r) << split(4) << x)
+    s = compile_program(prog).source
+    assert "for (int i" not in s and s.count("acc = add(acc") == 4
+    s2 = compile_program(prog, CompileOptions(unroll=False)).source
+    assert "for (int i" in s2
+
+
+def test_private_array_with_constant_indices_becomes_scalars():
+    prog = fun([float32[N]], lambda x: join << mapGlb(0)(
+        lambda r: mapSeqUnroll(id) << toPrivate(mapSeqUnroll(id)) << r) << split(4) << x)
+    s = compile_program(prog).source
+    assert "tmp_0" in s and "tmp[" not in s
+
+
+def test_high_level_program_is_rejected_with_a_clear_error():
+    with pytest.raises(CodegenError, match="map is a high-level pattern"):
+        compile_program(PROGRAMS["scal"].program)
+
+
+def test_user_function_names_avoid_opencl_builtins():
+    prog = fun([float32[N]], lambda x: mapGlb(0)(abs) << x)
+    s = compile_program(prog).source
+    assert "float abs_uf(float x)" in s and "abs_uf(x[" in s
