@@ -22,12 +22,17 @@ from liftkit.codegen.memory import Memory, bytes_of, ctype, element_count, stora
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, apply, walk
-from liftkit.ir.typecheck import TypeChecker, check_program
+from liftkit.ir.typecheck import TypeChecker, check_program, layout_only
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
 DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
 LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
           P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.AsVector, P.AsScalar, P.At)
+
+
+def is_layout(f: FunDecl) -> bool:
+    """A data-layout pattern, or a map of a function that only rearranges data: both are views."""
+    return isinstance(f, LAYOUT) or (isinstance(f, P.Map) and layout_only(f.f))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,7 +64,7 @@ def split_stages(program: Lambda) -> list[Stage]:
             if not (isinstance(reduced, FunCall) and reduced.f is f):
                 return visit(reduced, feeds_compute)
             return reduced
-        if isinstance(f, LAYOUT):
+        if is_layout(f):
             return FunCall(f, tuple(visit(a, feeds_compute) for a in e.args))
         call = FunCall(f, tuple(visit(a, True) for a in e.args))
         if not feeds_compute:
@@ -110,7 +115,7 @@ def final_maps(body: Expr) -> set[int]:
     out: set[int] = set()
 
     def result_of(e: Expr) -> None:
-        while isinstance(e, FunCall) and isinstance(e.f, LAYOUT) and len(e.args) == 1:
+        while isinstance(e, FunCall) and is_layout(e.f) and len(e.args) == 1:
             e = e.args[0]
         if isinstance(e, FunCall) and _is_lcl(e.f):
             out.add(id(e))

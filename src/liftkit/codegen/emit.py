@@ -273,7 +273,7 @@ def space_of_view(view: View) -> Space | None:
     def visit(v: View) -> None:
         if isinstance(v, V.MemoryView):
             spaces.add(v.mem.space)
-        elif isinstance(v, (V.ValueView, V.ArithValueView)):
+        elif isinstance(v, (V.ValueView, V.ArithValueView, V.ConstArrayView)):
             spaces.add("private")
         elif isinstance(v, (V.ZipView, V.TupleView)):
             for p in (v.parents if isinstance(v, V.ZipView) else v.parts):

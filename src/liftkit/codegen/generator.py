@@ -22,7 +22,7 @@ from liftkit.codegen.memory import Memory, Space, ctype, element_count, infer_sp
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun
-from liftkit.ir.typecheck import TypeChecker
+from liftkit.ir.typecheck import TypeChecker, layout_only
 from liftkit.types import ArrayType, TupleType, Type, VectorType
 
 
@@ -112,7 +112,7 @@ class Generator:
             return self.finish_value(env[e], dest)
         if isinstance(e, Literal):
             self.em.note_type(e.type)
-            return self.finish_value(V.ValueView(literal_c(e.value, e.type), e.type), dest)
+            return self.finish_value(constant_view(e), dest)
         assert isinstance(e, FunCall)
         args = [self.expr_arg(a, env, ctx) for a in e.args]
         return self.call(e.f, args, env, ctx, dest, id(e))
@@ -142,6 +142,8 @@ class Generator:
             return self.gen_iterate(f, args[0], env, ctx, dest)
         if isinstance(f, P.At):
             return self.gen_at(args, dest)
+        if isinstance(f, P.Map) and layout_only(f.f):
+            return self.gen_layout(f, args, env, ctx, dest)
         if isinstance(f, (P.Map, P.Reduce, P.PartRed)):
             raise CodegenError(f"{f.name} is a high-level pattern: lower it first (e.g. map -> mapGlb "
                                "or mapSeq, reduce -> reduceSeq); the rewrite rules do this")
@@ -285,10 +287,21 @@ class Generator:
         init, xs = args[0].gen(None), args[1].gen(None)
         xt = V.array_view_type(xs.type)
         acc_t = init.type
+        unroll = isinstance(p, P.ReduceSeqUnroll) and self.opt.unroll
+        if isinstance(acc_t, ArrayType):
+            # an array accumulator lives in its initial value's memory (seed 000 Alg. 1:
+            # reduce writes into the memory of its initialiser), updated in place
+            root = _root_memory(init)
+            if root is None or root.readonly:
+                raise CodegenError("reduceSeq over an array accumulator: compute the initial value "
+                                   "into memory first (e.g. toLocal(mapLcl(id)) of it)")
+            body_ctx = replace(ctx, write_to=root.space)
+            for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
+                self.apply(p.f, [init, xs.access(i)], env, c, init)
+            return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)
         acc = self.em.private_var(acc_t, "acc", self.em.load(init))
         acc_view = V.MemoryView(acc, acc_t)
         body_ctx = replace(ctx, write_to="private")
-        unroll = isinstance(p, P.ReduceSeqUnroll) and self.opt.unroll
         for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
             self.apply(p.f, [acc_view, xs.access(i)], env, c, acc_view)
         if dest is not None:
@@ -359,16 +372,68 @@ class Generator:
         arg_types = [a.type() for a in args]
         rt = self.result_type(p, arg_types, env, ctx)
         if dest is not None:
-            dests = write_views(p, dest, arg_types, self.em.ar)
+            dests = write_views(p, dest, arg_types, self.em.ar, self.invert_fn(env, ctx))
             if dests is not None:
                 for a, d in zip(args, dests):
                     a.gen(d)
                 return dest
         views = [a.gen(None) for a in args]
-        return self.finish_value(read_view(p, views, rt, self.em.ar), dest,
+        view = read_view(p, views, rt, self.em.ar, self.layout_fn(env, ctx))
+        return self.finish_value(view, dest,
                                  f"{p.name} after a computation cannot be written in place: apply it to "
                                  "the computation's input instead (e.g. gather(f) ∘ map(g) = map(g) ∘ "
                                  "gather(f))")
+
+
+    def layout_fn(self, env: dict[Param, View], ctx: Ctx) -> Callable[[FunDecl, View], View]:
+        """Apply a layout-only function to a view (no code is emitted)."""
+        return lambda g, v: self.apply(g, [v], env, ctx, None)
+
+    def invert_fn(self, env: dict[Param, View], ctx: Ctx) -> Callable[[FunDecl, View, Type], Optional[View]]:
+        """The destination a layout-only function's argument is written through so that the
+        function's result lands in `dest`; None when it cannot be inverted."""
+        from liftkit.codegen.layout import write_views
+
+        def invert(g: FunDecl, dest: View, arg_t: Type) -> Optional[View]:
+            if isinstance(g, P.Pattern):
+                ws = write_views(g, dest, [arg_t], self.em.ar, invert)
+                return ws[0] if ws else None
+            if isinstance(g, Lambda) and len(g.params) == 1:
+                chain: list[FunDecl] = []
+                e: Expr = g.body
+                while isinstance(e, FunCall) and len(e.args) == 1:
+                    chain.append(e.f)
+                    e = e.args[0]
+                if e is not g.params[0]:
+                    return None
+                types = [arg_t]
+                for f in reversed(chain[1:]):
+                    types.append(self.result_type(f, [types[-1]], env, ctx))
+                d: Optional[View] = dest
+                for f, t in zip(chain, reversed(types)):
+                    d = invert(f, d, t) if d is not None else None
+                return d
+            return None
+
+        return invert
+
+
+def constant_view(e: Literal) -> View:
+    """A literal as a view; arrays only when every element is the same value."""
+    import numpy as np
+
+    if isinstance(e.type, ArrayType):
+        arr = np.asarray(e.value)
+        flat = arr.reshape(arr.shape[0], -1) if arr.ndim else arr
+        if arr.size == 0 or not (arr == arr.reshape(-1)[0]).all():
+            raise CodegenError("array literals in kernels must have all elements equal "
+                               "(use an input for other constant arrays)")
+        elem: Type = e.type
+        while isinstance(elem, ArrayType):
+            elem = elem.elem
+        first = arr.reshape(-1)[0] if not isinstance(elem, VectorType) else tuple(flat.reshape(-1)[:elem.width])
+        return V.ConstArrayView(V.ValueView(literal_c(first, elem), elem), e.type)
+    return V.ValueView(literal_c(e.value, e.type), e.type)
 
 
 def _root_memory(v: View) -> Optional[Memory]:

@@ -4,7 +4,7 @@ consumer chose (a join in front of a destination makes the argument write throug
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from liftkit.codegen import views as V
 from liftkit.codegen.views import Arith, CodegenError, View
@@ -12,9 +12,15 @@ from liftkit.ir import patterns as P
 from liftkit.types import ArrayType, Type
 
 
-def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith) -> View:
-    """The view of p's result over its arguments' views."""
+def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith,
+              apply_layout: Optional[Callable] = None) -> View:
+    """The view of p's result over its arguments' views (`apply_layout(g, view)` applies a
+    layout-only function, for map(g))."""
     x = args[0]
+    if isinstance(p, P.Map):
+        assert apply_layout is not None
+        g = p.f
+        return V.ElementwiseView(x, lambda v: apply_layout(g, v), rt)
     if isinstance(p, P.Split):
         return V.SplitView(x, p.n, rt)
     if isinstance(p, P.Join):
@@ -56,9 +62,19 @@ def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith) -> View:
     raise CodegenError(f"no view for pattern {p.name}")
 
 
-def write_views(p: P.Pattern, dest: View, arg_types: Sequence[Type], ar: Arith) -> Optional[list[View]]:
+def write_views(p: P.Pattern, dest: View, arg_types: Sequence[Type], ar: Arith,
+                invert: Optional[Callable] = None) -> Optional[list[View]]:
     """Destinations for p's arguments so that writing them fills `dest` with p's result, or None
-    when p cannot be inverted this way (the arguments then get their own memory)."""
+    when p cannot be inverted this way (the arguments then get their own memory).
+    `invert(g, dest, arg_type)` inverts a layout-only function (for map(g))."""
+    if isinstance(p, P.Map):
+        if invert is None:
+            return None
+        g, elem_t = p.f, _arr(arg_types[0]).elem
+        probe = invert(g, dest.access(_probe_var()), elem_t)
+        if probe is None:
+            return None
+        return [V.ElementwiseView(dest, lambda d: invert(g, d, elem_t), arg_types[0])]
     if isinstance(p, P.Join):
         inner = _arr(arg_types[0]).elem
         return [V.SplitView(dest, _arr(inner).length, arg_types[0])]
@@ -81,6 +97,12 @@ def write_views(p: P.Pattern, dest: View, arg_types: Sequence[Type], ar: Arith) 
     if isinstance(p, (P.Zip, P.Tuple)):
         return [V.GetView(dest, k, t) for k, t in enumerate(arg_types)]
     return None
+
+
+def _probe_var():  # type: ignore[no-untyped-def]
+    from liftkit.arith import Var
+
+    return Var("probe", 0, 1)
 
 
 def _arr(t: Type) -> ArrayType:

@@ -232,6 +232,33 @@ class SingletonView(View):
         return self.parent.resolve(ar, rest, tup)
 
 
+@dataclass(frozen=True, eq=False)
+class ElementwiseView(View):
+    """map(g) for a data-layout-only g: element i is g's view of the parent's element i.
+
+    `fn` builds g's view over an element view (reading), or, for a destination, the view g's
+    argument must be written through (writing)."""
+
+    parent: View
+    fn: Callable[[View], View]
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        i, rest = _pop(idx, "map")
+        return self.fn(self.parent.access(i)).resolve(ar, rest, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class ConstArrayView(View):
+    """An array literal whose elements are all equal: every index reads the same value."""
+
+    value: View
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        return self.value.resolve(ar, [], tup)
+
+
 def _pop(idx: list[ArithExpr], what: str) -> tuple[ArithExpr, list[ArithExpr]]:
     if not idx:
         raise CodegenError(f"{what}: an array was used whole where an element is needed")

@@ -220,6 +220,18 @@ def toPrivate(f: FunLike) -> P.ToPrivate:
 
 
 # -- multi-dimensional helpers: compositions of the primitives, not new primitives ------------------
+def let(*values_and_body: Any) -> FunCall:
+    """let(v1, v2, ..., lambda a, b, ...: body): compute the values here, then the body.
+
+    In OpenCL-level programs *where* a value is computed matters (a tile loaded into local
+    memory before a mapLcl, not inside it); a let keeps it in place."""
+    *values, body = values_and_body
+    f = fn(body)
+    if len(values) != f.arity:
+        raise LiftTypeError(f"let: {len(values)} value(s) for a function of {f.arity} parameter(s)")
+    return FunCall(f, tuple(as_expr(v) for v in values))
+
+
 def compose(*fs: FunLike) -> FunDecl:
     """compose(f, g, h) = f ∘ g ∘ h."""
     out = fn(fs[-1])
@@ -268,6 +280,6 @@ __all__ = [
     "mapVec", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
     "transpose", "unzip", "reorder", "asScalar", "Id", "zip", "tuple_", "get", "at",
     "reorderStride", "gather", "scatter", "slide", "boundary", "pad", "asVector", "toGlobal",
-    "toLocal", "toPrivate", "compose", "slide2D", "pad2D", "transposeGather", "tile", "untile",
+    "toLocal", "toPrivate", "let", "compose", "slide2D", "pad2D", "transposeGather", "tile", "untile",
     "mapAll",
 ]

@@ -279,13 +279,27 @@ def compose(f: FunDecl, g: FunDecl) -> Lambda:
 
 
 def apply(f: FunDecl, args: Sequence[Expr]) -> Expr:
-    """Call f; a lambda whose parameters are each used at most once is beta-reduced, so that
-    `(f ∘ g)(x)` becomes f(g(x)) without duplicating any work."""
+    """Call f; a lambda is beta-reduced when that changes neither how often nor where its
+    arguments are computed: each parameter is used at most once, in the lambda's own data flow
+    (not inside a pattern's function, where substitution would move the computation into a
+    map's body). So `(f ∘ g)(x)` becomes f(g(x)), while a let stays a let."""
     if isinstance(f, Lambda) and len(f.params) == len(args):
         uses = [n for n in walk(f.body) if isinstance(n, Param)]
-        if all(uses.count(p) <= 1 for p in f.params):
+        flow = list(_data_flow_params(f.body))
+        if all(uses.count(p) <= 1 and (uses.count(p) == 0 or p in flow) for p in f.params):
             return substitute(f.body, dict(zip(f.params, args)))
     return FunCall(f, tuple(args))
+
+
+def _data_flow_params(e: Expr) -> Iterator[Param]:
+    """Parameters used as (transitive) arguments of calls, not inside called functions."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Param):
+            yield n
+        elif isinstance(n, FunCall):
+            stack.extend(n.args)
 
 
 def substitute(node: Any, mapping: dict[Param, Expr]) -> Any:

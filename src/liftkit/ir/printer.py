@@ -301,7 +301,7 @@ def _layout(text: str, indent: int, width: int, out: list[str], suffix: str) -> 
             depth += 1
         elif ch in ")]":
             depth -= 1
-            if depth == 0:
+            if depth == 0 and ch == ")":  # array literals stay on one line
                 groups.append((start, i))
     groups = [(a, b) for a, b in groups if b - a > 20]
     if not groups:

@@ -132,12 +132,30 @@ def check_program(program: Lambda) -> Type:
 
 
 def is_low_level(node: Node) -> bool:
-    """True when no high-level-only pattern (map, reduce, partRed, reorder, ...) remains, i.e.
-    the program can go to the code generator."""
+    """True when no high-level-only pattern remains (reduce, partRed, reorder, or a map that
+    computes), i.e. the program can go to the code generator. A map of a function that only
+    rearranges data is compiled as a view and may stay."""
+    from liftkit.ir.nodes import walk
+    from liftkit.ir.patterns import Map
+
+    for n in walk(node):
+        if isinstance(n, Pattern) and n.high_level and n.name in _HIGH_ONLY:
+            if isinstance(n, Map) and layout_only(n.f):
+                continue
+            return False
+    return True
+
+
+def layout_only(f: Node) -> bool:
+    """No computation inside: only data-layout patterns, maps of them and lambdas."""
+    from liftkit.ir import patterns as P
     from liftkit.ir.nodes import walk
 
-    return all(not (isinstance(n, Pattern) and n.high_level and n.name in _HIGH_ONLY)
-               for n in walk(node))
+    for n in walk(f):
+        if isinstance(n, (UserFun, P.At, P.AbstractReduce, P.Iterate, P.AddressSpaceWrapper,
+                          P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.MapVec, Literal)):
+            return False
+    return True
 
 
 # patterns the code generator has no implementation for (seed 002: "bold functions are known to
