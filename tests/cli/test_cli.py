@@ -205,8 +205,40 @@ def test_unknown_program() -> None:
 
 
 def test_backend_choices(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "asum", "--backend", "opencl"]) == 2
+    assert main(["run", "asum", "--backend", "cuda"]) == 2
     assert "interpreter" in one_error_line(capsys.readouterr().err)
+    # a high-level program cannot be compiled yet: one clear error
+    assert main(["run", "asum", "--backend", "opencl"]) == 1
+    assert "high-level program" in one_error_line(capsys.readouterr().err)
+
+
+def test_run_compiled_on_pocl(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "partial_dot", "--device", "cpu", "--size", "N=8192", "--repeat", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "backend: opencl" in out and "Portable Computing Language" in out
+    assert "median of 3" in out and "matches the NumPy reference" in out
+    assert main(["run", "partial_dot", "--backend", "interpreter", "--size", "N=8192"]) == 0
+    assert "backend: interpreter" in capsys.readouterr().out
+
+
+def test_run_compiled_size_rule_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "vector_scal", "--device", "cpu", "--size", "N=1000"]) == 1
+    err = one_error_line(capsys.readouterr().err)
+    assert "1024" in err
+
+
+def test_compile_prints_kernels_and_switches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "transpose"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel void KERNEL(" in out and "x[l_id*N + wg_id]" in out
+    assert main(["compile", "transpose", "--no-simplify-indices"]) == 0
+    assert "x[l_id*N + wg_id]" not in capsys.readouterr().out
+    assert main(["compile", "asum_nvidia", "--local-size", "64"]) == 0
+    assert "local (64,)" in capsys.readouterr().out
+    assert main(["compile", "transpose", "--local-size", "x"]) == 2
+    one_error_line(capsys.readouterr().err)
+    assert main(["compile", "scal"]) == 1
+    assert "high-level pattern" in one_error_line(capsys.readouterr().err)
 
 
 def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

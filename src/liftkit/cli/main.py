@@ -92,9 +92,47 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an input from a .npy file (.npz for tuples); others are generated")
     p.add_argument("--output", metavar="FILE", help="save the result (.npy, or .npz for tuples)")
     p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
-    p.add_argument("--backend", choices=BACKENDS, default="interpreter",
-                   help="where to run (default: interpreter)")
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
+                   help="where to run: opencl (compiled), interpreter, or auto (default): compiled "
+                        "for OpenCL-level programs, interpreted for high-level ones")
+    p.add_argument("--device", metavar="SPEC", default=None,
+                   help="OpenCL device: cpu, gpu, or part of its platform/device name "
+                        "(default: a GPU if present, else the CPU)")
+    p.add_argument("--repeat", type=int, default=1, help="time this many runs (median)")
+    _compile_switches(p)
+    p = add("compile", "compile an OpenCL-level program and print its kernels")
+    p.add_argument("program", metavar="PROGRAM", help=program_help)
+    _compile_switches(p)
     return parser
+
+
+def _compile_switches(p: argparse.ArgumentParser) -> None:
+    """The code generator's optimisation switches (seed 000 Fig. 8 ablation) and launch hints."""
+    p.add_argument("--no-simplify-indices", action="store_true", help="emit array indices unsimplified")
+    p.add_argument("--no-barrier-elimination", action="store_true", help="keep every barrier")
+    p.add_argument("--no-control-flow-simplification", action="store_true",
+                   help="emit a loop for every map")
+    p.add_argument("--no-unroll", action="store_true", help="keep the loops of *Unroll patterns")
+    p.add_argument("--local-size", metavar="L0[,L1[,L2]]", default=None,
+                   help="work-group size the kernels are generated for")
+
+
+def compile_options(args: argparse.Namespace) -> Any:
+    from liftkit.codegen import CompileOptions
+
+    local = None
+    if args.local_size:
+        try:
+            local = tuple(int(v) for v in args.local_size.split(","))
+        except ValueError:
+            raise UsageError(f"argument --local-size: expected integers like 64 or 16,16, got "
+                             f"{args.local_size!r}") from None
+        if not 1 <= len(local) <= 3 or min(local) < 1:
+            raise UsageError("argument --local-size: one to three positive integers")
+    return CompileOptions(simplify_indices=not args.no_simplify_indices,
+                          eliminate_barriers=not args.no_barrier_elimination,
+                          simplify_control_flow=not args.no_control_flow_simplification,
+                          unroll=not args.no_unroll, local_size=local)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,8 +198,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         if name in inputs:
             raise UsageError(f"argument --input: {name} is given twice")
         inputs[name] = path
+    if args.repeat < 1:
+        raise UsageError("argument --repeat: must be at least 1")
     res = resolve(args.program)
-    opts = RunOptions(sizes, inputs, args.output, args.seed, args.backend)
+    opts = RunOptions(sizes, inputs, args.output, args.seed, args.backend, args.device,
+                      compile_options(args), args.repeat)
     status = run_command(res, opts, out)
     out.flush()
     if status:
@@ -169,7 +210,26 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return status
 
 
-COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run}
+def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
+    """Print every kernel of the program with its launch geometry and buffers."""
+    from liftkit.codegen import compile_program
+
+    res = resolve(args.program)
+    compiled = compile_program(res.program, compile_options(args))
+    print(f"// {res.name}: {len(compiled.kernels)} kernel(s), generated in "
+          f"{compiled.compile_seconds * 1e3:.1f} ms", file=out)
+    for b in compiled.buffers:
+        print(f"// buffer {b.name}: {b.role}, {b.type}, {b.nbytes} bytes", file=out)
+    for k in compiled.kernels:
+        glob = ", ".join(str(g) for g in k.ndrange.global_size)
+        local = k.ndrange.local_size or "driver's choice"
+        print(f"\n// kernel {k.name}: global ({glob}), local {local}", file=out)
+        print(k.source, file=out, end="")
+    return 0
+
+
+COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run,
+                            "compile": cmd_compile}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from liftkit.ir.nodes import Lambda
 from liftkit.ir.printer import show_type
 from liftkit.types import ArrayType, LiftTypeError, TupleType, Type, VectorType
 
-BACKENDS = ("interpreter",)  # a later issue adds "opencl" (with --device cpu|gpu)
+BACKENDS = ("auto", "interpreter", "opencl")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ class RunOptions:
     inputs: Mapping[str, str]  # parameter name -> file
     output: Optional[str]
     seed: int
-    backend: str
+    backend: str  # "auto": compiled for OpenCL-level programs, the interpreter otherwise
+    device: Optional[str] = None
+    compile_options: Any = None  # liftkit.codegen.CompileOptions
+    repeat: int = 1
 
 
 @dataclass(frozen=True)
@@ -120,12 +123,47 @@ def gather_inputs(res: Resolved, opts: RunOptions) -> tuple[list[Any], dict[str,
 # running and comparing
 
 
-def execute(program: Lambda, inputs: Sequence[Any], sizes: Mapping[str, int], backend: str) -> Any:
+def choose_backend(program: Lambda, backend: str) -> str:
+    """`auto`: OpenCL for programs the code generator accepts (OpenCL-level ones)."""
+    if backend != "auto":
+        return backend
+    from liftkit.ir.typecheck import is_low_level
+
+    return "opencl" if is_low_level(program) else "interpreter"
+
+
+def execute(program: Lambda, inputs: Sequence[Any], sizes: Mapping[str, int], opts: RunOptions,
+            name: str) -> tuple[Any, list[str]]:
+    """Run on the chosen backend; returns the result and report lines about the run."""
+    backend = choose_backend(program, opts.backend)
     if backend == "interpreter":
         from liftkit.semantics import interpret
 
-        return interpret(program, *inputs, sizes=sizes)
-    raise CliError(f"backend {backend!r} is not available")  # argparse restricts the choices
+        return interpret(program, *inputs, sizes=sizes), []
+    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.codegen import compile_program
+
+    if not program_is_low_level(program):
+        raise CliError(f"{name} is a high-level program: the OpenCL backend needs an OpenCL-level "
+                       "program (mapGlb/mapWrg/mapLcl, reduceSeq, ...); use --backend interpreter")
+    compiled = compile_program(program, opts.compile_options)
+    runner = OpenCLRunner(opts.device)
+    result, info = runner.run_with_info(compiled, *inputs, sizes=sizes, timing=opts.repeat > 1,
+                                        repeat=opts.repeat, name=name)
+    lines = [f"device:    {runner.device.label}",
+             f"compiled:  {len(compiled.kernels)} kernel(s) in {compiled.compile_seconds * 1e3:.1f} ms "
+             f"(liftkit), built in {info.build_seconds * 1e3:.0f} ms (driver or cache)"]
+    for launch, t in zip(info.launches, info.kernel_times):
+        ls = "driver's choice" if launch.local_size is None else launch.local_size
+        timing = f"{t * 1e3:.3f} ms" + (f" (median of {info.repeat})" if info.repeat > 1 else "")
+        lines.append(f"kernel:    {launch.kernel} global {launch.global_size} local {ls}: {timing}")
+    return result, lines
+
+
+def program_is_low_level(program: Lambda) -> bool:
+    from liftkit.ir.typecheck import is_low_level
+
+    return is_low_level(program)
 
 
 def compare(out: Any, ref: Any, rtol: float, atol: float) -> Comparison:
@@ -247,8 +285,9 @@ def run_command(res: Resolved, opts: RunOptions, out: TextIO) -> int:
 
     out_type = check_program(res.program)  # type errors first, before inputs are made
     inputs, sizes, origin = gather_inputs(res, opts)
+    backend = choose_backend(res.program, opts.backend)
     try:
-        result = execute(res.program, inputs, sizes, opts.backend)
+        result, run_lines = execute(res.program, inputs, sizes, opts, res.name)
     except (LiftTypeError, ArithError, ValueError) as err:
         rule = getattr(res.spec, "size_rule", "") if res.spec is not None else ""
         if not rule:
@@ -262,7 +301,9 @@ def run_command(res: Resolved, opts: RunOptions, out: TextIO) -> int:
     except Exception:  # noqa: BLE001 - only for the report; the run itself succeeded
         pass
     size_text = ", ".join(f"{k}={v}" for k, v in sorted(bound.items())) or "none"
-    print(f"program:   {res.name}  (backend: {opts.backend})", file=out)
+    print(f"program:   {res.name}  (backend: {backend})", file=out)
+    for line in run_lines:
+        print(line, file=out)
     print(f"sizes:     {size_text}", file=out)
     for p, x, src in zip(res.program.params, inputs, origin):
         ptype = show_type(p.type) if p.type is not None else "?"

@@ -1,0 +1,157 @@
+"""A cache of built OpenCL programs, in memory and on disk.
+
+Building is the slow part of running a small kernel (about a second on PoCL, per kernel, per
+process), and benchmark sweeps and test suites rebuild the same sources over and over. Entries
+are keyed by sha256 of (source, device fingerprint, build options), so a driver update or a
+different device never gets a stale binary. Disk entries are the device binaries; a binary that
+fails to load is rebuilt from source and overwritten. Writes go to a temporary file first and
+are renamed into place, so processes sharing the directory never see half an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import pyopencl as cl
+
+from liftkit.backends.opencl.devices import Device, OpenCLError
+
+log = logging.getLogger("liftkit.cache")
+
+ENV_DIR = "LIFTKIT_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """`$LIFTKIT_CACHE_DIR`, else `~/.cache/liftkit/kernels`."""
+    env = os.environ.get(ENV_DIR)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "liftkit" / "kernels"
+
+
+def cache_key(source: str, device: Device, options: Sequence[str] = ()) -> str:
+    h = hashlib.sha256()
+    for part in (source, device.fingerprint, " ".join(options)):
+        h.update(part.encode())
+        h.update(b"\0")  # separators: ("ab", "c") and ("a", "bc") differ
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int  # served from memory
+    disk_hits: int  # loaded from a binary on disk
+    misses: int  # built from source
+
+    def as_dict(self) -> dict[str, int]:
+        return {"hits": self.hits, "disk_hits": self.disk_hits, "misses": self.misses}
+
+
+class BuildError(OpenCLError):
+    """The OpenCL compiler rejected a kernel; the message carries the build log."""
+
+
+class KernelCache:
+    """Built programs by key. `directory=None` uses `default_cache_dir()`; `disk=False` keeps
+    the cache in memory only. Memory entries are per OpenCL context (a program belongs to the
+    context it was built in); the least recently used beyond `max_memory` are dropped, so a
+    search over thousands of kernel variants does not hold every program alive."""
+
+    def __init__(self, directory: Union[str, Path, None] = None, disk: bool = True,
+                 max_memory: int = 512) -> None:
+        self.directory: Optional[Path] = (Path(directory) if directory is not None
+                                          else default_cache_dir()) if disk else None
+        self.max_memory = max_memory
+        self._memory: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._hits = self._disk_hits = self._misses = 0
+
+    def stats(self) -> CacheStats:
+        return CacheStats(self._hits, self._disk_hits, self._misses)
+
+    def clear_memory(self) -> None:
+        self._memory.clear()
+
+    def path_for(self, key: str) -> Optional[Path]:
+        return None if self.directory is None else self.directory / f"{key}.bin"
+
+    def get(self, context: Any, device: Device, source: str, options: Sequence[str] = ()) -> Any:
+        """The built `cl.Program` for `source` on `device`, from memory, disk or a fresh build."""
+        key = cache_key(source, device, options)
+        mkey = (key, int(context.int_ptr))
+        prog = self._memory.get(mkey)
+        if prog is not None:
+            self._memory.move_to_end(mkey)
+            self._hits += 1
+            log.debug("kernel cache hit (memory) %s", key[:16])
+            return prog
+        prog = self._load(context, device, key, options)
+        if prog is not None:
+            self._disk_hits += 1
+            log.info("kernel cache hit (disk) %s", key[:16])
+        else:
+            self._misses += 1
+            log.info("kernel cache miss %s: building from source", key[:16])
+            prog = build_from_source(context, device, source, options)
+            self._store(prog, device, key)
+        self._memory[mkey] = prog
+        while len(self._memory) > max(self.max_memory, 1):
+            self._memory.popitem(last=False)
+        return prog
+
+    # -- disk ------------------------------------------------------------------------------------
+
+    def _load(self, context: Any, device: Device, key: str, options: Sequence[str]) -> Any:
+        path = self.path_for(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            binary = path.read_bytes()
+            prog = cl.Program(context, [device.cl_device], [binary])
+            prog.build(options=list(options), devices=[device.cl_device])
+            return prog
+        except (OSError, cl.Error) as err:
+            log.warning("kernel cache: cannot load %s (%s); rebuilding from source",
+                        path, str(err).splitlines()[0] if str(err) else type(err).__name__)
+            return None
+
+    def _store(self, prog: Any, device: Device, key: str) -> None:
+        path = self.path_for(key)
+        if path is None:
+            return
+        try:
+            binaries = prog.get_info(cl.program_info.BINARIES)
+            devices = prog.get_info(cl.program_info.DEVICES)
+            binary = next((b for d, b in zip(devices, binaries) if d == device.cl_device),
+                          binaries[0] if binaries else b"")
+            if not binary:
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(binary)
+                os.chmod(tmp, 0o644)  # mkstemp makes it private; entries are shareable
+                os.replace(tmp, path)  # atomic: readers see the old entry or the new one
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except (OSError, cl.Error) as err:  # a read-only or full disk must not fail the run
+            log.warning("kernel cache: cannot write %s (%s)", path, err)
+
+
+def build_from_source(context: Any, device: Device, source: str, options: Sequence[str] = ()) -> Any:
+    """Build `source` for one device, turning a compiler error into a BuildError with the log."""
+    prog = cl.Program(context, source)
+    try:
+        prog.build(options=list(options), devices=[device.cl_device])
+    except cl.Error as err:
+        raise BuildError(f"OpenCL build failed on {device.label}:\n{err}") from None
+    return prog

@@ -1,0 +1,120 @@
+"""Finding an OpenCL device: by kind (`cpu`, `gpu`) or by a piece of its name.
+
+The default prefers a GPU (the papers' targets) and falls back to the CPU, which is PoCL on CI
+machines. A `Device` is a plain description plus the pyopencl handle; its `fingerprint` names
+the exact driver build, because a compiled binary is only valid for that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pyopencl as cl
+
+from liftkit.semantics.interpreter import EvaluationError
+
+
+class OpenCLError(EvaluationError):
+    """A failure of the OpenCL backend: no such device, a launch the device cannot run, a
+    size that gives no work. Subclasses the interpreter's run-time error so callers that report
+    one report the other."""
+
+
+_KINDS = ((cl.device_type.GPU, "gpu"), (cl.device_type.CPU, "cpu"),
+          (cl.device_type.ACCELERATOR, "accelerator"))
+
+
+def _kind(device_type: int) -> str:
+    # PoCL reports e.g. DEFAULT | CPU, so test bits rather than compare.
+    for bit, name in _KINDS:
+        if device_type & bit:
+            return name
+    return "other"
+
+
+@dataclass(frozen=True)
+class Device:
+    """An OpenCL device and the properties the runtime checks launches against."""
+
+    platform: str
+    name: str
+    driver_version: str
+    type: str  # "gpu", "cpu", "accelerator" or "other"
+    max_work_group_size: int
+    local_mem_size: int
+    max_work_item_sizes: tuple[int, ...] = ()
+    cl_device: Any = field(default=None, repr=False, compare=False, hash=False)
+
+    @property
+    def label(self) -> str:
+        """What users match a spec against: "platform / device"."""
+        return f"{self.platform} / {self.name}"
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the device and driver build (binaries are only valid for exactly this)."""
+        return f"{self.platform}|{self.name}|{self.driver_version}"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.type == "gpu"
+
+    def describe(self) -> str:
+        return (f"{self.label} ({self.type}, driver {self.driver_version}, "
+                f"max work-group {self.max_work_group_size}, local memory {self.local_mem_size} B)")
+
+    @classmethod
+    def from_cl(cls, platform: Any, dev: Any) -> "Device":
+        return cls(platform=platform.name.strip(), name=dev.name.strip(),
+                   driver_version=dev.driver_version.strip(), type=_kind(dev.type),
+                   max_work_group_size=int(dev.max_work_group_size),
+                   local_mem_size=int(dev.local_mem_size),
+                   max_work_item_sizes=tuple(int(s) for s in dev.max_work_item_sizes),
+                   cl_device=dev)
+
+
+def list_devices() -> list[Device]:
+    """Every device of every OpenCL platform; empty when no platform is installed."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error:  # no ICD installed: PLATFORM_NOT_FOUND_KHR
+        return []
+    out: list[Device] = []
+    for p in platforms:
+        try:
+            devs = p.get_devices()
+        except cl.Error:  # a platform without devices raises DEVICE_NOT_FOUND
+            continue
+        out.extend(Device.from_cl(p, d) for d in devs)
+    return out
+
+
+def _listing(devices: list[Device]) -> str:
+    if not devices:
+        return "no OpenCL platform is installed (for a CPU device, install PoCL)"
+    return "available devices:\n" + "\n".join(f"  {d.describe()}" for d in devices)
+
+
+def select_device(spec: Optional[str] = None) -> Device:
+    """The device for `spec`: `cpu`, `gpu`, or a case-insensitive substring of
+    "platform / device". None: the first GPU if any platform has one, else the first CPU."""
+    devices = list_devices()
+    if not devices:
+        raise OpenCLError(_listing(devices))
+    key = (spec or "").strip().lower()
+    if not key:
+        for kind in ("gpu", "cpu"):
+            found = [d for d in devices if d.type == kind]
+            if found:
+                return found[0]
+        return devices[0]
+    if key in ("cpu", "gpu", "accelerator"):
+        found = [d for d in devices if d.type == key]
+        what = f"no {key.upper()} device"
+    else:
+        found = [d for d in devices if key in d.label.lower()]
+        what = f"no device matches {spec!r}"
+    if not found:
+        raise OpenCLError(f"{what}; {_listing(devices)}")
+    return found[0]
