@@ -17,8 +17,10 @@ from liftkit.programs.registry import ProgramSpec
 N, M = size("N"), size("M")
 F4 = lit((0.0, 0.0, 0.0, 0.0), float4)
 LS = 256  # work-group size
-PER_THREAD = 16  # float4 elements each thread sums before the tree reduction
-CHUNK = LS * PER_THREAD * 4  # floats per work-group
+# float4 elements each thread sums before the tree reduction: the best of the H200 sweep in
+# docs/perf.md (asum 64, dot 32); explicit unrolling did not help there
+PER_THREAD = {"asum": 64, "dot": 32}
+SIZE_RULE = 4 * LS * LS * 64  # N must be a multiple of this for both
 
 scale4 = user_fun("scale4", [("a", float32), ("v", float4)], float4, "return a * v;",
                   lambda a, v: _scale(a, v))
@@ -56,16 +58,38 @@ def _partials(per_thread: Any) -> Any:
         << transpose << split(LS))
 
 
+def _final_stage(partials: Any, count: Any) -> Any:
+    """Sum the work-groups' partial results in one work-group of LS threads (instead of one
+    work-item): each thread sums a strided share, then a tree in local memory."""
+    return (join << mapWrg(0)(join << toGlobal(mapLcl(0)(mapSeq(id))) << split(1) << _tree(8)
+                              << join << toLocal(mapLcl(0)(reduceSeq(add, 0.0))) << transpose << split(LS))
+            << split(count) << partials)
+
+
+def reduction_gpu(kind: str, per_thread: int | None = None, unroll: bool = False,
+                  parallel_final: bool = True) -> Any:
+    """asum or dot for GPUs; the choices are the knobs the performance notes compare."""
+    chunk = LS * (per_thread or PER_THREAD[kind])  # float4 elements per work-group
+    red = reduceSeqUnroll if unroll else reduceSeq
+
+    def finish(partials: Any) -> Any:
+        if parallel_final:
+            return _final_stage(partials, N // (4 * chunk))
+        return reduceSeq(add, 0.0) << partials
+
+    if kind == "asum":
+        return fun([float32[N]], lambda x: finish(
+            join << _partials(red(absAndSumUp4, F4)) << split(chunk) << asVector(4) << x))
+    return fun([float32[N], float32[N]], lambda x, y: finish(
+        join << _partials(red(multAndSumUp4, F4)) << split(chunk) << zip(asVector(4) << x, asVector(4) << y)))
+
+
 def asum_gpu() -> Any:
-    return fun([float32[N]], lambda x:
-               reduceSeq(add, 0.0) << join << _partials(reduceSeq(absAndSumUp4, F4))
-               << split(CHUNK // 4) << asVector(4) << x)
+    return reduction_gpu("asum")
 
 
 def dot_gpu() -> Any:
-    return fun([float32[N], float32[N]], lambda x, y:
-               reduceSeq(add, 0.0) << join << _partials(reduceSeq(multAndSumUp4, F4))
-               << split(CHUNK // 4) << zip(asVector(4) << x, asVector(4) << y))
+    return reduction_gpu("dot")
 
 
 def gemv_gpu() -> Any:
@@ -84,12 +108,12 @@ SPECS = [
     ProgramSpec("scal_gpu", "scal for GPUs: one float4 per work-item", "hand-chosen", scal_gpu,
                 blas.SPECS[0].make_inputs, blas.SPECS[0].reference, {"N": 1 << 16}, level="low",
                 size_rule="N a multiple of 4", tags=("gpu",)),
-    ProgramSpec("asum_gpu", "asum for GPUs: float4, local tree reduction, two kernels", "hand-chosen",
-                asum_gpu, blas._one_vec, blas._asum_ref, {"N": CHUNK * 4}, level="low", rtol=1e-3,
-                size_rule=f"N a multiple of {CHUNK}", tags=("gpu",)),
-    ProgramSpec("dot_gpu", "dot for GPUs: float4, local tree reduction, two kernels", "hand-chosen",
-                dot_gpu, blas._two_vecs, blas.SPECS[2].reference, {"N": CHUNK * 4}, level="low",
-                rtol=1e-3, atol=1e-3, size_rule=f"N a multiple of {CHUNK}", tags=("gpu",)),
+    ProgramSpec("asum_gpu", "asum for GPUs: float4, local-memory trees, two kernels", "hand-chosen",
+                asum_gpu, blas._one_vec, blas._asum_ref, {"N": SIZE_RULE}, level="low", rtol=1e-3,
+                size_rule=f"N a multiple of {SIZE_RULE}", tags=("gpu",)),
+    ProgramSpec("dot_gpu", "dot for GPUs: float4, local-memory trees, two kernels", "hand-chosen",
+                dot_gpu, blas._two_vecs, blas.SPECS[2].reference, {"N": SIZE_RULE}, level="low",
+                rtol=1e-3, atol=1e-3, size_rule=f"N a multiple of {SIZE_RULE}", tags=("gpu",)),
     ProgramSpec("gemv_gpu", "gemv for GPUs: a work-group per row, float4", "hand-chosen", gemv_gpu,
                 blas._gemv_inputs, blas._gemv_ref, {"N": 64, "M": 2048}, level="low", rtol=1e-3,
                 atol=1e-3, size_rule="M a multiple of 1024", tags=("gpu",)),
