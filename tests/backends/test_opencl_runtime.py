@@ -37,7 +37,9 @@ from liftkit.types import TupleType  # noqa: E402
 DEVICES = list_devices()
 pytestmark = pytest.mark.skipif(not DEVICES, reason="no OpenCL platform installed")
 HAS_CPU = any(d.type == "cpu" for d in DEVICES)
-HAS_GPU = any(d.type == "gpu" for d in DEVICES)
+from liftkit.backends.opencl.devices import is_simulator  # noqa: E402
+
+HAS_GPU = any(d.type == "gpu" and not is_simulator(d) for d in DEVICES)
 N = size("N")
 rng = np.random.default_rng(2024)
 

@@ -58,7 +58,7 @@ class Device:
 
     @property
     def is_gpu(self) -> bool:
-        return self.type == "gpu"
+        return self.type == "gpu" and "oclgrind" not in self.label.lower()
 
     def describe(self) -> str:
         return (f"{self.label} ({self.type}, driver {self.driver_version}, "
@@ -96,21 +96,29 @@ def _listing(devices: list[Device]) -> str:
     return "available devices:\n" + "\n".join(f"  {d.describe()}" for d in devices)
 
 
+def is_simulator(d: Device) -> bool:
+    """Oclgrind simulates a device for checking, far slower than any real one."""
+    return "oclgrind" in d.label.lower()
+
+
 def select_device(spec: Optional[str] = None) -> Device:
     """The device for `spec`: `cpu`, `gpu`, or a case-insensitive substring of
-    "platform / device". None: the first GPU if any platform has one, else the first CPU."""
+    "platform / device". None: the first GPU if any platform has one, else the first CPU.
+    Simulators (Oclgrind) are never chosen by type, only by name ("oclgrind")."""
     devices = list_devices()
     if not devices:
         raise OpenCLError(_listing(devices))
     key = (spec or "").strip().lower()
+    # simulators (Oclgrind reports itself as a GPU) are chosen only by name
+    real = [d for d in devices if not is_simulator(d)]
     if not key:
         for kind in ("gpu", "cpu"):
-            found = [d for d in devices if d.type == kind]
+            found = [d for d in real if d.type == kind]
             if found:
                 return found[0]
-        return devices[0]
+        return (real or devices)[0]
     if key in ("cpu", "gpu", "accelerator"):
-        found = [d for d in devices if d.type == key]
+        found = [d for d in real if d.type == key]
         what = f"no {key.upper()} device"
     else:
         found = [d for d in devices if key in d.label.lower()]
