@@ -320,6 +320,14 @@ def substitute(node: Any, mapping: dict[Param, Expr]) -> Any:
     return node
 
 
+def unwrap_eta(f: FunDecl) -> FunDecl:
+    """g for λ(x1..xk). g(x1..xk) (the rewrite normal form of a function argument), else f."""
+    while (isinstance(f, Lambda) and isinstance(f.body, FunCall) and f.body.args == f.params
+           and not any(isinstance(n, Param) and n in f.params for n in walk(f.body.f))):
+        f = f.body.f
+    return f
+
+
 def children(node: Node) -> Iterator[Node]:
     """Direct sub-nodes: a FunCall's function and arguments, a lambda's body, a pattern's functions."""
     if isinstance(node, FunCall):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from liftkit.arith import ArithExpr, cst, divides
-from liftkit.ir.nodes import FunDecl, UserFun
+from liftkit.ir.nodes import FunDecl, UserFun, unwrap_eta
 from liftkit.ir.patterns.base import Kind, Pattern, PatternError, expect_args, param
 from liftkit.semantics.values import axis_len, expand, take, tmap
 from liftkit.types import ArrayType, Type, same_type
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def fold(ev: "Evaluator", f: FunDecl, init: "Value", xs: "Value", env: "Env") -> "Value":
     """Left fold of xs along the first non-batch axis, vectorised over the batch."""
     axis = ev.brank
+    f = unwrap_eta(f)
     if (isinstance(f, UserFun) and f.ufunc is not None and f.associative
             and not isinstance(xs, tuple) and not isinstance(init, tuple)):
         total = f.ufunc.reduce(xs, axis=axis, dtype=xs.dtype)
@@ -65,6 +66,7 @@ class AbstractReduce(Pattern):
 
 
 def _check_assoc(p: Pattern, f: FunDecl, init: Type, elem: Type) -> None:
+    f = unwrap_eta(f)
     if not isinstance(f, UserFun):
         raise PatternError(
             f"{p.name}: the operator must be a user function declared associative and commutative "

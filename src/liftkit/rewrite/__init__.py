@@ -1,0 +1,21 @@
+"""Rewrite rules, strategies and derivations (seed 002 §4, seed 004 §4)."""
+
+from liftkit.rewrite.core import (
+    Choice,
+    Path,
+    RewriteError,
+    Rule,
+    Site,
+    apply_choice,
+    enumerate_choices,
+    eta_expand,
+    get,
+    normalize,
+    positions,
+    replace_at,
+    site_at,
+    typed_sites,
+)
+
+__all__ = ["Choice", "Path", "RewriteError", "Rule", "Site", "apply_choice", "enumerate_choices",
+           "eta_expand", "get", "normalize", "positions", "replace_at", "site_at", "typed_sites"]

@@ -1,0 +1,269 @@
+"""The rewrite engine's core: positions in a program, typed sites, rules and their application.
+
+A program is first put in *rewrite normal form*: every function a pattern takes is a lambda
+whose body applies something (map(abs) becomes map(λx. abs(x))), so every application is a
+FunCall that has a position. A position is the path of child indices from the program's body
+(FunCall: 0 = its function, 1.. = its arguments; Lambda: 0 = body; Pattern: its functions in
+order). A rule looks at a *site* — a FunCall with its type, its arguments' types and the
+patterns around it — and offers *choices* (numeric parameters such as split factors); applying a
+choice replaces the FunCall and re-checks the program's type.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun
+from liftkit.ir.patterns.base import Pattern
+from liftkit.ir.typecheck import LocatedTypeError, TypeChecker
+from liftkit.types import LiftTypeError, Type
+
+Path = tuple[int, ...]
+
+
+class RewriteError(LiftTypeError):
+    """A rule was applied where it does not apply, or produced an ill-typed program."""
+
+
+# ---------------------------------------------------------------------------------------------
+# positions
+
+
+def children(node: Node) -> list[Node]:
+    if isinstance(node, FunCall):
+        return [node.f, *node.args]
+    if isinstance(node, Lambda):
+        return [node.body]
+    if isinstance(node, Pattern):
+        return list(node.functions())
+    return []
+
+
+def get(node: Node, path: Path) -> Node:
+    for i in path:
+        node = children(node)[i]
+    return node
+
+
+def replace_at(node: Node, path: Path, new: Node) -> Node:
+    """The tree with the node at `path` replaced (every node on the path rebuilt)."""
+    if not path:
+        return new
+    i, rest = path[0], path[1:]
+    kids = children(node)
+    kids[i] = replace_at(kids[i], rest, new)
+    if isinstance(node, FunCall):
+        return FunCall(kids[0], tuple(kids[1:]))  # type: ignore[arg-type]
+    if isinstance(node, Lambda):
+        return Lambda(node.params, kids[0])  # type: ignore[arg-type]
+    if isinstance(node, Pattern):
+        return node.with_functions(kids)  # type: ignore[arg-type]
+    raise RewriteError(f"no child {i} in {node!r}")
+
+
+def positions(node: Node, prefix: Path = ()) -> Iterator[tuple[Path, Node]]:
+    """Every (path, node), pre-order."""
+    yield prefix, node
+    for i, c in enumerate(children(node)):
+        yield from positions(c, prefix + (i,))
+
+
+# ---------------------------------------------------------------------------------------------
+# rewrite normal form
+
+
+def eta_expand(f: FunDecl) -> Lambda:
+    """λ(x1..xk). f(x1..xk): the function as a lambda whose body is an application."""
+    if isinstance(f, Lambda):
+        return f
+    params = tuple(Param(_param_hint(f, k)) for k in range(max(f.arity, 1)))
+    return Lambda(params, FunCall(f, params))
+
+
+def _param_hint(f: FunDecl, k: int) -> str:
+    if isinstance(f, UserFun) and k < len(f.param_names):
+        return f.param_names[k]
+    return "x" if k == 0 else f"x{k}"
+
+
+def normalize(node: Node) -> Node:
+    """Rewrite normal form: every function argument of a pattern is a lambda, recursively."""
+    if isinstance(node, FunCall):
+        return FunCall(normalize(node.f), tuple(normalize(a) for a in node.args))  # type: ignore[arg-type]
+    if isinstance(node, Lambda):
+        return Lambda(node.params, normalize(node.body))  # type: ignore[arg-type]
+    if isinstance(node, Pattern):
+        fs = node.functions()
+        if not fs:
+            return node
+        return node.with_functions([normalize(eta_expand(f)) for f in fs])  # type: ignore[misc]
+    return node
+
+
+# ---------------------------------------------------------------------------------------------
+# typed sites
+
+
+class _Recorder(TypeChecker):
+    """Type checker that also remembers every parameter's type and every call's context."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.param_types: dict[Param, Type] = {}
+        self.arg_types: dict[int, tuple[Type, ...]] = {}
+        self.enclosing: dict[int, tuple[Pattern, ...]] = {}
+
+    def expr(self, e, env, enclosing=()):  # type: ignore[no-untyped-def]
+        if isinstance(e, FunCall):
+            self.enclosing[id(e)] = enclosing
+        t = super().expr(e, env, enclosing)
+        if isinstance(e, FunCall):
+            self.arg_types[id(e)] = tuple(
+                self.types[id(a)] if isinstance(a, FunCall) else
+                (a.type if isinstance(a, Literal) else env.get(a, a.type))  # type: ignore[union-attr]
+                for a in e.args)
+        return t
+
+    def apply(self, f, arg_types, env, enclosing):  # type: ignore[no-untyped-def]
+        if isinstance(f, Lambda):
+            for p, t in zip(f.params, arg_types):
+                self.param_types[p] = t
+        return super().apply(f, arg_types, env, enclosing)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A FunCall in a typed program: what a rule may look at."""
+
+    program: Lambda
+    path: Path  # from the program lambda (0 = its body)
+    call: FunCall
+    type: Type
+    arg_types: tuple[Type, ...]
+    enclosing: tuple[Pattern, ...]  # patterns whose functions contain this call, outermost first
+    param_types: Mapping[Param, Type] = field(repr=False, default_factory=dict)
+
+    def type_of(self, e: Expr) -> Type:
+        """The type of any expression at this site (its free parameters have known types)."""
+        return TypeChecker().expr(e, dict(self.param_types), self.enclosing)
+
+    @property
+    def f(self) -> FunDecl:
+        return self.call.f
+
+    def inside(self, *kinds: type) -> bool:
+        return any(isinstance(p, kinds) for p in self.enclosing)
+
+
+def typed_sites(program: Lambda) -> list[Site]:
+    """Every FunCall of a (normalized) program with its types, pre-order."""
+    rec = _Recorder()
+    rec.apply(program, [p.type for p in program.params], {}, ())  # type: ignore[misc]
+    for p in program.params:
+        rec.param_types[p] = p.type  # type: ignore[assignment]
+    sites = []
+    for path, node in positions(program):
+        if isinstance(node, FunCall) and id(node) in rec.types:
+            sites.append(Site(program, path, node, rec.types[id(node)], rec.arg_types[id(node)],
+                              rec.enclosing.get(id(node), ()), rec.param_types))
+    return sites
+
+
+# ---------------------------------------------------------------------------------------------
+# rules and choices
+
+Params = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named rewrite: `choices(site)` lists the numeric parameters under which the rule applies
+    at a site (empty: it does not apply; [{}]: it applies without parameters), `build(site,
+    **params)` returns the replacement expression. `fact` states the equation in the papers'
+    notation; `source` where it comes from (e.g. "seed 002 Fig. 6c")."""
+
+    name: str
+    fact: str
+    choices: Callable[[Site], Sequence[Params]]
+    build: Callable[..., Expr]
+    source: str = ""
+    lowering: bool = False  # an OpenCL-specific rule (seed 002 Fig. 7)
+
+    def __repr__(self) -> str:
+        return f"Rule({self.name})"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One applicable rewrite: rule, position and parameters (a derivation step)."""
+
+    rule: str
+    path: Path
+    params: Params = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "path": list(self.path), "params": _jsonable(self.params)}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Choice":
+        return Choice(d["rule"], tuple(d["path"]), dict(d.get("params", {})))
+
+    def __str__(self) -> str:
+        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return f"{self.rule}{'(' + ps + ')' if ps else ''} at {'.'.join(map(str, self.path)) or 'root'}"
+
+
+def _jsonable(params: Params) -> dict[str, Any]:
+    out = {}
+    for k, v in params.items():
+        json.dumps(v)  # parameters are plain numbers, strings or lists of them
+        out[k] = v
+    return out
+
+
+def enumerate_choices(program: Lambda, rules: Iterable[Rule]) -> list[Choice]:
+    """Every applicable (rule, position, parameters) in a normalized program."""
+    sites = typed_sites(program)
+    out: list[Choice] = []
+    for rule in rules:
+        for site in sites:
+            try:
+                params = rule.choices(site)
+            except LiftTypeError:
+                continue
+            for p in params:
+                out.append(Choice(rule.name, site.path, dict(p)))
+    return out
+
+
+def site_at(program: Lambda, path: Path) -> Site:
+    for s in typed_sites(program):
+        if s.path == path:
+            return s
+    raise RewriteError(f"no function call at position {'.'.join(map(str, path)) or 'root'}")
+
+
+def apply_choice(program: Lambda, choice: Choice, rules: Mapping[str, Rule]) -> Lambda:
+    """Apply one choice; the result is normalized and type-checked (a rule that builds an
+    ill-typed program is a bug in the rule, reported as RewriteError)."""
+    try:
+        rule = rules[choice.rule]
+    except KeyError:
+        raise RewriteError(f"unknown rule {choice.rule!r}") from None
+    site = site_at(program, choice.path)
+    allowed = [dict(p) for p in rule.choices(site)]
+    if dict(choice.params) not in allowed:
+        raise RewriteError(f"{rule.name} does not apply at {choice} "
+                           f"(applicable parameters there: {allowed or 'none'})")
+    new_expr = rule.build(site, **dict(choice.params))
+    result = replace_at(program, choice.path, new_expr)
+    assert isinstance(result, Lambda)
+    result = normalize(result)
+    try:
+        TypeChecker().apply(result, [p.type for p in result.params], {}, ())  # type: ignore[misc]
+    except LocatedTypeError as err:
+        raise RewriteError(f"{rule.name} produced an ill-typed program at {choice}: {err.message}") from None
+    return result  # type: ignore[return-value]
+
