@@ -88,7 +88,9 @@ def test_reduce_needs_declared_facts():
     assert "operator sub is not declared associative and commutative" in err(
         [float32[N]], lambda x: reduce(sub, 0.0) << x)
     assert "must be a user function declared associative" in err(
-        [float32[N]], lambda x: reduce(lambda a, b: add(a, b), 0.0) << x)
+        [float32[N]], lambda x: reduce(lambda a, b: add(b, a), 0.0) << x)
+    # an eta-expanded user function is that user function
+    assert ty([float32[N]], lambda x: reduce(lambda a, b: add(a, b), 0.0) << x) == float32[1]
 
 
 def test_part_red():
