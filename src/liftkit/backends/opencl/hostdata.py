@@ -13,20 +13,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from liftkit.arith import ArithExpr
 from liftkit.backends.opencl.devices import OpenCLError
 from liftkit.codegen.memory import numpy_dtype, storage_elem
 from liftkit.semantics.values import Value, to_value
-from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType
-
-
-def array_dims(t: Type) -> tuple[list[ArithExpr], Type]:
-    """([outermost length, ...], element type) of an array type."""
-    dims: list[ArithExpr] = []
-    while isinstance(t, ArrayType):
-        dims.append(t.length)
-        t = t.elem
-    return dims, t
+from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType, array_dims
 
 
 def shape_of(t: Type, sizes: Mapping[str, int]) -> tuple[tuple[int, ...], Type]:
