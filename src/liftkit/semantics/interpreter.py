@@ -15,7 +15,6 @@ import numpy as np
 from liftkit.arith import ArithError, ArithExpr, Var
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun
 from liftkit.ir.patterns.base import Pattern
-from liftkit.ir.typecheck import check_program, spread_tuples
 from liftkit.semantics.values import (
     Value,
     broadcast_batch,
@@ -83,6 +82,8 @@ class Evaluator:
         raise EvaluationError(f"cannot call {f!r}")
 
     def user_fun(self, f: UserFun, args: Sequence[Value]) -> Value:
+        from liftkit.ir.typecheck import spread_tuples  # typecheck imports the patterns, which import us
+
         args = spread_tuples(f, args)
         with np.errstate(all="ignore"):  # C semantics: inf/nan propagate silently
             if f.vectorized or not self.batch:
@@ -186,6 +187,8 @@ def _rebuild(dims: list[ArithExpr], t: Type) -> Type:
 def interpret(program: Lambda, *inputs: Any, sizes: Optional[Mapping[str, int]] = None) -> Any:
     """Run a program on NumPy inputs; returns NumPy (tuples as tuples, arrays of tuples as
     structured arrays)."""
+    from liftkit.ir.typecheck import check_program  # see Evaluator.user_fun
+
     out_type = check_program(program)
     bound = bind_sizes(program, inputs, sizes)
     env: dict[Param, tuple[Value, int]] = {}
