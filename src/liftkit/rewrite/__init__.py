@@ -11,6 +11,7 @@ from liftkit.rewrite.core import (
     eta_expand,
     get,
     normalize,
+    passes,
     positions,
     replace_at,
     site_at,
@@ -18,4 +19,4 @@ from liftkit.rewrite.core import (
 )
 
 __all__ = ["Choice", "Path", "RewriteError", "Rule", "Site", "apply_choice", "enumerate_choices",
-           "eta_expand", "get", "normalize", "positions", "replace_at", "site_at", "typed_sites"]
+           "eta_expand", "get", "normalize", "passes", "positions", "replace_at", "site_at", "typed_sites"]

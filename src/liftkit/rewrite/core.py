@@ -74,32 +74,53 @@ def positions(node: Node, prefix: Path = ()) -> Iterator[tuple[Path, Node]]:
 # rewrite normal form
 
 
-def eta_expand(f: FunDecl) -> Lambda:
-    """λ(x1..xk). f(x1..xk): the function as a lambda whose body is an application."""
+def eta_expand(f: FunDecl, nargs: int = 1) -> Lambda:
+    """λ(x1..xk). f(x1..xk) for the k arguments f is called with: the function as a lambda
+    whose body is an application (map(mult) over pairs becomes map(λp. mult(p)))."""
     if isinstance(f, Lambda):
         return f
-    params = tuple(Param(_param_hint(f, k)) for k in range(max(f.arity, 1)))
+    params = tuple(Param(_param_hint(f, k, nargs)) for k in range(nargs))
     return Lambda(params, FunCall(f, params))
 
 
-def _param_hint(f: FunDecl, k: int) -> str:
-    if isinstance(f, UserFun) and k < len(f.param_names):
+def _param_hint(f: FunDecl, k: int, nargs: int) -> str:
+    if isinstance(f, UserFun) and nargs == f.arity and k < len(f.param_names):
         return f.param_names[k]
     return "x" if k == 0 else f"x{k}"
 
 
-def normalize(node: Node) -> Node:
-    """Rewrite normal form: every function argument of a pattern is a lambda, recursively."""
+def passes(p: Pattern, call_args: int) -> int:
+    """How many arguments pattern p passes to its function(s)."""
+    from liftkit.ir.patterns import AbstractReduce, AddressSpaceWrapper
+
+    if isinstance(p, AbstractReduce):
+        return 2
+    if isinstance(p, AddressSpaceWrapper):
+        return call_args
+    return 1
+
+
+def normalize(node: Node, nargs: int = 1) -> Node:
+    """Rewrite normal form: every function argument of a pattern is a lambda of as many
+    parameters as the pattern passes, recursively. `nargs`: how many arguments `node` is
+    called with when it is a bare pattern."""
     if isinstance(node, FunCall):
-        return FunCall(normalize(node.f), tuple(normalize(a) for a in node.args))  # type: ignore[arg-type]
+        f = node.f
+        f2 = _normalize_pattern(f, len(node.args)) if isinstance(f, Pattern) else normalize(f)
+        return FunCall(f2, tuple(normalize(a) for a in node.args))  # type: ignore[arg-type]
     if isinstance(node, Lambda):
         return Lambda(node.params, normalize(node.body))  # type: ignore[arg-type]
     if isinstance(node, Pattern):
-        fs = node.functions()
-        if not fs:
-            return node
-        return node.with_functions([normalize(eta_expand(f)) for f in fs])  # type: ignore[misc]
+        return _normalize_pattern(node, nargs)
     return node
+
+
+def _normalize_pattern(p: Pattern, call_args: int) -> Pattern:
+    fs = p.functions()
+    if not fs:
+        return p
+    k = passes(p, call_args)
+    return p.with_functions([normalize(eta_expand(f, k), k) for f in fs])
 
 
 # ---------------------------------------------------------------------------------------------
