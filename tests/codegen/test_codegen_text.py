@@ -82,3 +82,31 @@ def test_user_function_names_avoid_opencl_builtins():
     prog = fun([float32[N]], lambda x: mapGlb(0)(abs) << x)
     s = compile_program(prog).source
     assert "float abs_uf(float x)" in s and "abs_uf(x[" in s
+
+
+def test_as_vector_over_a_permutation_reads_lanes_one_by_one():
+    import numpy as np
+
+    from liftkit.backends.opencl import run_opencl
+    from liftkit.semantics import interpret
+
+    p = fun([float32[N]], lambda x: asScalar << mapGlb(0)(mapVec(abs)) << asVector(2) << reorderStride(8) << x)
+    s = compile_program(p).source
+    assert "vload2" not in s and "(float2)(" in s
+    x = np.arange(32, dtype=np.float32) - 16
+    assert np.array_equal(run_opencl(p, x, device="cpu"), interpret(p, x))
+    contiguous = compile_program(fun([float32[N]], lambda x: asScalar << mapGlb(0)(mapVec(abs)) << asVector(2) << x)).source
+    assert "vload2(" in contiguous
+
+
+def test_iterate_written_into_a_destination_is_copied_out():
+    import numpy as np
+
+    from liftkit.backends.opencl import run_opencl
+    from liftkit.semantics import interpret
+
+    p = fun([float32[N]], lambda x: join << mapWrg(0)(
+        iterate(3, join << mapLcl(0)(reduceSeq(add, 0.0)) << split(2))
+        << join << toLocal(mapLcl(0)(mapSeq(id))) << split(1)) << split(8) << x)
+    x = np.arange(64, dtype=np.float32)
+    assert np.array_equal(run_opencl(p, x, device="cpu"), interpret(p, x))

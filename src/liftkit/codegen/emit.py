@@ -16,6 +16,7 @@ from liftkit.codegen.memory import Memory, Space, ctype, element_count, storage_
 from liftkit.codegen.views import (
     Arith,
     CodegenError,
+    LanesLoc,
     Loc,
     MemLoc,
     NeedsTupleIndex,
@@ -182,6 +183,13 @@ class Emitter:
             for k in range(len(t.elems)):
                 self.store(dest.get(k), f"{tmp.name}._{k}")
             return
+        if isinstance(loc, LanesLoc):
+            tmp = self.private_var(loc.type, "vec", value)
+            for j, lane in enumerate(loc.lanes):
+                if not isinstance(lane, MemLoc):
+                    raise CodegenError("cannot write to a constant or computed location")
+                self.line(f"{self.loc_c(lane)} = {tmp.name}.s{j:x};")
+            return
         if not isinstance(loc, MemLoc):
             raise CodegenError("cannot write to a constant or computed location")
         if loc.width:
@@ -192,6 +200,8 @@ class Emitter:
     def loc_c(self, loc: Loc) -> str:
         if isinstance(loc, ValueLoc):
             return loc.c_expr
+        if isinstance(loc, LanesLoc):
+            return f"({loc.type})(" + ", ".join(self.loc_c(l) for l in loc.lanes) + ")"
         if isinstance(loc, SelectLoc):
             return f"({loc.cond.to_c()} ? {self.loc_c(loc.then)} : {self.loc_c(loc.other)})"
         if loc.width:

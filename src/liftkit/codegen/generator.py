@@ -21,7 +21,7 @@ from liftkit.codegen.kernel import CompileOptions
 from liftkit.codegen.memory import Memory, Space, ctype, element_count, infer_space, storage_elem
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun, unwrap_eta
 from liftkit.ir.typecheck import TypeChecker, layout_only
 from liftkit.types import ArrayType, TupleType, Type, VectorType
 
@@ -173,10 +173,11 @@ class Generator:
 
     def gen_map_vec(self, p: P.MapVec, arg: Arg, dest: Optional[View]) -> View:
         v = arg.gen(None)
-        if not isinstance(p.f, UserFun):
+        f = unwrap_eta(p.f)
+        if not isinstance(f, UserFun):
             raise CodegenError("mapVec needs a user function (it is compiled to its vector form)")
         assert isinstance(v.type, VectorType)
-        return self.user_fun(p.f.vectorize(v.type.width), [v], dest)
+        return self.user_fun(f.vectorize(v.type.width), [v], dest)
 
     # -- memory ------------------------------------------------------------------------------
     def allocate(self, t: Type, space: Space, ctx: Ctx, hint: str) -> View:
@@ -316,8 +317,19 @@ class Generator:
         if k == 0:
             return self.finish_value(xs, dest)
         if dest is not None:
-            raise CodegenError("iterate's result must be read by a pattern (e.g. mapLcl(mapSeq(id))), "
-                               "not written directly to memory")
+            # computed in its own buffers, then copied: by the work-group's threads inside a
+            # mapWrg, sequentially elsewhere
+            result = self.gen_iterate(p, self.view_arg(xs, self), env, ctx, None)
+            from liftkit.ir.userfuns import id_of
+
+            elem = V.array_view_type(result.type).elem
+            if isinstance(elem, ArrayType):
+                raise CodegenError("iterate over arrays of arrays must be copied out explicitly "
+                                   "(e.g. mapLcl(mapSeq(id)))")
+            in_wrg = any(s.kind == "wrg" for s in ctx.scopes)
+            in_lcl = any(s.kind == "lcl" for s in ctx.scopes)
+            copy = P.MapLcl(id_of(elem), 0) if in_wrg and not in_lcl else P.MapSeq(id_of(elem))
+            return self.apply(copy, [result], env, ctx, dest)
         xt = V.array_view_type(xs.type)
         n0, elem = xt.length, xt.elem
         # the buffers live where the input lives (an explicit toLocal/toGlobal decides otherwise)

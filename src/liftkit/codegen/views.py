@@ -75,7 +75,16 @@ class SelectLoc:
     other: "Loc"
 
 
-Loc = MemLoc | ValueLoc | SelectLoc
+@dataclass(frozen=True)
+class LanesLoc:
+    """A vector whose lanes live at unrelated places (asVector over a permuted view): read as
+    (float4)(a, b, c, d), written lane by lane."""
+
+    lanes: tuple["Loc", ...]
+    type: VectorType
+
+
+Loc = MemLoc | ValueLoc | SelectLoc | LanesLoc
 
 
 class NeedsTupleIndex(Exception):
@@ -419,13 +428,27 @@ class AsVectorView(View):
     type: Type
 
     def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        """One vload when the lanes are provably consecutive in one memory, else lane by lane."""
+        from liftkit.arith import prove_eq
+
+        from liftkit.arith import Var
+
         k, rest = _pop(idx, "asVector")
-        loc = self.parent.resolve(ar, [ar.mul(k, cst(self.width))] + rest, tup)
-        if not isinstance(loc, MemLoc):
-            raise CodegenError("asVector of a computed value: store it in memory first")
-        if loc.mem.elem_width() != 1:
-            raise CodegenError(f"asVector {self.width} over memory {loc.mem.name} of vectors")
-        return MemLoc(loc.mem, loc.offset, loc.fields, self.width)
+        base = ar.mul(k, cst(self.width))
+        first = self.parent.resolve(ar, [base] + rest, tup)
+        # one symbolic lane j in [0, w) decides: its offset must be provably first + j
+        j = Var("_vector_lane_", 0, self.width)
+        some = self.parent.resolve(Arith(True), [base + j] + rest, tup)
+        if (isinstance(first, MemLoc) and isinstance(some, MemLoc) and some.mem is first.mem
+                and first.mem.elem_width() == 1 and not first.width and first.lane is None
+                and some.fields == first.fields and not some.width and some.lane is None
+                and prove_eq(some.offset - first.offset, j)):
+            return MemLoc(first.mem, first.offset, first.fields, self.width)
+        lanes = [first] + [self.parent.resolve(ar, [ar.add(base, cst(i))] + rest, tup)
+                           for i in range(1, self.width)]
+        elem = array_view_type(self.type).elem
+        assert isinstance(elem, VectorType)
+        return LanesLoc(tuple(lanes), elem)
 
 
 @dataclass(frozen=True, eq=False)
@@ -440,6 +463,11 @@ class AsScalarView(View):
         k, rest = _pop(idx, "asScalar")
         w = cst(self.width)
         loc = self.parent.resolve(ar, [ar.div(k, w)] + rest, tup)
+        if isinstance(loc, LanesLoc):
+            lane = ar.mod(k, w)
+            if lane.is_constant:
+                return loc.lanes[lane.value]
+            raise CodegenError("asScalar over a permuted vector view needs a constant lane")
         if isinstance(loc, MemLoc):
             if loc.width:  # a vload view read back as scalars: plain scalar offset
                 return MemLoc(loc.mem, ar.add(loc.offset, ar.mod(k, w)), loc.fields)
