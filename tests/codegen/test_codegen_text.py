@@ -110,3 +110,16 @@ def test_iterate_written_into_a_destination_is_copied_out():
         << join << toLocal(mapLcl(0)(mapSeq(id))) << split(1)) << split(8) << x)
     x = np.arange(64, dtype=np.float32)
     assert np.array_equal(run_opencl(p, x, device="cpu"), interpret(p, x))
+
+
+def test_iterate_per_thread_in_global_memory():
+    import numpy as np
+
+    from liftkit.backends.opencl import run_opencl
+    from liftkit.semantics import interpret
+
+    p = fun([float32[N]], lambda x: join << mapGlb(0)(
+        iterate(3, join << mapSeq(reduceSeq(add, 0.0)) << split(2))) << split(16) << x)
+    x = np.arange(128, dtype=np.float32)
+    assert np.array_equal(run_opencl(p, x, device="cpu"), interpret(p, x))
+    assert "gl_id" in compile_program(p).source

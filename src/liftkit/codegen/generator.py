@@ -343,23 +343,21 @@ class Generator:
         step_t = V.array_view_type(self.result_type(p.f, [ArrayType(elem, s)], env, ctx.inside(p)))
         first_len = step_t.length.substitute({s_name: n0})
         bt = ArrayType(elem, first_len)
-        a = self.allocate(bt, space, ctx, "buf")
-        b = self.allocate(bt, space, ctx, "buf")
-        mem_a, mem_b = _root_memory(a), _root_memory(b)
-        if mem_a is None or mem_b is None or not isinstance(a, V.MemoryView):
-            raise CodegenError("iterate inside a parallel map over global memory is not supported; "
-                               "use toLocal for its buffers")
+        a = self.allocate(bt, space, ctx, "buf")  # replicated per thread/group where needed:
+        b = self.allocate(bt, space, ctx, "buf")  # the views select this iteration's slice
         # peel the first iteration: it reads the input view, which need not be a buffer
         with self.em.scope():
-            self.apply(p.f, [xs], env, ctx.inside(p), V.MemoryView(mem_a, bt))
+            self.apply(p.f, [xs], env, ctx.inside(p), a)
         if k == 1:
-            return V.MemoryView(mem_a, final)
+            return V.SameView(a, final)
+        mem_a, start_a = self.slice_start(a)
+        _, start_b = self.slice_start(b)
         qual = "local" if space == "local" else "global"
         t = ctype(mem_a.elem)
         pin = Memory(self.em.names.fresh("in"), space, mem_a.elem, mem_a.count, "pointer")
         pout = Memory(self.em.names.fresh("out"), space, mem_a.elem, mem_a.count, "pointer")
-        self.em.line(f"{qual} {t}* {pin.name} = {mem_a.name};")
-        self.em.line(f"{qual} {t}* {pout.name} = {mem_b.name};")
+        self.em.line(f"{qual} {t}* {pin.name} = {start_a};")
+        self.em.line(f"{qual} {t}* {pout.name} = {start_b};")
         self.em.line(f"int {s_name} = {first_len.to_c()};")
         it = self.em.names.fresh("iter")
         with self.em.for_loop(it, "0", f"{it} < {k - 1}", f"{it} += 1"):
@@ -368,6 +366,14 @@ class Generator:
             self.em.line(f"{s_name} = {step_t.length.to_c()};")
             self.em.line(f"{{ {qual} {t}* swap = {pin.name}; {pin.name} = {pout.name}; {pout.name} = swap; }}")
         return V.MemoryView(pin, final)
+
+    def slice_start(self, buffer: View) -> tuple[Memory, str]:
+        """(memory, C address) where a (possibly replicated) buffer's first element lives."""
+        loc = self.em.resolve(buffer.access(cst(0)))
+        if not isinstance(loc, V.MemLoc) or loc.fields or loc.lane is not None:
+            raise CodegenError("iterate's buffers must be plain arrays in memory")
+        off = loc.offset.to_c()
+        return loc.mem, loc.mem.name if off == "0" else f"{loc.mem.name} + {off}"
 
     def gen_at(self, args: Sequence[Arg], dest: Optional[View]) -> View:
         xs, i = args[0].gen(None), args[1].gen(None)
