@@ -100,10 +100,37 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: a GPU if present, else the CPU)")
     p.add_argument("--repeat", type=int, default=1, help="time this many runs (median)")
     _compile_switches(p)
+    _tuned_switches(p)
     p = add("compile", "compile an OpenCL-level program and print its kernels")
     p.add_argument("program", metavar="PROGRAM", help=program_help)
     _compile_switches(p)
+    p.add_argument("--size", dest="sizes", metavar="NAME=INT", type=size_arg, nargs="+",
+                   action="extend", default=[], help="sizes the tuned derivation was found for")
+    p.add_argument("--device", metavar="SPEC", default=None,
+                   help="device the tuned derivation was found for (with --tuned)")
+    _tuned_switches(p)
+    p = add("explore", "search for a fast derivation of a high-level program on a device "
+                       "(seed 002 §6)")
+    from liftkit.cli.explore import configure_explore_parser
+
+    configure_explore_parser(p)
     return parser
+
+
+def _tuned_switches(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tuned", action="store_true",
+                   help="use the best derivation `liftkit explore` stored for these sizes and device")
+    p.add_argument("--db", metavar="PATH", default=None, help="tuning database (with --tuned)")
+
+
+def _tuned(args: argparse.Namespace, res: Resolved, sizes: dict[str, int]) -> Resolved:
+    """The program itself, or with --tuned the best low-level program found for it."""
+    if not getattr(args, "tuned", False):
+        return res
+    from liftkit.cli.explore import tuned_program
+
+    low, _ = tuned_program(res, sizes, args.device, args.db)
+    return Resolved(res.name, low, res.spec)
 
 
 def _compile_switches(p: argparse.ArgumentParser) -> None:
@@ -200,7 +227,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         inputs[name] = path
     if args.repeat < 1:
         raise UsageError("argument --repeat: must be at least 1")
-    res = resolve(args.program)
+    res = _tuned(args, resolve(args.program), sizes)
     opts = RunOptions(sizes, inputs, args.output, args.seed, args.backend, args.device,
                       compile_options(args), args.repeat)
     status = run_command(res, opts, out)
@@ -214,7 +241,7 @@ def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     """Print every kernel of the program with its launch geometry and buffers."""
     from liftkit.codegen import compile_program
 
-    res = resolve(args.program)
+    res = _tuned(args, resolve(args.program), dict(args.sizes))
     compiled = compile_program(res.program, compile_options(args))
     print(f"// {res.name}: {len(compiled.kernels)} kernel(s), generated in "
           f"{compiled.compile_seconds * 1e3:.1f} ms", file=out)
@@ -228,8 +255,14 @@ def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.cli.explore import cmd_explore as run_explore
+
+    return run_explore(args, out)
+
+
 COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run,
-                            "compile": cmd_compile}
+                            "compile": cmd_compile, "explore": cmd_explore}
 
 
 # ---------------------------------------------------------------------------------------------

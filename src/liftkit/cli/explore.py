@@ -1,0 +1,202 @@
+"""`liftkit explore PROGRAM`: search for a fast derivation on a device (seed 002 §6) and keep the
+result, plus the lookup `compile`/`run --tuned` use.
+
+    liftkit explore asum --device gpu --size N=16777216 --budget 200 --plot asum.png
+
+Writes the best derivation (JSON), its low-level program and its kernel source to --out
+(default ./liftkit-explore/NAME/), records every candidate in the tuning database and prints a
+summary. Also runnable on its own as `python -m liftkit.cli.explore ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, TextIO
+
+from liftkit.cli.resolve import CliError, Resolved, resolve
+
+DEFAULT_OUT = "liftkit-explore"
+
+
+def configure_explore_parser(p: argparse.ArgumentParser) -> None:
+    """Add the `explore` arguments to a (sub)parser."""
+    from liftkit.cli.main import size_arg
+
+    p.add_argument("program", metavar="PROGRAM",
+                   help="a bundled program name (see `liftkit list`), module:attribute or "
+                        "path/to/file.py:attribute naming a high-level Lambda or a ProgramSpec")
+    p.add_argument("--device", metavar="SPEC", default=None,
+                   help="OpenCL device: gpu, cpu, or part of its platform/device name "
+                        "(default: a GPU if present, else the CPU)")
+    p.add_argument("--size", dest="sizes", metavar="NAME=INT", type=size_arg, nargs="+",
+                   action="extend", default=[],
+                   help="an input size to tune for, e.g. N=16777216 (default: the program's)")
+    p.add_argument("--budget", type=int, default=200, help="candidates to evaluate (default 200)")
+    p.add_argument("--seconds", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default 0)")
+    p.add_argument("--db", metavar="PATH", default=None,
+                   help="tuning database (default $LIFTKIT_TUNING_DB or ~/.cache/liftkit/tuning.sqlite)")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="write the search-efficiency plot (needs matplotlib)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help=f"where to write the best derivation and kernel (default ./{DEFAULT_OUT}/NAME/)")
+    p.add_argument("--rules", metavar="SET", default="default",
+                   help="rule set: default, algorithmic, lowering, or module:ATTR / file.py:ATTR")
+    p.add_argument("--walks", type=int, default=3, help="random walks per choice (default 3)")
+    p.add_argument("--choices", type=int, default=8,
+                   help="choices tried per derivation step, sampled beyond that (default 8)")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per candidate, median (default 5)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the search and report; exit status 1 (as a CliError) when nothing valid was found."""
+    from dataclasses import replace
+
+    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.explore import (
+        EvalSettings,
+        Evaluator,
+        SearchSettings,
+        TuningDB,
+        load_rule_space,
+        make_problem,
+        search,
+    )
+
+    for flag, value, low in (("--budget", args.budget, 1), ("--walks", args.walks, 1),
+                             ("--choices", args.choices, 1), ("--repeat", args.repeat, 1)):
+        if value < low:
+            raise CliError(f"argument {flag}: must be at least {low}, got {value}")
+    sizes = _sizes(args.sizes)
+    res = resolve(args.program)
+    problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
+    space = load_rule_space(args.rules)
+    runner = OpenCLRunner(args.device)
+    db = TuningDB(args.db)
+    settings = SearchSettings(budget=args.budget, seconds=args.seconds, walks=args.walks,
+                              max_choices=args.choices, seed=args.seed)
+    evaluator = Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat, seed=args.seed))
+    progress = not args.quiet and sys.stderr.isatty()
+    result = search(problem, space, evaluator, settings, db, progress)
+
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(result.counts().items()))
+    print(f"{problem.name} on {runner.device.label} at {_size_text(problem.sizes)}: "
+          f"{len(result.records)} candidates ({counts or 'none'}) in {result.elapsed:.1f} s; "
+          f"stopped: {result.stop_reason}", file=out)
+    plot_path = None
+    if args.plot:
+        from liftkit.explore.plot import plot_search
+
+        try:
+            plot_path = plot_search(result.records, args.plot,
+                                    f"{problem.name} on {runner.device.name} ({_size_text(problem.sizes)})")
+        except RuntimeError as err:
+            raise CliError(str(err)) from None
+    if result.best is None:
+        hint = f"; rule faults: {result.rule_faults[0]}" if result.rule_faults else ""
+        raise CliError(f"{problem.name}: no valid candidate in {len(result.records)} evaluated "
+                       f"(increase --budget, or check the rule set {space.name!r}){hint}")
+    best = result.best
+    first = next(r for r in result.records if r.ok)
+    print(f"best: {best.time * 1e3:.4g} ms (candidate {best.seq + 1}, {len(best.derivation)} "  # type: ignore[operator]
+          f"rewrite steps); first valid {first.time * 1e3:.4g} ms"  # type: ignore[operator]
+          f" ({first.time / best.time:.2f}x the best)", file=out)  # type: ignore[operator]
+    print(f"  {best.low_level}", file=out)
+    out_dir = Path(args.out) if args.out else Path(DEFAULT_OUT) / _safe(problem.name)
+    written = write_result(out_dir, problem, result, runner.device, space.name)
+    names = ", ".join(p.name for p in written)
+    print(f"wrote {out_dir}/: {names}" + (f"; plot {plot_path}" if plot_path else ""), file=out)
+    print(f"database: {db.path} (key {result.key[:12]}, search {result.search_id[:12]})", file=out)
+    if result.rule_faults:
+        print(f"note: {len(result.rule_faults)} rule fault(s), e.g. {result.rule_faults[0]}", file=out)
+    return 0
+
+
+def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: str) -> list[Path]:
+    """derivation.json (steps as Choices, replayable from the high-level program), program.lift
+    (the low-level program, readable by `liftkit.ir.parser`) and kernel.cl."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    best = result.best
+    doc = {
+        "program": problem.name,
+        "high_level": problem.text,
+        "sizes": dict(problem.sizes),
+        "device": device.fingerprint,
+        "key": result.key,
+        "rules": rules,
+        "time_seconds": best.time,
+        "steps": best.derivation_json(),
+        "low_level": best.low_level,
+        "params": dict(best.params),
+    }
+    files = [out_dir / "derivation.json", out_dir / "program.lift", out_dir / "kernel.cl"]
+    files[0].write_text(json.dumps(doc, indent=2, default=str, ensure_ascii=False) + "\n")
+    files[1].write_text(best.low_level + "\n")
+    files[2].write_text(best.source)
+    return files
+
+
+def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional[str] = None,
+                  db_path: Optional[str] = None) -> tuple[Any, tuple[Any, ...]]:
+    """For `compile`/`run --tuned`: (low-level program, derivation) of the best candidate stored
+    for this program at these sizes (the spec's defaults filling in the rest) on the device;
+    a CliError saying how to tune it when there is none."""
+    from liftkit.backends.opencl import select_device
+    from liftkit.explore import NotTunedError, TuningDB, require_tuned
+
+    merged = dict(res.spec.sizes) if res.spec is not None else {}
+    merged.update(sizes)
+    device = select_device(device_spec)
+    try:
+        return require_tuned(res.name, res.program, merged, device, TuningDB(db_path))
+    except NotTunedError as err:
+        raise CliError(str(err)) from None
+
+
+def _sizes(pairs: Sequence[tuple[str, int]]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for name, n in pairs:
+        if name in sizes and sizes[name] != n:
+            raise CliError(f"argument --size: {name} is given twice ({sizes[name]} and {n})")
+        sizes[name] = n
+    return sizes
+
+
+def _size_text(sizes: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "no sizes"
+
+
+def _safe(name: str) -> str:
+    """A directory name from a program reference such as path/to/file.py:prog."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name.rpartition(":")[2] or name).strip("._") or "program"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m liftkit.cli.explore ...`: the command on its own, errors as one line."""
+    from liftkit.cli.main import _Parser, _message, _report, _user_errors, UsageError
+
+    parser = _Parser(prog="liftkit explore", description="search for a fast derivation")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    configure_explore_parser(parser)
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as e:
+        _report(str(e), sys.stderr)
+        return 2
+    try:
+        return cmd_explore(args, sys.stdout)
+    except _user_errors() as e:
+        if args.debug:
+            raise
+        sys.stdout.flush()
+        _report(_message(e), sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

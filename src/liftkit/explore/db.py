@@ -1,0 +1,275 @@
+"""The tuning database: every candidate the search evaluated, per (program, sizes, device).
+
+SQLite in WAL mode so several `liftkit explore` processes (one per device, say) can write to the
+same file: each candidate is one autocommitted INSERT, readers never block writers, and a busy
+timeout absorbs the short write locks. The key is a sha256 over the normalised high-level program
+text, the input sizes and the device fingerprint, because a tuned derivation is only meaningful
+for exactly that triple. An explicit object (no module-level connection) so tests and processes
+each open their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+from liftkit.rewrite.core import Choice
+
+ENV_DB = "LIFTKIT_TUNING_DB"
+VALIDITIES = ("ok", "wrong-result", "compile-error", "filtered", "runtime-error")
+BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS keys (
+    key TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    program TEXT NOT NULL,
+    sizes TEXT NOT NULL,
+    device TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS searches (
+    search_id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    started REAL NOT NULL,
+    settings TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS candidates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL,
+    search_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    derivation TEXT NOT NULL,
+    low_level TEXT NOT NULL,
+    params TEXT NOT NULL,
+    time REAL,
+    validity TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    source TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS candidates_best ON candidates (key, validity, time);
+CREATE INDEX IF NOT EXISTS candidates_order ON candidates (key, search_id, seq);
+"""
+
+
+def default_db_path() -> Path:
+    """`$LIFTKIT_TUNING_DB`, else `~/.cache/liftkit/tuning.sqlite`."""
+    env = os.environ.get(ENV_DB)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "liftkit" / "tuning.sqlite"
+
+
+def sizes_text(sizes: Mapping[str, int]) -> str:
+    """Canonical text of a size binding (sorted, so the key does not depend on dict order)."""
+    return json.dumps({k: int(v) for k, v in sorted(sizes.items())}, separators=(",", ":"))
+
+
+def tuning_key(program_text: str, sizes: Mapping[str, int], device_fingerprint: str) -> str:
+    """sha256 of (normalised program text, sizes, device fingerprint), NUL-separated."""
+    h = hashlib.sha256()
+    for part in (program_text, sizes_text(sizes), device_fingerprint):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Record:
+    """One evaluated candidate. `time` is the median kernel time in seconds (None unless ok);
+    `reason` says why a candidate is not ok (or notes about an ok one, e.g. a skipped check)."""
+
+    derivation: tuple[Choice, ...]
+    low_level: str
+    validity: str
+    time: Optional[float] = None
+    reason: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+    step: int = 0  # derivation steps fixed by the search when this was evaluated
+    seq: int = 0  # position in its search
+    search_id: str = ""
+    key: str = ""
+    created: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.validity not in VALIDITIES:
+            raise ValueError(f"validity must be one of {VALIDITIES}, got {self.validity!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.validity == "ok" and self.time is not None
+
+    def derivation_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.derivation]
+
+    def label(self) -> str:
+        """`ok 1.23 ms` or `filtered (local memory ...)`, for summaries."""
+        if self.ok:
+            return f"ok {self.time * 1e3:.4g} ms"  # type: ignore[operator]
+        return f"{self.validity} ({self.reason})" if self.reason else self.validity
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    key: str
+    name: str
+    program: str
+    sizes: dict[str, int]
+    device: str
+
+
+@dataclass(frozen=True)
+class SearchInfo:
+    search_id: str
+    key: str
+    started: float
+    settings: dict[str, Any]
+    candidates: int
+
+
+class TuningDB:
+    """A tuning database file. Opens its connection lazily (one per process that uses it)."""
+
+    def __init__(self, path: Union[str, Path, None] = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self._conn: Optional[sqlite3.Connection] = None
+        self._pid = -1
+
+    def __repr__(self) -> str:
+        return f"TuningDB({str(self.path)!r})"
+
+    # -- connection -------------------------------------------------------------------------------
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection, (re)opened in this process; autocommit, WAL, busy timeout."""
+        if self._conn is None or self._pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+                conn.execute("PRAGMA synchronous = NORMAL")
+                self._retry(lambda: conn.executescript(_SCHEMA))
+            except sqlite3.Error as err:  # a user's path problem, reported like other OS errors
+                raise OSError(f"cannot open the tuning database {self.path}: {err}") from None
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    @staticmethod
+    def _retry(op: Any, attempts: int = 20) -> Any:
+        """Switching to WAL and creating the schema take an exclusive lock that another process
+        may hold for a moment even with a busy timeout (SQLite does not wait on some of them)."""
+        for k in range(attempts):
+            try:
+                return op()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or k == attempts - 1:
+                    raise
+                time.sleep(0.05 * (k + 1))
+        return None
+
+    def close(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = None
+
+    def __enter__(self) -> "TuningDB":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def register_key(self, key: str, name: str, program_text: str, sizes: Mapping[str, int],
+                     device_fingerprint: str) -> None:
+        """Remember what a key stands for (first writer wins; the key determines the rest)."""
+        self._retry(lambda: self.conn.execute(
+            "INSERT OR IGNORE INTO keys (key, name, program, sizes, device, created) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (key, name, program_text, sizes_text(sizes), device_fingerprint, time.time())))
+
+    def start_search(self, key: str, settings: Mapping[str, Any]) -> str:
+        """A new search id for `key` (candidates of one search are ordered by their seq)."""
+        search_id = uuid.uuid4().hex
+        self._retry(lambda: self.conn.execute(
+            "INSERT INTO searches (search_id, key, started, settings) VALUES (?, ?, ?, ?)",
+            (search_id, key, time.time(), json.dumps(dict(settings), sort_keys=True, default=str))))
+        return search_id
+
+    def insert(self, record: Record) -> Record:
+        """One INSERT per candidate (its own short transaction); returns it with `created` set."""
+        if not record.key or not record.search_id:
+            raise ValueError("a record needs its key and search_id before it is stored")
+        rec = replace(record, created=record.created or time.time())
+        self._retry(lambda: self.conn.execute(
+            "INSERT INTO candidates (key, search_id, seq, step, derivation, low_level, params, time, "
+            "validity, reason, source, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (rec.key, rec.search_id, rec.seq, rec.step, json.dumps(rec.derivation_json()),
+             rec.low_level, json.dumps(dict(rec.params), sort_keys=True, default=str), rec.time,
+             rec.validity, rec.reason, rec.source, rec.created)))
+        return rec
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    def best(self, key: str) -> Optional[Record]:
+        """The fastest valid candidate of any search for `key` (ties: the earliest)."""
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM candidates c WHERE key = ? AND validity = 'ok' AND time IS NOT NULL "
+            "ORDER BY time ASC, id ASC LIMIT 1", (key,)).fetchone()
+        return _record(row) if row else None
+
+    def candidates(self, key: str, search_id: Optional[str] = None) -> list[Record]:
+        """Candidates in search order: one search's (by seq), or every search's for the key, the
+        searches in the order they started."""
+        if search_id is not None:
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM candidates c WHERE key = ? AND search_id = ? ORDER BY seq, id",
+                (key, search_id)).fetchall()
+        else:
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM candidates c LEFT JOIN searches s USING (search_id) "
+                "WHERE c.key = ? ORDER BY s.started, c.search_id, c.seq, c.id", (key,)).fetchall()
+        return [_record(r) for r in rows]
+
+    def searches(self, key: str) -> list[SearchInfo]:
+        rows = self.conn.execute(
+            "SELECT s.search_id, s.key, s.started, s.settings, "
+            "(SELECT COUNT(*) FROM candidates c WHERE c.search_id = s.search_id AND c.key = s.key) "
+            "FROM searches s WHERE s.key = ? ORDER BY s.started", (key,)).fetchall()
+        return [SearchInfo(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
+
+    def key_info(self, key: str) -> Optional[KeyInfo]:
+        row = self.conn.execute("SELECT key, name, program, sizes, device FROM keys WHERE key = ?",
+                                (key,)).fetchone()
+        return KeyInfo(row[0], row[1], row[2], json.loads(row[3]), row[4]) if row else None
+
+    def keys(self) -> Iterator[KeyInfo]:
+        for row in self.conn.execute("SELECT key, name, program, sizes, device FROM keys ORDER BY created"):
+            yield KeyInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
+
+    def count(self, key: Optional[str] = None) -> int:
+        if key is None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM candidates").fetchone()[0])
+        return int(self.conn.execute("SELECT COUNT(*) FROM candidates WHERE key = ?",
+                                     (key,)).fetchone()[0])
+
+
+_COLUMNS = ("c.derivation, c.low_level, c.validity, c.time, c.reason, c.params, c.source, c.step, "
+            "c.seq, c.search_id, c.key, c.created")
+
+
+def _record(row: Sequence[Any]) -> Record:
+    deriv, low, validity, t, reason, params, source, step, seq, sid, key, created = row
+    return Record(derivation=tuple(Choice.from_json(c) for c in json.loads(deriv)), low_level=low,
+                  validity=validity, time=t, reason=reason, params=json.loads(params),
+                  source=source, step=step, seq=seq, search_id=sid, key=key, created=created)

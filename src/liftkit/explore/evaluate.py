@@ -1,0 +1,327 @@
+"""Evaluating one candidate of the search: filter, compile, check, time.
+
+The order matters for cost: the filters are free; compiling costs milliseconds; the correctness
+check runs the kernels on *small* inputs (sizes scaled down, but satisfying every divisibility
+and launch constraint of the candidate) against the interpreter on the original high-level
+program — so a wrong rewrite is caught before any timing, and the interpreter stays fast; only
+then are the kernels timed with profiling events at the real sizes (median of K runs).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from liftkit.arith import ArithError
+from liftkit.arith.evalnp import eval_numpy
+from liftkit.codegen import CompiledProgram, CompileOptions, compile_program
+from liftkit.ir.nodes import Lambda
+from liftkit.ir.printer import show
+from liftkit.rewrite.core import Choice
+
+from liftkit.explore.db import Record
+from liftkit.explore.filters import (
+    DEFAULT_FILTERS,
+    DeviceLimits,
+    Filter,
+    FilterContext,
+    FilterLimits,
+    first_rejection,
+)
+from liftkit.explore.problem import Problem
+
+Measure = Callable[[CompiledProgram], float]  # a stand-in timer (tests, cost models)
+SEARCH_LIMIT = 1 << 20  # largest value tried per size variable when scaling sizes down
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """repeat: timed runs per candidate (the median is recorded); check: compare with the
+    interpreter first; check_target: the check wants each size at least this large (when the
+    candidate allows it) so several work-groups run; check_max_elements: inputs larger than
+    this are not interpreted (the check is skipped, with the reason recorded); cutoff: a
+    candidate whose first run is this many times slower than the best so far is recorded with
+    that one run instead of K (slow candidates would otherwise dominate a search's time; 0: off)."""
+
+    repeat: int = 5
+    cutoff: float = 10.0
+    check: bool = True
+    check_target: int = 1024
+    check_max_elements: int = 1 << 22
+    seed: int = 0
+    compile_options: Optional[CompileOptions] = None
+    limits: FilterLimits = field(default_factory=FilterLimits)
+
+
+class Evaluator:
+    """Evaluates candidates of one problem on one device. Keeps the real-size inputs and the
+    interpreter's results on small inputs, which every candidate shares."""
+
+    def __init__(self, problem: Problem, runner: Any, settings: EvalSettings = EvalSettings(),
+                 filters: Sequence[Filter] = DEFAULT_FILTERS, measure: Optional[Measure] = None,
+                 device_limits: Optional[DeviceLimits] = None) -> None:
+        self.problem = problem
+        self.runner = runner  # a liftkit.backends.opencl.OpenCLRunner
+        self.settings = settings
+        self.filters = tuple(filters)
+        self.measure = measure
+        self.device_limits = device_limits or DeviceLimits.from_device(runner.device)
+        self._real_inputs: Optional[list[Any]] = None
+        self._references: dict[str, tuple[list[Any], Any]] = {}
+
+    @property
+    def device_fingerprint(self) -> str:
+        return str(self.runner.device.fingerprint)
+
+    # -- the steps --------------------------------------------------------------------------------
+
+    def evaluate(self, program: Lambda, derivation: Sequence[Choice] = (),
+                 best: Optional[float] = None) -> Record:
+        """A record for one candidate (key, search id and order are the search's to fill in);
+        `best` is the best time so far, for the cutoff."""
+        text = show(program)
+        params: dict[str, Any] = {"numeric": [[c.rule, dict(c.params)] for c in derivation if c.params]}
+
+        def record(validity: str, reason: str = "", t: Optional[float] = None, source: str = "") -> Record:
+            return Record(tuple(derivation), text, validity, t, reason, params, source,
+                          created=time.time())
+
+        ctx = FilterContext(program, self.problem.sizes, self.device_limits, self.settings.limits)
+        try:
+            rejected = first_rejection(ctx, self.filters)
+        except Exception as err:  # noqa: BLE001 - a filter must not end the search
+            rejected = f"filter failed: {type(err).__name__}: {_one_line(err)}"
+        if rejected:
+            return record("filtered", rejected)
+
+        try:
+            compiled = compile_program(program, self.settings.compile_options or CompileOptions())
+        except Exception as err:  # noqa: BLE001 - any code generator failure rejects the candidate
+            return record("compile-error", f"{type(err).__name__}: {_one_line(err)}")
+        source = compiled.source
+
+        if self.settings.check:
+            small, note = check_sizes(compiled, self.problem.sizes, self.settings.check_target,
+                                      self.settings.check_max_elements, self.problem.program)
+            if small is None:
+                params["check"] = f"skipped: {note}"
+            else:
+                params["check_sizes"] = small
+                failure = self._check(compiled, small)
+                if failure is not None:
+                    validity, reason = failure
+                    return record(validity, reason, source=source)
+
+        try:
+            if self.measure is not None:
+                seconds = float(self.measure(compiled))
+            else:
+                info = None
+                cut = self.settings.cutoff
+                if cut > 0 and best is not None:
+                    # after an untimed warm-up run: a driver may finish compiling on the first
+                    _, once = self.runner.run_with_info(compiled, *self._inputs(), timing=True,
+                                                        repeat=1, name=self.problem.name)
+                    if once.total_seconds > cut * best:
+                        info = once
+                        params["runs"] = 1
+                        params["note"] = f"timed once: over {cut:g}x the best so far"
+                if info is None:
+                    _, info = self.runner.run_with_info(compiled, *self._inputs(), timing=True,
+                                                        repeat=self.settings.repeat,
+                                                        name=self.problem.name)
+                    params["runs"] = self.settings.repeat
+                seconds = float(info.total_seconds)
+                params["launches"] = [[la.kernel, list(la.global_size),
+                                       list(la.local_size) if la.local_size else None]
+                                      for la in info.launches]
+                params["kernel_seconds"] = info.kernel_seconds
+        except Exception as err:  # noqa: BLE001 - a failing launch rejects the candidate
+            return record(_failure_kind(err), f"{type(err).__name__}: {_one_line(err)}", source=source)
+        notes = [params[k] for k in ("check", "note") if params.get(k)]
+        return record("ok", "; ".join(notes), seconds, source)
+
+    def _inputs(self) -> list[Any]:
+        if self._real_inputs is None:
+            self._real_inputs = self.problem.inputs(self.problem.sizes, self.settings.seed)
+        return self._real_inputs
+
+    def _reference(self, sizes: Mapping[str, int]) -> tuple[list[Any], Any]:
+        """Inputs at `sizes` and the interpreter's result for the high-level program."""
+        from liftkit.semantics import interpret
+
+        k = repr(sorted(sizes.items()))
+        if k not in self._references:
+            inputs = self.problem.inputs(sizes, self.settings.seed + 1)
+            self._references[k] = (inputs, interpret(self.problem.program, *inputs, sizes=dict(sizes)))
+        return self._references[k]
+
+    def _check(self, compiled: CompiledProgram, sizes: Mapping[str, int]) -> Optional[tuple[str, str]]:
+        """(validity, reason) when the candidate fails on small inputs, else None."""
+        try:
+            inputs, want = self._reference(sizes)
+        except Exception as err:  # noqa: BLE001 - the reference itself fails: cannot judge
+            return ("runtime-error", f"interpreter failed at {_sizes(sizes)}: {_one_line(err)}")
+        try:
+            got = self.runner.run(compiled, *inputs, sizes=dict(sizes), name=self.problem.name)
+        except Exception as err:  # noqa: BLE001
+            return (_failure_kind(err), f"at {_sizes(sizes)}: {type(err).__name__}: {_one_line(err)}")
+        mismatch = results_match(got, want, self.problem.rtol, self.problem.atol)
+        if mismatch:
+            return ("wrong-result", f"at {_sizes(sizes)}: {mismatch}")
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# small sizes for the check
+
+
+def check_sizes(compiled: CompiledProgram, real: Mapping[str, int], target: int = 1024,
+                max_elements: int = 1 << 22, program: Optional[Lambda] = None
+                ) -> tuple[Optional[dict[str, int]], str]:
+    """Sizes for the correctness check: each variable scaled down, one at a time, to the
+    smallest value ≥ min(target, real) that satisfies every constraint the runtime checks
+    (global sizes positive and multiples of the local sizes, buffers non-empty, split /
+    asVector / reorderStride factors dividing their inputs). (None, why) when no such sizes
+    are small enough to interpret."""
+    from liftkit.backends.opencl.runner import divisibility_checks
+
+    checks = divisibility_checks(compiled.program)
+    sizes = {k: int(v) for k, v in real.items()}
+    for var in sorted(sizes):
+        found = _valid_range(compiled, checks, sizes, var, min(sizes[var], SEARCH_LIMIT))
+        if found is None:
+            continue
+        vals, ok = found
+        good = vals[ok]
+        if len(good) == 0:
+            continue
+        want = min(target, sizes[var])
+        above = good[good >= want]
+        sizes[var] = int(above[0] if len(above) else good[-1])
+    try:
+        joint = all(bool(_valid(compiled, checks, sizes, v, np.array([sizes[v]]))[0]) for v in sizes)
+    except (ArithError, ZeroDivisionError, FloatingPointError, OverflowError, TypeError):
+        joint = True  # constraints over program-internal variables: the run will tell
+    if not joint:
+        return None, f"no smaller sizes satisfy the launch constraints (tried from {_sizes(real)})"
+    elements = _input_elements(program or compiled.program, sizes)
+    if elements is not None and elements > max_elements:
+        return None, (f"the smallest sizes satisfying the divisibility checks ({_sizes(sizes)}) "
+                      f"need {elements} input elements, over the check's {max_elements}")
+    return sizes, ""
+
+
+def _valid_range(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mapping[str, int],
+                 var: str, upper: int) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(values, valid) for var in lo..upper, lo the first power of two from which every
+    constraint can be evaluated (e.g. N/(N/512) divides by zero below N = 512)."""
+    lo = 1
+    while lo <= upper:
+        vals = np.arange(lo, upper + 1, dtype=np.int64)
+        try:
+            return vals, _valid(compiled, checks, sizes, var, vals)
+        except (ArithError, ZeroDivisionError, FloatingPointError, OverflowError):
+            lo *= 2
+        except TypeError:
+            return None
+    return None
+
+
+def _valid(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mapping[str, int], var: str,
+           vals: np.ndarray) -> np.ndarray:
+    """For each value of `var` (others as bound): does every launch constraint hold?"""
+    env: dict[str, Any] = dict(sizes)
+    env[var] = vals
+    ok = np.ones(len(vals), dtype=bool)
+
+    def ev(e: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(eval_numpy(e, env), dtype=np.int64), vals.shape)
+
+    with np.errstate(all="raise"):
+        for k in compiled.kernels:
+            local = k.ndrange.local_size
+            for d, g in enumerate(k.ndrange.global_size):
+                gv = ev(g)
+                ok &= gv > 0
+                if local is not None and d < len(local):
+                    ok &= gv % local[d] == 0
+        for b in compiled.buffers:
+            ok &= ev(b.nbytes) > 0
+        for c in checks:
+            by = ev(c.by)
+            ok &= by > 0
+            ok &= ev(c.length) % np.where(by > 0, by, 1) == 0
+    return ok
+
+
+def _input_elements(program: Lambda, sizes: Mapping[str, int]) -> Optional[int]:
+    from liftkit.types import array_dims
+
+    total = 0
+    for p in program.params:
+        dims, _ = array_dims(p.type)  # type: ignore[arg-type]
+        n = 1
+        for d in dims:
+            try:
+                n *= int(d.eval(sizes))
+            except ArithError:
+                return None
+        total += n
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing results
+
+
+def results_match(got: Any, want: Any, rtol: float, atol: float) -> str:
+    """'' when got ≈ want (tuples and structured arrays component-wise), else what differs."""
+    if isinstance(want, tuple) or isinstance(got, tuple):
+        if not (isinstance(want, tuple) and isinstance(got, tuple)) or len(got) != len(want):
+            return "the result has a different tuple structure"
+        for k, (g, w) in enumerate(zip(got, want)):
+            m = results_match(g, w, rtol, atol)
+            if m:
+                return f"component {k}: {m}"
+        return ""
+    g, w = np.asarray(got), np.asarray(want)
+    if w.dtype.names:
+        if g.dtype.names != w.dtype.names:
+            return "the result has different tuple fields"
+        return results_match(tuple(g[n] for n in g.dtype.names), tuple(w[n] for n in w.dtype.names),
+                             rtol, atol)
+    if g.shape != w.shape:
+        return f"shape {g.shape}, expected {w.shape}"
+    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    bad = ~np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        return (f"{int(bad.sum())} of {bad.size} values differ (e.g. [{i}]: "
+                f"{g64.flat[i]:.6g}, expected {w64.flat[i]:.6g})")
+    return ""
+
+
+def _failure_kind(err: BaseException) -> str:
+    """A driver's build failure is a compile error; anything else while running a runtime error."""
+    try:
+        from liftkit.backends.opencl import BuildError
+
+        if isinstance(err, BuildError):
+            return "compile-error"
+    except ImportError:  # pragma: no cover
+        pass
+    return "runtime-error"
+
+
+def _sizes(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "no sizes"
+
+
+def _one_line(err: BaseException) -> str:
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    text = "; ".join(lines) if lines else type(err).__name__
+    return text if len(text) <= 400 else text[:397] + "..."
