@@ -26,6 +26,9 @@ from liftkit.ir.typecheck import TypeChecker, check_program, layout_only
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
 DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
+# inferred work-groups stay within this many work-items (NVIDIA's driver allows 256 for kernels
+# of moderate register use; larger mapLcl lengths keep a loop); CompileOptions.local_size overrides
+MAX_LOCAL_ITEMS = 256
 LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
           P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.AsVector, P.AsScalar, P.At)
 
@@ -157,7 +160,10 @@ def launch_geometry(body: Expr, env: Mapping[Param, Type], options: CompileOptio
         for d in range(dims):
             lens = [n.value for m, n, _ in maps if isinstance(m, P.MapLcl) and m.dim == d and n.is_constant]
             any_lcl = any(isinstance(m, P.MapLcl) and m.dim == d for m, _, _ in maps)
-            sizes.append(min(max(lens), 1024) if lens else (DEFAULT_LOCAL_SIZE if any_lcl else 1))
+            sizes.append(max(lens) if lens else (DEFAULT_LOCAL_SIZE if any_lcl else 1))
+        while _product(sizes) > MAX_LOCAL_ITEMS:  # portable: drivers allow 256 for most kernels
+            k = sizes.index(max(sizes))
+            sizes[k] = (sizes[k] + 1) // 2
         local = tuple(sizes)
     else:
         local = None
@@ -238,6 +244,13 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         args.append(KernelArg("size", s, "int", size=_var(s)))
     source = _assemble(em, name, args)
     return Kernel(name, source, tuple(args), ndrange), buffers, out_t
+
+
+def _product(xs: Sequence[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
 
 
 def _var(name: str) -> ArithExpr:

@@ -197,10 +197,15 @@ def load_rule_space(spec: Optional[str] = None) -> RuleSpace:
     spec = (spec or "default").strip()
     if ":" in spec:
         return _from_reference(spec)
-    attrs = {"default": "ALL_RULES", "all": "ALL_RULES", "algorithmic": "ALGORITHMIC_RULES",
+    if spec in ("gpu", "cpu"):  # the rules plus the GPU / CPU macro rules of explore.macros
+        from liftkit.explore.macros import rule_space
+
+        return rule_space(spec)
+    attrs = {"default": "SEARCH_RULES", "all": "ALL_RULES", "algorithmic": "ALGORITHMIC_RULES",
              "lowering": "LOWERING_RULES"}
     if spec not in attrs:
-        raise RuleSetError(f"unknown rule set {spec!r}: use {', '.join(attrs)} or module:ATTR")
+        raise RuleSetError(f"unknown rule set {spec!r}: use {', '.join(attrs)}, gpu, cpu or "
+                           f"module:ATTR")
     try:
         mod = importlib.import_module("liftkit.rewrite.rules")
         rules = list(getattr(mod, attrs[spec]))

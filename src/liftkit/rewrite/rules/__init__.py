@@ -8,6 +8,10 @@
         print(choice)
     prog = apply_choice(prog, choice, RULES_BY_NAME)
 
+`EXTRA_RULES` (rules/extra.py) are those needed beyond the figures (fission, fusion through zip,
+interchange, movement and cancellation, copy insertion, slide tiling); `SEARCH_RULES` is what the
+exploration uses by default.
+
 `ALGORITHMIC_RULES` are Fig. 6 (iterate decomposition, reorder commutativity, split-join, the
 reduce rules, cancellation, fusion); `LOWERING_RULES` Fig. 7 (map and reduce lowering, reorder
 to a stride or the identity, local/global memory, vectorisation). Each rule's `fact` is its
@@ -19,12 +23,18 @@ equation in the papers' notation and `source` the figure it comes from.
 from liftkit.rewrite.core import Rule
 from liftkit.rewrite.rules.algorithmic import ALGORITHMIC_RULES
 from liftkit.rewrite.rules.common import normal_form
+from liftkit.rewrite.rules.extra import EXTRA_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
-ALL_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES
+PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
+ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES
+# what the exploration searches by default: copy-insertion applies almost everywhere and
+# map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
+SEARCH_RULES: tuple[Rule, ...] = PAPER_RULES + tuple(
+    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission"))
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_NAME) == len(ALL_RULES), "rule names must be unique"
 
-__all__ = ["ALGORITHMIC_RULES", "LOWERING_RULES", "ALL_RULES", "RULES_BY_NAME", "normal_form",
-           "order_insensitive"]
+__all__ = ["ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
+           "SEARCH_RULES", "RULES_BY_NAME", "normal_form", "order_insensitive"]

@@ -1,0 +1,393 @@
+"""The extra rules (`rewrite.rules.extra`): before/after in the printed notation, and soundness
+(interpreter before == after, bit for bit, on integer-valued inputs) over the random corpus, the
+bundled programs and small stencil programs, walked with enabling rules. Each rule gets at
+least TARGET interpreter-checked applications per run.
+
+Test-only enablers (not exported: they only grow programs) create the shapes some rules look
+for: transpose ∘ transpose, gather(f) ∘ scatter(f), join ∘ split k, split k → slide(k, k)."""
+
+from __future__ import annotations
+
+import os
+import random
+import zlib
+from typing import Any, Optional
+
+import numpy as np
+import pytest
+
+from liftkit.arith import cst
+from liftkit.dsl import fun, join, map, reduce, slide, split, transpose, zip  # noqa: A004
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Param
+from liftkit.ir.patterns.base import index_fun
+from liftkit.ir.printer import show
+from liftkit.ir.userfuns import FLOAT
+from liftkit.rewrite import Choice, RewriteError, Rule, Site, apply_choice, enumerate_choices, typed_sites
+from liftkit.rewrite.rules import ALL_RULES, normal_form
+from liftkit.rewrite.rules.algorithmic import make_rule
+from liftkit.ir.nodes import apply
+from liftkit.rewrite.rules.common import call, const, factor_choices, fresh, lam
+from liftkit.rewrite.rules.corpus import (
+    Case,
+    bundled_cases,
+    count_nodes,
+    is_size_error,
+    random_case,
+    run,
+    same_result,
+)
+from liftkit.rewrite.rules.extra import EXTRA_RULES, extra_macros, macro_choices
+from liftkit.rewrite.strategies import rule as srule
+from liftkit.types import ArrayType, LiftTypeError, float32
+
+SEED = int(os.environ.get("LIFTKIT_SOUNDNESS_SEED", "20150"))
+TARGET = int(os.environ.get("LIFTKIT_EXTRA_APPS", "1000"))
+PER_STEP = 4
+WALK = 10
+MAX_NODES = 1500
+MAX_BASES = 3000
+
+# ---------------------------------------------------------------------------------------------
+# test-only enablers
+
+
+def _arr(site: Site, dims: int) -> bool:
+    t = site.type
+    for _ in range(dims):
+        if not isinstance(t, ArrayType):
+            return False
+        t = t.elem
+    return not isinstance(t, ArrayType) or dims == 2
+
+
+T_TRANSPOSE = make_rule("t-transpose-intro", "x → transpose ∘ transpose $ x", "test",
+                        lambda s: [{}] if _arr(s, 2) and type(s.f) is not P.Transpose else [],
+                        lambda s: call(P.Transpose(), call(P.Transpose(), s.call)))
+
+
+def _perm_choices(s: Site) -> list[dict[str, Any]]:
+    t = s.type
+    ok = isinstance(t, ArrayType) and type(s.f) not in (P.Gather, P.Scatter)
+    return [{"k": 0}, {"k": 1}] if ok else []
+
+
+def _perm_build(s: Site, k: int) -> Expr:
+    f1 = index_fun(lambda i, n: n - 1 - i)
+    f2 = index_fun(lambda i, n: n - 1 - i)  # an equal function built separately
+    a, b = (P.Gather, P.Scatter) if k == 0 else (P.Scatter, P.Gather)
+    return call(a(f1), call(b(f2), s.call))
+
+
+T_PERMUTE = make_rule("t-permute-intro", "x → gather(f) ∘ scatter(f) $ x (and swapped)", "test",
+                      _perm_choices, _perm_build)
+
+
+def _js_choices(s: Site) -> list[dict[str, Any]]:
+    t = s.type
+    if not isinstance(t, ArrayType) or const(t.length) is None or type(s.f) in (P.Split, P.Join):
+        return []
+    return [{"k": k} for k in factor_choices(t.length, trivial=False)[:3]]
+
+
+T_JOIN_SPLIT = make_rule("t-join-split-intro", "x → join ∘ split k $ x", "test", _js_choices,
+                         lambda s, k: call(P.Join(), call(P.Split(cst(k)), s.call)), reshapes=True,
+                         opaque=False)
+
+
+def _jj_choices(s: Site) -> list[dict[str, Any]]:
+    if type(s.f) is not P.Join:
+        return []
+    t = s.arg_types[0]
+    if not (isinstance(t, ArrayType) and isinstance(t.elem, ArrayType)) or const(t.elem.length) is None:
+        return []
+    return [{"k": k} for k in factor_choices(t.elem.length, trivial=False)[:2]]
+
+
+T_JOIN_JOIN = make_rule(
+    "t-join-join-intro", "join $ x → join ∘ map(join) ∘ map(split k) $ x", "test", _jj_choices,
+    lambda s, k: call(P.Join(), call(P.Map(lam(1, lambda y: call(P.Join(), y))), call(
+        P.Map(lam(1, lambda r: call(P.Split(cst(k)), r))), s.call.args[0]))), reshapes=True,
+    opaque=False)
+T_SPLIT_SLIDE = make_rule(
+    "t-split-slide", "split k → slide(k, k)   (k divides the length)", "test",
+    lambda s: [{}] if type(s.f) is P.Split and const(s.f.n) is not None
+    and isinstance(s.arg_types[0], ArrayType) and const(s.arg_types[0].length) is not None else [],
+    lambda s: call(P.Slide(s.f.n, s.f.n), s.call.args[0]), reshapes=True, opaque=False)
+
+def _zip_choices(s: Site) -> list[dict[str, Any]]:
+    t = s.arg_types[0] if s.arg_types else None
+    ok = (type(s.f) is P.Map and isinstance(t, ArrayType) and t.elem == float32
+          and const(t.length) is not None)
+    return ([{"k": 0}] + [{"k": k} for k in factor_choices(t.length, trivial=False)[:2]]) if ok else []
+
+
+def _zip_build(s: Site, k: int) -> Expr:
+    xs = s.call.args[0]
+    a1 = call(P.Map(lam(1, lambda y: call(FLOAT.id, y))), xs)
+    a2 = call(P.Map(lam(1, lambda y: call(FLOAT.abs, y))), fresh(xs))
+    if k:
+        a1, a2 = (call(P.Join(), call(P.Split(cst(k)), a)) for a in (a1, a2))
+    return call(P.Map(lam(1, lambda p: apply(fresh(s.f.f), [call(P.Get(cst(0)), p)]), ("p",))),
+                call(P.Zip(2), a1, a2))
+
+
+T_ZIP = make_rule("t-zip-intro", "map(f) xs → map(f ∘ get 0) (zip(map(id) xs, map(abs) xs)) "
+                  "(or of join ∘ split k of both)", "test", _zip_choices, _zip_build,
+                  reshapes=True, opaque=False)
+
+TEST_RULES = (T_ZIP, T_TRANSPOSE, T_PERMUTE, T_JOIN_SPLIT, T_JOIN_JOIN, T_SPLIT_SLIDE)
+RULES: dict[str, Rule] = {r.name: r for r in (*ALL_RULES, *EXTRA_RULES, *TEST_RULES)}
+EXTRA_NAMES = {r.name for r in EXTRA_RULES}
+# walking rules (copy-insertion is left out of walks: it applies everywhere)
+WALKERS = [r for r in RULES.values() if r.name != "copy-insertion"]
+
+ENABLERS: dict[str, tuple[str, ...]] = {
+    "map-fission": ("map-fusion", "map-zip-fusion"),
+    "map-zip-fusion": ("t-zip-intro",),
+    "zip-join": ("t-zip-intro",),
+    "map-map-interchange": ("split-join", "map-join-commute"),
+    "transpose-transpose-id": ("t-transpose-intro", "map-map-interchange"),
+    "gather-scatter-id": ("t-permute-intro",),
+    "scatter-gather-id": ("t-permute-intro",),
+    "map-join-commute": ("t-join-split-intro", "split-join"),
+    "split-map-commute": ("t-join-split-intro", "map-fission"),
+    "join-mapJoin": ("t-join-join-intro", "map-fission"),
+    "copy-insertion": ("split-join",),
+    "slide-tiling": ("t-split-slide", "split-join", "slide-tiling"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# base programs: random corpus, bundled programs, small stencils
+
+
+def stencil_case(seed: int) -> Case:
+    rng = random.Random(seed)
+    n, s = rng.choice((2, 3, 4, 5)), rng.choice((1, 1, 2, 3))
+    length = rng.choice((12, 16, 24, 25, 30, 33))
+    xs = Param("xs", ArrayType(float32, cst(length)))
+    f = rng.choice((FLOAT.abs, FLOAT.neg, FLOAT.id))
+    if rng.random() < 0.5:
+        win = lam(1, lambda w: call(P.Reduce(lam(2, lambda a, b: call(FLOAT.add, a, b))),
+                                    _zero(), w), ("w",))
+        body = call(P.Join(), call(P.Map(win), call(P.Slide(cst(n), cst(s)), xs)))
+    else:
+        win = lam(1, lambda w: call(P.Map(lam(1, lambda x: call(f, x))), w), ("w",))
+        body = call(P.Join(), call(P.Map(win), call(P.Slide(cst(n), cst(s)), xs)))
+    prog = normal_form(Lambda((xs,), body))
+    inputs = [np.random.default_rng(seed).integers(-3, 4, length).astype(np.float32)]
+    return Case(prog, inputs, run(prog, inputs), seed, "stencil")  # type: ignore[arg-type]
+
+
+def _zero() -> Any:
+    from liftkit.ir.nodes import Literal
+    return Literal(0.0, float32)
+
+
+_bundled: list[Case] = []
+_bases: dict[int, Case] = {}
+
+
+def base_case(i: int) -> Case:
+    if i not in _bases:
+        if i % 4 == 3:
+            _bases[i] = stencil_case(SEED * 7 + i)
+        elif i % 4 == 1:
+            if not _bundled:
+                _bundled.extend(bundled_cases(SEED))
+            _bases[i] = _bundled[(i // 4) % len(_bundled)]
+        else:
+            _bases[i] = random_case(SEED * 100_003 + i)
+    return _bases[i]
+
+
+# ---------------------------------------------------------------------------------------------
+# the soundness harness (the same scheme as test_soundness: random walks, a few applications of
+# the rule under test per program, each interpreted and compared with the original's output)
+
+
+def _options(r: Rule, sites: list[Site]) -> list[Choice]:
+    out = []
+    for s in sites:
+        try:
+            ps = r.choices(s)
+        except LiftTypeError:
+            continue
+        out += [Choice(r.name, s.path, dict(p)) for p in ps]
+    return out
+
+
+def _check(case: Case, prog: Lambda, walk: list[Choice], choice: Choice) -> Optional[Lambda]:
+    where = f"{choice} on {case.origin} seed {case.seed} after {[str(c) for c in walk]}:\n{show(prog)}"
+    try:
+        new = apply_choice(prog, choice, RULES)
+    except RewriteError as err:
+        pytest.fail(f"ill-typed result: {where}\n{err}", pytrace=False)
+    try:
+        out = run(new, case.inputs, case.sizes)
+    except Exception as err:  # noqa: BLE001
+        if case.symbolic and is_size_error(err):
+            return None
+        pytest.fail(f"rewritten program fails: {where}\n{show(new)}\n{err}", pytrace=False)
+    if not same_result(out, case.expected):
+        pytest.fail(f"different result: {where}\n{show(new)}\n{case.expected!r} vs {out!r}",
+                    pytrace=False)
+    return new
+
+
+def exercise(r: Rule, target: int) -> dict[str, int]:
+    rng = random.Random(SEED ^ zlib.crc32(r.name.encode()))
+    applied = 0
+    i = -1
+    enablers = [RULES[n] for n in ENABLERS[r.name]]
+    while applied < target:
+        i += 1
+        assert i < MAX_BASES, f"{r.name}: only {applied} applications"
+        case = base_case(i)
+        prog, walk = case.program, []
+        idle = 0
+        for step_no in range(WALK):
+            sites = typed_sites(prog)
+            opts = _options(r, sites)
+            if step_no == 0 and not opts and not any(_options(e, sites) for e in enablers):
+                break
+            idle = 0 if opts else idle + 1
+            if idle >= 3:
+                break
+            for c in rng.sample(opts, min(PER_STEP, len(opts))):
+                if _check(case, prog, walk, c) is not None:
+                    applied += 1
+            if applied >= target or count_nodes(prog) > MAX_NODES:
+                break
+            order = enablers[:] if rng.random() < 0.7 else []
+            rng.shuffle(order)
+            order += rng.sample(WALKERS, 8)
+            step = next((rng.choice(o) for o in (_options(e, sites) for e in order) if o), None)
+            if step is None:
+                break
+            new = _check(case, prog, walk, step)
+            if new is None:
+                break
+            prog, walk = new, walk + [step]
+    return {"applications": applied, "bases": i + 1}
+
+
+@pytest.mark.parametrize("rule", EXTRA_RULES, ids=[r.name for r in EXTRA_RULES])
+def test_extra_rule_is_sound(rule: Rule) -> None:
+    stats = exercise(rule, TARGET)
+    print(f"\n{rule.name}: {stats}")
+    assert stats["applications"] >= TARGET
+
+
+def test_every_extra_rule_has_enablers_and_a_fact() -> None:
+    assert set(ENABLERS) == EXTRA_NAMES
+    for r in EXTRA_RULES:
+        assert r.fact and r.source and "→" in r.fact
+
+
+def test_extra_rules_are_exported() -> None:
+    from liftkit.rewrite.rules import RULES_BY_NAME
+
+    for r in EXTRA_RULES:
+        assert RULES_BY_NAME.get(r.name) is r
+
+
+# ---------------------------------------------------------------------------------------------
+# before / after in the printed notation
+
+X = Param("X")
+
+
+def one(p: Any, name: str, **params: Any) -> str:
+    p = normal_form(p)
+    cs = [c for c in enumerate_choices(p, [RULES[name]]) if dict(c.params) == params]
+    assert cs, f"{name} does not apply to {show(p)}"
+    return show(apply_choice(p, cs[0], RULES))
+
+
+def test_map_fission() -> None:
+    p = fun([float32[16]], lambda x: map(lambda v: FLOAT.neg(FLOAT.abs(v))) << x)
+    assert show(normal_form(p)) == "λ(x: [float]_16). map(neg ∘ abs)(x)"
+    assert one(p, "map-fission") == "λ(x: [float]_16). (map(neg) ∘ map(abs))(x)"
+
+
+def test_map_fission_refuses_when_the_outer_function_uses_the_parameter() -> None:
+    p = normal_form(fun([float32[16]], lambda x: map(lambda v: FLOAT.add(v, FLOAT.abs(v))) << x))
+    assert enumerate_choices(p, [RULES["map-fission"]]) == []
+
+
+def test_map_zip_fusion_and_zip_join() -> None:
+    p = fun([float32[16], float32[16]], lambda a, b: map(FLOAT.add) << zip(
+        map(FLOAT.abs) << a, map(FLOAT.neg) << b))
+    assert one(p, "map-zip-fusion") == (
+        "λ(a: [float]_16, b: [float]_16). "
+        "map(λq. add(tuple((abs ∘ get 0)(q), (neg ∘ get 1)(q))))(zip(a, b))")
+    q = fun([float32[4][4], float32[4][4]], lambda a, b: zip(join << a, join << b))
+    assert one(q, "zip-join") == ("λ(a: [[float]_4]_4, b: [[float]_4]_4). "
+                                  "(join ∘ map(λc. zip((get 0)(c), (get 1)(c))))(zip(a, b))")
+
+
+def test_interchange_and_transpose_cancellation() -> None:
+    p = fun([float32[4][8]], lambda a: map(map(FLOAT.abs)) << a)
+    after = one(p, "map-map-interchange")
+    assert after == "λ(a: [[float]_4]_8). (transpose ∘ map(map(abs)) ∘ transpose)(a)"
+    q = fun([float32[4][8]], lambda a: transpose << (transpose << a))
+    assert one(q, "transpose-transpose-id") == "λ(a: [[float]_4]_8). a"
+
+
+def test_movement_rules() -> None:
+    p = fun([float32[4][8]], lambda a: map(FLOAT.abs) << (join << a))
+    assert one(p, "map-join-commute") == "λ(a: [[float]_4]_8). (join ∘ map(map(abs)))(a)"
+    q = fun([float32[32]], lambda a: split(4) << (map(FLOAT.abs) << a))
+    assert one(q, "split-map-commute") == "λ(a: [float]_32). (map(map(abs)) ∘ split 4)(a)"
+    r = fun([float32[2][4][8]], lambda a: join << (map(join) << a))
+    assert one(r, "join-mapJoin") == "λ(a: [[[float]_2]_4]_8). (join ∘ join)(a)"
+
+
+def test_gather_scatter_cancellation() -> None:
+    from liftkit.dsl import gather, scatter
+
+    p = fun([float32[16]], lambda a: gather(lambda i, n: n - 1 - i) << (scatter(lambda i, n: n - 1 - i) << a))
+    assert one(p, "gather-scatter-id") == "λ(a: [float]_16). a"
+    q = fun([float32[16]], lambda a: scatter(lambda i, n: n - 1 - i) << (gather(lambda i, n: n - 1 - i) << a))
+    assert one(q, "scatter-gather-id") == "λ(a: [float]_16). a"
+    r = normal_form(fun([float32[16]], lambda a: gather(lambda i, n: i) << (scatter(lambda i, n: n - 1 - i) << a)))
+    assert enumerate_choices(r, [RULES["gather-scatter-id"]]) == []
+
+
+def test_copy_insertion() -> None:
+    p = fun([float32[16]], lambda a: map(FLOAT.abs) << a)
+    assert one(p, "copy-insertion") == "λ(a: [float]_16). (map(id) ∘ map(abs))(a)"
+    once = normal_form(apply_choice(normal_form(p), enumerate_choices(normal_form(p), [RULES["copy-insertion"]])[0], RULES))
+    # no copy of a copy
+    assert all(c.path != (0,) for c in enumerate_choices(once, [RULES["copy-insertion"]]))
+
+
+def test_slide_tiling() -> None:
+    p = fun([float32[18]], lambda a: map(reduce(FLOAT.add, 0.0)) << slide(3, 1) << a)
+    assert [dict(c.params) for c in enumerate_choices(normal_form(p), [RULES["slide-tiling"]])] == [
+        {"u": 4, "v": 2}, {"u": 6, "v": 4}, {"u": 10, "v": 8}]
+    assert one(p, "slide-tiling", u=6, v=4) == (
+        "λ(a: [float]_18). (join ∘ map(map(reduce(add, 0.0f)) ∘ slide 3 1) ∘ slide 6 4)(a)")
+
+
+# ---------------------------------------------------------------------------------------------
+# macro rules on the bundled matrix multiplication
+
+
+def test_tiling_and_register_blocking_macros_keep_mm_results() -> None:
+    ms = extra_macros()
+    case = [c for c in bundled_cases(SEED) if c.origin == "bundled:mm(const)"][0]
+    applied = 0
+    for name, m in ms.items():
+        opts = macro_choices(case.program, name)
+        assert opts, name
+        for ps in opts:
+            r = srule(m, **ps).apply(case.program, rules=ms)
+            assert r, (name, ps, r)
+            assert same_result(run(r.program, case.inputs, case.sizes), case.expected), (name, ps)
+            applied += 1
+    assert applied >= 18
+    r = srule(ms["tile-2d"], r=4, c=2).apply(case.program, rules=ms)
+    assert "split 2 ∘ transpose" in show(r.program) and "split 4" in show(r.program)
