@@ -15,6 +15,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from liftkit.semantics.compare import difference
+
 from liftkit.arith import ArithError
 from liftkit.arith.evalnp import eval_numpy
 from liftkit.codegen import CompiledProgram, CompileOptions, compile_program
@@ -234,28 +236,9 @@ def _valid_range(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mappin
 def _valid(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mapping[str, int], var: str,
            vals: np.ndarray) -> np.ndarray:
     """For each value of `var` (others as bound): does every launch constraint hold?"""
-    env: dict[str, Any] = dict(sizes)
-    env[var] = vals
-    ok = np.ones(len(vals), dtype=bool)
+    from liftkit.backends.opencl.runner import constraints_hold
 
-    def ev(e: Any) -> np.ndarray:
-        return np.broadcast_to(np.asarray(eval_numpy(e, env), dtype=np.int64), vals.shape)
-
-    with np.errstate(all="raise"):
-        for k in compiled.kernels:
-            local = k.ndrange.local_size
-            for d, g in enumerate(k.ndrange.global_size):
-                gv = ev(g)
-                ok &= gv > 0
-                if local is not None and d < len(local):
-                    ok &= gv % local[d] == 0
-        for b in compiled.buffers:
-            ok &= ev(b.nbytes) > 0
-        for c in checks:
-            by = ev(c.by)
-            ok &= by > 0
-            ok &= ev(c.length) % np.where(by > 0, by, 1) == 0
-    return ok
+    return constraints_hold(compiled, checks, sizes, var, vals)
 
 
 def _input_elements(program: Lambda, sizes: Mapping[str, int]) -> Optional[int]:
@@ -280,29 +263,7 @@ def _input_elements(program: Lambda, sizes: Mapping[str, int]) -> Optional[int]:
 
 def results_match(got: Any, want: Any, rtol: float, atol: float) -> str:
     """'' when got ≈ want (tuples and structured arrays component-wise), else what differs."""
-    if isinstance(want, tuple) or isinstance(got, tuple):
-        if not (isinstance(want, tuple) and isinstance(got, tuple)) or len(got) != len(want):
-            return "the result has a different tuple structure"
-        for k, (g, w) in enumerate(zip(got, want)):
-            m = results_match(g, w, rtol, atol)
-            if m:
-                return f"component {k}: {m}"
-        return ""
-    g, w = np.asarray(got), np.asarray(want)
-    if w.dtype.names:
-        if g.dtype.names != w.dtype.names:
-            return "the result has different tuple fields"
-        return results_match(tuple(g[n] for n in g.dtype.names), tuple(w[n] for n in w.dtype.names),
-                             rtol, atol)
-    if g.shape != w.shape:
-        return f"shape {g.shape}, expected {w.shape}"
-    g64, w64 = g.astype(np.float64), w.astype(np.float64)
-    bad = ~np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        return (f"{int(bad.sum())} of {bad.size} values differ (e.g. [{i}]: "
-                f"{g64.flat[i]:.6g}, expected {w64.flat[i]:.6g})")
-    return ""
+    return difference(got, want, rtol, atol)
 
 
 def _failure_kind(err: BaseException) -> str:

@@ -449,31 +449,11 @@ def _ints(elem: ScalarType, shape: tuple[int, ...], rng: np.random.Generator) ->
     return rng.integers(-4, 5, shape).astype(elem.dtype)
 
 
-def _difference(a: Any, b: Any, rtol: float, atol: float) -> str:
+def _difference(want: Any, got: Any, rtol: float, atol: float) -> str:
     """'' when equal (within the tolerances), else a short description of the difference."""
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
-            return "different tuple structure"
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = _difference(x, y, rtol, atol)
-            if d:
-                return f"component {i}: {d}"
-        return ""
-    x, y = np.asarray(a), np.asarray(b)
-    if x.dtype.names or y.dtype.names:
-        if x.dtype.names != y.dtype.names:
-            return "different record fields"
-        for n in x.dtype.names or ():
-            d = _difference(x[n], y[n], rtol, atol)
-            if d:
-                return f"field {n}: {d}"
-        return ""
-    if x.shape != y.shape:
-        return f"shape {y.shape} instead of {x.shape}"
-    if np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
-        return ""
-    bad = int(np.sum(~np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True)))
-    return f"{bad} of {x.size} element(s) differ, max |difference| {float(np.max(np.abs(x - y))):g}"
+    from liftkit.semantics.compare import difference
+
+    return difference(got, want, rtol, atol)
 
 
 __all__ = ["Derivation", "ReplayError", "Step", "VerificationError", "apply_step", "fmt_path",

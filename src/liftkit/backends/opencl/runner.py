@@ -420,6 +420,14 @@ def _valid_values(compiled: CompiledProgram, plan: _Plan, sizes: Mapping[str, in
                   var: str) -> np.ndarray:
     """For var = 1..HINT_SEARCH_LIMIT (others as bound): does every launch constraint hold?"""
     vals = np.arange(1, HINT_SEARCH_LIMIT + 1, dtype=np.int64)
+    return constraints_hold(compiled, plan.checks, sizes, var, vals)
+
+
+def constraints_hold(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mapping[str, int],
+                     var: str, vals: np.ndarray) -> np.ndarray:
+    """For each value of `var` (others as bound): positive global sizes that are multiples of the
+    local sizes, non-empty buffers, and every divisibility check (split, asVector, ...) holding.
+    Shared by the runtime's size hints and the exploration's choice of small check sizes."""
     env: dict[str, Any] = dict(sizes)
     env[var] = vals
     ok = np.ones(len(vals), dtype=bool)
@@ -437,7 +445,7 @@ def _valid_values(compiled: CompiledProgram, plan: _Plan, sizes: Mapping[str, in
                     ok &= gv % local[d] == 0
         for b in compiled.buffers:
             ok &= ev(b.nbytes) > 0
-        for c in plan.checks:
+        for c in checks:
             by = ev(c.by)
             ok &= by > 0
             ok &= ev(c.length) % np.where(by > 0, by, 1) == 0
