@@ -93,17 +93,32 @@ def _is_lcl(f: FunDecl) -> bool:
     return isinstance(f, P.MapLcl)
 
 
+def _lcl_of(f: FunDecl) -> P.MapLcl:
+    while isinstance(f, P.AddressSpaceWrapper):
+        f = f.f
+    assert isinstance(f, P.MapLcl)
+    return f
+
+
+def _one_thread_per_element(f: FunDecl) -> bool:
+    """A mapLcl whose function contains no further parallel map: each element is produced (or
+    consumed) entirely by the one thread that handles it."""
+    return not any(isinstance(n, P.ParallelMap) for n in walk(_lcl_of(f).f))
+
+
 def barrier_free_maps(body: Expr) -> set[int]:
     """mapLcl calls whose barrier is not needed (seed 000 §5.4): their result is read only by
-    another mapLcl over the same elements (each thread reads what it wrote), or they are the
-    first branch of a zip whose second branch synchronises."""
+    another mapLcl of the same dimension over the same elements, and both handle each element
+    in one thread (no nested mapLcl: then each thread reads exactly what it wrote); or they are
+    the first branch of a zip whose second branch synchronises."""
     free: set[int] = set()
     for n in walk(body):
         if not isinstance(n, FunCall):
             continue
-        if _is_lcl(n.f):
+        if _is_lcl(n.f) and _one_thread_per_element(n.f):
             for a in n.args:
-                if isinstance(a, FunCall) and _is_lcl(a.f):
+                if (isinstance(a, FunCall) and _is_lcl(a.f) and _one_thread_per_element(a.f)
+                        and _lcl_of(a.f).dim == _lcl_of(n.f).dim):
                     free.add(id(a))
         elif isinstance(n.f, P.Zip):
             branches = [a for a in n.args if isinstance(a, FunCall) and _is_lcl(a.f)]

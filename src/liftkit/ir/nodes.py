@@ -148,6 +148,9 @@ class UserFun(FunDecl):
     identity: Any = None
     vectorized: bool = True
     ufunc: Optional[np.ufunc] = None
+    # the OpenCL body of the vector forms when the scalar body does not carry over; `{T}` is the
+    # vector type (int abs returns an unsigned type: "return convert_{T}(abs(x));")
+    vector_body: Optional[str] = None
 
     def __post_init__(self) -> None:
         if len(self.param_names) != len(self.param_types):
@@ -190,7 +193,7 @@ class UserFun(FunDecl):
             param_names=self.param_names,
             param_types=tuple(vec(t) for t in self.param_types),
             out_type=vec(self.out_type),
-            body=self.body,
+            body=self.vector_body.replace("{T}", str(vec(self.out_type))) if self.vector_body else self.body,
             impl=self.impl,
             associative=self.associative,
             commutative=self.commutative,

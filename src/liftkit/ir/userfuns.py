@@ -76,8 +76,10 @@ def scalar_funs(t: ScalarType) -> ScalarFuns:
                       ufunc=np.multiply),
         div=user_fun(f"div{s}", xy, t, "return x / y;",
                      (lambda x, y: x / y) if fl else _c_int_div),
+        # OpenCL's integer abs returns an unsigned type (uint4 for int4): scalars convert
+        # implicitly, vectors need convert_intN
         abs=user_fun(f"abs{s}", [("x", t)], t, "return fabs(x);" if fl else "return abs(x);",
-                     np.abs),
+                     np.abs, vector_body=None if fl else "return convert_{T}(abs(x));"),
         max=user_fun(f"max{s}", xy, t, "return fmax(x, y);" if fl else "return max(x, y);",
                      np.maximum, associative=True, commutative=True,
                      identity=_identity_of(t, "max"), ufunc=np.maximum),
@@ -90,7 +92,8 @@ def scalar_funs(t: ScalarType) -> ScalarFuns:
                               lambda acc, xy: acc + xy[0] * xy[1]),
         absAndSumUp=user_fun(f"absAndSumUp{s}", [("acc", t), ("x", t)], t,
                              "return acc + fabs(x);" if fl else "return acc + abs(x);",
-                             lambda acc, x: acc + np.abs(x)),
+                             lambda acc, x: acc + np.abs(x),
+                             vector_body=None if fl else "return acc + convert_{T}(abs(x));"),
     )
 
 

@@ -40,9 +40,9 @@ class GeneratorFlags:
     # barrier elimination drops the barrier between toLocal(mapLcl(1)(mapLcl(0)(f))) and a
     # mapLcl(1) applied directly to it whose body reads other threads' elements; the generator
     # then puts an `Id` between the two, which keeps the barrier
-    avoid_direct_cross_thread_local_reads: bool = True
+    avoid_direct_cross_thread_local_reads: bool = False  # fixed in barrier_free_maps
     # abs_int4 / mapVec(abs_int) return abs(intN), a uintN, as intN: an OpenCL build error
-    avoid_int_vector_abs: bool = True
+    avoid_int_vector_abs: bool = False  # fixed in userfuns (abs keeps its type)
     # PoCL 3.0 miscompiles some work-groups with local-memory tree reductions (if-guarded regions
     # and barriers, control-flow simplification on); Oclgrind runs them correctly and race-free.
     # `iterate` loops trigger it most (~6 in 1000 programs); writing an m-step tree as m chained
