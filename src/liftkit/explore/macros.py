@@ -157,8 +157,6 @@ REDUCE_SINGLE = make_rule(
     "reduce-single", "reduce(⊕, e) xs → xs   (xs of length 1, e the identity of ⊕)",
     "liftkit helper", _reduce_single_choices, _reduce_single_build, reshapes=True, opaque=False)
 
-HELPER_RULES: tuple[Rule, ...] = (REDUCE_SPLIT_PARTRED, PARTRED_PARTRED, REDUCE_SINGLE)
-HELPERS_BY_NAME: dict[str, Rule] = {r.name: r for r in HELPER_RULES}
 
 
 def _split_split_choices(site: Site) -> Options:
@@ -195,8 +193,6 @@ REORDER_INTRO = make_rule(
     "liftkit helper (seed 002 Fig. 6d partRed-reorder, for the chunks of a split)",
     _reorder_intro_choices, _reorder_intro_build)
 
-HELPER_RULES = (REDUCE_SPLIT_PARTRED, PARTRED_PARTRED, REDUCE_SINGLE, SPLIT_SPLIT, REORDER_INTRO)
-HELPERS_BY_NAME = {r.name: r for r in HELPER_RULES}
 
 
 def _sjm_parts(site: Site) -> Optional[tuple[FunCall, FunCall, int]]:
@@ -231,8 +227,11 @@ SPLIT_JOIN_MAP = make_rule(
     "(f yields arrays of constant length c)", "liftkit helper (layout)",
     _sjm_choices, _sjm_build, reshapes=True, opaque=False)
 
-HELPER_RULES = (REDUCE_SPLIT_PARTRED, REDUCE_SINGLE, SPLIT_JOIN_MAP, SPLIT_SPLIT, REORDER_INTRO)
-HELPERS_BY_NAME = {r.name: r for r in HELPER_RULES}
+# partRed-partRed (for the parallel second stage) is written but not yet used or soundness-tested,
+# so it is not offered to the search
+HELPER_RULES: tuple[Rule, ...] = (REDUCE_SPLIT_PARTRED, REDUCE_SINGLE, SPLIT_JOIN_MAP, SPLIT_SPLIT,
+                                  REORDER_INTRO)
+HELPERS_BY_NAME: dict[str, Rule] = {r.name: r for r in HELPER_RULES}
 
 
 # ---------------------------------------------------------------------------------------------
