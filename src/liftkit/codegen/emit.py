@@ -8,7 +8,7 @@ scalars for constant-indexed private arrays) and keeps the declarations.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import Optional
 
 from liftkit.arith import ArithExpr, cst, divides
 from liftkit.codegen.cast import Block, Deferred, For, If, Line, Stmt, render
@@ -24,7 +24,7 @@ from liftkit.codegen.views import (
     ValueLoc,
     View,
 )
-from liftkit.ir.nodes import Literal, UserFun
+from liftkit.ir.nodes import UserFun
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType, bool_, float32, float64
 
 _TOKEN = re.compile(r"\x00(\d+)\|([^\x00]*)\x00")
@@ -255,9 +255,6 @@ class Emitter:
             return _TOKEN.sub(sub, text)
 
         return render(self.root.stmts, 1, fix)
-
-    def walk_memories(self) -> Iterator[Memory]:
-        yield from self.memories
 
 
 class _Enter:

@@ -73,7 +73,6 @@ class Generator:
         self.no_barrier = no_barrier
         self.final_maps = final_maps
         self.temps: list[GlobalTemp] = []
-        self.uses_local = False
 
     # -- helpers -----------------------------------------------------------------------------
     def type_env(self, env: dict[Param, View]) -> dict[Param, Type]:
@@ -199,7 +198,6 @@ class Generator:
         for s in reversed(reps):
             full = ArrayType(full, s.length)
         if space == "local":
-            self.uses_local = True
             mem = self.em.local_array(t, hint, element_count(full, "local") // element_count(t, "local"))
         else:
             self.em.note_type(storage_elem(t, "global"))

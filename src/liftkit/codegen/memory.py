@@ -8,7 +8,7 @@ types. `c_layout` gives the C struct layout so the host can mirror it in NumPy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Mapping, Optional, Sequence
 
 import numpy as np
@@ -37,7 +37,6 @@ class Memory:
     kind: MemKind
     readonly: bool = False
     constant_offsets: bool = True  # private arrays: every access used a constant index so far
-    offsets: set = field(default_factory=set)
 
     def elem_width(self) -> int:
         return self.elem.width if isinstance(self.elem, VectorType) else 1

@@ -11,7 +11,7 @@ simplifier keeps short. The same views serve as write destinations: a map writin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 from liftkit.arith import ArithExpr, Cond, cst, ge, lt
 from liftkit.codegen.memory import Memory
@@ -484,6 +484,3 @@ def array_view_type(t: Type) -> ArrayType:
 def vector_width(t: Type) -> int:
     return t.width if isinstance(t, VectorType) else 1
 
-
-def is_view_only(views: Sequence[View]) -> bool:
-    return all(isinstance(v, View) for v in views)

@@ -18,7 +18,6 @@ import numpy as np
 from liftkit.semantics.compare import difference
 
 from liftkit.arith import ArithError
-from liftkit.arith.evalnp import eval_numpy
 from liftkit.codegen import CompiledProgram, CompileOptions, compile_program
 from liftkit.ir.nodes import Lambda
 from liftkit.ir.printer import show

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from liftkit.arith import cst, divides, prove_eq
+from liftkit.arith import cst, prove_eq
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall
 from liftkit.rewrite.core import Rule, Site
@@ -67,13 +67,9 @@ from liftkit.rewrite.strategies import (
     MacroRule,
     Strategy,
     at,
-    calls,
     id_,
-    outermost,
     rule,
     seq,
-    topdown,
-    try_,
 )
 
 Options = list[dict[str, Any]]
@@ -110,33 +106,6 @@ REDUCE_SPLIT_PARTRED = make_rule(
     "reduce(⊕, z) → reduce(⊕, z) ∘ join ∘ map(partRed(⊕, e) 1) ∘ split n   (e the identity of ⊕)",
     "liftkit helper (reduce-partRed + partRed-split-join with a constant chunk size)",
     _reduce_split_choices, _reduce_split_build, reshapes=True)
-
-
-def _partred_partred_choices(site: Site) -> Options:
-    f = site.f
-    xs = array_arg(site, 1)
-    if not isinstance(f, P.PartRed) or xs is None or not prove_eq(f.m, cst(1)):
-        return []
-    op = assoc_comm(f.f)
-    if op is None or not is_identity(site.call.args[0], op):
-        return []
-    if inner_call(site, 1, P.PartRed) is not None:
-        return []  # already split in two
-    return [{"m": m} for m in factor_choices(xs.length) if 1 < m and
-            (const(xs.length) is None or m < const(xs.length))]
-
-
-def _partred_partred_build(site: Site, m: int) -> Expr:
-    pr: P.PartRed = site.f  # type: ignore[assignment]
-    z, xs = site.call.args
-    return call(pr, z, call(P.PartRed(fresh(pr.f), cst(m)), z, xs))
-
-
-PARTRED_PARTRED = make_rule(
-    "partRed-partRed",
-    "partRed(⊕, e) 1 → partRed(⊕, e) 1 ∘ partRed(⊕, e) m   (e the identity of ⊕)",
-    "liftkit helper (reduce-partRed for a partial reduction to one element)",
-    _partred_partred_choices, _partred_partred_build, reshapes=True)
 
 
 def _reduce_single_choices(site: Site) -> Options:
@@ -227,8 +196,6 @@ SPLIT_JOIN_MAP = make_rule(
     "(f yields arrays of constant length c)", "liftkit helper (layout)",
     _sjm_choices, _sjm_build, reshapes=True, opaque=False)
 
-# partRed-partRed (for the parallel second stage) is written but not yet used or soundness-tested,
-# so it is not offered to the search
 HELPER_RULES: tuple[Rule, ...] = (REDUCE_SPLIT_PARTRED, REDUCE_SINGLE, SPLIT_JOIN_MAP, SPLIT_SPLIT,
                                   REORDER_INTRO)
 HELPERS_BY_NAME: dict[str, Rule] = {r.name: r for r in HELPER_RULES}

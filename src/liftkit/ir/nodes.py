@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -23,9 +23,6 @@ from liftkit.types import (
     float32,
     int32,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from liftkit.ir.patterns.base import Pattern
 
 
 class Node:
@@ -201,6 +198,21 @@ class UserFun(FunDecl):
             vectorized=self.vectorized,
             ufunc=self.ufunc,
         )
+
+
+def spread_tuples(f: UserFun, args: Sequence[Any]) -> Sequence[Any]:
+    """Arguments as the user function receives them: when the count differs from its arity,
+    tuple arguments are spread over its parameters (so `map(mult)` works on zipped pairs, as
+    in the papers). Works on types and on interpreter values alike."""
+    if len(args) == f.arity:
+        return args
+    flat: list[Any] = []
+    for a in args:
+        if isinstance(a, (TupleType, tuple)):
+            flat.extend(a.elems if isinstance(a, TupleType) else a)
+        else:
+            flat.append(a)
+    return flat
 
 
 def user_fun(

@@ -9,11 +9,11 @@ message, printed in the papers' notation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun, spread_tuples
 from liftkit.ir.patterns.base import Pattern
-from liftkit.types import LiftTypeError, TupleType, Type, same_type
+from liftkit.types import LiftTypeError, Type, same_type
 
 
 class LocatedTypeError(LiftTypeError):
@@ -93,21 +93,6 @@ class TypeChecker:
         if isinstance(f, Pattern):
             return f.infer(Typing(self, env, enclosing), arg_types)
         raise LiftTypeError(f"not a function: {f!r}")
-
-
-def spread_tuples(f: UserFun, args: Sequence[Any]) -> Sequence[Any]:
-    """Arguments as the user function receives them: when the count differs from its arity,
-    tuple arguments are spread over its parameters (so `map(mult)` works on zipped pairs, as
-    in the papers). Works on types and on interpreter values alike."""
-    if len(args) == f.arity:
-        return args
-    flat: list[Any] = []
-    for a in args:
-        if isinstance(a, (TupleType, tuple)):
-            flat.extend(a.elems if isinstance(a, TupleType) else a)
-        else:
-            flat.append(a)
-    return flat
 
 
 def _where(e: FunCall) -> str:

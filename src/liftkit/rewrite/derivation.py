@@ -457,4 +457,4 @@ def _difference(want: Any, got: Any, rtol: float, atol: float) -> str:
 
 
 __all__ = ["Derivation", "ReplayError", "Step", "VerificationError", "apply_step", "fmt_path",
-           "load_rule_registry", "notation", "parse_path", "random_inputs", "FunCall"]
+           "load_rule_registry", "notation", "parse_path", "random_inputs"]

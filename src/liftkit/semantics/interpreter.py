@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from liftkit.arith import ArithError, ArithExpr, Var
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun, spread_tuples
 from liftkit.ir.patterns.base import Pattern
 from liftkit.semantics.values import (
     Value,
@@ -82,8 +82,6 @@ class Evaluator:
         raise EvaluationError(f"cannot call {f!r}")
 
     def user_fun(self, f: UserFun, args: Sequence[Value]) -> Value:
-        from liftkit.ir.typecheck import spread_tuples  # typecheck imports the patterns, which import us
-
         args = spread_tuples(f, args)
         with np.errstate(all="ignore"):  # C semantics: inf/nan propagate silently
             if f.vectorized or not self.batch:
@@ -187,7 +185,7 @@ def _rebuild(dims: list[ArithExpr], t: Type) -> Type:
 def interpret(program: Lambda, *inputs: Any, sizes: Optional[Mapping[str, int]] = None) -> Any:
     """Run a program on NumPy inputs; returns NumPy (tuples as tuples, arrays of tuples as
     structured arrays)."""
-    from liftkit.ir.typecheck import check_program  # see Evaluator.user_fun
+    from liftkit.ir.typecheck import check_program  # typecheck imports the patterns, which import us
 
     out_type = check_program(program)
     bound = bind_sizes(program, inputs, sizes)

@@ -27,7 +27,6 @@ from liftkit.rewrite.rules.common import (
     const,
     divisors,
     fresh,
-    inner_call,
     is_copy,
     lam,
     same_len,
