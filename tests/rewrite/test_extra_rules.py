@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import random
-import zlib
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,27 +18,20 @@ import pytest
 from liftkit.arith import cst
 from liftkit.dsl import fun, join, map, reduce, slide, split, transpose, zip  # noqa: A004
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, Lambda, Param
+from liftkit.ir.nodes import Expr, Lambda, Param
 from liftkit.ir.patterns.base import index_fun
 from liftkit.ir.printer import show
 from liftkit.ir.userfuns import FLOAT
-from liftkit.rewrite import Choice, RewriteError, Rule, Site, apply_choice, enumerate_choices, typed_sites
+from liftkit.rewrite import Rule, Site, apply_choice, enumerate_choices
 from liftkit.rewrite.rules import ALL_RULES, normal_form
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.ir.nodes import apply
 from liftkit.rewrite.rules.common import call, const, factor_choices, fresh, lam
-from liftkit.rewrite.rules.corpus import (
-    Case,
-    bundled_cases,
-    count_nodes,
-    is_size_error,
-    random_case,
-    run,
-    same_result,
-)
+from liftkit.rewrite.rules.corpus import Case, bundled_cases, random_case, run, same_result
+from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.rewrite.rules.extra import EXTRA_RULES, extra_macros, macro_choices
 from liftkit.rewrite.strategies import rule as srule
-from liftkit.types import ArrayType, LiftTypeError, float32
+from liftkit.types import ArrayType, float32
 
 SEED = int(os.environ.get("LIFTKIT_SOUNDNESS_SEED", "20150"))
 TARGET = int(os.environ.get("LIFTKIT_EXTRA_APPS", "1000"))
@@ -203,74 +195,25 @@ def base_case(i: int) -> Case:
 
 
 # ---------------------------------------------------------------------------------------------
-# the soundness harness (the same scheme as test_soundness: random walks, a few applications of
-# the rule under test per program, each interpreted and compared with the original's output)
+# soundness: the shared harness (rules.soundness), with these bases, enablers and walkers
 
 
-def _options(r: Rule, sites: list[Site]) -> list[Choice]:
-    out = []
-    for s in sites:
-        try:
-            ps = r.choices(s)
-        except LiftTypeError:
-            continue
-        out += [Choice(r.name, s.path, dict(p)) for p in ps]
-    return out
+def _walk_order(rule: Rule, rng: random.Random) -> list[Rule]:
+    order = [RULES[n] for n in ENABLERS[rule.name]] if rng.random() < 0.7 else []
+    rng.shuffle(order)
+    return order + rng.sample(WALKERS, 8)
 
 
-def _check(case: Case, prog: Lambda, walk: list[Choice], choice: Choice) -> Optional[Lambda]:
-    where = f"{choice} on {case.origin} seed {case.seed} after {[str(c) for c in walk]}:\n{show(prog)}"
+HARNESS = Soundness(RULES, base_case, lambda r: [RULES[n] for n in ENABLERS[r.name]], _walk_order,
+                    SEED, per_step=PER_STEP, walk=WALK, max_nodes=MAX_NODES, max_bases=MAX_BASES,
+                    patience=3)
+
+
+def exercise(r: Rule, target: int) -> dict[str, Any]:
     try:
-        new = apply_choice(prog, choice, RULES)
-    except RewriteError as err:
-        pytest.fail(f"ill-typed result: {where}\n{err}", pytrace=False)
-    try:
-        out = run(new, case.inputs, case.sizes)
-    except Exception as err:  # noqa: BLE001
-        if case.symbolic and is_size_error(err):
-            return None
-        pytest.fail(f"rewritten program fails: {where}\n{show(new)}\n{err}", pytrace=False)
-    if not same_result(out, case.expected):
-        pytest.fail(f"different result: {where}\n{show(new)}\n{case.expected!r} vs {out!r}",
-                    pytrace=False)
-    return new
-
-
-def exercise(r: Rule, target: int) -> dict[str, int]:
-    rng = random.Random(SEED ^ zlib.crc32(r.name.encode()))
-    applied = 0
-    i = -1
-    enablers = [RULES[n] for n in ENABLERS[r.name]]
-    while applied < target:
-        i += 1
-        assert i < MAX_BASES, f"{r.name}: only {applied} applications"
-        case = base_case(i)
-        prog, walk = case.program, []
-        idle = 0
-        for step_no in range(WALK):
-            sites = typed_sites(prog)
-            opts = _options(r, sites)
-            if step_no == 0 and not opts and not any(_options(e, sites) for e in enablers):
-                break
-            idle = 0 if opts else idle + 1
-            if idle >= 3:
-                break
-            for c in rng.sample(opts, min(PER_STEP, len(opts))):
-                if _check(case, prog, walk, c) is not None:
-                    applied += 1
-            if applied >= target or count_nodes(prog) > MAX_NODES:
-                break
-            order = enablers[:] if rng.random() < 0.7 else []
-            rng.shuffle(order)
-            order += rng.sample(WALKERS, 8)
-            step = next((rng.choice(o) for o in (_options(e, sites) for e in order) if o), None)
-            if step is None:
-                break
-            new = _check(case, prog, walk, step)
-            if new is None:
-                break
-            prog, walk = new, walk + [step]
-    return {"applications": applied, "bases": i + 1}
+        return HARNESS.exercise(r, target)
+    except SoundnessError as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest.mark.parametrize("rule", EXTRA_RULES, ids=[r.name for r in EXTRA_RULES])

@@ -17,26 +17,14 @@ from __future__ import annotations
 
 import os
 import random
-import time
-import zlib
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import pytest
 
-from liftkit.ir.printer import pretty
-from liftkit.ir.nodes import Lambda
-from liftkit.rewrite import Choice, RewriteError, Rule, Site, apply_choice, typed_sites
+from liftkit.rewrite import Rule
 from liftkit.rewrite.rules import PAPER_RULES as ALL_RULES, RULES_BY_NAME  # extras: test_extra_rules.py
-from liftkit.rewrite.rules.corpus import (
-    Case,
-    bundled_cases,
-    count_nodes,
-    is_size_error,
-    random_case,
-    run,
-    same_result,
-)
-from liftkit.types import LiftTypeError
+from liftkit.rewrite.rules.corpus import Case, bundled_cases, random_case
+from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 
 SEED = int(os.environ.get("LIFTKIT_SOUNDNESS_SEED", "20150"))
 TARGET = int(os.environ.get("LIFTKIT_SOUNDNESS_APPS", "1000"))
@@ -95,114 +83,25 @@ def base_case(i: int) -> Case:
     return _bases[i]
 
 
-def _reproduce(case: Case) -> str:
-    if case.origin.startswith("random"):
-        return f"liftkit.rewrite.rules.corpus.random_case({case.seed})"
-    return f"[c for c in bundled_cases({case.seed}) if c.origin == {case.origin.split(' +')[0]!r}][0]"
-
-
-def _fail(what: str, case: Case, prog: Lambda, walk: Sequence[Choice], choice: Choice,
-          detail: str, after: Optional[Lambda] = None) -> None:
-    steps = "; ".join(str(c) for c in walk) or "none"
-    msg = [f"{what}: rule {choice.rule} at path {'.'.join(map(str, choice.path)) or 'root'} "
-           f"with params {dict(choice.params)}",
-           f"case: {case.origin}, seed {case.seed} (global seed {SEED}); rebuild: {_reproduce(case)}",
-           f"walk before it: {steps}", "program before:", pretty(prog)]
-    if after is not None:
-        msg += ["program after:", pretty(after)]
-    msg.append(detail)
-    pytest.fail("\n".join(msg), pytrace=False)
-
-
-def _options(rule: Rule, sites: Sequence[Site]) -> list[Choice]:
-    out = []
-    for s in sites:
-        try:
-            ps = rule.choices(s)
-        except LiftTypeError:
-            continue
-        out += [Choice(rule.name, s.path, dict(p)) for p in ps]
-    return out
-
-
-def _apply_and_compare(case: Case, prog: Lambda, walk: Sequence[Choice], choice: Choice
-                       ) -> Optional[Lambda]:
-    """Apply and compare with the original's output; None when the bound sizes do not admit a
-    factor chosen for a symbolic length (skipped). Fails the test on any unsoundness."""
-    try:
-        new = apply_choice(prog, choice, RULES_BY_NAME)
-    except RewriteError as err:
-        _fail("ill-typed result", case, prog, walk, choice, str(err))
-        raise AssertionError from err  # unreachable
-    try:
-        out = run(new, case.inputs, case.sizes)
-    except Exception as err:  # noqa: BLE001 - any failure of the rewritten program is reported
-        if case.symbolic and is_size_error(err):
-            return None
-        _fail("the rewritten program fails", case, prog, walk, choice, f"{type(err).__name__}: {err}", new)
-        raise AssertionError from err  # unreachable
-    if not same_result(out, case.expected):
-        _fail("different result", case, prog, walk, choice,
-              f"expected {case.expected!r}\n     got {out!r}\n(inputs {case.inputs!r})", new)
-    return new
-
-
-def _advance(prog: Lambda, sites: Sequence[Site], rng: random.Random, rule: Rule
-             ) -> Optional[Choice]:
-    """A random walk step: a rule chosen among those that apply, enablers of `rule` first."""
+def _walk_order(rule: Rule, rng: random.Random) -> list[Rule]:
+    """A walk step tries the enablers of `rule` first (most of the time), then the other rules."""
     enablers = [RULES_BY_NAME[n] for n in ENABLERS.get(rule.name, ())]
     rest = [r for r in ALL_RULES if r not in enablers]
     rng.shuffle(enablers)
     rng.shuffle(rest)
-    order = enablers + rest if rng.random() < 0.75 else rng.sample(list(ALL_RULES), len(ALL_RULES))
-    for r in order:
-        opts = _options(r, sites)
-        if opts:
-            return rng.choice(opts)
-    return None
+    return enablers + rest if rng.random() < 0.75 else rng.sample(list(ALL_RULES), len(ALL_RULES))
+
+
+HARNESS = Soundness(RULES_BY_NAME, base_case, lambda r: [RULES_BY_NAME[n] for n in ENABLERS[r.name]],
+                    _walk_order, SEED, per_step=PER_STEP, walk=WALK, max_nodes=MAX_NODES,
+                    max_bases=MAX_BASES, patience=PATIENCE)
 
 
 def exercise(rule: Rule, target: int) -> dict[str, Any]:
-    rng = random.Random(SEED ^ zlib.crc32(rule.name.encode()))
-    applied = skipped = walked = programs = 0
-    i = -1
-    t0 = time.perf_counter()
-    while applied < target:
-        i += 1
-        if i >= MAX_BASES:
-            pytest.fail(f"{rule.name}: only {applied} applications in {MAX_BASES} base programs "
-                        f"(seed {SEED})")
-        case = base_case(i)
-        prog, walk = case.program, []
-        idle = 0
-        for step in range(WALK):
-            sites = typed_sites(prog)
-            opts = _options(rule, sites)
-            if step == 0 and not opts and not any(
-                    _options(RULES_BY_NAME[n], sites) for n in ENABLERS[rule.name]):
-                break  # nothing here leads to the rule: next base program
-            idle = 0 if opts else idle + 1
-            if idle >= PATIENCE:
-                break
-            if opts:
-                programs += 1
-            for choice in rng.sample(opts, min(PER_STEP, len(opts))):
-                if _apply_and_compare(case, prog, walk, choice) is None:
-                    skipped += 1
-                else:
-                    applied += 1
-            if applied >= target or count_nodes(prog) > MAX_NODES:
-                break
-            step = _advance(prog, sites, rng, rule)
-            if step is None:
-                break
-            new = _apply_and_compare(case, prog, walk, step)
-            if new is None:
-                break
-            walked += 1
-            prog, walk = new, walk + [step]
-    return {"applications": applied, "skipped": skipped, "programs": programs, "bases": i + 1,
-            "walk steps": walked, "seconds": round(time.perf_counter() - t0, 2)}
+    try:
+        return HARNESS.exercise(rule, target)
+    except SoundnessError as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=[r.name for r in ALL_RULES])
@@ -217,3 +116,17 @@ def test_every_rule_has_enablers_listed() -> None:
     assert set(ENABLERS) == {r.name for r in ALL_RULES}  # the paper rules; extras have their own
     for names in ENABLERS.values():
         assert set(names) <= set(RULES_BY_NAME)
+
+
+def test_the_harness_catches_an_unsound_rule() -> None:
+    """A rule that drops a map (map(f) → id) must be reported, with the rule and the programs."""
+    from liftkit.ir import patterns as P
+    from liftkit.rewrite.rules.algorithmic import make_rule
+    from liftkit.rewrite.rules.soundness import SoundnessError
+
+    drop_map = make_rule("drop-map", "map(f) → id (wrong)", "test",
+                         lambda s: [{}] if type(s.f) is P.Map else [], lambda s: s.call.args[0])
+    h = Soundness({**RULES_BY_NAME, "drop-map": drop_map}, base_case, lambda r: [], _walk_order, SEED,
+                  max_bases=50)
+    with pytest.raises(SoundnessError, match="rule drop-map"):
+        h.exercise(drop_map, 10)

@@ -7,6 +7,7 @@ from liftkit.rewrite.core import (
     Rule,
     Site,
     apply_choice,
+    choices_in,
     enumerate_choices,
     eta_expand,
     get,
@@ -18,5 +19,5 @@ from liftkit.rewrite.core import (
     typed_sites,
 )
 
-__all__ = ["Choice", "Path", "RewriteError", "Rule", "Site", "apply_choice", "enumerate_choices",
+__all__ = ["Choice", "Path", "RewriteError", "Rule", "Site", "apply_choice", "choices_in", "enumerate_choices",
            "eta_expand", "get", "normalize", "passes", "positions", "replace_at", "site_at", "typed_sites"]

@@ -246,7 +246,12 @@ def _jsonable(params: Params) -> dict[str, Any]:
 
 def enumerate_choices(program: Lambda, rules: Iterable[Rule]) -> list[Choice]:
     """Every applicable (rule, position, parameters) in a normalized program."""
-    sites = typed_sites(program)
+    return choices_in(typed_sites(program), rules)
+
+
+def choices_in(sites: Sequence[Site], rules: Iterable[Rule]) -> list[Choice]:
+    """Every applicable choice of `rules` at already typed sites (a rule whose side condition
+    cannot be decided at a site does not apply there)."""
     out: list[Choice] = []
     for rule in rules:
         for site in sites:
