@@ -7,17 +7,14 @@ way, and so that user code is imported in one place, where its failures become o
 from __future__ import annotations
 
 import difflib
-import hashlib
-import importlib
-import importlib.util
-import os
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
 from liftkit.ir.nodes import Lambda
+from liftkit.usercode import LoadError, load_module, one_line
+
+__all__ = ["CliError", "Resolved", "bundled_registry", "one_line", "resolve"]
 
 
 class CliError(Exception):
@@ -89,47 +86,8 @@ def _build(spec: Any, ref: str) -> Lambda:
 
 
 def _load_module(where: str) -> ModuleType:
-    """Import a module by dotted name or by file path; user code may fail in any way, and that
-    is the user's error, so every exception becomes a CliError naming the cause."""
-    is_path = where.endswith(".py") or os.sep in where or "/" in where
+    """Import a module or file of user code; any failure is the user's error, a CliError."""
     try:
-        if is_path:
-            return _import_file(Path(where))
-        if os.getcwd() not in sys.path:  # as `python -m` does, so `liftkit run mymod:prog` works
-            sys.path.insert(0, os.getcwd())
-        return importlib.import_module(where)
-    except CliError:
-        raise
-    except ModuleNotFoundError as err:
-        if err.name and where.startswith(err.name):
-            raise CliError(f"no module named {where!r} (give a file as path/to/file.py:attr)") from None
-        raise CliError(f"cannot import {where}: {type(err).__name__}: {one_line(err)}") from err
-    except Exception as err:  # noqa: BLE001 - user code: report, do not crash
-        raise CliError(f"cannot import {where}: {type(err).__name__}: {one_line(err)}") from err
-
-
-def _import_file(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise CliError(f"no such file: {path}")
-    resolved = path.resolve()
-    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
-    name = f"_liftkit_user_{resolved.stem}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, resolved)
-    if spec is None or spec.loader is None:
-        raise CliError(f"cannot import {path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
-
-
-def one_line(err: BaseException) -> str:
-    """A message on one line: multi-line messages (e.g. a type error and its location) joined."""
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    return "; ".join(lines) if lines else type(err).__name__
+        return load_module(where)
+    except LoadError as err:
+        raise CliError(str(err)) from err

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from liftkit.semantics.compare import difference
+from liftkit.usercode import one_line
 
 from liftkit.arith import ArithError
 from liftkit.codegen import CompiledProgram, CompileOptions, compile_program
@@ -282,6 +283,6 @@ def _sizes(sizes: Mapping[str, int]) -> str:
 
 
 def _one_line(err: BaseException) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    text = "; ".join(lines) if lines else type(err).__name__
+    """One line, at most 400 characters (a record's reason)."""
+    text = one_line(err)
     return text if len(text) <= 400 else text[:397] + "..."

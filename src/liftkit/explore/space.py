@@ -248,30 +248,9 @@ def _from_reference(ref: str) -> RuleSpace:
 
 def _load(where: str) -> Any:
     """A module by dotted name or by file path (imported once per process)."""
-    import hashlib
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from liftkit.usercode import LoadError, load_module
 
-    if not (where.endswith(".py") or "/" in where):
-        try:
-            return importlib.import_module(where)
-        except ImportError as err:
-            raise RuleSetError(f"cannot import {where}: {err}") from None
-    path = Path(where).resolve()
-    if not path.is_file():
-        raise RuleSetError(f"no such file: {where}")
-    name = f"_liftkit_rules_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise RuleSetError(f"cannot import {where}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-    except Exception as err:  # noqa: BLE001 - user code: report as a rule-set error
-        del sys.modules[name]
-        raise RuleSetError(f"cannot import {where}: {type(err).__name__}: {err}") from err
-    return module
+        return load_module(where)
+    except LoadError as err:
+        raise RuleSetError(str(err)) from err
