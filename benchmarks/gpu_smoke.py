@@ -90,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-cublas", action="store_true")
     ap.add_argument("--no-sweep", dest="sweep", action="store_false",
                     help="skip the asum/dot variant sweep")
+    ap.add_argument("--tuned", metavar="DB", help="time the best derivations `liftkit explore` "
+                    "stored in this tuning database (from the high-level programs) instead of the "
+                    "hand-chosen *_gpu programs")
+    ap.add_argument("--cases", default="scal,asum,dot,gemv")
     args = ap.parse_args(argv)
 
     runner = OpenCLRunner(args.device)
@@ -109,10 +113,24 @@ def main(argv: list[str] | None = None) -> int:
     copy_gbs = opencl_copy_gbs(runner, 4 * n, args.repeat)
     print(f"OpenCL copy bandwidth: {copy_gbs:.0f} GB/s", flush=True)
     rows: list[dict[str, Any]] = []
-    for case in ("scal", "asum", "dot", "gemv"):
+    cases = [c for c in args.cases.split(",") if c]
+    for case in cases:
         spec = PROGRAMS[f"{case}_gpu"]
+        program = spec.program
+        variant = "hand-chosen"
+        if args.tuned:
+            from liftkit.explore.db import TuningDB
+            from liftkit.explore.tuned import best_for
+
+            sizes = {"N": args.rows, "M": args.cols} if case == "gemv" else {"N": n}
+            found = best_for(PROGRAMS[case].program, sizes, runner.device, TuningDB(args.tuned))
+            if found is None:
+                print(f"{case}: nothing tuned at {sizes} in {args.tuned}", flush=True)
+                continue
+            program, derivation = found
+            variant = f"explored, {len(derivation)} rule steps"
         t0 = time.perf_counter()
-        compiled = compile_program(spec.program)
+        compiled = compile_program(program)
         compile_ms = (time.perf_counter() - t0) * 1e3
         out, info = runner.run_with_info(compiled, *inputs[case], timing=True, repeat=args.repeat,
                                          name=spec.name)
@@ -120,12 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         ok = bool(np.allclose(out, ref, rtol=1e-3, atol=1e-2 if case != "scal" else 1e-5))
         secs = info.total_seconds
         rows.append({"program": case, "ok": ok, "seconds": secs, "kernels": info.kernel_seconds,
+                     "source": variant,
                      "gbs": bytes_moved[case] / secs / 1e9, "compile_ms": compile_ms,
                      "launches": [(lc.kernel, lc.global_size, lc.local_size) for lc in info.launches]})
         print(f"{case}: {secs * 1e3:.3f} ms ({'ok' if ok else 'WRONG'})", flush=True)
 
     sweep: list[dict[str, Any]] = []
-    if args.sweep:
+    if args.sweep and not args.tuned:
         from itertools import product
 
         from liftkit.programs import gpu
@@ -168,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         c = cublas.get(r["program"])
         cg = bytes_moved[r["program"]] / c / 1e9 if c else float("nan")
         ratio = c / r["seconds"] if c else float("nan")
-        flag = ("" if r["ok"] else " (WRONG)") + (f" [{r['variant']}]" if "variant" in r else "")
+        flag = ("" if r["ok"] else " (WRONG)") + f" [{r.get('variant', r['source'])}]"
         print(f"| {r['program']}{flag} | {r['seconds'] * 1e3:.3f} | {r['gbs']:.0f} | "
               f"{(c or float('nan')) * 1e3:.3f} | {cg:.0f} | {ratio:.2f}× | {r['gbs'] / copy_gbs:.2f} |")
     if "copy_gbs" in cublas:

@@ -29,7 +29,8 @@ from liftkit.ir.nodes import apply
 from liftkit.rewrite.rules.common import call, const, factor_choices, fresh, lam
 from liftkit.rewrite.rules.corpus import Case, bundled_cases, random_case, run, same_result
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
-from liftkit.rewrite.rules.extra import EXTRA_RULES, extra_macros, macro_choices
+from liftkit.rewrite.rules import EXTRA_RULES
+from liftkit.rewrite.rules.extra import extra_macros, macro_choices
 from liftkit.rewrite.strategies import rule as srule
 from liftkit.types import ArrayType, float32
 
@@ -147,6 +148,14 @@ ENABLERS: dict[str, tuple[str, ...]] = {
     "join-mapJoin": ("t-join-join-intro", "map-fission"),
     "copy-insertion": ("split-join",),
     "slide-tiling": ("t-split-slide", "split-join", "slide-tiling"),
+    # rules/chunking.py
+    "reduce-split-partRed": ("split-join", "map-fusion"),
+    "reduce-single": ("reduce-split-partRed",),
+    "partRed-columns": ("reduce-split-partRed", "reduce-partRed", "partRed-columns"),
+    "split-join-map": ("split-join", "reduce-split-partRed"),
+    "split-split": ("split-join", "reduce-split-partRed", "t-join-split-intro"),
+    "split-reorder": ("split-join",),
+    "vectorize-map-zip": ("map-zip-fusion", "split-join"),
 }
 
 

@@ -134,7 +134,7 @@ class Generator:
         if isinstance(f, (P.ParallelMap, P.MapSeq, P.MapSeqUnroll)):
             return self.gen_map(f, args[0], env, ctx, dest, node)
         if isinstance(f, P.MapVec):
-            return self.gen_map_vec(f, args[0], dest)
+            return self.gen_map_vec(f, args[0], env, ctx, dest)
         if isinstance(f, (P.ReduceSeq, P.ReduceSeqUnroll)):
             return self.gen_reduce(f, args, env, ctx, dest)
         if isinstance(f, P.Iterate):
@@ -170,13 +170,30 @@ class Generator:
         self.em.store(dest, call)
         return dest
 
-    def gen_map_vec(self, p: P.MapVec, arg: Arg, dest: Optional[View]) -> View:
+    def gen_map_vec(self, p: P.MapVec, arg: Arg, env: dict[Param, View], ctx: Ctx,
+                    dest: Optional[View]) -> View:
+        """The vector form of the lane function: a user function, or λx. g(…, x, …) whose other
+        arguments (bound outside) are broadcast to vectors, `(float4)(a)`."""
         v = arg.gen(None)
-        f = unwrap_eta(p.f)
-        if not isinstance(f, UserFun):
-            raise CodegenError("mapVec needs a user function (it is compiled to its vector form)")
         assert isinstance(v.type, VectorType)
-        return self.user_fun(f.vectorize(v.type.width), [v], dest)
+        width = v.type.width
+        f = unwrap_eta(p.f)
+        if isinstance(f, UserFun):
+            return self.user_fun(f.vectorize(width), [v], dest)
+        body = f.body if isinstance(f, Lambda) and len(f.params) == 1 else None
+        if not (isinstance(body, FunCall) and isinstance(body.f, UserFun)):
+            raise CodegenError("mapVec needs a user function, or a lambda applying one to the lane "
+                               "and to scalars bound outside it")
+        views = []
+        for a in body.args:
+            if a is f.params[0]:  # type: ignore[union-attr]
+                views.append(v)
+                continue
+            s = self.gen(a, env, ctx, None)
+            vt = VectorType(s.type, width)  # type: ignore[arg-type]
+            self.em.note_type(vt)
+            views.append(V.MemoryView(self.em.private_var(vt, "b", f"({ctype(vt)})({self.em.load(s)})"), vt))
+        return self.user_fun(body.f.vectorize(width), views, dest)
 
     # -- memory ------------------------------------------------------------------------------
     def allocate(self, t: Type, space: Space, ctx: Ctx, hint: str) -> View:

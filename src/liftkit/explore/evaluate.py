@@ -44,7 +44,8 @@ class EvalSettings:
     """repeat: timed runs per candidate (the median is recorded); check: compare with the
     interpreter first; check_target: the check wants each size at least this large (when the
     candidate allows it) so several work-groups run; check_max_elements: inputs larger than
-    this are not interpreted (the check is skipped, with the reason recorded); cutoff: a
+    this (64M) are not interpreted (the check is skipped, with the reason recorded: the
+    GPU reductions with large splits need 32M-element inputs); cutoff: a
     candidate whose first run is this many times slower than the best so far is recorded with
     that one run instead of K (slow candidates would otherwise dominate a search's time; 0: off)."""
 
@@ -52,7 +53,7 @@ class EvalSettings:
     cutoff: float = 10.0
     check: bool = True
     check_target: int = 1024
-    check_max_elements: int = 1 << 22
+    check_max_elements: int = 1 << 26
     seed: int = 0
     compile_options: Optional[CompileOptions] = None
     limits: FilterLimits = field(default_factory=FilterLimits)
@@ -182,7 +183,7 @@ class Evaluator:
 
 
 def check_sizes(compiled: CompiledProgram, real: Mapping[str, int], target: int = 1024,
-                max_elements: int = 1 << 22, program: Optional[Lambda] = None
+                max_elements: int = 1 << 26, program: Optional[Lambda] = None
                 ) -> tuple[Optional[dict[str, int]], str]:
     """Sizes for the correctness check: each variable scaled down, one at a time, to the
     smallest value ≥ min(target, real) that satisfies every constraint the runtime checks

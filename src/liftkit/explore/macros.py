@@ -4,16 +4,8 @@ Each macro is a `MacroRule` with numeric parameters whose strategy is a fixed se
 rules (Fig. 6/7 rules of `liftkit.rewrite.rules` plus the few helper rules below), so a
 derivation made through a macro is recorded step by step and replays without it.
 
-Helper rules (not in the rules package; each is one small, sound equation):
-
-* `reduce-split-partRed` (n):  reduce(⊕, z) → reduce(⊕, z) ∘ join ∘ map(partRed(⊕, e) 1) ∘ split n
-  (e the identity of ⊕; n divides the length; n may be the whole, symbolic, length). The
-  Fig. 6d rules only reach a *constant number* of chunks (reduce-partRed m, then
-  partRed-split-join gives chunks of N/m); a GPU kernel wants chunks of a constant size.
-* `partRed-partRed` (m):  partRed(⊕, e) 1 → partRed(⊕, e) 1 ∘ partRed(⊕, e) m  (e the identity;
-  m divides the length): reduce-partRed for a partial reduction to one element.
-* `reduce-single`:  reduce(⊕, e) xs → xs  (xs provably one element long, e the identity): drops
-  the reduction of the one partial result a one-work-group final stage leaves.
+The helper rules they use (reduce-split-partRed, partRed-columns, split-split, ...) are in
+`liftkit.rewrite.rules.chunking`, soundness-tested with the other extra rules.
 
 Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
 
@@ -43,161 +35,35 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
-from liftkit.arith import cst, prove_eq
-from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall
-from liftkit.rewrite.core import Rule, Site
-from liftkit.rewrite.rules.algorithmic import make_rule
-from liftkit.rewrite.rules.common import (
-    array_arg,
-    assoc_comm,
-    call,
-    const,
-    factor_choices,
-    fresh,
-    identity_literal,
-    inner_call,
-    is_identity,
-    lam,
-    size_param,
+from liftkit.rewrite.core import Rule
+from liftkit.rewrite.rules.chunking import (
+    CHUNKING_RULES,
+    PARTRED_COLUMNS,
+    REDUCE_SINGLE,
+    REDUCE_SPLIT_PARTRED,
+    REORDER_INTRO,
+    SPLIT_JOIN_MAP,
+    SPLIT_SPLIT,
+    VECTORIZE_MAP_ZIP,
 )
 from liftkit.rewrite.strategies import (
     MacroRule,
     Strategy,
     at,
+    bottomup,
+    choice,
     id_,
     rule,
     seq,
+    topdown,
+    try_,
 )
 
 Options = list[dict[str, Any]]
 
-# ---------------------------------------------------------------------------------------------
-# helper rules
-
-
-def _reduce_split_choices(site: Site) -> Options:
-    xs = array_arg(site, 1)
-    if not isinstance(site.f, P.Reduce) or xs is None:
-        return []
-    op = assoc_comm(site.f.f)
-    if op is None or identity_literal(op, site.arg_types[0]) is None:
-        return []
-    out: Options = [{"n": n} for n in factor_choices(xs.length) if n > 1]
-    if const(xs.length) is None:
-        out.append({"n": str(xs.length)})  # one chunk: the whole (symbolic) length
-    return out
-
-
-def _reduce_split_build(site: Site, n: int | str) -> Expr:
-    red: P.Reduce = site.f  # type: ignore[assignment]
-    z, xs = site.call.args
-    op = assoc_comm(red.f)
-    e = identity_literal(op, site.arg_types[0])  # type: ignore[arg-type]
-    assert e is not None
-    body = lam(1, lambda c: call(P.PartRed(fresh(red.f), cst(1)), e, c), ("chunk",))
-    return call(red, z, call(P.Join(), call(P.Map(body), call(P.Split(size_param(n)), xs))))
-
-
-REDUCE_SPLIT_PARTRED = make_rule(
-    "reduce-split-partRed",
-    "reduce(⊕, z) → reduce(⊕, z) ∘ join ∘ map(partRed(⊕, e) 1) ∘ split n   (e the identity of ⊕)",
-    "liftkit helper (reduce-partRed + partRed-split-join with a constant chunk size)",
-    _reduce_split_choices, _reduce_split_build, reshapes=True)
-
-
-def _reduce_single_choices(site: Site) -> Options:
-    xs = array_arg(site, 1)
-    if not isinstance(site.f, P.Reduce) or xs is None:
-        return []
-    op = assoc_comm(site.f.f)
-    if op is None or not is_identity(site.call.args[0], op):
-        return []
-    return [{}] if prove_eq(xs.length, cst(1)) else []
-
-
-def _reduce_single_build(site: Site) -> Expr:
-    return site.call.args[1]
-
-
-REDUCE_SINGLE = make_rule(
-    "reduce-single", "reduce(⊕, e) xs → xs   (xs of length 1, e the identity of ⊕)",
-    "liftkit helper", _reduce_single_choices, _reduce_single_build, reshapes=True, opaque=False)
-
-
-
-def _split_split_choices(site: Site) -> Options:
-    return [{}] if isinstance(site.f, P.Split) and inner_call(site, 0, P.Split) else []
-
-
-def _split_split_build(site: Site) -> Expr:
-    m = site.f.n  # type: ignore[attr-defined]
-    inner = site.call.args[0]
-    assert isinstance(inner, FunCall)
-    k = inner.f.n  # type: ignore[attr-defined]
-    body = lam(1, lambda c: call(P.Split(k), c), ("chunk",))
-    return call(P.Map(body), call(P.Split(k * m), inner.args[0]))
-
-
-SPLIT_SPLIT = make_rule(
-    "split-split", "split m ∘ split k → map(split k) ∘ split (k·m)", "liftkit helper (layout)",
-    _split_split_choices, _split_split_build, reshapes=True, opaque=False)
-
-
-def _reorder_intro_choices(site: Site) -> Options:
-    ok = (isinstance(site.f, P.Split) and array_arg(site) is not None
-          and inner_call(site, 0, (P.Reorder, P.ReorderStride)) is None)
-    return [{}] if ok else []
-
-
-def _reorder_intro_build(site: Site) -> Expr:
-    return call(site.f, call(P.Reorder(), site.call.args[0]))
-
-
-REORDER_INTRO = make_rule(
-    "split-reorder", "split k → split k ∘ reorder   (reorder: some permutation; the interpreter's "
-    "is the identity, and only reorder-reorderStride checks that the order is unobservable)",
-    "liftkit helper (seed 002 Fig. 6d partRed-reorder, for the chunks of a split)",
-    _reorder_intro_choices, _reorder_intro_build)
-
-
-
-def _sjm_parts(site: Site) -> Optional[tuple[FunCall, FunCall, int]]:
-    if not isinstance(site.f, P.Split):
-        return None
-    j = inner_call(site, 0, P.Join)
-    if j is None or not (isinstance(j.args[0], FunCall) and isinstance(j.args[0].f, P.Map)):
-        return None
-    m = j.args[0]
-    t = site.type_of(m)
-    c = const(t.elem.length) if hasattr(t, "elem") and hasattr(t.elem, "length") else None
-    n = const(site.f.n)  # type: ignore[attr-defined]
-    if c is None or n is None or c < 1 or n % c:
-        return None
-    return j, m, n // c
-
-
-def _sjm_choices(site: Site) -> Options:
-    return [{}] if _sjm_parts(site) is not None else []
-
-
-def _sjm_build(site: Site) -> Expr:
-    parts = _sjm_parts(site)
-    assert parts is not None
-    _, m, q = parts
-    body = lam(1, lambda g: call(P.Join(), call(m.f, g)), ("g",))
-    return call(P.Map(body), call(P.Split(cst(q)), m.args[0]))
-
-
-SPLIT_JOIN_MAP = make_rule(
-    "split-join-map", "split (q·c) ∘ join ∘ map(f) → map(join ∘ map(f)) ∘ split q   "
-    "(f yields arrays of constant length c)", "liftkit helper (layout)",
-    _sjm_choices, _sjm_build, reshapes=True, opaque=False)
-
-HELPER_RULES: tuple[Rule, ...] = (REDUCE_SPLIT_PARTRED, REDUCE_SINGLE, SPLIT_JOIN_MAP, SPLIT_SPLIT,
-                                  REORDER_INTRO)
+HELPER_RULES: tuple[Rule, ...] = CHUNKING_RULES
 HELPERS_BY_NAME: dict[str, Rule] = {r.name: r for r in HELPER_RULES}
 
 
@@ -235,8 +101,61 @@ def _to_groups_seq() -> Strategy:
 
 
 def _vectorize_fused(w: int) -> Strategy:
-    return seq(rule("vectorize-reduce", w=w), at((2, 1, 2, 1), rule("vectorize-map", w=w)),
+    vec_map = choice(rule("vectorize-map", w=w), rule(VECTORIZE_MAP_ZIP, w=w))
+    return seq(rule("vectorize-reduce", w=w), at((2, 1, 2, 1), vec_map),
                at((2, 1, 2), "asVector-asScalar-id"))
+
+
+def _group_reduce(L: int, wrg: int = 1) -> Strategy:
+    """One work-group of L threads reduces the whole array: thread l sums column l of
+    transpose ∘ split L (elements l, l+L, …: consecutive threads read consecutive addresses),
+    then a tree in local memory. wrg=1: the group is a mapWrg of its own (the second kernel of
+    a two-stage reduction); wrg=0: the chunk map becomes a one-iteration mapSeq, for a reduction
+    inside an enclosing mapWrg (a row of gemv)."""
+    levels = int(math.log2(L))
+    if 2 ** levels != L or levels < 1:
+        raise TypeError(f"L={L} is not a power of two")
+    fuse_map = seq(at((2, 1, 1), "split-map-commute"), at((2, 1), "map-fusion"),
+                   at(_G, rule(PARTRED_COLUMNS, L=L, map=1)))
+    columns = choice(fuse_map, at(_G, rule(PARTRED_COLUMNS, L=L)))
+    column = choice(at(_G + (1, 1, 0, 0, 0), "partRed-map-fusion"),
+                    at(_G + (1, 1, 0, 0, 0), "partRed-reduceSeq"))
+    group = rule("map-mapWrg", dim=0) if wrg else rule("map-mapSeq")
+    return seq(rule(REDUCE_SPLIT_PARTRED, whole=1), columns,
+               at(_G, rule("partRed-iterate", factor=2, count=levels)), column,
+               at((2, 1), group),
+               at(_G + (1, 1), rule("map-mapLcl", dim=0)), at(_G + (1, 1), "mapLcl-toLocal"),
+               at(_G + (0, 0, 0, 1), rule("map-mapLcl", dim=0)),
+               at(_G + (0, 0, 0, 1, 0, 0, 0), "partRed-reduceSeq"),
+               rule(REDUCE_SINGLE))
+
+
+def _fuse_rows() -> Strategy:
+    """gemv's two halves in one map over rows: the row results (a join of one-element maps)
+    zipped with the elementwise map over y become one map over zip(A, split 1 y)."""
+    return seq(at((1, 2), rule("split-join", n=1)), at((1,), "zip-join"), "map-join-commute",
+               at((1,), "map-fusion"), at((1,), "map-zip-fusion"),
+               at((1, 0, 0, 0), "map-zip-fusion"))
+
+
+def _gpu_reduction(n: int, L: int, w: int = 4, final: int = 256) -> Strategy:
+    """The two-kernel GPU reduction in one move: vectorise by w (w=1: not), n elements per
+    thread, L threads per group, a second one-group stage of `final` threads; the scalar sum
+    of the last vector's lanes stays sequential."""
+    stages = seq(rule(FUSE_PARTIAL, n=n), rule(TO_WORKGROUPS, L=L),
+                 rule(GROUP_REDUCE, L=final, wrg=1))
+    if w == 1:
+        return stages
+    return seq(rule(VECTORIZE_FUSED, w=w), at((2, 1), stages), "reduce-reduceSeq")
+
+
+def _gpu_rows(L: int, w: int = 4) -> Strategy:
+    """gemv in one move: fuse-rows, one work-group of L threads per row (a group-reduce of the
+    row's vectorised dot product), the row's result computed by one thread."""
+    vec = topdown(rule(VECTORIZE_FUSED, w=w)) if w > 1 else id_
+    return seq(rule(FUSE_ROWS), vec, at((1,), rule("map-mapWrg", dim=0)),
+               bottomup(rule(GROUP_REDUCE, L=L, wrg=0)), try_(topdown("reduce-reduceSeq")),
+               at((1, 0, 0, 0), rule("map-mapLcl", dim=0)))
 
 
 def _map_glb_vec(w: int) -> Strategy:
@@ -265,14 +184,41 @@ MAP_GLB_VEC = MacroRule(
     "map-glb-vec", _map_glb_vec, "map(f) → asScalar ∘ mapGlb(0)(mapVec f) ∘ asVector w",
     "seed 002 Fig. 7a + 7e")
 
-MACROS: tuple[MacroRule, ...] = (FUSE_PARTIAL, TO_WORKGROUPS, TO_GROUPS_SEQ, VECTORIZE_FUSED,
+GROUP_REDUCE = MacroRule(
+    "group-reduce", _group_reduce,
+    "reduce(⊕, e) [∘ map(f)] → join ∘ mapWrg(0)(iterate log2 L (join ∘ mapLcl(0)(reduceSeq(⊕, e)) "
+    "∘ split 2) ∘ join ∘ toLocal(mapLcl(0)(reduceSeq(λ(a, x). a ⊕ f x, e))) ∘ transpose ∘ "
+    "split L) ∘ split N   (wrg=0: mapSeq for the one chunk)",
+    "seed 004 Fig. 9a's tree with strided columns (a two-stage reduction's second stage)")
+FUSE_ROWS = MacroRule(
+    "fuse-rows", _fuse_rows,
+    "map(h) ∘ zip(join ∘ map(f) $ A, map(g) $ y) → join ∘ map(λq. map(λp. h(p.0, g(p.1))) ∘ "
+    "zip(f(q.0), q.1)) ∘ zip(A, split 1 y)   (f yields one-element arrays)",
+    "split-join, zip-join, map-join-commute, map fusion and map-zip fusion (seed 002 §6.1)")
+GPU_REDUCTION = MacroRule(
+    "gpu-reduction", _gpu_reduction,
+    "reduce(⊕, z) ∘ map(f) → vectorize-fused w; fuse-partial n; to-workgroups L; group-reduce "
+    "(final) on the partial results; reduceSeq for what is left",
+    "seed 004 Fig. 9a/b with a parallel second stage (the macros above in sequence)")
+GPU_ROWS = MacroRule(
+    "gpu-rows", _gpu_rows,
+    "map(h) ∘ zip(join ∘ map(reduce(⊕, e) ∘ map(f) ∘ …) $ A, map(g) $ y) → join ∘ mapWrg(0)(one "
+    "row: group-reduce L of its vectorised reduction, then h by one thread) ∘ zip(A, split 1 y)",
+    "CLBlast-style gemv (seed 000 Table 1) from fuse-rows, vectorize-fused and group-reduce")
+MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
+                                 GROUP_REDUCE, FUSE_ROWS,
+                                 TO_GROUPS_SEQ, VECTORIZE_FUSED,
                                  MAP_GLB_VEC)
 MACROS_BY_NAME: dict[str, MacroRule] = {m.name: m for m in MACROS}
 
 # the parameters the search tries
 GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
-    "fuse-partial": [{"n": n} for n in (16, 32, 64, 128, 256)],
-    "to-workgroups": [{"L": L, "coalesce": 1} for L in (64, 128, 256, 512)],
+    "fuse-partial": [{"n": n} for n in (16, 32, 64, 128)],
+    "to-workgroups": [{"L": L, "coalesce": 1} for L in (128, 256)],
+    "group-reduce": [{"L": L, "wrg": g} for g in (1, 0) for L in (128, 256)],
+    "gpu-reduction": [{"n": n, "L": L} for n in (16, 32, 64, 128) for L in (128, 256)],
+    "gpu-rows": [{"L": L} for L in (64, 128, 256)],
+    "fuse-rows": [{}],
     "vectorize-fused": [{"w": 4}],
     "map-glb-vec": [{"w": 4}],
 }
@@ -285,8 +231,8 @@ CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
 
 
 def rule_space(kind: str = "gpu") -> Any:
-    """The rules package's rules, the helper rules above (for replay) and the macros with the
-    parameters of `kind` ("gpu" or "cpu")."""
+    """The rules package's search rules (the chunking rules among them) and the macros with
+    the parameters of `kind` ("gpu" or "cpu")."""
     from liftkit.explore.space import MacroMove, RuleSpace
     from liftkit.rewrite import rules as pkg
     from liftkit.rewrite.strategies import STANDARD_MACROS
@@ -294,5 +240,5 @@ def rule_space(kind: str = "gpu") -> Any:
     params = GPU_PARAMS if kind == "gpu" else CPU_PARAMS
     moves = [MacroMove(MACROS_BY_NAME[name], ps) for name, ps in params.items()]
     std = [m for m in STANDARD_MACROS.values()]
-    return RuleSpace(list(pkg.SEARCH_RULES) + list(HELPER_RULES), moves + std, kind,
+    return RuleSpace(list(pkg.SEARCH_RULES), moves + std, kind,
                      getattr(pkg, "normal_form", None))

@@ -251,21 +251,32 @@ class Search:
         return groups
 
     def _sample(self, choices: Sequence[Choice], rng: random.Random) -> list[Choice]:
-        """All choices when few; else `max_choices` groups at random (one parameter each)."""
-        if len(choices) <= self.settings.max_choices:
+        """All choices when few. Else every macro-rule choice (seed 002 §6.1: macros are there
+        to shorten the search, so each step considers them all; a random `max_choices` of them
+        when more), and the room left for `max_choices` (rule, position) groups of plain rules
+        at random (one parameter each; more parameters of the same groups if room is left)."""
+        n = self.settings.max_choices
+        if len(choices) <= n:
             return list(choices)
-        groups = list(self._groups(choices).values())
-        if len(groups) > self.settings.max_choices:
-            groups = rng.sample(groups, self.settings.max_choices)
-            groups.sort(key=lambda g: choices.index(g[0]))
-        picked = [rng.choice(g) for g in groups]
-        # room left over (few groups, many parameters): more parameters of the same groups
-        rest = [c for c in choices if c not in picked]
-        extra = self.settings.max_choices - len(picked)
-        if extra > 0 and rest:
-            more = rng.sample(rest, min(extra, len(rest)))
-            picked = [c for c in choices if c in picked or c in more]
-        return picked
+        macros = [c for c in choices if self.space.is_macro(c)]
+        if len(macros) > n:
+            macros = rng.sample(macros, n)
+        rules = [c for c in choices if not self.space.is_macro(c)]
+        room = n - len(macros)
+        picked: list[Choice] = []
+        if room > 0 and rules:
+            groups = list(self._groups(rules).values())
+            if len(groups) > room:
+                groups = rng.sample(groups, room)
+                groups.sort(key=lambda g: rules.index(g[0]))
+            picked = [rng.choice(g) for g in groups]
+            rest = [c for c in rules if c not in picked]
+            extra = room - len(picked)
+            if extra > 0 and rest:
+                more = rng.sample(rest, min(extra, len(rest)))
+                picked = [c for c in rules if c in picked or c in more]
+        chosen = set(map(id, macros + picked))
+        return [c for c in choices if id(c) in chosen]
 
     def _kind(self, choice: Choice) -> str:
         if self.space.is_macro(choice):

@@ -8,9 +8,10 @@
         print(choice)
     prog = apply_choice(prog, choice, RULES_BY_NAME)
 
-`EXTRA_RULES` (rules/extra.py) are those needed beyond the figures (fission, fusion through zip,
-interchange, movement and cancellation, copy insertion, slide tiling); `SEARCH_RULES` is what the
-exploration uses by default.
+`EXTRA_RULES` are those needed beyond the figures: rules/extra.py (fission, fusion through zip,
+interchange, movement and cancellation, copy insertion, slide tiling) and rules/chunking.py
+(reductions and maps cut into constant-size chunks or strided columns, vectorisation through
+zip); `SEARCH_RULES` is what the exploration uses by default.
 
 `ALGORITHMIC_RULES` are Fig. 6 (iterate decomposition, reorder commutativity, split-join, the
 reduce rules, cancellation, fusion); `LOWERING_RULES` Fig. 7 (map and reduce lowering, reorder
@@ -23,11 +24,13 @@ equation in the papers' notation and `source` the figure it comes from.
 from liftkit.rewrite.core import Rule
 from liftkit.rewrite.rules.algorithmic import ALGORITHMIC_RULES
 from liftkit.rewrite.rules.common import normal_form
-from liftkit.rewrite.rules.extra import EXTRA_RULES
+from liftkit.rewrite.rules.chunking import CHUNKING_RULES
+from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
+EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES
 ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
 # map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
@@ -36,5 +39,5 @@ SEARCH_RULES: tuple[Rule, ...] = PAPER_RULES + tuple(
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_NAME) == len(ALL_RULES), "rule names must be unique"
 
-__all__ = ["ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
+__all__ = ["CHUNKING_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
            "SEARCH_RULES", "RULES_BY_NAME", "normal_form", "order_insensitive"]

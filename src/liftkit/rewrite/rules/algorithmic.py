@@ -120,6 +120,7 @@ def _split_join_choices(site: Site) -> Options:
         return []
     out: Options = [{"n": n} for n in factor_choices(xs.length)]
     if const(xs.length) is None:
+        out.insert(0, {"n": 1})  # chunks of one: to zip a map's result with a join's (gemv)
         # a symbolic length: also the symbolic size of a split that consumes the map's result (as
         # in Fig. 10, where the chunks of a partial reduction of N elements are N/J long), given
         # as its printed form

@@ -12,11 +12,11 @@ synchronise with local barriers). A mapSeq is not offered around a mapWrg or map
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from liftkit.arith import cst, divides
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, Node, walk
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Node, Param, UserFun, walk
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import (
@@ -27,6 +27,7 @@ from liftkit.rewrite.rules.common import (
     assoc_comm,
     call,
     const,
+    fresh,
     factor_choices,
     identity_literal,
     inner_call,
@@ -206,20 +207,45 @@ def _widths(length: object) -> list[int]:
     return [w for w in VECTOR_WIDTHS if divides(cst(w), length) is not False]  # type: ignore[arg-type]
 
 
+def _lane_function(f: object) -> Optional[object]:
+    """The scalar function a vectorised map applies per lane: a scalar user function, or a
+    lambda λx. g(…, x, …) whose other arguments are scalars bound outside it (scal's λv. a·v);
+    mapVec broadcasts those over the lanes."""
+    op = operator(f)  # type: ignore[arg-type]
+    if op is not None:
+        ok = op.arity == 1 and _scalar(op.param_types[0]) and _scalar(op.out_type)
+        return op if ok else None
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
+        return None
+    g, args = f.body.f, f.body.args
+    if not (isinstance(g, UserFun) and _scalar(g.out_type) and all(_scalar(t) for t in g.param_types)):
+        return None
+    x = f.params[0]
+    lanes = [a for a in args if a is x]
+    others = [a for a in args if a is not x]
+    if len(lanes) != 1 or len(args) != g.arity:
+        return None
+    if not all(isinstance(a, Literal) or (isinstance(a, Param) and a is not x) for a in others):
+        return None
+    return f
+
+
 def _vec_map_choices(site: Site) -> Options:
     xs = array_arg(site)
     if not isinstance(site.f, ARRAY_MAPS) or xs is None or not _scalar(xs.elem):
         return []  # not a map over scalars (e.g. already vectorised: its elements are vectors)
-    op = operator(site.f.f)
-    if op is None or op.arity != 1 or not (_scalar(op.param_types[0]) and _scalar(op.out_type)):
+    if _lane_function(site.f.f) is None:
         return []
     return [{"w": w} for w in _widths(xs.length)]
 
 
 def _vec_map_build(site: Site, w: int) -> Expr:
-    op = operator(site.f.f)  # type: ignore[attr-defined]
-    assert op is not None
-    vec = lam(1, lambda v: call(P.MapVec(lam(1, lambda x: call(op, x))), v), ("v",))
+    lane = _lane_function(site.f.f)  # type: ignore[attr-defined]
+    assert lane is not None
+    if isinstance(lane, UserFun):
+        vec = lam(1, lambda v: call(P.MapVec(lam(1, lambda x: call(lane, x))), v), ("v",))
+    else:
+        vec = lam(1, lambda v: call(P.MapVec(fresh(lane)), v), ("v",))
     return call(P.AsScalar(), call(site.f.with_functions([vec]),  # type: ignore[attr-defined]
                                    call(P.AsVector(cst(w)), site.call.args[0])))
 
