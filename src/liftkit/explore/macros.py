@@ -37,7 +37,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from liftkit.rewrite.core import Rule
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import FunCall
+from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
     PARTRED_COLUMNS,
@@ -64,6 +66,35 @@ from liftkit.rewrite.strategies import (
 Options = list[dict[str, Any]]
 
 HELPER_RULES: tuple[Rule, ...] = CHUNKING_RULES
+
+
+# the cheap focus tests of the macros (MacroRule.where)
+def _at_reduce(site: Site) -> bool:
+    return isinstance(site.f, P.Reduce)
+
+
+def _at_reduce_of_map(site: Site) -> bool:
+    """reduce(⊕, z) ∘ map(f), possibly through the vectorisation's asScalar."""
+    if not isinstance(site.f, P.Reduce):
+        return False
+    arg = site.call.args[1]
+    return isinstance(arg, FunCall) and isinstance(arg.f, (P.Map, P.AsScalar))
+
+
+def _at_map(site: Site) -> bool:
+    return isinstance(site.f, P.Map)
+
+
+def _at_rows(site: Site) -> bool:
+    """map(h) ∘ zip(join ∘ map(…) $ A, map(g) $ y): gemv's shape."""
+    if not isinstance(site.f, P.Map):
+        return False
+    z = site.call.args[0]
+    if not (isinstance(z, FunCall) and isinstance(z.f, P.Zip) and len(z.args) == 2):
+        return False
+    a, b = z.args
+    return (isinstance(a, FunCall) and isinstance(a.f, P.Join)
+            and isinstance(b, FunCall) and isinstance(b.f, P.Map))
 HELPERS_BY_NAME: dict[str, Rule] = {r.name: r for r in HELPER_RULES}
 
 
@@ -165,46 +196,55 @@ def _map_glb_vec(w: int) -> Strategy:
 FUSE_PARTIAL = MacroRule(
     "fuse-partial", _fuse_partial,
     "reduce(⊕, z) ∘ map(f) → reduce(⊕, z) ∘ join ∘ map(reduceSeq(λ(a, x). a ⊕ f x, e)) ∘ split n",
-    "seed 002 Fig. 10 in one step")
+    "seed 002 Fig. 10 in one step",
+    where=_at_reduce_of_map)
 TO_WORKGROUPS = MacroRule(
     "to-workgroups", _to_workgroups,
     "reduce(⊕, z) ∘ join ∘ map(g) ∘ split k → reduce(⊕, z) ∘ join ∘ mapWrg(0)(iterate log2 L "
     "(join ∘ mapLcl(0)(reduceSeq(⊕, e)) ∘ split 2) ∘ join ∘ toLocal(mapLcl(0)(g)) ∘ split k ∘ "
     "reorderStride L) ∘ split (k·L)   (coalesce=0: no reorderStride)",
-    "seed 004 Fig. 9a (to-workgroups + coalesce + local-tree)")
+    "seed 004 Fig. 9a (to-workgroups + coalesce + local-tree)",
+    where=_at_reduce)
 TO_GROUPS_SEQ = MacroRule(
     "to-groups-seq", _to_groups_seq,
     "reduce(⊕, z) ∘ join ∘ map(g) ∘ split k → reduce(⊕, z) ∘ join ∘ mapGlb(0)(g) ∘ split k",
-    "seed 004 Fig. 9c (one work-item per chunk, no local memory; mapGlb for mapWrg∘mapLcl)")
+    "seed 004 Fig. 9c (one work-item per chunk, no local memory; mapGlb for mapWrg∘mapLcl)",
+    where=_at_reduce)
 VECTORIZE_FUSED = MacroRule(
     "vectorize-fused", _vectorize_fused,
     "reduce(⊕, z) ∘ map(f) → reduce(⊕, z) ∘ asScalar ∘ reduce(⊕<w>, e) ∘ map(mapVec f) ∘ "
-    "asVector w", "seed 004 Fig. 9b (vectorize-reduce + vectorize-map + cancellation)")
+    "asVector w", "seed 004 Fig. 9b (vectorize-reduce + vectorize-map + cancellation)",
+    where=_at_reduce_of_map)
 MAP_GLB_VEC = MacroRule(
     "map-glb-vec", _map_glb_vec, "map(f) → asScalar ∘ mapGlb(0)(mapVec f) ∘ asVector w",
-    "seed 002 Fig. 7a + 7e")
+    "seed 002 Fig. 7a + 7e",
+    where=_at_map)
 
 GROUP_REDUCE = MacroRule(
     "group-reduce", _group_reduce,
     "reduce(⊕, e) [∘ map(f)] → join ∘ mapWrg(0)(iterate log2 L (join ∘ mapLcl(0)(reduceSeq(⊕, e)) "
     "∘ split 2) ∘ join ∘ toLocal(mapLcl(0)(reduceSeq(λ(a, x). a ⊕ f x, e))) ∘ transpose ∘ "
     "split L) ∘ split N   (wrg=0: mapSeq for the one chunk)",
-    "seed 004 Fig. 9a's tree with strided columns (a two-stage reduction's second stage)")
+    "seed 004 Fig. 9a's tree with strided columns (a two-stage reduction's second stage)",
+    where=_at_reduce)
 FUSE_ROWS = MacroRule(
     "fuse-rows", _fuse_rows,
     "map(h) ∘ zip(join ∘ map(f) $ A, map(g) $ y) → join ∘ map(λq. map(λp. h(p.0, g(p.1))) ∘ "
     "zip(f(q.0), q.1)) ∘ zip(A, split 1 y)   (f yields one-element arrays)",
-    "split-join, zip-join, map-join-commute, map fusion and map-zip fusion (seed 002 §6.1)")
+    "split-join, zip-join, map-join-commute, map fusion and map-zip fusion (seed 002 §6.1)",
+    where=_at_rows)
 GPU_REDUCTION = MacroRule(
     "gpu-reduction", _gpu_reduction,
     "reduce(⊕, z) ∘ map(f) → vectorize-fused w; fuse-partial n; to-workgroups L; group-reduce "
     "(final) on the partial results; reduceSeq for what is left",
-    "seed 004 Fig. 9a/b with a parallel second stage (the macros above in sequence)")
+    "seed 004 Fig. 9a/b with a parallel second stage (the macros above in sequence)",
+    where=_at_reduce_of_map)
 GPU_ROWS = MacroRule(
     "gpu-rows", _gpu_rows,
     "map(h) ∘ zip(join ∘ map(reduce(⊕, e) ∘ map(f) ∘ …) $ A, map(g) $ y) → join ∘ mapWrg(0)(one "
     "row: group-reduce L of its vectorised reduction, then h by one thread) ∘ zip(A, split 1 y)",
-    "CLBlast-style gemv (seed 000 Table 1) from fuse-rows, vectorize-fused and group-reduce")
+    "CLBlast-style gemv (seed 000 Table 1) from fuse-rows, vectorize-fused and group-reduce",
+    where=_at_rows)
 MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,

@@ -56,11 +56,18 @@ class MacroMove:
 
     def choices_in(self, program: Lambda, sites: Sequence[Site]) -> list[Choice]:
         out = []
+        where = getattr(self.macro, "where", None)
         for site in sites:
-            for ps in self.params:
+            if where is not None and not where(site):
+                continue
+            # the parameters change numbers, not the shape a macro needs: when the first one
+            # applies, all are offered (one that fails when chosen is skipped like any failing
+            # rewrite), so listing choices runs each macro once per position, not once per value
+            for k, ps in enumerate(self.params):
                 r = self._run(program, site.path, ps)
                 if r and getattr(r, "steps", ()):
-                    out.append(Choice(self.name, site.path, dict(ps)))
+                    out.extend(Choice(self.name, site.path, dict(q)) for q in self.params[k:])
+                    break
         return out
 
     def apply_steps(self, program: Lambda, choice: Choice) -> tuple[Lambda, tuple[Choice, ...]]:

@@ -537,6 +537,9 @@ class MacroRule:
     strategy: Union[Strategy, Callable[..., Strategy]]
     fact: str
     source: str = ""
+    # a cheap test of a focus (its typed site) before the strategy runs there: a search that
+    # tries every macro at every position would otherwise run long strategies everywhere
+    where: Optional[Callable[[Site], bool]] = None
 
     def strategy_for(self, **params: Any) -> Strategy:
         if isinstance(self.strategy, Strategy):
