@@ -8,7 +8,18 @@ import pytest
 
 from liftkit.backends.opencl import list_devices
 from liftkit.programs import PROGRAMS
-from liftkit.testing.oclgrind import SMALL_SIZES, check
+from liftkit.testing.oclgrind import SMALL_SIZES as _BASE_SIZES
+from liftkit.testing.oclgrind import check
+
+# seed 000 Table 1 benchmark programs (rodinia, parboil, clblast, blackscholes_low)
+TABLE1_SMALL_SIZES = {
+    "kmeans_low": {"P": 64, "F": 5, "C": 3}, "nn_low": {"N": 100}, "mriq_low": {"X": 64, "K": 16},
+    "atax_low": {"M": 64, "N": 512}, "gesummv_low": {"M": 3, "N": 512},
+    "blackscholes_low": {"N": 64},
+    "nbody_nvidia": {"N": 256}, "mm_amd": {"M": 128, "K": 4, "N": 128},
+    "mm_nvidia": {"M": 64, "K": 16, "N": 64},
+}
+SMALL_SIZES = _BASE_SIZES | TABLE1_SMALL_SIZES
 
 pytestmark = [pytest.mark.oclgrind,
               pytest.mark.skipif(not any("Oclgrind" in d.platform for d in list_devices()),

@@ -1,6 +1,6 @@
 """Application programs of the seeds: BlackScholes and MD (seed 002 Fig. 13), N-Body, matrix
-multiplication, a 3-point stencil with slide and pad, and matrix transposition via gather
-(seed 000 §5.3)."""
+multiplication, a 3-point stencil with slide and pad, 2D convolution, and matrix transposition
+via gather (seed 000 §5.3)."""
 
 from __future__ import annotations
 
@@ -264,6 +264,25 @@ def transpose_gather() -> Any:
                << join << x)
 
 
+def convolution() -> Any:
+    """3×3 convolution with clamped borders (seed 000 Table 1, high level): 2D neighbourhoods
+    by slide2D of the padded image, each combined with the weights by map and reduce."""
+    return fun([float32[N][M], float32[3][3]], lambda img, w:
+               map(join << map(lambda win: reduce(add, 0.0) << map(mult) << zip(join << win, join << w)))
+               << slide2D(3, 1) << pad2D(1, 1, "clamp") << img)
+
+
+def _conv_inputs(s: Mapping[str, int], rng: np.random.Generator) -> list[Any]:
+    return [rng.uniform(-1, 1, (s["M"], s["N"])).astype(np.float32),
+            rng.uniform(-1, 1, (3, 3)).astype(np.float32)]
+
+
+def _conv_ref(img: np.ndarray, w: np.ndarray) -> np.ndarray:
+    p = np.pad(img.astype(np.float64), 1, mode="edge")
+    h, wd = img.shape
+    return sum(w[i, j] * p[i:i + h, j:j + wd] for i in range(3) for j in range(3)).astype(np.float32)
+
+
 def _mat(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(-1, 1, shape).astype(np.float32)
 
@@ -290,4 +309,6 @@ SPECS = [
     ProgramSpec("transpose", "matrix transposition via split, gather and join", "seed 000 §5.3",
                 transpose_gather, lambda s, rng: [_mat((s["M"], s["N"]), rng)],
                 lambda x: np.ascontiguousarray(x.T), {"M": 48, "N": 32}, level="low"),
+    ProgramSpec("convolution", "3×3 convolution with clamp padding (slide2D, pad2D)",
+                "seed 000 Table 1", convolution, _conv_inputs, _conv_ref, {"M": 32, "N": 48}),
 ]

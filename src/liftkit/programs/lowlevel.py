@@ -67,15 +67,20 @@ def stencil1d(boundary: str) -> Any:
                        << slide(3, 1) << pad(1, 1, boundary) << x)
 
 
-def conv2d() -> Any:
-    """3×3 convolution, NVIDIA-SDK style: each 16×16 work-group stages an 18×18 tile of the
-    clamped image in local memory, then each thread combines its 3×3 window with the weights."""
+def conv2d(ts: tuple[int, int] = (32, 4)) -> Any:
+    """3×3 convolution, NVIDIA-SDK style: a work-group stages a (TY+2)×(TX+2) tile of the
+    clamped image (ts = (TX, TY) outputs) in local memory, rows of TX+2 read coalesced, then each
+    of its TX×TY compute work-items combines its 3×3 window with the weights in a fully unrolled
+    loop (constant local offsets and weight indices). The work-group is the copy's shape
+    ((TX+2)×(TY+2) work-items: (34, 6) by default, a whole warp per image row segment; a 16×16
+    output tile would need 18×18 = 324 > 256 work-items and get a halved, warp-unfriendly shape)."""
+    tx, ty = ts
     return fun([float32[N][M], float32[3][3]], lambda img, w:
                untile() << mapWrg(1)(mapWrg(0)(lambda tile:
                    toGlobal(mapLcl(1)(lambda row: join << mapLcl(0)(
-                       lambda win: reduceSeq(multAndSumUp, 0.0) << zip(join << win, join << w)) << row))
+                       lambda win: reduceSeqUnroll(multAndSumUp, 0.0) << zip(join << win, join << w)) << row))
                    << slide2D(3, 1) << toLocal(mapLcl(1)(mapLcl(0)(id))) << tile))
-               << slide2D(TS + 2, TS) << pad2D(1, 1, "clamp") << img)
+               << map(transpose) << slide(ty + 2, ty) << map(slide(tx + 2, tx)) << pad2D(1, 1, "clamp") << img)
 
 
 def nbody_private() -> Any:
@@ -94,6 +99,12 @@ def md_low() -> Any:
                    << p_ns[1]) << zip(ps, nbhs))
 
 
+def blackscholes_low() -> Any:
+    """One work-item per option (mapGlb): a coalesced read of its random number and a coalesced
+    write of its (call, put) pair; the same user function as the high-level program."""
+    return fun([float32[N]], lambda s: mapGlb(0)(apps.BSComputation) << s)
+
+
 def _mm_inputs(s: Mapping[str, int], rng: np.random.Generator) -> list[Any]:
     return [rng.uniform(-1, 1, (s["M"], s["K"])).astype(np.float32),
             rng.uniform(-1, 1, (s["K"], s["N"])).astype(np.float32)]
@@ -107,12 +118,6 @@ def _stencil_ref(mode: str):  # type: ignore[no-untyped-def]
     np_mode = {"clamp": "edge", "wrap": "wrap", "mirror": "symmetric"}[mode]
     return lambda x: np.lib.stride_tricks.sliding_window_view(
         np.pad(x.astype(np.float64), 1, mode=np_mode), 3).sum(-1).astype(np.float32)
-
-
-def _conv_ref(img: np.ndarray, w: np.ndarray) -> np.ndarray:
-    p = np.pad(img.astype(np.float64), 1, mode="edge")
-    h, wd = img.shape
-    return sum(w[i, j] * p[i:i + h, j:j + wd] for i in range(3) for j in range(3)).astype(np.float32)
 
 
 def _vec(s: Mapping[str, int], rng: np.random.Generator) -> list[Any]:
@@ -133,16 +138,19 @@ SPECS = [
     *[ProgramSpec(f"stencil1d_{b}", f"3-point stencil with {b} boundary (slide, pad)", "seed 000 §3.2",
                   stencil1d(b), _vec, _stencil_ref(b), {"N": 1000}, level="low")
       for b in ("clamp", "wrap", "mirror")],
-    ProgramSpec("conv2d", "3×3 convolution with 18×18 local-memory tiles (slide2D)",
-                "seed 000 Table 1 (NVIDIA SDK)", conv2d,
-                lambda s, rng: [rng.uniform(-1, 1, (s["M"], s["N"])).astype(np.float32),
-                                rng.uniform(-1, 1, (3, 3)).astype(np.float32)],
-                _conv_ref, {"M": 32, "N": 48}, level="low", rtol=1e-4, atol=1e-4,
-                size_rule="M, N multiples of 16"),
+    ProgramSpec("conv2d", "3×3 convolution with 6×34 local-memory tiles (slide2D)",
+                "seed 000 Table 1 (NVIDIA SDK)", conv2d, apps._conv_inputs, apps._conv_ref,
+                {"M": 32, "N": 64}, level="low", rtol=1e-4, atol=1e-4,
+                size_rule="M a multiple of 4, N a multiple of 32"),
     ProgramSpec("nbody_private", "N-Body, one work-item per particle, private memory, float4",
                 "seed 000 Table 1 (AMD SDK)", nbody_private, apps._nbody_inputs, apps._nbody_ref,
                 {"N": 256}, level="low", rtol=1e-4, atol=1e-4),
     ProgramSpec("md_low", "MD, one work-item per particle, neighbour-index gathers",
                 "seed 000 Table 1 (SHOC)", md_low, apps._md_inputs, apps._md_ref, {"N": 512, "M": 16},
                 level="low", rtol=1e-3, atol=1e-3),
+    ProgramSpec("blackscholes_low", "BlackScholes, one work-item per option",
+                "seed 002 Fig. 13 (NVIDIA SDK)", blackscholes_low,
+                next(s for s in apps.SPECS if s.name == "blackscholes").make_inputs, apps._bs_ref,
+                {"N": 4096}, level="low", rtol=1e-3, atol=2e-3,
+                size_rule="N any (≥ 1)", tags=("table1", "gpu")),
 ]

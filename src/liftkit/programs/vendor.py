@@ -1,0 +1,211 @@
+"""Low-level Lift versions of seed 000 Table 1's vendor reference kernels: N-Body (NVIDIA SDK:
+positions staged in local-memory tiles) and matrix multiplication (CLBlast for AMD: register
+blocking and float4 without local memory; CLBlast for NVIDIA: local-memory tiles plus register
+blocking). They share inputs and NumPy references with the high-level `nbody` and `mm`.
+
+The tunables (tile, block and work-group sizes) are parameters with defaults chosen for a large
+NVIDIA GPU, so variants can be swept later: `PROGRAMS` holds the defaults; call the builders
+(`mm_nvidia(ts=(64, 64), rb=(4, 8))`) for others. Private register blocks are private arrays
+indexed only by constants inside unrolled loops (mapSeqUnroll/reduceSeqUnroll), which the code
+generator turns into scalar variables, i.e. registers.
+
+`XP_REFERENCES` holds what a NumPy/CuPy user would write for some programs (`fn(xp, *inputs)`),
+for comparisons with array libraries on the GPU."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from liftkit.dsl import *  # noqa: F403  (program files read like the papers)
+from liftkit.programs import apps, lowlevel
+from liftkit.programs.registry import ProgramSpec
+
+# ruff: noqa: F405
+N, M, K = size("N"), size("M"), size("K")
+F4_ZERO = lit((0.0, 0.0, 0.0, 0.0), float4)
+
+# acc + a·b with a scalar a broadcast over the lanes of b (one vector FMA)
+madS4 = user_fun("madS4", [("acc", float4), ("a", float32), ("b", float4)], float4,
+                 "return fma((float4)(a), b, acc);",
+                 lambda acc, a, b: acc + (np.asarray(a)[..., None] if np.ndim(a) else a) * b)
+
+
+def _zeros4(rows: int, cols: int) -> Any:
+    """A rows×cols block of float4 zeros (the initial register block)."""
+    return lit(np.zeros((rows, cols, 4), np.float32), float4[cols][rows])
+
+
+def _private_copy4(depth: int) -> Any:
+    """toPrivate of a fully unrolled copy of a depth-dimensional array of float4 (registers)."""
+    f: Any = id4
+    for _ in range(depth):
+        f = mapSeqUnroll(f)
+    return toPrivate(f)
+
+
+def _block_update(acc: Any, a_cols: Any, b_rows: Any) -> Any:
+    """acc[r][c] += Σ_kk a_cols[r][kk] · b_rows[kk][c] for a register block.
+
+    acc: [[float4]_(RN/4)]_RM, a_cols: [[float]_KU]_RM (scalars of A), b_rows: [[float4]_(RN/4)]_KU.
+    Every loop is unrolled, so all indices are constants and everything stays in registers."""
+    return mapSeqUnroll(lambda acc_a: join << mapSeqUnroll(
+        lambda acc_b: reduceSeqUnroll(lambda s, ab: madS4(s, ab[0], ab[1]), acc_b[0])
+        << zip(acc_a[1], acc_b[1])) << zip(acc_a[0], transpose << b_rows)) << zip(acc, a_cols)
+
+
+# -- matrix multiplication, CLBlast for AMD: register blocking + float4, no local memory --------
+def mm_amd(rb: tuple[int, int] = (8, 8), wg: tuple[int, int] = (16, 16), ku: int = 4) -> Any:
+    """C = A·B; each work-item computes an RM×RN block of C (rb) in registers, reading A as
+    float4 along K (ku = 4: one float4 per block row per step) and B as float4 rows of its RN
+    columns; work-groups of wg = (WX, WY) work-items, nothing shared in local memory."""
+    rm, rn = rb
+    wx, wy = wg
+    if rn % 4 or ku != 4:
+        raise ValueError("mm_amd: RN must be a multiple of 4 and ku == 4 (float4 loads of A)")
+
+    def thread(a_blk: Any, b_blk: Any) -> Any:
+        # a_blk: [[float]_K]_RM, b_blk: [[float4]_K]_(RN/4)
+        a_steps = transpose << map(asVector(4)) << a_blk  # [[float4]_RM]_(K/4)
+        b_steps = transpose << map(split(4)) << b_blk  # [[[float4]_4]_(RN/4)]_(K/4)
+
+        def step(acc: Any, ab: Any) -> Any:
+            return let(_private_copy4(1) << ab[0], _private_copy4(2) << ab[1], lambda aP, bP:
+                       _block_update(acc, map(asScalar) << split(1) << aP, transpose << bP))
+
+        return (toGlobal(_private_copy4(2)) << join
+                << reduceSeq(step, _private_copy4(2) << _zeros4(rm, rn // 4)) << zip(a_steps, b_steps))
+
+    # B as float4 columns; work-group tiles of WX·RN/4 of them; thread tx takes every WX-th
+    # (c4·WX + tx), so neighbouring work-items read neighbouring float4 (coalesced)
+    b_tiles = compose(map(compose(transpose, split(wx))), split(wx * rn // 4), transpose,
+                      map(asVector(4)))
+    # a work-group's result [ty][tx][r][c4] as rows of C: row ty·RM + r, float4 column c4·WX + tx
+    wg_rows = compose(join, map(compose(map(asScalar), map(join), map(transpose), transpose)))
+    return fun([float32[K][M], float32[N][K]], lambda A, B:
+               join << mapWrg(1)(lambda a_rows: map(join) << transpose << map(wg_rows)
+                                 << mapWrg(0)(lambda b_cols: mapLcl(1)(lambda a_blk: mapLcl(0)(
+                                     lambda b_blk: thread(a_blk, b_blk)) << b_cols)
+                                     << split(rm) << a_rows) << b_tiles(B)) << split(wy * rm) << A)
+
+
+# -- matrix multiplication, CLBlast for NVIDIA: local-memory tiles + register blocking -----------
+def _to_local_tile(wx: int, wy: int) -> Any:
+    """Copy a tile (as float4) into local memory: thread (ty, tx) copies float4 number
+    e·WX·WY + ty·WX + tx for each e, so neighbouring work-items read neighbouring float4
+    (coalesced) and the local array keeps the tile's natural layout."""
+    load = compose(map(split(wx)), split(wx * wy), join, map(asVector(4)))
+    copy = toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4))))
+    return lambda tile: copy << load(tile)
+
+
+def _from_local_tile(row_len4: int) -> Any:
+    """The view of a copied tile as [[float4]_row_len4]_rows again."""
+    return compose(split(row_len4), join, map(join))
+
+
+def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] = (8, 8)) -> Any:
+    """C = A·B; a work-group computes a TM×TN tile of C (ts) with (TN/RN)×(TM/RM) work-items.
+    Per K step of tk: the TM×tk tile of A and the tk×TN tile of B are copied into local memory
+    (float4, coalesced); each work-item then loads its RM×RN block of C (rb; rows r·WY + ty,
+    float4 columns c4·WX + tx, so local accesses of a warp are contiguous) into registers, adds
+    tk rank-1 updates with float4 FMAs (A read as float4 along K), and stores the block back.
+
+    The block of C lives in local memory between K steps (laid out [r][c4][ty][tx], so each
+    access is contiguous across the work-group): the code generator cannot yet keep a
+    work-item's private array across a loop that the whole work-group runs (private memory
+    under mapLcl is allocated for the whole group and indexed by the thread id). Local memory:
+    4·(TM·TN + TM·tk + tk·TN) bytes (24 KB by default; NVIDIA's OpenCL allows 48 KB, so e.g.
+    ts=(64, 128) fits and ts=(128, 128) does not)."""
+    (tm, tn), (rm, rn) = ts, rb
+    wy, wx = tm // rm, tn // rn
+    nt = wx * wy
+    if tm % rm or tn % rn or rn % 4 or tk % 4 or (tm * tk // 4) % nt or (tk * tn // 4) % nt:
+        raise ValueError(f"mm_nvidia: inconsistent sizes ts={ts}, tk={tk}, rb={rb}")
+    a_tiles = compose(map(compose(transpose, map(split(tk)))), split(tm))
+    b_tiles = compose(transpose, map(transpose), map(map(split(tn))), split(tk))
+    zeros = lit(np.zeros((rm, rn // 4, wy, wx, 4), np.float32), float4[wx][wy][rn // 4][rm])
+    init = toLocal(mapSeqUnroll(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4)))))
+    # [r][c4][ty][tx] <-> [ty][tx][r][c4]
+    by_thread = compose(map(transpose), map(map(transpose)), transpose, map(transpose))
+    by_block = compose(map(transpose), transpose, map(map(transpose)), map(transpose))
+    a_threads = compose(transpose, split(wy), _from_local_tile(tk // 4))  # [ty] -> [[float4]_(tk/4)]_RM
+    b_threads = compose(transpose, map(transpose), map(split(wx)), _from_local_tile(tn // 4))
+
+    def thread(acc: Any, a_t: Any, b_t: Any) -> Any:
+        # acc: [[float4]_(RN/4)]_RM (local), a_t: [[float4]_(tk/4)]_RM, b_t: [[float4]_(RN/4)]_tk
+        def chunk(regs: Any, ab: Any) -> Any:
+            return let(_private_copy4(1) << ab[0], _private_copy4(2) << ab[1], lambda aP, bP:
+                       _block_update(regs, map(asScalar) << split(1) << aP, bP))
+
+        return (mapSeqUnroll(mapSeqUnroll(id4)) << join
+                << reduceSeq(chunk, _private_copy4(2) << acc)
+                << zip(transpose << a_t, split(4) << b_t))
+
+    def step(acc: Any, tiles: Any) -> Any:
+        return let(_to_local_tile(wx, wy)(tiles[0]), _to_local_tile(wx, wy)(tiles[1]), lambda lA, lB:
+                   by_block << mapLcl(1)(lambda acc_a: mapLcl(0)(
+                       lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
+                       << zip(acc_a[0], b_threads(lB))) << zip(by_thread(acc), a_threads(lA)))
+
+    out = toGlobal(mapSeqUnroll(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4)))))
+    wg_rows = compose(map(asScalar), join, map(map(join)), map(transpose))  # [r][c4][ty][tx] -> C rows
+    return fun([float32[K][M], float32[N][K]], lambda A, B:
+               join << mapWrg(1)(lambda a_row: map(join) << transpose << map(wg_rows) << mapWrg(0)(
+                   lambda b_col: out << join << reduceSeq(step, init << zeros) << zip(a_row, b_col))
+                   << b_tiles(B)) << a_tiles(A))
+
+
+# -- N-Body, NVIDIA SDK: one work-item per particle, positions staged in local-memory tiles ------
+def nbody_nvidia(wg: int = 256) -> Any:
+    """Work-groups of wg work-items, one particle each. For each tile of wg positions, the group
+    copies the tile into local memory (toLocal(mapLcl(id))), then every work-item adds the tile's
+    wg interactions to its acceleration, its own position kept in a private register. The
+    acceleration stays in a private variable within a tile; between tiles it is kept in local
+    memory (one load and store per wg interactions: private arrays under mapLcl are not
+    per-work-item in this code generator, see mm_nvidia)."""
+    zeros = lit(np.zeros((wg, 4), np.float32), float4[wg])
+
+    def tile_step(accs: Any, tile: Any, chunk: Any, espSqr: Any) -> Any:
+        return let(toLocal(mapLcl(0)(id4)) << tile, lambda lt:
+                   join << mapLcl(0)(lambda a_pv: let(toPrivate(id4) << a_pv[1][0], lambda p:
+                       reduceSeq(lambda acc, q: apps.calcAcc(acc, p, q, espSqr), a_pv[0]) << lt))
+                   << zip(accs, chunk))
+
+    return fun([float4[N], float4[N], float32, float32], lambda pos, vel, espSqr, dt:
+               join << mapWrg(0)(lambda chunk: toGlobal(mapLcl(0)(
+                   lambda pv_a: apps.update(pv_a[0][0], pv_a[0][1], dt, pv_a[1])))
+                   << zip(chunk, join << reduceSeq(lambda accs, tile: tile_step(accs, tile, chunk, espSqr),
+                                                   toLocal(mapLcl(0)(id4)) << zeros) << split(wg) << pos))
+               << split(wg) << zip(pos, vel))
+
+
+# -- what an array-library user would write -------------------------------------------------------
+def xp_convolution(xp: Any, img: Any, w: Any) -> Any:
+    """3×3 convolution with clamped borders as nine shifted-slice products of the padded image."""
+    p = xp.pad(img, 1, mode="edge")
+    h, wd = img.shape
+    out = xp.zeros_like(img)
+    for i in range(3):
+        for j in range(3):
+            out = out + w[i, j] * p[i:i + h, j:j + wd]
+    return out
+
+
+XP_REFERENCES: dict[str, Callable[..., Any]] = {"convolution": xp_convolution}
+
+SPECS = [
+    ProgramSpec("nbody_nvidia", "N-Body, one work-item per particle, position tiles in local memory",
+                "seed 000 Table 1 (NVIDIA SDK)", nbody_nvidia, apps._nbody_inputs, apps._nbody_ref,
+                {"N": 512}, level="low", rtol=1e-4, atol=1e-4, size_rule="N a multiple of 256",
+                tags=("table1", "gpu")),
+    ProgramSpec("mm_amd", "matrix multiplication, 8×8 register blocks, float4, no local memory",
+                "seed 000 Table 1 (CLBlast, AMD)", mm_amd, lowlevel._mm_inputs, lowlevel._mm_ref,
+                {"M": 128, "K": 16, "N": 128}, level="low", rtol=1e-4, atol=1e-4,
+                size_rule="M, N multiples of 128, K a multiple of 4", tags=("table1", "gpu")),
+    ProgramSpec("mm_nvidia", "matrix multiplication, 64×64 local tiles, 8×8 register blocks, float4",
+                "seed 000 Table 1 (CLBlast, NVIDIA)", mm_nvidia, lowlevel._mm_inputs,
+                lowlevel._mm_ref, {"M": 64, "K": 32, "N": 128}, level="low", rtol=1e-4, atol=1e-4,
+                size_rule="M, N multiples of 64, K a multiple of 16", tags=("table1", "gpu")),
+]
