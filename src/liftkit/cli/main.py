@@ -1,7 +1,8 @@
 """Entry point of the `liftkit` command (and `python -m liftkit`).
 
-Subcommands: `list`, `check PROGRAM`, `show PROGRAM [--pretty]` and
-`run PROGRAM [--size N=1024 ...] [--input x=FILE.npy ...] [--output FILE] [--seed S] [--backend B]`.
+Subcommands: `list`, `check PROGRAM`, `show PROGRAM [--pretty]`,
+`run PROGRAM [--size N=1024 ...] [--input x=FILE.npy ...] [--output FILE] [--seed S] [--backend B]`,
+`compile`, `explore` and `bench` (the benchmark suite, liftkit.cli.bench).
 
 User errors are reported as one line `liftkit: error: ...` on stderr (exit 2 for bad usage, 1
 otherwise); `--debug` re-raises them so a developer gets the traceback.
@@ -114,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     from liftkit.cli.explore import configure_explore_parser
 
     configure_explore_parser(p)
+    p = add("bench", "benchmark the seeds' programs against cuBLAS/CuPy/NumPy, with the "
+                     "ceilings measured in the same run (docs/benchmarks.md)")
+    from liftkit.cli.bench import configure_bench_parser
+
+    configure_bench_parser(p)
     return parser
 
 
@@ -261,8 +267,14 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     return run_explore(args, out)
 
 
+def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.cli.bench import cmd_bench as run_bench
+
+    return run_bench(args, out)
+
+
 COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run,
-                            "compile": cmd_compile, "explore": cmd_explore}
+                            "compile": cmd_compile, "explore": cmd_explore, "bench": cmd_bench}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,106 @@
+"""`liftkit bench`: the benchmark suite of the seeds (see docs/benchmarks.md).
+
+    liftkit bench [--device gpu|cpu] [--programs a,b,...] [--size-set tiny|cpu|small|large]
+                  [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
+
+Prints the table (rich on a terminal, Markdown otherwise) and writes bench.md, bench.json,
+speedup.png and roofline.png under --out (default bench-results/). Exit status 1 when a program
+gives a wrong result, 0 otherwise (programs not bundled yet are no failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from liftkit.bench.harness import MIN_REPORT_REPEAT
+from liftkit.bench.suite import SIZE_SETS, SUITE
+
+
+def configure_bench_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", metavar="SPEC", default="gpu",
+                   help="OpenCL device: gpu (default), cpu, or part of its platform/device name")
+    p.add_argument("--programs", metavar="A,B,...", default=None,
+                   help=f"benchmarks to run (default: all {len(SUITE)}): {', '.join(SUITE)}")
+    p.add_argument("--size-set", choices=SIZE_SETS, default=None,
+                   help="input sizes: large/small (the papers' GPU sizes), cpu, tiny (tests); "
+                        "default large on a GPU, cpu on the CPU")
+    p.add_argument("--repeat", type=int, default=10,
+                   help=f"timed runs per program and reference (median; at least "
+                        f"{MIN_REPORT_REPEAT} for reports, default 10)")
+    p.add_argument("--out", metavar="DIR", default="bench-results",
+                   help="where bench.md, bench.json and the plots go (default bench-results)")
+    p.add_argument("--ablation", action="store_true",
+                   help="also the optimisation ablation of seed 000 Fig. 8 (the 12 CGO programs)")
+    p.add_argument("--only-ablation", action="store_true",
+                   help="the ablation without the main table (splits a long GPU run in two)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    p.add_argument("--db", metavar="PATH", default=None,
+                   help="tuning database for the tuned derivations (default: liftkit explore's)")
+    p.add_argument("--allow-few-runs", action="store_true", help=argparse.SUPPRESS)
+
+
+def programs_arg(text: str | None) -> list[str] | None:
+    """`a,b` -> ["a", "b"]; unknown names raise a ValueError naming the known ones."""
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise ValueError("argument --programs: give at least one name, e.g. --programs scal,asum")
+    unknown = [n for n in names if n not in SUITE]
+    if unknown:
+        raise ValueError(f"argument --programs: unknown benchmark(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(SUITE)})")
+    return names
+
+
+def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.bench.harness import BenchConfig, run_bench
+    from liftkit.bench.report import print_table, write_all
+    from liftkit.cli.main import UsageError
+
+    try:
+        programs = programs_arg(args.programs)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.repeat < 1 or (args.repeat < MIN_REPORT_REPEAT and not args.allow_few_runs):
+        raise UsageError(f"argument --repeat: at least {MIN_REPORT_REPEAT} runs for a report "
+                         f"(medians of ≥ {MIN_REPORT_REPEAT}), got {args.repeat}")
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"argument --out: {out_dir} exists and is not a directory")
+    cfg = BenchConfig(device=args.device, programs=programs, size_set=args.size_set,
+                      repeat=args.repeat, seed=args.seed,
+                      ablation=args.ablation or args.only_ablation, db=args.db,
+                      main_table=not args.only_ablation, partial=out_dir / "partial.json")
+    result = run_bench(cfg)
+    result.meta["command"] = "liftkit bench " + " ".join(_argv_text(args))
+    files = write_all(result, out_dir)
+    (out_dir / "partial.json").unlink(missing_ok=True)
+    print_table(result, out)
+    print(f"\nwritten: {', '.join(str(f) for f in files)}", file=out)
+    out.flush()
+    return 1 if result.summary.get("wrong") else 0
+
+
+def _argv_text(args: argparse.Namespace) -> list[str]:
+    parts = [f"--device {args.device}"]
+    if args.programs:
+        parts.append(f"--programs {args.programs}")
+    if args.size_set:
+        parts.append(f"--size-set {args.size_set}")
+    parts.append(f"--repeat {args.repeat}")
+    parts.append(f"--out {args.out}")
+    if args.ablation:
+        parts.append("--ablation")
+    if args.only_ablation:
+        parts.append("--only-ablation")
+    return parts
+
+
+def main() -> int:  # pragma: no cover - `python -m liftkit.cli.bench`
+    from liftkit.cli.main import main as liftkit_main
+
+    return liftkit_main(["bench", *sys.argv[1:]])
