@@ -156,6 +156,8 @@ ENABLERS: dict[str, tuple[str, ...]] = {
     "split-split": ("split-join", "reduce-split-partRed", "t-join-split-intro"),
     "split-reorder": ("split-join",),
     "vectorize-map-zip": ("map-zip-fusion", "split-join"),
+    "vectorize-partRed": ("reduce-split-partRed", "reduce-partRed", "split-join"),
+    "map-reduce-interchange": ("split-join", "reduce-split-partRed"),
 }
 
 
@@ -343,3 +345,32 @@ def test_tiling_and_register_blocking_macros_keep_mm_results() -> None:
     assert applied >= 18
     r = srule(ms["tile-2d"], r=4, c=2).apply(case.program, rules=ms)
     assert "split 2 ∘ transpose" in show(r.program) and "split 4" in show(r.program)
+
+
+def test_map_reduce_interchange() -> None:
+    """Row sums become a sequential fold over the columns (each step adds a column to the
+    vector of partial sums); refused where repeating the input would repeat a computation."""
+    from liftkit.semantics import interpret
+
+    X = ArrayType(ArrayType(float32, cst(5)), cst(3))
+    rows = fun([X], lambda m: map(lambda r: reduce(FLOAT.add, 0.0) << r) << m)
+    text = one(rows, "map-reduce-interchange")
+    assert text.startswith("λ(m: [[float]_5]_3). transpose(reduceSeq(λ(acc, col). map(")
+    assert "map(λrow. 0.0f)(m), transpose(m)" in text
+    p = normal_form(rows)
+    after = apply_choice(p, enumerate_choices(p, [RULES["map-reduce-interchange"]])[0], RULES)
+    m = np.arange(15, dtype=np.float32).reshape(3, 5)
+    assert np.array_equal(np.ravel(interpret(after, m)), m.sum(axis=1))
+    computed = fun([X], lambda m: map(lambda r: reduce(FLOAT.add, 0.0) << r) << map(map(FLOAT.abs)) << m)
+    assert enumerate_choices(normal_form(computed), [RULES["map-reduce-interchange"]]) == []
+
+
+def test_partial_reduce_vectorisation() -> None:
+    p = fun([ArrayType(float32, cst(16))], lambda x: reduce(FLOAT.add, 0.0) << x)
+    p = normal_form(p)
+    split = apply_choice(p, [c for c in enumerate_choices(p, [RULES["reduce-split-partRed"]])
+                             if dict(c.params) == {"whole": 1}][0], RULES)
+    cs = [c for c in enumerate_choices(split, [RULES["vectorize-partRed"]]) if c.params["w"] == 4]
+    text = show(apply_choice(split, cs[0], RULES))
+    assert "partRed 1 (add, 0.0f) ∘ asScalar ∘ partRed 1 (add4, float4(0.0f, 0.0f, 0.0f, 0.0f)) ∘ " \
+           "asVector 4" in text

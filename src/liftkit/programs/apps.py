@@ -300,7 +300,7 @@ SPECS = [
     ProgramSpec("mm", "matrix multiplication A·B", "seed 000 Table 1", mm,
                 lambda s, rng: [_mat((s["M"], s["K"]), rng), _mat((s["K"], s["N"]), rng)],
                 lambda A, B: (A.astype(np.float64) @ B).astype(np.float32),
-                {"M": 32, "K": 48, "N": 40}),
+                {"M": 32, "K": 48, "N": 40}, atol=1e-3),  # float32 sums of K products
     ProgramSpec("stencil3", "3-point stencil with slide and clamp padding", "seed 000 §3.2",
                 stencil3, lambda s, rng: [_mat((s["N"],), rng)],
                 lambda x: np.lib.stride_tricks.sliding_window_view(

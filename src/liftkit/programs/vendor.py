@@ -202,10 +202,11 @@ SPECS = [
                 tags=("table1", "gpu")),
     ProgramSpec("mm_amd", "matrix multiplication, 8×8 register blocks, float4, no local memory",
                 "seed 000 Table 1 (CLBlast, AMD)", mm_amd, lowlevel._mm_inputs, lowlevel._mm_ref,
-                {"M": 128, "K": 16, "N": 128}, level="low", rtol=1e-4, atol=1e-4,
+                {"M": 128, "K": 16, "N": 128}, level="low", rtol=1e-4, atol=lowlevel.MM_ATOL,
                 size_rule="M, N multiples of 128, K a multiple of 4", tags=("table1", "gpu")),
     ProgramSpec("mm_nvidia", "matrix multiplication, 64×64 local tiles, 8×8 register blocks, float4",
                 "seed 000 Table 1 (CLBlast, NVIDIA)", mm_nvidia, lowlevel._mm_inputs,
-                lowlevel._mm_ref, {"M": 64, "K": 32, "N": 128}, level="low", rtol=1e-4, atol=1e-4,
+                lowlevel._mm_ref, {"M": 64, "K": 32, "N": 128}, level="low", rtol=1e-4,
+                atol=lowlevel.MM_ATOL,
                 size_rule="M, N multiples of 64, K a multiple of 16", tags=("table1", "gpu")),
 ]

@@ -13,6 +13,10 @@ one-work-group reduction wants L strided columns of a symbolic-length array:
   map(partRed(⊕, e) 1 [∘ map f]) ∘ transpose ∘ split L   (L columns: column l holds elements
   l, l+L, …, so L threads reading one column each read consecutive addresses together)
 * `split-split`, `split-join-map`, `split-reorder`: layout equations for moving splits
+* `vectorize-partRed` (w):  partRed(⊕, e) 1 → partRed(⊕, e) 1 ∘ asScalar ∘ partRed(⊕<w>, e<w>) 1
+  ∘ asVector w   (partial-reduce vectorisation)
+* `map-reduce-interchange`:  map(reduce(⊕, z)) $ X → transpose ∘ reduceSeq(λ(acc, col). map(⊕) ∘
+  zip(acc, col), map(λrow. z) $ X) ∘ transpose $ X   (X a view)
 * `vectorize-map-zip` (w):  map(f) ∘ zip(a, b, …) → asScalar ∘ map(f<w>) ∘ zip(asVector w a, …)
   (f a scalar user function of the zipped elements; seed 002 Fig. 7e through zip)
 
@@ -25,7 +29,7 @@ from typing import Any, Optional
 
 from liftkit.arith import cst, prove_eq
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import (
@@ -257,5 +261,101 @@ VECTORIZE_MAP_ZIP = make_rule(
     opaque=False)
 
 
+def _vec_partred_choices(site: Site) -> Options:
+    xs = array_arg(site, 1)
+    if not isinstance(site.f, P.PartRed) or xs is None or const(site.f.m) != 1 or not _scalar(xs.elem):
+        return []
+    if inner_call(site, 1, P.AsScalar) is not None:
+        return []  # the outer partial reduction of an already vectorised one
+    op = assoc_comm(site.f.f)
+    if (op is None or op.arity != 2 or not all(_scalar(t) for t in op.param_types + (op.out_type,))
+            or not is_identity(site.call.args[0], op)):
+        return []
+    out = []
+    for w in VECTOR_WIDTHS:
+        if w not in factor_choices(xs.length):
+            continue
+        vop = op.vectorize(w)
+        if identity_literal(vop, vop.out_type) is not None:
+            out.append({"w": w})
+    return out
+
+
+def _vec_partred_build(site: Site, w: int) -> Expr:
+    z, xs = site.call.args
+    op = assoc_comm(site.f.f)  # type: ignore[attr-defined]
+    assert op is not None
+    vop = op.vectorize(w)
+    e = identity_literal(vop, vop.out_type)
+    assert e is not None
+    lanes = call(P.PartRed(lam(2, lambda a, b: call(vop, a, b), ("acc", "x")), cst(1)), e,
+                 call(P.AsVector(cst(w)), xs))
+    return call(site.f, z, call(P.AsScalar(), lanes))
+
+
+VECTORIZE_PARTRED = make_rule(
+    "vectorize-partRed",
+    "partRed(⊕, e) 1 → partRed(⊕, e) 1 ∘ asScalar ∘ partRed(⊕<w>, e<w>) 1 ∘ asVector w   "
+    "(e the identity of ⊕: lane-wise partial results, then their sum)",
+    "partial-reduce vectorisation (seed 002 Fig. 7e for partRed)", _vec_partred_choices,
+    _vec_partred_build, lowering=True, reshapes=True)
+
+
+def _is_view(e: Expr) -> bool:
+    """Parameters under data-layout patterns only: repeating it costs no computation."""
+    from liftkit.ir.nodes import Param
+    from liftkit.ir.typecheck import layout_only
+
+    if isinstance(e, Param):
+        return True
+    return isinstance(e, FunCall) and layout_only(e.f) and all(_is_view(a) for a in e.args)
+
+
+def _interchange_parts(site: Site) -> Optional[tuple[P.Reduce, Expr]]:
+    if type(site.f) is not P.Map or not _is_view(site.call.args[0]):
+        return None
+    f = site.f.f
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)):
+        return None
+    red, args = f.body.f, f.body.args
+    if not (type(red) is P.Reduce and len(args) == 2 and args[1] is f.params[0]):
+        return None
+    z = args[0]
+    if not isinstance(z, Literal):
+        return None
+    rows = site.arg_types[0]
+    if not (isinstance(rows, ArrayType) and isinstance(rows.elem, ArrayType)
+            and _scalar(rows.elem.elem) and assoc_comm(red.f) is not None):
+        return None
+    return red, z
+
+
+def _interchange_choices(site: Site) -> Options:
+    return [{}] if _interchange_parts(site) is not None else []
+
+
+def _interchange_build(site: Site) -> Expr:
+    parts = _interchange_parts(site)
+    assert parts is not None
+    red, z = parts
+    xs = site.call.args[0]
+    op = red.f
+    step = lam(2, lambda acc, col: call(P.Map(lam(1, lambda q: call(fresh(op), call(P.Get(cst(0)), q),
+                                                                     call(P.Get(cst(1)), q)), ("q",))),
+                                        call(P.Zip(2), acc, col)), ("acc", "col"))
+    init = call(P.Map(lam(1, lambda _row: z, ("row",))), fresh(xs))
+    return call(P.Transpose(), call(P.ReduceSeq(step), init, call(P.Transpose(), xs)))
+
+
+MAP_REDUCE_INTERCHANGE = make_rule(
+    "map-reduce-interchange",
+    "map(reduce(⊕, z)) $ X → transpose ∘ reduceSeq(λ(acc, col). map(⊕) ∘ zip(acc, col), "
+    "map(λrow. z) $ X) ∘ transpose $ X   (X a view: the rows are summed together, column by "
+    "column, so consecutive threads of a later mapGlb over the rows read consecutive addresses)",
+    "Lift's map-reduce interchange (seed 001's matrix-multiplication derivations)",
+    _interchange_choices, _interchange_build, reshapes=True, opaque=False)
+
+
 CHUNKING_RULES: tuple[Rule, ...] = (REDUCE_SPLIT_PARTRED, REDUCE_SINGLE, PARTRED_COLUMNS,
-                                    SPLIT_JOIN_MAP, SPLIT_SPLIT, REORDER_INTRO, VECTORIZE_MAP_ZIP)
+                                    SPLIT_JOIN_MAP, SPLIT_SPLIT, REORDER_INTRO, VECTORIZE_MAP_ZIP,
+                                    VECTORIZE_PARTRED, MAP_REDUCE_INTERCHANGE)
