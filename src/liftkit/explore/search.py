@@ -228,6 +228,8 @@ class Search:
                 child, steps = self.space.apply_steps(program, choice)
             except LiftTypeError:
                 continue
+            if not self._divisible(child):
+                continue
             best, reached = math.inf, 0
             for r in range(s.walks):
                 end = self._walk(child, _rng(s.seed, "walk", self._step, attempt, i, r, text))
@@ -338,6 +340,8 @@ class Search:
                     cand = self.space.apply_steps(program, c)
                 except LiftTypeError:
                     continue
+                if not self._divisible(cand[0]):
+                    continue  # every program below it would be filtered: walk elsewhere
                 if tail:
                     tries += 1
                     if highness(cand[0]) >= h0:
@@ -353,6 +357,19 @@ class Search:
         if last is None:
             self._dead += 1
         return last
+
+    def _divisible(self, program: Lambda) -> bool:
+        """Every split, asVector and reorderStride factor divides its input at the problem's
+        sizes. Rewrites keep these factors, so a program failing this leads only to candidates
+        the filters reject; the walks and the step choices avoid it (with symbolic lengths the
+        rules offer split factors 2..4096 whatever the sizes)."""
+        from liftkit.explore.filters import FilterContext, sizes_not_divisible
+
+        try:
+            ctx = FilterContext(program, self.problem.sizes, self.evaluator.device_limits)
+            return sizes_not_divisible(ctx) is None
+        except Exception:  # noqa: BLE001 - no verdict: let the evaluation's filters decide
+            return True
 
     # -- evaluation and recording -----------------------------------------------------------------
 
