@@ -123,3 +123,18 @@ def test_iterate_per_thread_in_global_memory():
     x = np.arange(128, dtype=np.float32)
     assert np.array_equal(run_opencl(p, x, device="cpu"), interpret(p, x))
     assert "gl_id" in compile_program(p).source
+
+
+def test_a_nested_parallel_maps_result_read_in_the_same_kernel_is_refused() -> None:
+    """Found by the exploration (a wrong-result candidate): a reduceSeq over a nested mapGlb's
+    results reads what other work-groups write, with no possible barrier. Refused in words; the
+    same map whose result flows out of the function compiles."""
+    M = size("M")
+    racy = fun([float32[M][N], float32[M]], lambda A, x: join << mapGlb(1)(
+        lambda row: toGlobal(mapSeq(id)) << reduceSeq(add, 0.0) << join
+        << mapGlb(0)(reduceSeq(multAndSumUp, 0.0)) << split(64) << zip(row, x)) << A)
+    with pytest.raises(CodegenError, match=r"mapGlb\(0\)'s result is read by reduceSeq in the same kernel"):
+        compile_program(racy)
+    fine = fun([float32[M][N], float32[M]], lambda A, x: mapGlb(1)(
+        lambda row: join << mapGlb(0)(reduceSeq(multAndSumUp, 0.0)) << split(64) << zip(row, x)) << A)
+    compile_program(fine)

@@ -83,6 +83,44 @@ def split_stages(program: Lambda) -> list[Stage]:
     return stages
 
 
+def check_no_unsynchronised_reads(body: Expr) -> None:
+    """Inside a pattern's function (a kernel's threads), the result of a mapGlb or mapWrg may
+    only flow out through data-layout patterns: work-items of other work-groups write it, and
+    OpenCL has no barrier across work-groups, so a computation reading it in the same kernel
+    (a reduceSeq of a nested mapGlb's results, say) would race. At a stage's top level
+    `split_stages` starts a new kernel instead."""
+
+    def flows(e: Expr, consumer: Optional[str]) -> None:
+        if not isinstance(e, FunCall):
+            return
+        f = e.f
+        if isinstance(f, (P.MapGlb, P.MapWrg)) and consumer is not None:
+            raise CodegenError(
+                f"{f.name}({f.dim})'s result is read by {consumer} in the same kernel: other "
+                "work-groups write it and OpenCL cannot synchronise them; let the parallel map "
+                "produce the function's result, or compute it at the top level (a kernel of "
+                "its own)")
+        if isinstance(f, Lambda):
+            into = consumer if layout_only(f) else (consumer or "the function applied to it")
+            for a in e.args:
+                flows(a, into)
+            flows(f.body, consumer)
+            return
+        into = consumer if is_layout(f) else _label(f)
+        for a in e.args:
+            flows(a, into)
+
+    for node in walk(body):
+        if isinstance(node, P.Pattern):
+            for fn in node.functions():
+                if isinstance(fn, Lambda):
+                    flows(fn.body, None)
+
+
+def _label(f: FunDecl) -> str:
+    return getattr(f, "name", None) or type(f).__name__
+
+
 # ---------------------------------------------------------------------------------------------
 # analyses
 
@@ -317,6 +355,7 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
     available = list(program.params)
     result_names: tuple[str, ...] = ()
     for k, st in enumerate(stages):
+        check_no_unsynchronised_reads(st.body)
         used = [p for p in available if any(n is p for n in walk(st.body))]
         kname = options.kernel_name if len(stages) == 1 else f"{options.kernel_name}_{k}"
         if st.param is None:
