@@ -148,6 +148,7 @@ ENABLERS: dict[str, tuple[str, ...]] = {
     "join-mapJoin": ("t-join-join-intro", "map-fission"),
     "copy-insertion": ("split-join",),
     "slide-tiling": ("t-split-slide", "split-join", "slide-tiling"),
+    "slide-tiling-2d": ("map-fusion", "slide-tiling"),
     # rules/chunking.py
     "reduce-split-partRed": ("split-join", "map-fusion"),
     "reduce-single": ("reduce-split-partRed",),
@@ -163,6 +164,24 @@ ENABLERS: dict[str, tuple[str, ...]] = {
 
 # ---------------------------------------------------------------------------------------------
 # base programs: random corpus, bundled programs, small stencils
+
+
+def stencil2d_case(seed: int) -> Case:
+    """A 2D stencil: a window function over slide2D(n, s) of a small matrix."""
+    from liftkit.dsl import slide2D
+
+    rng = random.Random(seed)
+    n, s = rng.choice(((2, 1), (3, 1), (3, 2), (2, 2)))
+    rows, cols = rng.choice((10, 14, 18)), rng.choice((10, 14, 18))
+    X = ArrayType(ArrayType(float32, cst(cols)), cst(rows))
+    if rng.random() < 0.5:
+        prog = fun([X], lambda m: map(map(lambda w: reduce(FLOAT.add, 0.0) << join << w))
+                   << slide2D(n, s) << m)
+    else:
+        prog = fun([X], lambda m: map(map(lambda w: map(map(FLOAT.abs)) << w)) << slide2D(n, s) << m)
+    prog = normal_form(prog)
+    inputs = [np.random.default_rng(seed).integers(-3, 4, (rows, cols)).astype(np.float32)]
+    return Case(prog, inputs, run(prog, inputs), seed, "stencil2d")  # type: ignore[arg-type]
 
 
 def stencil_case(seed: int) -> Case:
@@ -220,9 +239,18 @@ HARNESS = Soundness(RULES, base_case, lambda r: [RULES[n] for n in ENABLERS[r.na
                     patience=3)
 
 
+# 2D slide tiling needs 2D stencils as bases (the walks keep their windows: slide-tiling of
+# the inner slides, fusion, split-join)
+HARNESS_2D = Soundness(RULES, lambda i: stencil2d_case(SEED * 31 + i),
+                       lambda r: [RULES[n] for n in ENABLERS[r.name]], _walk_order,
+                       SEED, per_step=PER_STEP, walk=WALK, max_nodes=MAX_NODES,
+                       max_bases=2 * MAX_BASES, patience=3)
+
+
 def exercise(r: Rule, target: int) -> dict[str, Any]:
+    harness = HARNESS_2D if r.name == "slide-tiling-2d" else HARNESS
     try:
-        return HARNESS.exercise(r, target)
+        return harness.exercise(r, target)
     except SoundnessError as err:
         pytest.fail(str(err), pytrace=False)
 
@@ -374,3 +402,23 @@ def test_partial_reduce_vectorisation() -> None:
     text = show(apply_choice(split, cs[0], RULES))
     assert "partRed 1 (add, 0.0f) ∘ asScalar ∘ partRed 1 (add4, float4(0.0f, 0.0f, 0.0f, 0.0f)) ∘ " \
            "asVector 4" in text
+
+
+def test_slide_tiling_2d() -> None:
+    """The convolution's 2D tiles (seed 000 §7.2): overlapping u×u tiles taken every v, the
+    stencil inside each, and the tiles' outputs put back together (untile)."""
+    from liftkit.dsl import slide2D
+    from liftkit.semantics import interpret
+
+    X = ArrayType(ArrayType(float32, cst(10)), cst(14))
+    p = fun([X], lambda m: map(map(lambda w: reduce(FLOAT.add, 0.0) << join << w)) << slide2D(3, 1) << m)
+    cs = [dict(c.params) for c in enumerate_choices(normal_form(p), [RULES["slide-tiling-2d"]])]
+    assert cs == [{"u": 4, "v": 2}, {"u": 6, "v": 4}]  # k = 2, 4 divide 12 and 8 windows
+    text = one(p, "slide-tiling-2d", u=6, v=4)
+    assert text.endswith("∘ map(transpose) ∘ slide 3 1 ∘ map(slide 3 1))) ∘ map(transpose) ∘ "
+                         "slide 6 4 ∘ map(slide 6 4))(m)")
+    assert text.startswith("λ(m: [[float]_10]_14). (join ∘ map(map(join) ∘ transpose ∘ map(")
+    img = np.random.default_rng(1).integers(-3, 4, (14, 10)).astype(np.float32)
+    q = normal_form(p)
+    after = apply_choice(q, enumerate_choices(q, [RULES["slide-tiling-2d"]])[1], RULES)
+    assert np.array_equal(interpret(after, img), interpret(q, img))

@@ -390,10 +390,91 @@ SLIDE_TILING = make_rule(
     _slide_tiling_choices, _slide_tiling_build, reshapes=True, opaque=False)
 
 
+def _map_of_one(e: Any, cls: type) -> Optional[FunCall]:
+    """map(λx. p(x)) $ y with p a pattern of class cls applied to the map's parameter."""
+    m = _call_of(e, P.Map)
+    f = m.f.f if m is not None else None  # type: ignore[attr-defined]
+    ok = (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
+          and type(f.body.f) is cls and f.body.args == (f.params[0],))
+    return m if ok else None
+
+
+def _slide2d_parts(e: Any) -> Optional[tuple[P.Slide, Expr]]:
+    """slide2D(n, s) $ X = map(transpose) ∘ slide(n, s) ∘ map(slide(n, s)) $ X: (slide, X)."""
+    outer = _map_of_one(e, P.Transpose)
+    sl = _call_of(outer.args[0], P.Slide) if outer is not None else None
+    inner = _map_of_one(sl.args[0], P.Slide) if sl is not None else None
+    if inner is None:
+        return None
+    sl2 = inner.f.f.body.f  # type: ignore[attr-defined]
+    if not (same_len(sl.f.size, sl2.size) and same_len(sl.f.step, sl2.step)):  # type: ignore[union-attr]
+        return None
+    return sl.f, inner.args[0]  # type: ignore[union-attr, return-value]
+
+
+def _slide2d(sl: P.Slide, x: Expr) -> Expr:
+    rows = call(P.Map(lam(1, lambda r: call(P.Slide(sl.size, sl.step), r), ("row",))), x)
+    return call(P.Map(lam(1, lambda w: call(P.Transpose(), w), ("w",))), call(sl, rows))
+
+
+def _slide_tiling_2d_parts(site: Site) -> Optional[tuple[Lambda, P.Slide, Expr]]:
+    f = _map_lambda(site)
+    inner = f.body if f is not None else None
+    if not (isinstance(inner, FunCall) and type(inner.f) is P.Map and inner.args == (f.params[0],)):  # type: ignore[union-attr]
+        return None
+    parts = _slide2d_parts(site.call.args[0])
+    return (f, *parts) if parts is not None else None  # type: ignore[return-value]
+
+
+def _slide_tiling_2d_choices(site: Site) -> Options:
+    parts = _slide_tiling_2d_parts(site)
+    if parts is None:
+        return []
+    _, sl, x = parts
+    t = site.type_of(x)
+    if not (isinstance(t, ArrayType) and isinstance(t.elem, ArrayType)):
+        return []
+    n, st = const(sl.size), const(sl.step)
+    rows, cols = const(t.length), const(t.elem.length)
+    if None in (n, st, rows, cols) or rows < n or cols < n:  # type: ignore[operator]
+        return []
+    wr, wc = (rows - n) // st + 1, (cols - n) // st + 1  # type: ignore[operator]
+    out = []
+    for k in divisors(wr):
+        if 1 < k < wr and wc % k == 0 and k < wc:
+            v = k * st  # type: ignore[operator]
+            out.append({"u": v + n - st, "v": v})  # type: ignore[operator]
+    return out
+
+
+def _slide_tiling_2d_build(site: Site, u: int, v: int) -> Expr:
+    parts = _slide_tiling_2d_parts(site)
+    assert parts is not None
+    f, sl, x = parts
+
+    def per_tile(tile: Expr) -> Expr:
+        return call(P.Map(fresh(f)), _slide2d(sl, tile))
+
+    def tile_row(tr: Expr) -> Expr:
+        tiles = call(P.Map(lam(1, per_tile, ("tile",))), tr)
+        return call(P.Map(lam(1, lambda r: call(P.Join(), r), ("r",))), call(P.Transpose(), tiles))
+
+    big = P.Slide(cst(u), cst(v))
+    return call(P.Join(), call(P.Map(lam(1, tile_row, ("tiles",))), _slide2d(big, x)))
+
+
+SLIDE_TILING_2D = make_rule(
+    "slide-tiling-2d",
+    "map(map f) ∘ slide2D(n, s) → untile ∘ map(map(λtile. map(map f) ∘ slide2D(n, s) $ tile)) ∘ "
+    "slide2D(u, v)   (u - n = v - s, v = k·s, k divides the windows of both dimensions; "
+    "untile = join ∘ map(map(join) ∘ transpose))", SOURCE,
+    _slide_tiling_2d_choices, _slide_tiling_2d_build, reshapes=True, opaque=False)
+
+
 EXTRA_RULES: tuple[Rule, ...] = (
     MAP_FISSION, MAP_ZIP_FUSION, ZIP_JOIN, MAP_MAP_INTERCHANGE, TRANSPOSE_TRANSPOSE,
     GATHER_SCATTER, SCATTER_GATHER, MAP_JOIN, SPLIT_MAP, JOIN_MAP_JOIN, COPY_INSERTION,
-    SLIDE_TILING,
+    SLIDE_TILING, SLIDE_TILING_2D,
 )
 
 
