@@ -212,7 +212,7 @@ class Emitter:
             out += f"._{f}"
         if loc.lane is not None:
             if loc.mem.kind == "var" or loc.mem.space == "private":
-                lane = loc.lane
+                lane = _folded(loc.lane)
                 if not lane.is_constant:
                     raise CodegenError("a vector lane of private memory must have a constant index")
                 return f"{out}.s{lane.value:x}"
@@ -232,6 +232,8 @@ class Emitter:
         """(element access, address) of mem[offset]; private arrays resolve at the end."""
         if mem.kind == "var":
             return mem.name, f"&{mem.name}"
+        if mem.space == "private" and mem.kind == "array":
+            offset = _folded(offset)
         off = offset.to_c()
         if mem.space == "private" and mem.kind == "array":
             if not offset.is_constant:
@@ -292,3 +294,14 @@ def space_of_view(view: View) -> Space | None:
 
     visit(view)
     return spaces.pop() if len(spaces) == 1 else None  # type: ignore[return-value]
+
+
+def _folded(e: ArithExpr) -> ArithExpr:
+    """A private-memory index (registers need constants): with index simplification off the
+    raw trees of unrolled loops, e.g. (2*4 + 1) % 4, are constants not yet folded."""
+    if e.is_constant:
+        return e
+    try:
+        return cst(int(e.eval({})))
+    except Exception:  # noqa: BLE001 - free variables: not a constant
+        return e
