@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -156,3 +157,40 @@ def test_register_blocks_compile_without_index_simplification(name: str) -> None
     inputs = spec.inputs(None, 0)
     got = OpenCLRunner("cpu").run(compiled, *inputs)
     np.testing.assert_allclose(got, spec.reference(*inputs), rtol=1e-3, atol=1e-3)
+
+
+def _per_thread_accumulators(read_back: Any) -> Any:
+    """Each of 16 work-items keeps two private sums across a reduceSeq over 8 rows."""
+    import numpy as np
+
+    L = 16
+    zeros = lit(np.zeros((L, 2), np.float32), float32[2][L])
+    init = toPrivate(mapLcl(0)(mapSeqUnroll(id))) << zeros
+
+    def step(acc: Any, row: Any) -> Any:
+        return mapLcl(0)(lambda q: mapSeqUnroll(lambda a: add(a, q[1])) << q[0]) << zip(acc, row)
+
+    return fun([float32[L][N]], lambda A: join << mapWrg(0)(
+        lambda rows: read_back(join << reduceSeq(step, init) << rows)) << split(8) << A)
+
+
+def test_private_memory_under_mapLcl_is_per_work_item() -> None:
+    """A mapLcl's private result is one block per work-item (registers), not the whole group's
+    array indexed by the thread id, so it can live across a loop the whole group runs (the
+    register blocks of matrix multiplication)."""
+    import numpy as np
+
+    from liftkit.backends.opencl import run_opencl
+    from liftkit.semantics import interpret
+
+    p = _per_thread_accumulators(lambda acc: toGlobal(mapLcl(0)(mapSeqUnroll(id))) << acc)
+    src = compile_program(p).source
+    assert "float tmp_0, tmp_1;" in src and "tmp_0 = add(tmp_0, A[" in src
+    A = np.random.default_rng(0).integers(-3, 4, (64, 16)).astype(np.float32)
+    assert np.array_equal(np.asarray(run_opencl(p, A, device="cpu")), np.asarray(interpret(p, A)))
+
+
+def test_reading_another_work_items_private_memory_is_refused() -> None:
+    p = _per_thread_accumulators(lambda acc: toGlobal(mapSeq(mapSeq(id))) << acc)
+    with pytest.raises(CodegenError, match=r"a work-item can only read its own private memory"):
+        compile_program(p)

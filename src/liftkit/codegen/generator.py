@@ -73,6 +73,9 @@ class Generator:
         self.no_barrier = no_barrier
         self.final_maps = final_maps
         self.temps: list[GlobalTemp] = []
+        # names of the variables of exactly-once mapLcl loops (each work-item's own index) by
+        # dimension: what private memory written under a mapLcl may be read with
+        self.thread_ids: dict[str, int] = {}
 
     # -- helpers -----------------------------------------------------------------------------
     def type_env(self, env: dict[Param, View]) -> dict[Param, Type]:
@@ -234,7 +237,15 @@ class Generator:
         out_t = self.result_type(p, [xt], env, ctx)
         if dest is None:
             space = infer_space(p, [space_of_view(xs) or "global"], ctx.write_to, self.space_env(env))
-            dest = self.allocate(out_t, space, ctx, "tmp")
+            dims = self.thread_dims(p, out_t) if space == "private" else ()
+            if dims:
+                elem = out_t
+                for _ in dims:
+                    elem = elem.elem  # type: ignore[attr-defined]
+                dest = V.ThreadPrivateView(self.allocate(elem, space, ctx, "tmp"), out_t, dims,
+                                           self.thread_ids)
+            else:
+                dest = self.allocate(out_t, space, ctx, "tmp")
         kind = {P.MapGlb: "glb", P.MapWrg: "wrg", P.MapLcl: "lcl"}.get(type(p), "seq")
         dim = getattr(p, "dim", 0)
         unroll = isinstance(p, P.MapSeqUnroll) and self.opt.unroll
@@ -250,6 +261,22 @@ class Generator:
                     "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE")
                 self.em.line(f"barrier({fence});")
         return dest
+
+    def thread_dims(self, p: P.Pattern, t: Type) -> tuple[int, ...]:
+        """The dimensions of nested mapLcl's (mapLcl(1)(λx. mapLcl(0)(…)(…))) that run exactly
+        once per work-item (length = local size, control flow simplified), from p inwards: the
+        leading dimensions of their result that need no private storage per work-item."""
+        dims: list[int] = []
+        f: object = p
+        while (isinstance(f, P.MapLcl) and isinstance(t, ArrayType) and self.opt.simplify_control_flow
+               and self.local_size and f.dim < len(self.local_size) and f.dim not in dims
+               and prove_eq(t.length, cst(self.local_size[f.dim]))):
+            dims.append(f.dim)
+            t = t.elem
+            g = unwrap_eta(f.f)
+            body = g.body if isinstance(g, Lambda) and len(g.params) == 1 else None
+            f = body.f if isinstance(body, FunCall) else None
+        return tuple(dims)
 
     def loop(self, kind: str, dim: int, n: ArithExpr, ctx: Ctx, p: P.Pattern, unroll: bool):  # type: ignore[no-untyped-def]
         """Emit the loop of a map or reduction and yield (index, context of its body) once per
@@ -288,6 +315,8 @@ class Generator:
         if cf and ls is not None and prove_le(n, cst(ls)):
             if prove_eq(n, cst(ls)):
                 self.em.line(f"int {name} = {first};")
+                if kind == "lcl":
+                    self.thread_ids[name] = dim
                 yield var, scope_ctx
                 return
             with self.em.if_(f"{first} < {n.to_c()}"):
@@ -471,7 +500,7 @@ def constant_view(e: Literal) -> View:
 
 def _root_memory(v: View) -> Optional[Memory]:
     while not isinstance(v, V.MemoryView):
-        if isinstance(v, V.AccessView):
+        if isinstance(v, (V.AccessView, V.ThreadPrivateView)):
             v = v.parent
         else:
             return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from liftkit.arith import ArithExpr, Cond, cst, ge, lt
+from liftkit.arith import ArithExpr, Cond, Var, cst, ge, lt
 from liftkit.codegen.memory import Memory
 from liftkit.ir.patterns.base import Boundary, IndexFun
 from liftkit.types import ArrayType, LiftTypeError, TupleType, Type, VectorType
@@ -142,6 +142,31 @@ class MemoryView(View):
             fields.append(k)
             t = t.elems[k]
         return MemLoc(self.mem, off, tuple(fields))
+
+
+@dataclass(frozen=True, eq=False)
+class ThreadPrivateView(View):
+    """A mapLcl's result in private memory, one element per work-item: the leading `dims`
+    dimensions are the work-items of an exactly-once mapLcl, so each work-item stores only its
+    own element (registers, not an array indexed by the thread id). Reading it with any index
+    but the reading work-item's own id would read another work-item's registers: refused.
+    `thread_ids` maps the names of exactly-once mapLcl variables to their dimension (the
+    generator fills it as it emits those loops)."""
+
+    parent: View
+    type: Type
+    dims: tuple[int, ...]
+    thread_ids: dict[str, int]
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k = len(self.dims)
+        for d, i in zip(self.dims, idx[:k]):
+            if not (isinstance(i, Var) and self.thread_ids.get(i.name) == d):
+                raise CodegenError(
+                    f"private memory written by the work-items of mapLcl({d}) is read at index "
+                    f"{i}: a work-item can only read its own private memory (read it in a "
+                    f"mapLcl({d}) over the same elements, or use local memory)")
+        return self.parent.resolve(ar, idx[k:], tup)
 
 
 @dataclass(frozen=True, eq=False)
