@@ -77,6 +77,7 @@ class Emitter:
     def __init__(self, ar: Arith, names: Names) -> None:
         self.ar = ar
         self.names = names
+        self._scalar_names: dict[tuple[int, int], str] = {}
         self.root = Block()
         self.blocks: list[Block] = [self.root]
         self.local_decls: list[Memory] = []
@@ -141,9 +142,17 @@ class Emitter:
         m = Memory(self.names.fresh(hint), "private", elem, count, "array")
         self.memories.append(m)
         n = count.value
-        self.deferred(lambda: (f"{ctype(elem)} " + ", ".join(f"{m.name}_{k}" for k in range(n)) + ";")
-                      if m.constant_offsets else f"{ctype(elem)} {m.name}[{n}];")
+        self.deferred(lambda: (f"{ctype(elem)} " + ", ".join(self.scalar_name(m, k) for k in range(n))
+                               + ";") if m.constant_offsets else f"{ctype(elem)} {m.name}[{n}];")
         return m
+
+    def scalar_name(self, m: Memory, k: int) -> str:
+        """The variable holding element k of a private array kept in registers: `name_k`,
+        unless that name is taken (a local array `tmp_2` beside a private array `tmp`)."""
+        key = (id(m), k)
+        if key not in self._scalar_names:
+            self._scalar_names[key] = self.names.fresh(f"{m.name}_{k}")
+        return self._scalar_names[key]
 
     def local_array(self, t: Type, hint: str, copies: ArithExpr) -> Memory:
         elem, count = storage_elem(t, "local"), element_count(t, "local") * copies
@@ -252,7 +261,7 @@ class Emitter:
             def sub(mt: re.Match) -> str:  # type: ignore[type-arg]
                 m = by_id[mt.group(1)]
                 off = mt.group(2)
-                return f"{m.name}_{off}" if m.constant_offsets else f"{m.name}[{off}]"
+                return self.scalar_name(m, int(off)) if m.constant_offsets else f"{m.name}[{off}]"
 
             return _TOKEN.sub(sub, text)
 

@@ -264,18 +264,20 @@ class Generator:
 
     def thread_dims(self, p: P.Pattern, t: Type) -> tuple[int, ...]:
         """The dimensions of nested mapLcl's (mapLcl(1)(λx. mapLcl(0)(…)(…))) that run exactly
-        once per work-item (length = local size, control flow simplified), from p inwards: the
+        once per work-item (length = local size), from p inwards: the
         leading dimensions of their result that need no private storage per work-item."""
         dims: list[int] = []
         f: object = p
-        while (isinstance(f, P.MapLcl) and isinstance(t, ArrayType) and self.opt.simplify_control_flow
+        while (isinstance(f, P.MapLcl) and isinstance(t, ArrayType)
                and self.local_size and f.dim < len(self.local_size) and f.dim not in dims
                and prove_eq(t.length, cst(self.local_size[f.dim]))):
             dims.append(f.dim)
             t = t.elem
             g = unwrap_eta(f.f)
-            body = g.body if isinstance(g, Lambda) and len(g.params) == 1 else None
-            f = body.f if isinstance(body, FunCall) else None
+            if isinstance(g, Lambda):
+                body = g.body if len(g.params) == 1 else None
+                g = body.f if isinstance(body, FunCall) else None
+            f = g
         return tuple(dims)
 
     def loop(self, kind: str, dim: int, n: ArithExpr, ctx: Ctx, p: P.Pattern, unroll: bool):  # type: ignore[no-untyped-def]
@@ -323,6 +325,8 @@ class Generator:
                 self.em.line(f"int {name} = {first};")
                 yield var, scope_ctx
             return
+        if kind == "lcl" and ls is not None and prove_eq(n, cst(ls)):
+            self.thread_ids[name] = dim  # the loop runs once per work-item: name is its id
         with self.em.for_loop(name, first, f"{name} < {n.to_c()}", f"{name} += {step}"):
             yield var, scope_ctx
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from liftkit.arith import ArithExpr, Cond, Var, cst, ge, lt
+from liftkit.arith import ArithExpr, Cond, Var, cst, ge, lt, prove_eq
 from liftkit.codegen.memory import Memory
 from liftkit.ir.patterns.base import Boundary, IndexFun
 from liftkit.types import ArrayType, LiftTypeError, TupleType, Type, VectorType
@@ -161,12 +161,22 @@ class ThreadPrivateView(View):
     def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
         k = len(self.dims)
         for d, i in zip(self.dims, idx[:k]):
-            if not (isinstance(i, Var) and self.thread_ids.get(i.name) == d):
+            if not _is_thread_id(i, d, self.thread_ids):
                 raise CodegenError(
                     f"private memory written by the work-items of mapLcl({d}) is read at index "
                     f"{i}: a work-item can only read its own private memory (read it in a "
                     f"mapLcl({d}) over the same elements, or use local memory)")
         return self.parent.resolve(ar, idx[k:], tup)
+
+
+def _is_thread_id(i: ArithExpr, dim: int, thread_ids: dict[str, int]) -> bool:
+    """i is (provably equal to) the variable of an exactly-once mapLcl(dim) loop; with index
+    simplification off it may arrive as a raw tree such as l_id % 8."""
+    if isinstance(i, Var):
+        return thread_ids.get(i.name) == dim
+    fv = i.free_vars() if callable(i.free_vars) else i.free_vars
+    vs = [v for v in fv if isinstance(v, Var) and thread_ids.get(v.name) == dim]
+    return len(vs) == 1 and prove_eq(i, vs[0])
 
 
 @dataclass(frozen=True, eq=False)

@@ -108,16 +108,13 @@ def _from_local_tile(row_len4: int) -> Any:
 def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] = (8, 8)) -> Any:
     """C = A·B; a work-group computes a TM×TN tile of C (ts) with (TN/RN)×(TM/RM) work-items.
     Per K step of tk: the TM×tk tile of A and the tk×TN tile of B are copied into local memory
-    (float4, coalesced); each work-item then loads its RM×RN block of C (rb; rows r·WY + ty,
-    float4 columns c4·WX + tx, so local accesses of a warp are contiguous) into registers, adds
-    tk rank-1 updates with float4 FMAs (A read as float4 along K), and stores the block back.
+    (float4, coalesced); each work-item adds tk rank-1 updates to its RM×RN block of C (rb; rows
+    r·WY + ty, float4 columns c4·WX + tx, so local accesses of a warp are contiguous) with float4
+    FMAs, A read as float4 along K.
 
-    The block of C lives in local memory between K steps (laid out [r][c4][ty][tx], so each
-    access is contiguous across the work-group): the code generator cannot yet keep a
-    work-item's private array across a loop that the whole work-group runs (private memory
-    under mapLcl is allocated for the whole group and indexed by the thread id). Local memory:
-    4·(TM·TN + TM·tk + tk·TN) bytes (24 KB by default; NVIDIA's OpenCL allows 48 KB, so e.g.
-    ts=(64, 128) fits and ts=(128, 128) does not)."""
+    The blocks of C are the work-items' private memory for the whole K loop (registers: private
+    memory under an exactly-once mapLcl is per work-item). Local memory: 4·(TM·tk + tk·TN)
+    bytes (8 KB by default)."""
     (tm, tn), (rm, rn) = ts, rb
     wy, wx = tm // rm, tn // rn
     nt = wx * wy
@@ -125,32 +122,32 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
         raise ValueError(f"mm_nvidia: inconsistent sizes ts={ts}, tk={tk}, rb={rb}")
     a_tiles = compose(map(compose(transpose, map(split(tk)))), split(tm))
     b_tiles = compose(transpose, map(transpose), map(map(split(tn))), split(tk))
-    zeros = lit(np.zeros((rm, rn // 4, wy, wx, 4), np.float32), float4[wx][wy][rn // 4][rm])
-    init = toLocal(mapSeqUnroll(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4)))))
-    # [r][c4][ty][tx] <-> [ty][tx][r][c4]
-    by_thread = compose(map(transpose), map(map(transpose)), transpose, map(transpose))
-    by_block = compose(map(transpose), transpose, map(map(transpose)), map(transpose))
+    zeros = lit(np.zeros((wy, wx, rm, rn // 4, 4), np.float32), float4[rn // 4][rm][wx][wy])
+    init = toPrivate(mapLcl(1)(mapLcl(0)(mapSeqUnroll(mapSeqUnroll(id4)))))
     a_threads = compose(transpose, split(wy), _from_local_tile(tk // 4))  # [ty] -> [[float4]_(tk/4)]_RM
     b_threads = compose(transpose, map(transpose), map(split(wx)), _from_local_tile(tn // 4))
 
     def thread(acc: Any, a_t: Any, b_t: Any) -> Any:
-        # acc: [[float4]_(RN/4)]_RM (local), a_t: [[float4]_(tk/4)]_RM, b_t: [[float4]_(RN/4)]_tk
+        # acc: [[float4]_(RN/4)]_RM (registers), a_t: [[float4]_(tk/4)]_RM, b_t: [[float4]_(RN/4)]_tk
         def chunk(regs: Any, ab: Any) -> Any:
             return let(_private_copy4(1) << ab[0], _private_copy4(2) << ab[1], lambda aP, bP:
                        _block_update(regs, map(asScalar) << split(1) << aP, bP))
 
+        # the copies in and out are register moves the OpenCL compiler removes
         return (mapSeqUnroll(mapSeqUnroll(id4)) << join
                 << reduceSeq(chunk, _private_copy4(2) << acc)
                 << zip(transpose << a_t, split(4) << b_t))
 
     def step(acc: Any, tiles: Any) -> Any:
         return let(_to_local_tile(wx, wy)(tiles[0]), _to_local_tile(wx, wy)(tiles[1]), lambda lA, lB:
-                   by_block << mapLcl(1)(lambda acc_a: mapLcl(0)(
+                   mapLcl(1)(lambda acc_a: mapLcl(0)(
                        lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
-                       << zip(acc_a[0], b_threads(lB))) << zip(by_thread(acc), a_threads(lA)))
+                       << zip(acc_a[0], b_threads(lB))) << zip(acc, a_threads(lA)))
 
-    out = toGlobal(mapSeqUnroll(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4)))))
-    wg_rows = compose(map(asScalar), join, map(map(join)), map(transpose))  # [r][c4][ty][tx] -> C rows
+    out = toGlobal(mapLcl(1)(mapLcl(0)(mapSeqUnroll(mapSeqUnroll(id4)))))
+    # a work-group's result [ty][tx][r][c4] as rows of C: row r·WY + ty, float4 column c4·WX + tx
+    by_block = compose(map(transpose), transpose, map(map(transpose)), map(transpose))
+    wg_rows = compose(map(asScalar), join, map(map(join)), map(transpose), by_block)
     return fun([float32[K][M], float32[N][K]], lambda A, B:
                join << mapWrg(1)(lambda a_row: map(join) << transpose << map(wg_rows) << mapWrg(0)(
                    lambda b_col: out << join << reduceSeq(step, init << zeros) << zip(a_row, b_col))
