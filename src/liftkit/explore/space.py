@@ -132,6 +132,10 @@ class RuleSpace:
         self.lowering_names = frozenset(r.name for r in self.rules + self.macros
                                         if getattr(r, "lowering", False))
         self.errors: list[str] = []  # faults of rules seen so far (for the summary)
+        # choices by program text: random walks revisit programs (R walks start from each
+        # choice's result), and listing choices costs 0.1–0.5 s on programs like gemv
+        self._choice_cache: dict[str, list[Choice]] = {}
+        self.choice_cache_size = 256
 
     def __repr__(self) -> str:
         return f"RuleSpace({self.name}: {len(self.rules)} rules, {len(self.macros)} macros)"
@@ -148,6 +152,19 @@ class RuleSpace:
 
     def choices(self, program: Lambda) -> list[Choice]:
         """Every applicable (rule, position, parameters), in rule order then pre-order."""
+        from liftkit.ir.printer import show
+
+        key = show(program)
+        hit = self._choice_cache.get(key)
+        if hit is not None:
+            return list(hit)
+        out = self._list_choices(program)
+        if len(self._choice_cache) >= self.choice_cache_size:
+            self._choice_cache.pop(next(iter(self._choice_cache)))
+        self._choice_cache[key] = out
+        return list(out)
+
+    def _list_choices(self, program: Lambda) -> list[Choice]:
         sites = typed_sites(program)
         out: list[Choice] = []
         for rule in self.all_rules:
