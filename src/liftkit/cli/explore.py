@@ -45,7 +45,9 @@ def configure_explore_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", default=None,
                    help=f"where to write the best derivation and kernel (default ./{DEFAULT_OUT}/NAME/)")
     p.add_argument("--rules", metavar="SET", default="default",
-                   help="rule set: default, algorithmic, lowering, or module:ATTR / file.py:ATTR")
+                   help="rule set: default, gpu or cpu (the rules plus the GPU / CPU macro "
+                   "rules of liftkit.explore.macros), algorithmic, lowering, or module:ATTR / "
+                   "file.py:ATTR")
     p.add_argument("--walks", type=int, default=3, help="random walks per choice (default 3)")
     p.add_argument("--choices", type=int, default=8,
                    help="choices tried per derivation step, sampled beyond that (default 8)")
