@@ -21,41 +21,15 @@ from typing import Any, Callable
 import numpy as np
 
 from liftkit.backends.opencl import OpenCLRunner
+from liftkit.bench.ceilings import opencl_copy_gbs
+from liftkit.bench.timing import cupy_times
 from liftkit.codegen import compile_program
 from liftkit.programs import PROGRAMS
 
 
-def opencl_copy_gbs(runner: OpenCLRunner, nbytes: int, repeat: int) -> float:
-    """Device-to-device copy bandwidth, counting bytes read plus written."""
-    import pyopencl as cl
-
-    ctx, q = runner.context, runner.queue
-    a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
-    b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(q, a, np.float32(1.0), 0, nbytes).wait()
-    cl.enqueue_copy(q, b, a).wait()
-    times = []
-    for _ in range(repeat):
-        ev = cl.enqueue_copy(q, b, a)
-        ev.wait()
-        times.append((ev.profile.end - ev.profile.start) * 1e-9)
-    return 2 * nbytes / statistics.median(times) / 1e9
-
-
 def cupy_time(fn: Callable[[], Any], repeat: int) -> float:
-    import cupy as cp
-
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
-    return statistics.median(times)
+    """Median seconds of fn between CUDA events."""
+    return statistics.median(cupy_times(fn, repeat))
 
 
 def cublas_cases(inputs: dict[str, list[Any]], repeat: int) -> dict[str, float]:
