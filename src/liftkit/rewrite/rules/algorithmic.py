@@ -31,6 +31,7 @@ from liftkit.rewrite.rules.common import (
     is_identity,
     lam,
     consumer_split,
+    reduction,
     same_len,
     size_param,
 )
@@ -146,13 +147,10 @@ SPLIT_JOIN = make_rule(
 
 
 def _reduce_partred_choices(site: Site) -> Options:
-    xs = array_arg(site, 1)
-    if not isinstance(site.f, P.Reduce) or xs is None:
+    red = reduction(site)
+    if red is None or identity_literal(red[0], site.arg_types[0]) is None:
         return []
-    op = assoc_comm(site.f.f)
-    if op is None or identity_literal(op, site.arg_types[0]) is None:
-        return []
-    return [{"m": m} for m in factor_choices(xs.length)]
+    return [{"m": m} for m in factor_choices(red[1].length)]
 
 
 def _reduce_partred_build(site: Site, m: int) -> Expr:

@@ -46,6 +46,7 @@ from liftkit.rewrite.rules.common import (
     is_identity,
     lam,
     operator,
+    reduction,
     size_param,
 )
 from liftkit.types import ArrayType, ScalarType, bool_
@@ -55,12 +56,10 @@ Options = list[dict[str, Any]]
 
 
 def _reduce_split_choices(site: Site) -> Options:
-    xs = array_arg(site, 1)
-    if not isinstance(site.f, P.Reduce) or xs is None:
+    red = reduction(site)
+    if red is None or identity_literal(red[0], site.arg_types[0]) is None:
         return []
-    op = assoc_comm(site.f.f)
-    if op is None or identity_literal(op, site.arg_types[0]) is None:
-        return []
+    xs = red[1]
     n = const(xs.length)
     return [{"n": k} for k in factor_choices(xs.length) if 1 < k and k != n] + [{"whole": 1}]
 
@@ -86,13 +85,10 @@ REDUCE_SPLIT_PARTRED = make_rule(
 
 
 def _reduce_single_choices(site: Site) -> Options:
-    xs = array_arg(site, 1)
-    if not isinstance(site.f, P.Reduce) or xs is None:
+    red = reduction(site)
+    if red is None or not is_identity(site.call.args[0], red[0]):
         return []
-    op = assoc_comm(site.f.f)
-    if op is None or not is_identity(site.call.args[0], op):
-        return []
-    return [{}] if prove_eq(xs.length, cst(1)) else []
+    return [{}] if prove_eq(red[1].length, cst(1)) else []
 
 
 def _reduce_single_build(site: Site) -> Expr:

@@ -135,6 +135,16 @@ def assoc_comm(f: FunDecl) -> Optional[UserFun]:
     return op if op is not None and op.associative and op.commutative else None
 
 
+def reduction(site: Site) -> Optional[tuple[UserFun, ArrayType]]:
+    """(⊕, the input's array type) when the site is reduce(⊕, z) xs with ⊕ declared associative
+    and commutative: what the reduce rules need before they may reorder or split."""
+    if not isinstance(site.f, P.Reduce):
+        return None
+    xs = array_arg(site, 1)
+    op = assoc_comm(site.f.f)
+    return (op, xs) if xs is not None and op is not None else None
+
+
 def identity_literal(op: UserFun, t: Type) -> Optional[Literal]:
     """The declared identity element of op as a literal of type t (None where op declares none
     or it cannot be written at that type)."""
