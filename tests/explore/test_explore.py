@@ -486,3 +486,18 @@ def test_cli_explore_end_to_end(tmp_path: Path, cache_dir: Path) -> None:
                cwd=tmp_path)
     assert bad.returncode == 1 and bad.stderr.startswith("liftkit: error: unknown rule set")
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_choice_lists_are_cached_by_program_text() -> None:
+    """Random walks revisit programs: the second listing of an equal program (a fresh copy,
+    same text) comes from the cache, and callers get their own list to change."""
+    from liftkit.explore.space import load_rule_space
+    from liftkit.programs import PROGRAMS
+
+    space = load_rule_space("gpu")
+    first = space.choices(space.prepare(PROGRAMS["gemv"].program))
+    again = space.choices(space.prepare(PROGRAMS["gemv"].program))
+    assert again == first and again is not first
+    again.clear()
+    assert space.choices(space.prepare(PROGRAMS["gemv"].program)) == first
+    assert len(space._choice_cache) == 1
