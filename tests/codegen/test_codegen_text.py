@@ -194,3 +194,20 @@ def test_reading_another_work_items_private_memory_is_refused() -> None:
     p = _per_thread_accumulators(lambda acc: toGlobal(mapSeq(mapSeq(id))) << acc)
     with pytest.raises(CodegenError, match=r"a work-item can only read its own private memory"):
         compile_program(p)
+
+
+def test_a_loop_over_the_lanes_of_a_private_vector() -> None:
+    """reduceSeq over asScalar of a private float8 (the lanes of a vectorised row sum, one
+    work-item per row) reads lane i of a register: through the vector's address, as C allows."""
+    import numpy as np
+
+    from liftkit.backends.opencl import run_opencl
+
+    M = size("M")
+    p = fun([float32[M][N]], lambda A: join << mapGlb(0)(
+        lambda row: toGlobal(mapSeq(id)) << reduceSeq(add, 0.0) << asScalar
+        << reduceSeq(add.vectorize(8), lit((0.0,) * 8, float8)) << asVector(8) << row) << A)
+    src = compile_program(p).source
+    assert re.search(r"\(\(private float\*\)&acc\w*\)\[i\w*\]", src)
+    A = (np.arange(6 * 16, dtype=np.float32) % 7).reshape(6, 16)
+    assert np.array_equal(np.ravel(run_opencl(p, A, device="cpu")), A.sum(axis=1))

@@ -222,8 +222,10 @@ class Emitter:
         if loc.lane is not None:
             if loc.mem.kind == "var" or loc.mem.space == "private":
                 lane = _folded(loc.lane)
-                if not lane.is_constant:
-                    raise CodegenError("a vector lane of private memory must have a constant index")
+                if not lane.is_constant:  # a loop over the lanes: through the vector's address
+                    scalar = ctype(loc.mem.elem.elem) if isinstance(loc.mem.elem, VectorType) \
+                        else ctype(loc.mem.elem)  # type: ignore[attr-defined]
+                    return f"((private {scalar}*)&{out})[{lane.to_c()}]"
                 return f"{out}.s{lane.value:x}"
             scalar = ctype(loc.mem.elem.elem)  # type: ignore[attr-defined]
             w = loc.mem.elem.width  # type: ignore[attr-defined]

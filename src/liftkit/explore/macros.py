@@ -189,6 +189,15 @@ def _gpu_rows(L: int, w: int = 4) -> Strategy:
                at((1, 0, 0, 0), rule("map-mapLcl", dim=0)))
 
 
+def _cpu_rows(w: int = 8) -> Strategy:
+    """gemv for CPUs: fuse-rows, one work-item per row (mapGlb) summing its vectorised dot
+    product sequentially (no local memory, no tree), the lanes summed at the end."""
+    vec = topdown(rule(VECTORIZE_FUSED, w=w)) if w > 1 else id_
+    return seq(rule(FUSE_ROWS), vec, at((1,), rule("map-mapGlb", dim=0)),
+               bottomup("reduce-map-fusion"), try_(topdown("reduce-reduceSeq")),
+               at((1, 0, 0, 0), "map-mapSeq"))
+
+
 def _map_glb_vec(w: int) -> Strategy:
     return seq(rule("vectorize-map", w=w), at((1,), rule("map-mapGlb", dim=0)))
 
@@ -245,7 +254,13 @@ GPU_ROWS = MacroRule(
     "row: group-reduce L of its vectorised reduction, then h by one thread) ∘ zip(A, split 1 y)",
     "CLBlast-style gemv (seed 000 Table 1) from fuse-rows, vectorize-fused and group-reduce",
     where=_at_rows)
-MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
+CPU_ROWS = MacroRule(
+    "cpu-rows", _cpu_rows,
+    "map(h) ∘ zip(join ∘ map(reduce(⊕, e) ∘ map(f) ∘ …) $ A, map(g) $ y) → join ∘ mapGlb(0)(one "
+    "row: reduceSeq of its vectorised products, then h) ∘ zip(A, split 1 y)",
+    "seed 004 Fig. 9c's CPU shape applied per row (fuse-rows, vectorize-fused, reduce-map-fusion)",
+    where=_at_rows)
+MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,
                                  MAP_GLB_VEC)
@@ -263,6 +278,7 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "map-glb-vec": [{"w": 4}],
 }
 CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
+    "cpu-rows": [{"w": w} for w in (4, 8, 16)],
     "fuse-partial": [{"n": n} for n in (1024, 2048, 4096)],
     "to-groups-seq": [{}],
     "vectorize-fused": [{"w": 4}, {"w": 8}],
