@@ -211,3 +211,16 @@ def test_a_loop_over_the_lanes_of_a_private_vector() -> None:
     assert re.search(r"\(\(private float\*\)&acc\w*\)\[i\w*\]", src)
     A = (np.arange(6 * 16, dtype=np.float32) % 7).reshape(6, 16)
     assert np.array_equal(np.ravel(run_opencl(p, A, device="cpu")), A.sum(axis=1))
+
+
+def test_float4_loads_use_the_sizes_the_runtime_checks() -> None:
+    """asVector 4 of a row of M floats makes the runtime check 4 | M, so the row offset M·r is
+    a multiple of 4 and the load is vload4(i + r·M/4, A) — a 16-byte aligned load — not
+    vload4(0, A + M·r + …), which a driver must assume unaligned."""
+    M = size("M")
+    rows = fun([float32[M][N]], lambda A: mapGlb(0)(
+        lambda row: toGlobal(mapSeq(id)) << reduceSeq(add, 0.0) << asScalar
+        << reduceSeq(add.vectorize(4), lit((0.0,) * 4, float4)) << asVector(4) << row) << A)
+    src = compile_program(rows).source
+    assert "vload4(0, " not in src and re.search(r"vload4\([^)]*M/4[^)]*, A\)", src)
+    assert "vload4(0, " not in compile_program(PROGRAMS["mm_amd"].program).source

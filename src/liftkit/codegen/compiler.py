@@ -15,6 +15,7 @@ from typing import Mapping, Optional, Sequence
 
 from liftkit.arith import ArithExpr, cst
 from liftkit.codegen import views as V
+from liftkit.codegen.constraints import size_multiples
 from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
 from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
@@ -246,14 +247,16 @@ def _input_memory(p: Param, t: Type) -> tuple[View, Optional[Memory]]:
 
 def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str],
                    options: CompileOptions, name: str, buffer_of: Mapping[Param, str],
-                   size_names: Sequence[str]) -> tuple[Kernel, list[Buffer], Type]:
-    """Generate one kernel computing `body` into buffers named `out_names`."""
+                   size_names: Sequence[str], multiples: Optional[Mapping[str, int]] = None
+                   ) -> tuple[Kernel, list[Buffer], Type]:
+    """Generate one kernel computing `body` into buffers named `out_names`; `multiples`: size
+    variables the runtime's checks guarantee to be multiples of a constant."""
     env_types = {p: p.type for p in params}
     out_t = TypeChecker().expr(body, env_types)  # type: ignore[arg-type]
     ndrange, local = launch_geometry(body, env_types, options)  # type: ignore[arg-type]
     ar = V.Arith(options.simplify_indices)
     taken = {p.name for p in params} | set(size_names) | {name}
-    em = Emitter(ar, Names(taken))
+    em = Emitter(ar, Names(taken), dict(multiples or {}))
     gen = Generator(options, em, local, barrier_free_maps(body), final_maps(body))
 
     env: dict[Param, View] = {}
@@ -345,6 +348,7 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
         sizes |= size_vars_of(p.type)  # type: ignore[arg-type]
     size_names = sorted(v.name for v in sizes)
     stages = split_stages(program)
+    multiples = size_multiples(program)
     buffers: list[Buffer] = []
     buffer_of: dict[Param, str] = {}
     for k, p in enumerate(program.params):
@@ -366,7 +370,8 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
         else:
             names = [st.param.name]
             buffer_of[st.param] = st.param.name
-        kernel, bufs, _ = compile_kernel(used, st.body, names, options, kname, buffer_of, size_names)
+        kernel, bufs, _ = compile_kernel(used, st.body, names, options, kname, buffer_of, size_names,
+                                         multiples)
         kernel = _with_scalar_indices(kernel, program)
         kernels.append(kernel)
         for b in bufs:

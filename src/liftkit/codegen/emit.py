@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from liftkit.arith import ArithExpr, cst, divides
+from liftkit.arith import ArithExpr, cst, divides, size_var
 from liftkit.codegen.cast import Block, Deferred, For, If, Line, Stmt, render
 from liftkit.codegen.memory import Memory, Space, ctype, element_count, storage_elem, tuple_types_in
 from liftkit.codegen.views import (
@@ -74,9 +74,12 @@ def literal_c(value: object, t: Type) -> str:
 class Emitter:
     """Statements and declarations of one kernel under construction."""
 
-    def __init__(self, ar: Arith, names: Names) -> None:
+    def __init__(self, ar: Arith, names: Names, multiples: Optional[dict[str, int]] = None) -> None:
         self.ar = ar
         self.names = names
+        # size variables known to be multiples of a constant (checked before launch): what
+        # lets a float4 load use vload4(i, p) instead of vload4(0, p + 4*i)
+        self.multiples = dict(multiples or {})
         self._scalar_names: dict[tuple[int, int], str] = {}
         self.root = Block()
         self.blocks: list[Block] = [self.root]
@@ -232,10 +235,23 @@ class Emitter:
             return f"(({loc.mem.space} {scalar}*){loc.mem.name})[{(loc.offset * w + loc.lane).to_c()}]"
         return out
 
+    def aligned(self, w: ArithExpr, offset: ArithExpr) -> bool:
+        """w divides the offset for every size satisfying the program's checks."""
+        if divides(w, offset):
+            return True
+        names = {v.name for v in offset.free_vars()} & set(self.multiples)
+        if not names:
+            return False
+        try:
+            scaled = offset.substitute({n: cst(self.multiples[n]) * size_var(n) for n in names})
+        except Exception:  # noqa: BLE001 - a form substitute cannot take: no verdict
+            return False
+        return divides(w, scaled) is True
+
     def vec_address(self, loc: MemLoc) -> str:
         """vloadN/vstoreN (offset, pointer) arguments: in vectors when the offset allows."""
         w = cst(loc.width)
-        if divides(w, loc.offset) and not loc.mem.space == "private":
+        if self.aligned(w, loc.offset) and not loc.mem.space == "private":
             return f"{(loc.offset // w).to_c()}, {loc.mem.name}"
         return f"0, {self.mem_c(loc.mem, loc.offset)[1]}"
 

@@ -22,13 +22,13 @@ from liftkit.arith.evalnp import eval_numpy
 from liftkit.backends.opencl.cache import KernelCache
 from liftkit.backends.opencl.devices import Device, OpenCLError, select_device
 from liftkit.backends.opencl.hostdata import host_buffer, pack_array, pack_scalar, unpack
+from liftkit.codegen.constraints import Divides as _Divides
+from liftkit.codegen.constraints import divisibility_checks
 from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel, NDRange
-from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Lambda
-from liftkit.ir.typecheck import TypeChecker
 from liftkit.semantics.interpreter import bind_sizes
 from liftkit.semantics.values import to_numpy
-from liftkit.types import SCALARS, ArrayType, TupleType
+from liftkit.types import SCALARS, TupleType
 
 INT32_MAX = 2**31 - 1
 HINT_SEARCH_LIMIT = 1 << 20  # sizes tried when looking for values that would work
@@ -86,42 +86,6 @@ class RunInfo:
 
 # ---------------------------------------------------------------------------------------------
 # size constraints of a program (checked before launching)
-
-
-@dataclass(frozen=True)
-class _Divides:
-    """A pattern that needs `by` to divide `length` (split, asVector, reorderStride, partRed)."""
-
-    what: str
-    length: ArithExpr
-    by: ArithExpr
-
-
-_DIVISORS = ((P.Split, "n", "split"), (P.AsVector, "n", "asVector"),
-             (P.ReorderStride, "s", "reorderStride"), (P.PartRed, "m", "partRed"))
-
-
-class _DivisibilityRecorder(TypeChecker):
-    """Type checker that notes every pattern whose input length must be divisible."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: dict[tuple[str, str, str], _Divides] = {}
-
-    def apply(self, f, arg_types, env, enclosing):  # type: ignore[no-untyped-def]
-        for cls, attr, label in _DIVISORS:
-            if isinstance(f, cls) and arg_types and isinstance(arg_types[0], ArrayType):
-                by = getattr(f, attr)
-                length = arg_types[0].length
-                d = _Divides(f"{label} {by}", length, by)
-                self.found.setdefault((d.what, str(length), str(by)), d)
-        return super().apply(f, arg_types, env, enclosing)
-
-
-def divisibility_checks(program: Lambda) -> list[_Divides]:
-    rec = _DivisibilityRecorder()
-    rec.apply(program, [p.type for p in program.params], {}, ())  # type: ignore[misc]
-    return list(rec.found.values())
 
 
 @dataclass
