@@ -159,9 +159,7 @@ def nbody_nvidia(wg: int = 256) -> Any:
     """Work-groups of wg work-items, one particle each. For each tile of wg positions, the group
     copies the tile into local memory (toLocal(mapLcl(id))), then every work-item adds the tile's
     wg interactions to its acceleration, its own position kept in a private register. The
-    acceleration stays in a private variable within a tile; between tiles it is kept in local
-    memory (one load and store per wg interactions: private arrays under mapLcl are not
-    per-work-item in this code generator, see mm_nvidia)."""
+    acceleration is the work-item's private memory (a register) across all tiles."""
     zeros = lit(np.zeros((wg, 4), np.float32), float4[wg])
 
     def tile_step(accs: Any, tile: Any, chunk: Any, espSqr: Any) -> Any:
@@ -174,7 +172,7 @@ def nbody_nvidia(wg: int = 256) -> Any:
                join << mapWrg(0)(lambda chunk: toGlobal(mapLcl(0)(
                    lambda pv_a: apps.update(pv_a[0][0], pv_a[0][1], dt, pv_a[1])))
                    << zip(chunk, join << reduceSeq(lambda accs, tile: tile_step(accs, tile, chunk, espSqr),
-                                                   toLocal(mapLcl(0)(id4)) << zeros) << split(wg) << pos))
+                                                   toPrivate(mapLcl(0)(id4)) << zeros) << split(wg) << pos))
                << split(wg) << zip(pos, vel))
 
 
