@@ -27,9 +27,10 @@ from liftkit.ir.typecheck import TypeChecker, check_program, layout_only
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
 DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
-# inferred work-groups stay within this many work-items (NVIDIA's driver allows 256 for kernels
-# of moderate register use; larger mapLcl lengths keep a loop); CompileOptions.local_size overrides
-MAX_LOCAL_ITEMS = 256
+# inferred work-groups stay within this many work-items (the OpenCL limit of NVIDIA GPUs and of
+# PoCL; larger mapLcl lengths keep a loop; the runner refuses, in words, work-groups a device or
+# a kernel's register use does not allow); CompileOptions.local_size overrides
+MAX_LOCAL_ITEMS = 1024
 LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
           P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.AsVector, P.AsScalar, P.At)
 
@@ -215,7 +216,7 @@ def launch_geometry(body: Expr, env: Mapping[Param, Type], options: CompileOptio
             lens = [n.value for m, n, _ in maps if isinstance(m, P.MapLcl) and m.dim == d and n.is_constant]
             any_lcl = any(isinstance(m, P.MapLcl) and m.dim == d for m, _, _ in maps)
             sizes.append(max(lens) if lens else (DEFAULT_LOCAL_SIZE if any_lcl else 1))
-        while _product(sizes) > MAX_LOCAL_ITEMS:  # portable: drivers allow 256 for most kernels
+        while _product(sizes) > MAX_LOCAL_ITEMS:
             k = sizes.index(max(sizes))
             sizes[k] = (sizes[k] + 1) // 2
         local = tuple(sizes)
@@ -328,7 +329,8 @@ def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
     params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     lines.append(f"kernel void {name}(\n    {params}) {{")
     for m in em.local_decls:
-        lines.append(f"  local {ctype(m.elem)} {m.name}[{m.count.value}];")
+        align = f" __attribute__((aligned({m.vector_align})))" if m.vector_align else ""
+        lines.append(f"  local {ctype(m.elem)} {m.name}[{m.count.value}]{align};")
     lines += em.finish()
     lines.append("}")
     return "\n".join(lines) + "\n"

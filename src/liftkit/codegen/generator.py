@@ -76,6 +76,8 @@ class Generator:
         # names of the variables of exactly-once mapLcl loops (each work-item's own index) by
         # dimension: what private memory written under a mapLcl may be read with
         self.thread_ids: dict[str, int] = {}
+        # fences of the barriers a sequential loop of one mapLcl call holds back until it ends
+        self.deferred_fences: Optional[set[str]] = None
 
     # -- helpers -----------------------------------------------------------------------------
     def type_env(self, env: dict[Param, View]) -> dict[Param, Type]:
@@ -250,16 +252,30 @@ class Generator:
         dim = getattr(p, "dim", 0)
         unroll = isinstance(p, P.MapSeqUnroll) and self.opt.unroll
         in_lcl = any(s.kind == "lcl" for s in ctx.scopes)
+        # mapSeq(mapLcl(f)) outside any mapLcl (a tile copied in several rounds): iteration i
+        # reads only xs[i], computed before the loop, and writes only dest[i], so no iteration
+        # reads what another wrote: one barrier after the loop replaces one per iteration
+        defer = (kind == "seq" and not in_lcl and isinstance(p.f, P.MapLcl)
+                 and self.opt.eliminate_barriers and self.deferred_fences is None)
+        if defer:
+            self.deferred_fences = set()
         for i, body_ctx in self.loop(kind, dim, xt.length, ctx, p, unroll):
             self.apply(p.f, [xs.access(i)], env, body_ctx, dest.access(i))
+        if defer:
+            fences, self.deferred_fences = self.deferred_fences, None
+            if fences:
+                self.em.line(f"barrier({' | '.join(sorted(fences, reverse=True))});")
         if kind == "lcl" and not in_lcl:
             last_without_local = node in self.final_maps and not self.em.local_decls
             if not (self.opt.eliminate_barriers and (node in self.no_barrier or last_without_local)):
                 space = space_of_view(dest)
-                fence = "CLK_LOCAL_MEM_FENCE" if space == "local" else (
-                    "CLK_GLOBAL_MEM_FENCE" if space == "global" else
-                    "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE")
-                self.em.line(f"barrier({fence});")
+                fences = {"CLK_LOCAL_MEM_FENCE"} if space == "local" else (
+                    {"CLK_GLOBAL_MEM_FENCE"} if space == "global" else
+                    {"CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE"})
+                if self.deferred_fences is not None:
+                    self.deferred_fences |= fences
+                else:
+                    self.em.line(f"barrier({' | '.join(sorted(fences, reverse=True))});")
         return dest
 
     def thread_dims(self, p: P.Pattern, t: Type) -> tuple[int, ...]:

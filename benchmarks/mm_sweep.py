@@ -1,0 +1,149 @@
+"""Sweep the tile, block and work-group sizes of the two low-level matrix multiplications
+(`mm_nvidia`: local-memory tiles + register blocks; `mm_amd`: register blocks, no local
+memory) at one size, against cuBLAS SGEMM (CuPy `A @ B`, TF32 off) in the same run.
+
+    python benchmarks/mm_sweep.py [--device gpu] [--n 4096] [--repeat 10] [--variants V,...]
+                                  [--out DIR]
+
+A variant is `nv:TMxTN:TK:RMxRN` or `amd:RMxRN:WXxWY`; the default list covers the plausible
+shapes for a large NVIDIA GPU. Every variant is checked before it is timed (against cuBLAS's
+result where CuPy exists, else NumPy float64) and timed with OpenCL profiling events (median of
+--repeat runs after a warm-up). The table is printed last; `--out` also gets `mm_sweep.json`,
+each variant's OpenCL source, and — on NVIDIA — the PTX the driver built for the fastest one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from liftkit.backends.opencl import OpenCLRunner
+from liftkit.bench.timing import cupy_times
+from liftkit.codegen import compile_program
+from liftkit.programs.vendor import mm_amd, mm_nvidia
+
+DEFAULT_VARIANTS = (
+    "nv:64x64:16:8x8", "nv:128x64:16:8x8", "nv:64x128:16:8x8", "nv:128x128:8:8x8",
+    "nv:128x128:16:8x8", "nv:128x128:16:8x4", "nv:128x128:16:4x8", "nv:128x64:16:8x4",
+    "nv:64x64:16:4x8", "nv:128x128:32:8x8",
+    "amd:8x8:16x16", "amd:8x8:8x16", "amd:4x8:16x16", "amd:8x4:16x16", "amd:4x4:16x16",
+)
+
+
+@dataclass
+class Row:
+    variant: str
+    local_bytes: int = 0
+    threads: int = 0
+    seconds: Optional[float] = None
+    status: str = ""
+    max_err: float = 0.0
+    source: str = field(default="", repr=False)
+
+    def tflops(self, n: int) -> Optional[float]:
+        return 2 * n ** 3 / self.seconds / 1e12 if self.seconds else None
+
+
+def build(variant: str) -> tuple[Any, int, int]:
+    """(program, local memory bytes, work-items per group) of a variant string."""
+    kind, *parts = variant.split(":")
+    dims = [tuple(int(v) for v in p.split("x")) for p in parts]
+    if kind == "nv" and len(dims) == 3:
+        (tm, tn), (tk,), (rm, rn) = dims
+        return (mm_nvidia(ts=(tm, tn), tk=tk, rb=(rm, rn)), 4 * (tm * tk + tk * tn),
+                (tm // rm) * (tn // rn))
+    if kind == "amd" and len(dims) == 2:
+        (rm, rn), (wx, wy) = dims
+        return mm_amd(rb=(rm, rn), wg=(wx, wy)), 0, wx * wy
+    raise SystemExit(f"mm_sweep: bad variant {variant!r} (nv:TMxTN:TK:RMxRN or amd:RMxRN:WXxWY)")
+
+
+def reference(A: np.ndarray, B: np.ndarray, repeat: int) -> tuple[np.ndarray, Optional[float]]:
+    """cuBLAS's product and median time where CuPy works, else NumPy's product."""
+    try:
+        import cupy as cp
+
+        Ad, Bd = cp.asarray(A), cp.asarray(B)
+        t = statistics.median(cupy_times(lambda: Ad @ Bd, repeat))
+        return cp.asnumpy(Ad @ Bd), t
+    except Exception:  # no CuPy / no CUDA device: the CPU path
+        return (A.astype(np.float64) @ B).astype(np.float32), None
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--n", type=int, default=4096, help="M = N = K")
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
+    ap.add_argument("--out", default=os.environ.get("OUT"))
+    args = ap.parse_args(argv)
+    n = args.n
+    rng = np.random.default_rng(7)
+    A = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    B = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    want, cublas_s = reference(A, B, args.repeat)
+    scale = float(np.abs(want).max())
+    runner = OpenCLRunner(args.device)
+    print(f"device: {runner.device.label}; M=N=K={n}", file=sys.stderr)
+    sizes = {"M": n, "N": n, "K": n}
+    rows: list[Row] = []
+    for v in args.variants.split(","):
+        row = Row(v)
+        rows.append(row)
+        try:
+            prog, row.local_bytes, row.threads = build(v)
+            compiled = compile_program(prog)
+            row.source = compiled.source
+            got, info = runner.run_with_info(compiled, A, B, sizes=sizes, timing=True,
+                                             repeat=args.repeat, name=v)
+        except Exception as err:  # a variant the device refuses: report and go on
+            row.status = " ".join(str(err).split())[:120]
+            continue
+        row.max_err = float(np.abs(got - want).max()) / scale
+        if row.max_err > 1e-5:
+            row.status = f"WRONG (max error {row.max_err:.1e} of the largest value)"
+            continue
+        row.seconds, row.status = info.total_seconds, "ok"
+        print(f"{v}: {row.seconds * 1e3:.3f} ms", file=sys.stderr)
+
+    ok = sorted((r for r in rows if r.seconds), key=lambda r: r.seconds)
+    lines = [f"| variant | work-items | local KB | ms | TFLOP/s | of cuBLAS | status |",
+             "|---|---|---|---|---|---|---|"]
+    for r in ok + [r for r in rows if not r.seconds]:
+        rel = f"{cublas_s / r.seconds:.2f}×" if (r.seconds and cublas_s) else "—"
+        ms = f"{r.seconds * 1e3:.3f}" if r.seconds else "—"
+        tf = f"{r.tflops(n):.1f}" if r.seconds else "—"
+        lines.append(f"| {r.variant} | {r.threads} | {r.local_bytes / 1024:g} | {ms} | {tf} | {rel} | {r.status} |")
+    if cublas_s:
+        lines.append(f"\ncuBLAS SGEMM (CuPy): {cublas_s * 1e3:.3f} ms, {2 * n ** 3 / cublas_s / 1e12:.1f} TFLOP/s")
+    print("\n".join(lines))
+    if args.out:
+        out = Path(args.out)
+        (out / "mm_sweep_src").mkdir(parents=True, exist_ok=True)
+        for r in rows:
+            if r.source:
+                (out / "mm_sweep_src" / (r.variant.replace(":", "_") + ".cl")).write_text(r.source)
+        (out / "mm_sweep.json").write_text(json.dumps({
+            "device": runner.device.label, "n": n, "cublas_seconds": cublas_s,
+            "rows": [{k: v for k, v in r.__dict__.items() if k != "source"} for r in rows]}, indent=1))
+        if ok:
+            import pyopencl as cl
+
+            prg = cl.Program(runner.context, ok[0].source).build()
+            binary = prg.get_info(cl.program_info.BINARIES)[0]
+            if b".version" in binary[:4096]:  # NVIDIA returns PTX text
+                (out / "mm_sweep_best.ptx").write_bytes(binary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
