@@ -31,10 +31,11 @@ from liftkit.codegen import compile_program
 from liftkit.programs.vendor import mm_amd, mm_nvidia
 
 DEFAULT_VARIANTS = (
-    "nv:64x64:16:8x8", "nv:128x64:16:8x8", "nv:64x128:16:8x8", "nv:128x128:8:8x8",
-    "nv:128x128:16:8x8", "nv:128x128:16:8x4", "nv:128x128:16:4x8", "nv:128x64:16:8x4",
-    "nv:64x64:16:4x8", "nv:128x128:32:8x8",
+    "nv:64x64:16:8x8", "nv:64x64:32:8x8", "nv:64x64:8:8x8", "nv:64x128:16:8x8",
+    "nv:64x128:32:8x8", "nv:128x64:16:8x8", "nv:128x64:32:8x8", "nv:128x64:16:8x4",
+    "nv:128x128:16:8x8", "nv:128x128:32:8x8", "nv:64x64:16:4x8", "nv:32x64:16:4x8",
     "amd:8x8:16x16", "amd:8x8:8x16", "amd:4x8:16x16", "amd:8x4:16x16", "amd:4x4:16x16",
+    "amd:4x4:8x8", "amd:4x8:8x8",
 )
 
 
@@ -141,8 +142,22 @@ def main(argv: Optional[list[str]] = None) -> int:
             prg = cl.Program(runner.context, ok[0].source).build()
             binary = prg.get_info(cl.program_info.BINARIES)[0]
             if b".version" in binary[:4096]:  # NVIDIA returns PTX text
-                (out / "mm_sweep_best.ptx").write_bytes(binary)
+                ptx = binary.rstrip(b"\0").decode()
+                (out / "mm_sweep_best.ptx").write_text(ptx)
+                print(f"\nPTX of {ok[0].variant} (static counts): {ptx_mix(ptx)}")
     return 0
+
+
+def ptx_mix(ptx: str) -> str:
+    """Static counts of the PTX instructions that matter for a GEMM kernel."""
+    import re
+    from collections import Counter
+
+    ops = Counter(m.group(1) for m in re.finditer(r"^\s+([a-z]+(?:\.[a-z0-9]+)*)", ptx, re.M))
+    keys = ("fma.rn.f32", "ld.shared.v4.f32", "ld.shared.f32", "st.shared.v4.f32", "st.shared.f32",
+            "ld.global.nc.v4.f32", "ld.global.nc.f32", "st.global.v4.f32", "st.global.f32",
+            "bar.sync")
+    return ", ".join(f"{k} {ops[k]}" for k in keys if ops[k])
 
 
 if __name__ == "__main__":

@@ -75,6 +75,32 @@ def test_a_tile_copied_in_rounds_needs_one_barrier():
     np.testing.assert_allclose(run_opencl(prog, x, device="cpu"), interpret(prog, x), rtol=1e-6)
 
 
+def test_tiles_copied_side_by_side_share_one_barrier():
+    """let(copy x tile, copy y tile): neither copy reads the other, so one barrier after both
+    suffices; the threads then read each other's values of both tiles correctly."""
+    import numpy as np
+
+    from liftkit.backends.opencl import list_devices, run_opencl
+    from liftkit.semantics import interpret
+
+    def body(xs, ys):
+        copy = toLocal(mapLcl(0)(id))
+        return let(copy << xs, copy << ys, lambda lx, ly: toGlobal(mapLcl(0)(
+            lambda p: add(p[0], p[1]))) << zip(reorderStride(8) << lx, ly))
+
+    prog = fun([float32[N], float32[N]], lambda x, y: join << mapWrg(0)(
+        lambda c: body(c[0], c[1])) << zip(split(64) << x, split(64) << y))
+    on = compile_program(prog).source
+    assert on.count("barrier(CLK_LOCAL_MEM_FENCE);") == 1, on
+    off = compile_program(prog, CompileOptions(eliminate_barriers=False)).source
+    assert off.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2
+    assert on.index("tmp_2[") < on.index("barrier(CLK_LOCAL_MEM_FENCE);")  # after both copies
+    if not any(d.type == "cpu" for d in list_devices()):
+        pytest.skip("no OpenCL CPU device")
+    x, y = (np.random.default_rng(k).random(256, dtype=np.float32) for k in (1, 2))
+    np.testing.assert_allclose(run_opencl(prog, x, y, device="cpu"), interpret(prog, x, y), rtol=1e-6)
+
+
 def test_vector_loads_and_stores():
     s = src("vector_scal")
     assert "((global int4*)out)[l_id + 256*wg_id] = mul3_v4(((const global int4*)x)[l_id + 256*wg_id]);" in s

@@ -104,6 +104,17 @@ class Emitter:
     def line(self, text: str) -> None:
         self.block.add(Line(text))
 
+    def barrier(self, fences: set[str]) -> None:
+        self.line(f"barrier({' | '.join(sorted(fences, reverse=True))});")
+
+    def take_trailing_barrier(self, since: int) -> set[str]:
+        """Remove the current block's last statement if it is a barrier emitted after the
+        block had `since` statements; its fences (empty if there was none)."""
+        stmts = self.block.stmts
+        if len(stmts) > since and isinstance(stmts[-1], Line) and stmts[-1].text.startswith("barrier("):
+            return set(stmts.pop().text[len("barrier("):-2].split(" | "))
+        return set()
+
     def deferred(self, fn) -> None:  # type: ignore[no-untyped-def]
         self.block.add(Deferred(fn))
 

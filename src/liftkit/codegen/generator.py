@@ -128,9 +128,19 @@ class Generator:
     def call(self, f: FunDecl, args: Sequence[Arg], env: dict[Param, View], ctx: Ctx,
              dest: Optional[View], node: Optional[int]) -> View:
         if isinstance(f, Lambda):
-            env2 = dict(env)
-            for p, a in zip(f.params, args):
+            # the arguments of a call are independent (none reads another's result), so the
+            # barriers that end each of them merge into one after the last (two tiles copied
+            # into local memory side by side need one barrier, not two)
+            merge = (self.opt.eliminate_barriers and len(args) > 1
+                     and not any(s.kind == "lcl" for s in ctx.scopes))
+            env2, held = dict(env), set()
+            for k, (p, a) in enumerate(zip(f.params, args)):
+                block, since = self.em.block, len(self.em.block.stmts)
                 env2[p] = a.gen(None)
+                if merge and self.em.block is block:
+                    held |= self.em.take_trailing_barrier(since)
+            if held:
+                self.em.barrier(held)
             return self.gen(f.body, env2, ctx, dest)
         if isinstance(f, UserFun):
             return self.user_fun(f, [a.gen(None) for a in args], dest)
@@ -264,7 +274,7 @@ class Generator:
         if defer:
             fences, self.deferred_fences = self.deferred_fences, None
             if fences:
-                self.em.line(f"barrier({' | '.join(sorted(fences, reverse=True))});")
+                self.em.barrier(fences)
         if kind == "lcl" and not in_lcl:
             last_without_local = node in self.final_maps and not self.em.local_decls
             if not (self.opt.eliminate_barriers and (node in self.no_barrier or last_without_local)):
@@ -275,7 +285,7 @@ class Generator:
                 if self.deferred_fences is not None:
                     self.deferred_fences |= fences
                 else:
-                    self.em.line(f"barrier({' | '.join(sorted(fences, reverse=True))});")
+                    self.em.barrier(fences)
         return dest
 
     def thread_dims(self, p: P.Pattern, t: Type) -> tuple[int, ...]:
