@@ -89,11 +89,14 @@ def test_register_blocks_are_scalars_and_loops_unrolled():
     for name in ("mm_amd", "mm_nvidia"):
         src = _kernel(name)
         assert not re.search(r"float4 \w+\[", src), "a private array was not scalarised"
-        assert src.count("madS4(") == 8 * 8 // 4 * 4 + 1  # 16 float4 × 4 k per step (+ definition)
         assert "(const global float4*)" in src  # aligned 16-byte loads
     nv = _kernel("mm_nvidia")
-    assert "local float" in nv and nv.count("for (") == 4  # 2 work-group loops, K tiles, k chunks
+    # 2 work-group loops and the K tiles; the tk/4 = 4 float4 steps of a tile are unrolled:
+    # 16 float4 accumulators × 4 k per step × 4 steps (+ the definition)
+    assert "local float" in nv and nv.count("for (") == 3
+    assert nv.count("madS4(") == 16 * 4 * 4 + 1
     amd = _kernel("mm_amd")
+    assert amd.count("madS4(") == 4 * 4 + 1  # 4×4 block: 4 float4 × 4 k per step
     assert "local float" not in amd and "barrier" not in amd and amd.count("for (") == 3
 
 

@@ -56,10 +56,11 @@ def _block_update(acc: Any, a_cols: Any, b_rows: Any) -> Any:
 
 
 # -- matrix multiplication, CLBlast for AMD: register blocking + float4, no local memory --------
-def mm_amd(rb: tuple[int, int] = (8, 8), wg: tuple[int, int] = (16, 16), ku: int = 4) -> Any:
+def mm_amd(rb: tuple[int, int] = (4, 4), wg: tuple[int, int] = (8, 8), ku: int = 4) -> Any:
     """C = A·B; each work-item computes an RM×RN block of C (rb) in registers, reading A as
     float4 along K (ku = 4: one float4 per block row per step) and B as float4 rows of its RN
-    columns; work-groups of wg = (WX, WY) work-items, nothing shared in local memory."""
+    columns; work-groups of wg = (WX, WY) work-items, nothing shared in local memory.
+    The defaults are the fastest of `benchmarks/mm_sweep.py` on an H100 (docs/perf.md)."""
     rm, rn = rb
     wx, wy = wg
     if rn % 4 or ku != 4:
@@ -105,7 +106,8 @@ def _from_local_tile(row_len4: int) -> Any:
     return compose(split(row_len4), join, map(join))
 
 
-def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] = (8, 8)) -> Any:
+def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] = (8, 8),
+              unroll: bool = True) -> Any:
     """C = A·B; a work-group computes a TM×TN tile of C (ts) with (TN/RN)×(TM/RM) work-items.
     Per K step of tk: the TM×tk tile of A and the tk×TN tile of B are copied into local memory
     (float4, coalesced); each work-item adds tk rank-1 updates to its RM×RN block of C (rb; rows
@@ -114,7 +116,8 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
 
     The blocks of C are the work-items' private memory for the whole K loop (registers: private
     memory under an exactly-once mapLcl is per work-item). Local memory: 4·(TM·tk + tk·TN)
-    bytes (8 KB by default)."""
+    bytes (8 KB by default). unroll: unroll the tk/4 float4 steps of a tile too (reduceSeqUnroll).
+    The defaults are among the fastest of `benchmarks/mm_sweep.py` on an H100 (docs/perf.md)."""
     (tm, tn), (rm, rn) = ts, rb
     wy, wx = tm // rm, tn // rn
     nt = wx * wy
@@ -134,8 +137,9 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
                        _block_update(regs, map(asScalar) << split(1) << aP, bP))
 
         # the copies in and out are register moves the OpenCL compiler removes
+        over_k = reduceSeqUnroll if unroll else reduceSeq
         return (mapSeqUnroll(mapSeqUnroll(id4)) << join
-                << reduceSeq(chunk, _private_copy4(2) << acc)
+                << over_k(chunk, _private_copy4(2) << acc)
                 << zip(transpose << a_t, split(4) << b_t))
 
     def step(acc: Any, tiles: Any) -> Any:
@@ -195,10 +199,10 @@ SPECS = [
                 "seed 000 Table 1 (NVIDIA SDK)", nbody_nvidia, apps._nbody_inputs, apps._nbody_ref,
                 {"N": 512}, level="low", rtol=1e-4, atol=1e-4, size_rule="N a multiple of 256",
                 tags=("table1", "gpu")),
-    ProgramSpec("mm_amd", "matrix multiplication, 8×8 register blocks, float4, no local memory",
+    ProgramSpec("mm_amd", "matrix multiplication, 4×4 register blocks, float4, no local memory",
                 "seed 000 Table 1 (CLBlast, AMD)", mm_amd, lowlevel._mm_inputs, lowlevel._mm_ref,
                 {"M": 128, "K": 16, "N": 128}, level="low", rtol=1e-4, atol=lowlevel.MM_ATOL,
-                size_rule="M, N multiples of 128, K a multiple of 4", tags=("table1", "gpu")),
+                size_rule="M, N multiples of 32, K a multiple of 4", tags=("table1", "gpu")),
     ProgramSpec("mm_nvidia", "matrix multiplication, 64×64 local tiles, 8×8 register blocks, float4",
                 "seed 000 Table 1 (CLBlast, NVIDIA)", mm_nvidia, lowlevel._mm_inputs,
                 lowlevel._mm_ref, {"M": 64, "K": 32, "N": 128}, level="low", rtol=1e-4,
