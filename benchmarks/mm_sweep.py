@@ -120,7 +120,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{v}: {row.seconds * 1e3:.3f} ms", file=sys.stderr)
 
     ok = sorted((r for r in rows if r.seconds), key=lambda r: r.seconds)
-    lines = [f"| variant | work-items | local KB | ms | TFLOP/s | of cuBLAS | status |",
+    lines = ["| variant | work-items | local KB | ms | TFLOP/s | of cuBLAS | status |",
              "|---|---|---|---|---|---|---|"]
     for r in ok + [r for r in rows if not r.seconds]:
         rel = f"{cublas_s / r.seconds:.2f}×" if (r.seconds and cublas_s) else "—"

@@ -3,89 +3,143 @@ NVIDIA's OpenCL driver compiles the kernel to PTX, CuPy loads that PTX as a CUDA
 launches it with the same geometry and arguments, and `ncu` profiles that launch — the same
 machine code the OpenCL run executes.
 
-    ncu --set full -k KERNEL python benchmarks/ncu_ptx.py mm_nvidia --size M=4096 N=4096 K=4096
+    python benchmarks/ncu_ptx.py mm_nvidia --size M=4096 N=4096 K=4096 --step prepare
+    ncu --set full -k KERNEL python benchmarks/ncu_ptx.py mm_nvidia --step launch
 
-Without ncu it still runs: it checks the CUDA launch's result against the OpenCL run of the
-same program and prints both kernel times (they should agree), so a profile can be trusted
-to describe the kernel `liftkit bench` times. Single-kernel programs only.
+(ncu hangs on a process that also holds an OpenCL context, hence two steps.) The launch step
+checks the CUDA launch's result against the OpenCL run's and prints both kernel times (they
+should agree), so the profile describes the kernel `liftkit bench` times. Single-kernel
+programs only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from liftkit.backends.opencl import OpenCLRunner
-from liftkit.backends.opencl.hostdata import pack_array, pack_scalar
 from liftkit.bench.timing import cupy_times
-from liftkit.codegen import compile_program
-from liftkit.programs import PROGRAMS
+
+
+# NVIDIA's OpenCL PTX reads the NDRange's group offsets and group counts from environment
+# registers the OpenCL runtime fills; under CUDA the offsets are 0 and the counts are %nctaid
+_ENVREGS = {0: "0", 1: "0", 2: "0", 6: "%nctaid.x", 7: "%nctaid.y", 8: "%nctaid.z"}
+
+
+def cuda_ptx(ptx: str) -> str:
+    """The OpenCL PTX with its environment registers replaced for a CUDA launch."""
+    def sub(m: re.Match[str]) -> str:
+        k = int(m.group(2))
+        if k not in _ENVREGS:
+            raise SystemExit(f"ncu_ptx: the PTX reads %envreg{k}, whose CUDA meaning is unknown")
+        value = _ENVREGS[k]
+        return f"mov.u32 {m.group(1)}, {value};"
+
+    return re.sub(r"mov\.b32\s+(%r\d+),\s*%envreg(\d+);", sub, ptx)
+
+
+def prepare(program: str, sizes: dict[str, int], repeat: int, work: Path) -> None:
+    """OpenCL side: run and time the kernel, save its PTX, launch geometry, arguments, inputs
+    and result under `work` (a CUDA-only process then launches it: ncu hangs on processes
+    that also hold an OpenCL context)."""
+    import pyopencl as cl
+
+    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.backends.opencl.hostdata import pack_array, pack_scalar
+    from liftkit.codegen import compile_program
+    from liftkit.programs import PROGRAMS
+
+    spec = PROGRAMS[program]
+    sizes = dict(spec.sizes) | sizes
+    compiled = compile_program(spec.program)
+    if len(compiled.kernels) != 1:
+        raise SystemExit(f"ncu_ptx: {program} has {len(compiled.kernels)} kernels; one expected")
+    kernel = compiled.kernels[0]
+    inputs = spec.inputs(sizes)
+    runner = OpenCLRunner("gpu")
+    want, info = runner.run_with_info(compiled, *inputs, sizes=sizes, timing=True, repeat=repeat)
+    sizes, launch = info.sizes, info.launches[0]
+    prog = cl.Program(runner.context, kernel.source).build(options=list(kernel.build_options))
+    work.mkdir(parents=True, exist_ok=True)
+    ptx = prog.get_info(cl.program_info.BINARIES)[0].rstrip(b"\0").decode()
+    (work / "kernel.ptx").write_text(cuda_ptx(ptx))
+    params = compiled.program.params
+    arrays: dict[str, np.ndarray] = {"want": np.asarray(want)}
+    args: list[dict[str, Any]] = []
+    for a in kernel.args:
+        if a.kind == "buffer":
+            b = compiled.buffer(a.buffer)
+            if b.role == "input":
+                k = b.param_index
+                arrays[a.name] = pack_array(inputs[k], params[k].type, params[k].name, sizes).view(np.uint8)
+                args.append({"buffer": a.name})
+            else:
+                args.append({"zeros": int(b.nbytes.eval(sizes)), "result": b.name == compiled.result[0]})
+        elif a.kind == "scalar":
+            v = np.asarray(pack_scalar(inputs[a.param_index], params[a.param_index].type, a.name))
+            args.append({"scalar": v.item(), "dtype": v.dtype.str})
+        else:
+            args.append({"scalar": int(a.size.eval(sizes)), "dtype": "<i4"})
+    np.savez(work / "data.npz", **arrays)
+    (work / "launch.json").write_text(json.dumps({
+        "program": program, "kernel": kernel.name, "sizes": sizes, "args": args,
+        "global": list(launch.global_size), "local": list(launch.local_size),
+        "opencl_ms": info.total_seconds * 1e3, "atol": spec.atol, "rtol": spec.rtol}))
+    print(f"{program} at {sizes}: OpenCL {info.total_seconds * 1e3:.3f} ms; PTX in {work}")
+
+
+def launch(work: Path, repeat: int) -> int:
+    """CUDA side: load the PTX, launch it as OpenCL did, check and time it."""
+    import cupy as cp
+
+    meta = json.loads((work / "launch.json").read_text())
+    data = np.load(work / "data.npz")
+    fn = cp.RawModule(path=str(work / "kernel.ptx")).get_function(meta["kernel"])
+    values: list[Any] = []
+    result = None
+    for a in meta["args"]:
+        if "buffer" in a:
+            values.append(cp.asarray(data[a["buffer"]]))
+        elif "zeros" in a:
+            values.append(cp.zeros(a["zeros"], np.uint8))
+            result = values[-1] if a["result"] else result
+        else:
+            values.append(np.dtype(a["dtype"]).type(a["scalar"]))
+    local, glob = meta["local"], meta["global"]
+    block = tuple(local) + (1,) * (3 - len(local))
+    grid = tuple(g // l for g, l in zip(glob, local)) + (1,) * (3 - len(glob))
+    times = cupy_times(lambda: fn(grid, block, tuple(values)), repeat)
+    want = data["want"]
+    out = result.get().view(want.dtype).reshape(want.shape)
+    err = float(np.abs(out - want).max())
+    ok = err <= meta["atol"] + meta["rtol"] * float(np.abs(want).max())
+    print(f"{meta['program']}: grid {grid}, block {block}; OpenCL {meta['opencl_ms']:.3f} ms, the "
+          f"same PTX through CUDA {statistics.median(times) * 1e3:.3f} ms; max difference {err:g}"
+          + ("" if ok else " (WRONG)"))
+    return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("program", help="a bundled low-level program")
+    ap.add_argument("program", help="a bundled single-kernel low-level program")
     ap.add_argument("--size", nargs="*", default=[], metavar="NAME=INT")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--work", default="ncu-work", help="where the OpenCL step leaves the PTX")
+    ap.add_argument("--step", choices=("both", "prepare", "launch"), default="both")
     args = ap.parse_args(argv)
-    import cupy as cp
-    import pyopencl as cl
-
-    spec = PROGRAMS[args.program]
-    sizes = dict(spec.sizes) | {k: int(v) for k, v in (s.split("=") for s in args.size)}
-    compiled = compile_program(spec.program)
-    if len(compiled.kernels) != 1:
-        raise SystemExit(f"ncu_ptx: {args.program} has {len(compiled.kernels)} kernels; one expected")
-    kernel = compiled.kernels[0]
-    inputs = spec.inputs(sizes)
-    runner = OpenCLRunner("gpu")
-    want, info = runner.run_with_info(compiled, *inputs, sizes=sizes, timing=True, repeat=args.repeat)
-    sizes = info.sizes
-    launch = info.launches[0]
-
-    prog = cl.Program(runner.context, kernel.source).build(options=list(kernel.build_options))
-    ptx = prog.get_info(cl.program_info.BINARIES)[0].rstrip(b"\0")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.ptx"
-        path.write_bytes(ptx)
-        fn = cp.RawModule(path=str(path)).get_function(kernel.name)
-
-    params = compiled.program.params
-    bufs: dict[str, Any] = {}
-    for b in compiled.buffers:
-        nbytes = int(b.nbytes.eval(sizes))
-        if b.role == "input":
-            k = b.param_index
-            bufs[b.name] = cp.asarray(pack_array(inputs[k], params[k].type, params[k].name, sizes).view(np.uint8))
-        else:
-            bufs[b.name] = cp.zeros(nbytes, np.uint8)
-    values: list[Any] = []
-    for a in kernel.args:
-        if a.kind == "buffer":
-            values.append(bufs[a.buffer])
-        elif a.kind == "scalar":
-            values.append(pack_scalar(inputs[a.param_index], params[a.param_index].type, a.name))
-        else:
-            values.append(np.int32(int(a.size.eval(sizes))))
-    block = tuple(launch.local_size) + (1,) * (3 - len(launch.local_size))
-    grid = tuple(g // l for g, l in zip(launch.global_size, launch.local_size)) + (1,) * (3 - len(launch.global_size))
-
-    def run() -> None:
-        fn(grid, block, tuple(values))
-
-    times = cupy_times(run, args.repeat)
-    out = bufs[compiled.result[0]].get().view(np.asarray(want).dtype).reshape(np.shape(want))
-    err = float(np.abs(out - want).max())
-    print(f"{args.program} at {sizes}: grid {grid}, block {block}; "
-          f"OpenCL {info.total_seconds * 1e3:.3f} ms, same PTX through CUDA "
-          f"{statistics.median(times) * 1e3:.3f} ms; max difference {err:g}")
-    return 0 if err <= spec.atol + spec.rtol * float(np.abs(want).max()) else 1
+    work = Path(args.work) / args.program
+    if args.step in ("both", "prepare"):
+        prepare(args.program, {k: int(v) for k, v in (s.split("=") for s in args.size)},
+                args.repeat, work)
+    if args.step in ("both", "launch"):
+        return launch(work, args.repeat)
+    return 0
 
 
 if __name__ == "__main__":
