@@ -19,7 +19,7 @@ import json
 import os
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -89,6 +89,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS))
     ap.add_argument("--out", default=os.environ.get("OUT"))
+    ap.add_argument("--build-options", default="",
+                    help="extra OpenCL build options, e.g. -cl-nv-maxrregcount=128; a variant "
+                         "suffix @OPTS (spaces as commas) sets them for that variant alone")
     args = ap.parse_args(argv)
     n = args.n
     rng = np.random.default_rng(7)
@@ -103,9 +106,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     for v in args.variants.split(","):
         row = Row(v)
         rows.append(row)
+        name, _, opts = v.partition("@")
+        opts = (opts.replace(",", " ") or args.build_options).split()
         try:
-            prog, row.local_bytes, row.threads = build(v)
+            prog, row.local_bytes, row.threads = build(name)
             compiled = compile_program(prog)
+            if opts:
+                compiled = replace(compiled, kernels=tuple(
+                    replace(k, build_options=k.build_options + tuple(opts)) for k in compiled.kernels))
             row.source = compiled.source
             got, info = runner.run_with_info(compiled, A, B, sizes=sizes, timing=True,
                                              repeat=args.repeat, name=v)
@@ -135,14 +143,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         (out / "mm_sweep_src").mkdir(parents=True, exist_ok=True)
         for r in rows:
             if r.source:
-                (out / "mm_sweep_src" / (r.variant.replace(":", "_") + ".cl")).write_text(r.source)
+                (out / "mm_sweep_src" / (r.variant.replace(":", "_").replace("@", "_").replace(",", "_").replace("=", "") + ".cl")).write_text(r.source)
         (out / "mm_sweep.json").write_text(json.dumps({
             "device": runner.device.label, "n": n, "cublas_seconds": cublas_s,
             "rows": [{k: v for k, v in r.__dict__.items() if k != "source"} for r in rows]}, indent=1))
         if ok:
             import pyopencl as cl
 
-            prg = cl.Program(runner.context, ok[0].source).build()
+            opts = ok[0].variant.partition("@")[2].replace(",", " ") or args.build_options
+            prg = cl.Program(runner.context, ok[0].source).build(options=opts.split())
             binary = prg.get_info(cl.program_info.BINARIES)[0]
             if b".version" in binary[:4096]:  # NVIDIA returns PTX text
                 ptx = binary.rstrip(b"\0").decode()
