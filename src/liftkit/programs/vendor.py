@@ -107,7 +107,7 @@ def _from_local_tile(row_len4: int) -> Any:
 
 
 def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] = (8, 8),
-              unroll: bool = True, overlap: bool = False) -> Any:
+              unroll: bool = True) -> Any:
     """C = A·B; a work-group computes a TM×TN tile of C (ts) with (TN/RN)×(TM/RM) work-items.
     Per K step of tk: the TM×tk tile of A and the tk×TN tile of B are copied into local memory
     (float4, coalesced); each work-item adds tk rank-1 updates to its RM×RN block of C (rb; rows
@@ -117,9 +117,6 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
     The blocks of C are the work-items' private memory for the whole K loop (registers: private
     memory under an exactly-once mapLcl is per work-item). Local memory: 4·(TM·tk + tk·TN)
     bytes (8 KB by default). unroll: unroll the tk/4 float4 steps of a tile too (reduceSeqUnroll).
-    overlap: take the K tiles in pairs and copy the second tile of a pair into its own local
-    buffers while the first is computed on (one let: their barriers merge), so half the copies
-    overlap computation; twice the local memory, 3 barriers per 2 tiles instead of 4.
     The defaults are among the fastest of `benchmarks/mm_sweep.py` on an H100 (docs/perf.md)."""
     (tm, tn), (rm, rn) = ts, rb
     wy, wx = tm // rm, tn // rn
@@ -145,26 +142,11 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
                 << over_k(chunk, _private_copy4(2) << acc)
                 << zip(transpose << a_t, split(4) << b_t))
 
-    def compute(acc: Any, lA: Any, lB: Any) -> Any:
-        return mapLcl(1)(lambda acc_a: mapLcl(0)(
-            lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
-            << zip(acc_a[0], b_threads(lB))) << zip(acc, a_threads(lA))
-
-    copy = _to_local_tile(wx, wy)
-
     def step(acc: Any, tiles: Any) -> Any:
-        return let(copy(tiles[0]), copy(tiles[1]), lambda lA, lB: compute(acc, lA, lB))
-
-    def step2(acc: Any, pair: Any) -> Any:
-        t0, t1 = at(pair, 0), at(pair, 1)
-        return let(copy(t0[0]), copy(t0[1]), lambda lA0, lB0: let(
-            copy(t1[0]), copy(t1[1]), compute(acc, lA0, lB0),
-            lambda lA1, lB1, acc1: compute(acc1, lA1, lB1)))
-
-    def k_loop(tiles: Any) -> Any:
-        if overlap:
-            return reduceSeq(step2, init << zeros) << split(2) << tiles
-        return reduceSeq(step, init << zeros) << tiles
+        return let(_to_local_tile(wx, wy)(tiles[0]), _to_local_tile(wx, wy)(tiles[1]), lambda lA, lB:
+                   mapLcl(1)(lambda acc_a: mapLcl(0)(
+                       lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
+                       << zip(acc_a[0], b_threads(lB))) << zip(acc, a_threads(lA)))
 
     out = toGlobal(mapLcl(1)(mapLcl(0)(mapSeqUnroll(mapSeqUnroll(id4)))))
     # a work-group's result [ty][tx][r][c4] as rows of C: row r·WY + ty, float4 column c4·WX + tx
@@ -172,7 +154,7 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
     wg_rows = compose(map(asScalar), join, map(map(join)), map(transpose), by_block)
     return fun([float32[K][M], float32[N][K]], lambda A, B:
                join << mapWrg(1)(lambda a_row: map(join) << transpose << map(wg_rows) << mapWrg(0)(
-                   lambda b_col: out << join << k_loop(zip(a_row, b_col)))
+                   lambda b_col: out << join << reduceSeq(step, init << zeros) << zip(a_row, b_col))
                    << b_tiles(B)) << a_tiles(A))
 
 
