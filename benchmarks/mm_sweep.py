@@ -5,7 +5,8 @@ memory) at one size, against cuBLAS SGEMM (CuPy `A @ B`, TF32 off) in the same r
     python benchmarks/mm_sweep.py [--device gpu] [--n 4096] [--repeat 10] [--variants V,...]
                                   [--out DIR]
 
-A variant is `nv:TMxTN:TK:RMxRN[:u]` (u: the K steps of a tile unrolled too) or `amd:RMxRN:WXxWY`; the default list covers the plausible
+A variant is `nv:TMxTN:TK:RMxRN[:u][:p]` (u: the K steps of a tile unrolled too; p: the next
+tile prefetched into registers, a software pipeline) or `amd:RMxRN:WXxWY`; the default list covers the plausible
 shapes for a large NVIDIA GPU. Every variant is checked before it is timed (against cuBLAS's
 result where CuPy exists, else NumPy float64) and timed with OpenCL profiling events (median of
 --repeat runs after a warm-up). The table is printed last; `--out` also gets `mm_sweep.json`,
@@ -56,18 +57,19 @@ class Row:
 def build(variant: str) -> tuple[Any, int, int]:
     """(program, local memory bytes, work-items per group) of a variant string."""
     kind, *parts = variant.split(":")
-    dims = [tuple(int(v) for v in p.split("x")) for p in parts if p != "u"] + ([()] if parts[-1:] == ["u"] else [])
-    unroll = parts[-1:] == ["u"]
-    if unroll:
-        dims = dims[:-1]
+    flags = set()
+    while parts and parts[-1] in ("u", "p"):
+        flags.add(parts.pop())
+    dims = [tuple(int(v) for v in p.split("x")) for p in parts]
     if kind == "nv" and len(dims) == 3:
         (tm, tn), (tk,), (rm, rn) = dims
-        return (mm_nvidia(ts=(tm, tn), tk=tk, rb=(rm, rn), unroll=unroll), 4 * (tm * tk + tk * tn),
-                (tm // rm) * (tn // rn))
+        return (mm_nvidia(ts=(tm, tn), tk=tk, rb=(rm, rn), unroll="u" in flags,
+                          prefetch="p" in flags),
+                4 * (tm * tk + tk * tn) * (2 if "p" in flags else 1), (tm // rm) * (tn // rn))
     if kind == "amd" and len(dims) == 2:
         (rm, rn), (wx, wy) = dims
         return mm_amd(rb=(rm, rn), wg=(wx, wy)), 0, wx * wy
-    raise SystemExit(f"mm_sweep: bad variant {variant!r} (nv:TMxTN:TK:RMxRN[:u] or amd:RMxRN:WXxWY)")
+    raise SystemExit(f"mm_sweep: bad variant {variant!r} (nv:TMxTN:TK:RMxRN[:u][:p] or amd:RMxRN:WXxWY)")
 
 
 def reference(A: np.ndarray, B: np.ndarray, repeat: int) -> tuple[np.ndarray, Optional[float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import pytest
 
 from liftkit.codegen import CodegenError, CompileOptions, compile_program
@@ -99,6 +100,46 @@ def test_tiles_copied_side_by_side_share_one_barrier():
         pytest.skip("no OpenCL CPU device")
     x, y = (np.random.default_rng(k).random(256, dtype=np.float32) for k in (1, 2))
     np.testing.assert_allclose(run_opencl(prog, x, y, device="cpu"), interpret(prog, x, y), rtol=1e-6)
+
+
+def test_a_reduction_can_carry_a_tuple_of_arrays() -> None:
+    """reduceSeq with a tuple of private arrays as accumulator (a register block and a
+    prefetched tile, as in mm_nvidia(prefetch=True)): each component is updated in place."""
+    import numpy as np
+
+    from liftkit.backends.opencl import list_devices, run_opencl
+    from liftkit.semantics import interpret
+
+    def step(acc, x):
+        return tuple_(mapSeqUnroll(lambda a: add(a, x)) << acc[0],
+                      mapSeqUnroll(lambda a: mult(a, 2.0)) << acc[1])
+
+    def body(chunk):
+        ones, zeros = (lit(np.full(2, v, np.float32), float32[2]) for v in (1.0, 0.0))
+        init = tuple_(toPrivate(mapSeqUnroll(id)) << zeros, toPrivate(mapSeqUnroll(id)) << ones)
+        return let(at(reduceSeq(step, init) << chunk, 0), lambda r: toGlobal(
+            mapSeqUnroll(lambda p: add(p[0], p[1]))) << zip(r[0], r[1]))
+
+    prog = fun([float32[N]], lambda xs: join << mapGlb(0)(body) << split(8) << xs)
+    src = compile_program(prog).source
+    assert src.count("for (int i") == 1 and "tmp_0 = add(tmp_0, xs[" in src
+    if not any(d.type == "cpu" for d in list_devices()):
+        pytest.skip("no OpenCL CPU device")
+    x = np.random.default_rng(4).random(64, dtype=np.float32)
+    np.testing.assert_allclose(run_opencl(prog, x, device="cpu"), interpret(prog, x), rtol=1e-6)
+
+
+def test_a_tuple_accumulator_must_live_in_memory() -> None:
+    lits = tuple_(lit(np.zeros(2, np.float32), float32[2]), lit(np.ones(2, np.float32), float32[2]))
+
+    def body(chunk):
+        reduced = reduceSeq(lambda acc, x: tuple_(mapSeq(lambda a: add(a, x)) << acc[0], acc[1]),
+                            lits) << chunk
+        return let(at(reduced, 0), lambda r: toGlobal(mapSeq(id)) << r[0])
+
+    prog = fun([float32[N]], lambda xs: join << mapGlb(0)(body) << split(8) << xs)
+    with pytest.raises(CodegenError, match=r"every component must be an array computed into memory"):
+        compile_program(prog)
 
 
 def test_vector_loads_and_stores():

@@ -60,6 +60,11 @@ TUNINGS = [
     ("mm_nvidia", {"ts": (64, 128), "tk": 16, "rb": (8, 8)}, {"M": 64, "K": 32, "N": 256}),
     ("mm_nvidia", {"ts": (32, 64), "tk": 8, "rb": (4, 8)}, {"M": 64, "K": 16, "N": 128}),
     ("mm_nvidia", {"ts": (8, 16), "tk": 4, "rb": (2, 8)}, {"M": 16, "K": 8, "N": 32}),
+    ("mm_nvidia", {"prefetch": True}, {"M": 128, "K": 48, "N": 64}),
+    ("mm_nvidia", {"prefetch": True}, {"M": 64, "K": 16, "N": 64}),  # one tile: no loop step
+    ("mm_nvidia", {"ts": (128, 64), "rb": (8, 4), "prefetch": True}, {"M": 128, "K": 64, "N": 128}),
+    ("mm_nvidia", {"ts": (32, 64), "tk": 8, "rb": (4, 8), "unroll": False, "prefetch": True},
+     {"M": 64, "K": 24, "N": 128}),
     ("nbody_nvidia", {}, {"N": 768}),
     ("nbody_nvidia", {"wg": 32}, {"N": 96}),
 ]

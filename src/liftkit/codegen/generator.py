@@ -121,6 +121,22 @@ class Generator:
         args = [self.expr_arg(a, env, ctx) for a in e.args]
         return self.call(e.f, args, env, ctx, dest, id(e))
 
+    def gen_independent(self, gens: Sequence[Callable[[], View]], ctx: Ctx) -> list[View]:
+        """Generate computations none of which reads another's result (a call's arguments,
+        the components of a tuple): the barriers that end each merge into one after the last
+        (two tiles copied into local memory side by side need one barrier, not two)."""
+        merge = (self.opt.eliminate_barriers and len(gens) > 1
+                 and not any(s.kind == "lcl" for s in ctx.scopes))
+        views, held = [], set()
+        for g in gens:
+            block, since = self.em.block, len(self.em.block.stmts)
+            views.append(g())
+            if merge and self.em.block is block:
+                held |= self.em.take_trailing_barrier(since)
+        if held:
+            self.em.barrier(held)
+        return views
+
     def apply(self, f: FunDecl, views: Sequence[View], env: dict[Param, View], ctx: Ctx,
               dest: Optional[View], node: Optional[int] = None) -> View:
         return self.call(f, [self.view_arg(v, self) for v in views], env, ctx, dest, node)
@@ -131,16 +147,9 @@ class Generator:
             # the arguments of a call are independent (none reads another's result), so the
             # barriers that end each of them merge into one after the last (two tiles copied
             # into local memory side by side need one barrier, not two)
-            merge = (self.opt.eliminate_barriers and len(args) > 1
-                     and not any(s.kind == "lcl" for s in ctx.scopes))
-            env2, held = dict(env), set()
-            for k, (p, a) in enumerate(zip(f.params, args)):
-                block, since = self.em.block, len(self.em.block.stmts)
-                env2[p] = a.gen(None)
-                if merge and self.em.block is block:
-                    held |= self.em.take_trailing_barrier(since)
-            if held:
-                self.em.barrier(held)
+            env2 = dict(env)
+            views = self.gen_independent([lambda a=a: a.gen(None) for a in args], ctx)
+            env2.update(zip(f.params, views))
             return self.gen(f.body, env2, ctx, dest)
         if isinstance(f, UserFun):
             return self.user_fun(f, [a.gen(None) for a in args], dest)
@@ -374,6 +383,21 @@ class Generator:
             for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
                 self.apply(p.f, [init, xs.access(i)], env, c, init)
             return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)
+        if isinstance(acc_t, TupleType) and any(isinstance(e, ArrayType) for e in acc_t.elems):
+            # a tuple of arrays (a register block and the prefetched next tile, say): each
+            # component lives in its initial value's memory and is updated in place
+            roots = []
+            for k, et in enumerate(acc_t.elems):
+                root = _root_memory(init.get(k)) if isinstance(et, ArrayType) else None
+                if root is None or root.readonly:
+                    raise CodegenError(
+                        f"reduceSeq over a tuple accumulator {acc_t}: every component must be an "
+                        "array computed into memory first (e.g. toPrivate(mapSeq(id)) of it)")
+                roots.append(root.space)
+            body_ctx = replace(ctx, write_to=roots[0] if len(set(roots)) == 1 else None)
+            for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
+                self.apply(p.f, [init, xs.access(i)], env, c, init)
+            return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)
         acc = self.em.private_var(acc_t, "acc", self.em.load(init))
         acc_view = V.MemoryView(acc, acc_t)
         body_ctx = replace(ctx, write_to="private")
@@ -466,10 +490,9 @@ class Generator:
         if dest is not None:
             dests = write_views(p, dest, arg_types, self.em.ar, self.invert_fn(env, ctx))
             if dests is not None:
-                for a, d in zip(args, dests):
-                    a.gen(d)
+                self.gen_independent([lambda a=a, d=d: a.gen(d) for a, d in zip(args, dests)], ctx)
                 return dest
-        views = [a.gen(None) for a in args]
+        views = self.gen_independent([lambda a=a: a.gen(None) for a in args], ctx)
         view = read_view(p, views, rt, self.em.ar, self.layout_fn(env, ctx))
         return self.finish_value(view, dest,
                                  f"{p.name} after a computation cannot be written in place: apply it to "
@@ -530,7 +553,9 @@ def constant_view(e: Literal) -> View:
 
 def _root_memory(v: View) -> Optional[Memory]:
     while not isinstance(v, V.MemoryView):
-        if isinstance(v, (V.AccessView, V.ThreadPrivateView)):
+        if isinstance(v, V.GetView) and isinstance(v.parent, V.TupleView):
+            v = v.parent.parts[v.component]
+        elif isinstance(v, (V.AccessView, V.ThreadPrivateView)):
             v = v.parent
         else:
             return None

@@ -107,7 +107,7 @@ def _from_local_tile(row_len4: int) -> Any:
 
 
 def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] = (8, 8),
-              unroll: bool = True) -> Any:
+              unroll: bool = True, prefetch: bool = False) -> Any:
     """C = A·B; a work-group computes a TM×TN tile of C (ts) with (TN/RN)×(TM/RM) work-items.
     Per K step of tk: the TM×tk tile of A and the tk×TN tile of B are copied into local memory
     (float4, coalesced); each work-item adds tk rank-1 updates to its RM×RN block of C (rb; rows
@@ -117,6 +117,9 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
     The blocks of C are the work-items' private memory for the whole K loop (registers: private
     memory under an exactly-once mapLcl is per work-item). Local memory: 4·(TM·tk + tk·TN)
     bytes (8 KB by default). unroll: unroll the tk/4 float4 steps of a tile too (reduceSeqUnroll).
+    prefetch: software-pipelined K loop: each work-item loads its share of tile i+1 into
+    registers (the accumulator is a tuple: next A share, next B share, C block) while the
+    group computes on tile i, and stores it into local memory at the start of the next step.
     The defaults are among the fastest of `benchmarks/mm_sweep.py` on an H100 (docs/perf.md)."""
     (tm, tn), (rm, rn) = ts, rb
     wy, wx = tm // rm, tn // rn
@@ -142,11 +145,37 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
                 << over_k(chunk, _private_copy4(2) << acc)
                 << zip(transpose << a_t, split(4) << b_t))
 
+    def compute(acc: Any, lA: Any, lB: Any) -> Any:
+        return mapLcl(1)(lambda acc_a: mapLcl(0)(
+            lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
+            << zip(acc_a[0], b_threads(lB))) << zip(acc, a_threads(lA))
+
     def step(acc: Any, tiles: Any) -> Any:
-        return let(_to_local_tile(wx, wy)(tiles[0]), _to_local_tile(wx, wy)(tiles[1]), lambda lA, lB:
-                   mapLcl(1)(lambda acc_a: mapLcl(0)(
-                       lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
-                       << zip(acc_a[0], b_threads(lB))) << zip(acc, a_threads(lA)))
+        return let(_to_local_tile(wx, wy)(tiles[0]), _to_local_tile(wx, wy)(tiles[1]),
+                   lambda lA, lB: compute(acc, lA, lB))
+
+    # software pipeline: a work-item's share of a tile is the float4 number r·WX·WY + ty·WX + tx
+    # of it for each round r (TM·tk/4/(WX·WY) rounds for A, tk·TN/4/(WX·WY) for B)
+    share = compose(map(transpose), transpose, map(split(wx)), split(wx * wy), join, map(asVector(4)))
+    load = toPrivate(mapLcl(1)(mapLcl(0)(mapSeqUnroll(id4))))  # [ty][tx][r] in registers
+    store = toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4))))  # back in the tile's layout
+    unshare = compose(transpose, map(transpose))  # [ty][tx][r] -> [r][ty][tx]
+
+    def pipelined_step(acc: Any, window: Any) -> Any:
+        nxt = at(window, 1)
+        return let(store << unshare << acc[0], store << unshare << acc[1], lambda lA, lB: tuple_(
+            load << share << nxt[0], load << share << nxt[1], compute(acc[2], lA, lB)))
+
+    def last_step(acc: Any) -> Any:
+        return let(store << unshare << acc[0], store << unshare << acc[1],
+                   lambda lA, lB: compute(acc[2], lA, lB))
+
+    def k_loop(tiles: Any) -> Any:
+        if not prefetch:
+            return join << reduceSeq(step, init << zeros) << tiles
+        first = at(tiles, 0)
+        start = tuple_(load << share << first[0], load << share << first[1], init << zeros)
+        return let(at(reduceSeq(pipelined_step, start) << slide(2, 1) << tiles, 0), last_step)
 
     out = toGlobal(mapLcl(1)(mapLcl(0)(mapSeqUnroll(mapSeqUnroll(id4)))))
     # a work-group's result [ty][tx][r][c4] as rows of C: row r·WY + ty, float4 column c4·WX + tx
@@ -154,7 +183,7 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
     wg_rows = compose(map(asScalar), join, map(map(join)), map(transpose), by_block)
     return fun([float32[K][M], float32[N][K]], lambda A, B:
                join << mapWrg(1)(lambda a_row: map(join) << transpose << map(wg_rows) << mapWrg(0)(
-                   lambda b_col: out << join << reduceSeq(step, init << zeros) << zip(a_row, b_col))
+                   lambda b_col: out << k_loop(zip(a_row, b_col)))
                    << b_tiles(B)) << a_tiles(A))
 
 
