@@ -27,10 +27,11 @@ from liftkit.ir.typecheck import TypeChecker, check_program, layout_only
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
 DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
-# inferred work-groups stay within this many work-items (the OpenCL limit of NVIDIA GPUs and of
-# PoCL; larger mapLcl lengths keep a loop; the runner refuses, in words, work-groups a device or
-# a kernel's register use does not allow); CompileOptions.local_size overrides
-MAX_LOCAL_ITEMS = 1024
+# inferred work-groups stay within this many work-items: NVIDIA's driver allows 256 for kernels
+# of moderate register use (it refused 512 and 1024 for small random kernels on an H100), larger
+# mapLcl lengths keep a loop; CompileOptions.local_size overrides, and the runner refuses in
+# words what a device or a kernel does not allow
+MAX_LOCAL_ITEMS = 256
 LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
           P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.AsVector, P.AsScalar, P.At)
 
@@ -216,7 +217,7 @@ def launch_geometry(body: Expr, env: Mapping[Param, Type], options: CompileOptio
             lens = [n.value for m, n, _ in maps if isinstance(m, P.MapLcl) and m.dim == d and n.is_constant]
             any_lcl = any(isinstance(m, P.MapLcl) and m.dim == d for m, _, _ in maps)
             sizes.append(max(lens) if lens else (DEFAULT_LOCAL_SIZE if any_lcl else 1))
-        while _product(sizes) > MAX_LOCAL_ITEMS:
+        while _product(sizes) > MAX_LOCAL_ITEMS:  # halve the largest dimension
             k = sizes.index(max(sizes))
             sizes[k] = (sizes[k] + 1) // 2
         local = tuple(sizes)
