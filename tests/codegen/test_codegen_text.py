@@ -142,6 +142,18 @@ def test_a_tuple_accumulator_must_live_in_memory() -> None:
         compile_program(prog)
 
 
+def test_the_kernel_structure_check_names_a_race_without_generating_code() -> None:
+    from liftkit.codegen.compiler import kernel_structure_error
+
+    racy = fun([float32[N]], lambda x: mapGlb(0)(
+        lambda row: toGlobal(mapSeq(id)) << reduceSeq(add, 0.0) << mapGlb(1)(id) << row)
+        << split(4) << x)
+    assert "mapGlb(1)'s result is read by reduceSeq" in (kernel_structure_error(racy) or "")
+    fine = fun([float32[N]], lambda x: mapGlb(0)(
+        lambda row: toGlobal(mapSeq(id)) << reduceSeq(add, 0.0) << row) << split(4) << x)
+    assert kernel_structure_error(fine) is None
+
+
 def test_vector_loads_and_stores():
     s = src("vector_scal")
     assert "((global int4*)out)[l_id + 256*wg_id] = mul3_v4(((const global int4*)x)[l_id + 256*wg_id]);" in s

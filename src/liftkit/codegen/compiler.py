@@ -86,6 +86,18 @@ def split_stages(program: Lambda) -> list[Stage]:
     return stages
 
 
+def kernel_structure_error(program: Lambda) -> Optional[str]:
+    """Why the code generator would refuse this OpenCL-level program's kernel structure (a
+    parallel map's result read in the kernel that computes it), or None. Cheap: no code is
+    generated; the exploration uses it to keep walking past such programs."""
+    try:
+        for st in split_stages(program):
+            check_no_unsynchronised_reads(st.body)
+    except CodegenError as err:
+        return str(err)
+    return None
+
+
 def check_no_unsynchronised_reads(body: Expr) -> None:
     """Inside a pattern's function (a kernel's threads), the result of a mapGlb or mapWrg may
     only flow out through data-layout patterns: work-items of other work-groups write it, and

@@ -323,7 +323,8 @@ class Search:
         if self._walks > limit:
             raise _Budget(f"made {limit} random walks")
         path: list[Choice] = []
-        last: Optional[tuple[Lambda, list[Choice]]] = (program, []) if is_low_level(program) else None
+        last: Optional[tuple[Lambda, list[Choice]]] = (
+            (program, []) if is_low_level(program) and self._generable(program) else None)
         depth = 0
         while depth < s.max_depth + s.lowering_tail:
             at_low = last is not None and len(last[1]) == len(path)
@@ -352,11 +353,23 @@ class Search:
             program = nxt[0]
             path.extend(nxt[1])
             depth += 1
-            if is_low_level(program):
+            if is_low_level(program) and self._generable(program):
                 last = (program, list(path))
         if last is None:
             self._dead += 1
         return last
+
+    @staticmethod
+    def _generable(program: Lambda) -> bool:
+        """The code generator accepts the kernel structure (no parallel map's result read in
+        the kernel that computes it): otherwise the walk goes on, since a candidate the
+        compiler refuses would only spend the budget (8 of 16 in a CPU gemv search)."""
+        from liftkit.codegen.compiler import kernel_structure_error
+
+        try:
+            return kernel_structure_error(program) is None
+        except Exception:  # noqa: BLE001 - no verdict: let the evaluation decide
+            return True
 
     def _divisible(self, program: Lambda) -> bool:
         """Every split, asVector and reorderStride factor divides its input at the problem's
