@@ -162,8 +162,9 @@ def _one_thread_per_element(f: FunDecl) -> bool:
 def barrier_free_maps(body: Expr) -> set[int]:
     """mapLcl calls whose barrier is not needed (seed 000 §5.4): their result is read only by
     another mapLcl of the same dimension over the same elements, and both handle each element
-    in one thread (no nested mapLcl: then each thread reads exactly what it wrote); or they are
-    the first branch of a zip whose second branch synchronises."""
+    in one thread (no nested mapLcl: then each thread reads exactly what it wrote). The
+    branches of a zip and the arguments of a let share one barrier instead (merged as they
+    are generated: Generator.gen_independent)."""
     free: set[int] = set()
     for n in walk(body):
         if not isinstance(n, FunCall):
@@ -173,9 +174,6 @@ def barrier_free_maps(body: Expr) -> set[int]:
                 if (isinstance(a, FunCall) and _is_lcl(a.f) and _one_thread_per_element(a.f)
                         and _lcl_of(a.f).dim == _lcl_of(n.f).dim):
                     free.add(id(a))
-        elif isinstance(n.f, P.Zip):
-            branches = [a for a in n.args if isinstance(a, FunCall) and _is_lcl(a.f)]
-            free.update(id(a) for a in branches[:-1])
     return free
 
 

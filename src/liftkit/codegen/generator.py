@@ -144,10 +144,7 @@ class Generator:
     def call(self, f: FunDecl, args: Sequence[Arg], env: dict[Param, View], ctx: Ctx,
              dest: Optional[View], node: Optional[int]) -> View:
         if isinstance(f, Lambda):
-            # the arguments of a call are independent (none reads another's result), so the
-            # barriers that end each of them merge into one after the last (two tiles copied
-            # into local memory side by side need one barrier, not two)
-            env2 = dict(env)
+            env2 = dict(env)  # a let: the arguments are independent computations
             views = self.gen_independent([lambda a=a: a.gen(None) for a in args], ctx)
             env2.update(zip(f.params, views))
             return self.gen(f.body, env2, ctx, dest)
@@ -372,29 +369,9 @@ class Generator:
         xt = V.array_view_type(xs.type)
         acc_t = init.type
         unroll = isinstance(p, P.ReduceSeqUnroll) and self.opt.unroll
-        if isinstance(acc_t, ArrayType):
-            # an array accumulator lives in its initial value's memory (seed 000 Alg. 1:
-            # reduce writes into the memory of its initialiser), updated in place
-            root = _root_memory(init)
-            if root is None or root.readonly:
-                raise CodegenError("reduceSeq over an array accumulator: compute the initial value "
-                                   "into memory first (e.g. toLocal(mapLcl(id)) of it)")
-            body_ctx = replace(ctx, write_to=root.space)
-            for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
-                self.apply(p.f, [init, xs.access(i)], env, c, init)
-            return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)
-        if isinstance(acc_t, TupleType) and any(isinstance(e, ArrayType) for e in acc_t.elems):
-            # a tuple of arrays (a register block and the prefetched next tile, say): each
-            # component lives in its initial value's memory and is updated in place
-            roots = []
-            for k, et in enumerate(acc_t.elems):
-                root = _root_memory(init.get(k)) if isinstance(et, ArrayType) else None
-                if root is None or root.readonly:
-                    raise CodegenError(
-                        f"reduceSeq over a tuple accumulator {acc_t}: every component must be an "
-                        "array computed into memory first (e.g. toPrivate(mapSeq(id)) of it)")
-                roots.append(root.space)
-            body_ctx = replace(ctx, write_to=roots[0] if len(set(roots)) == 1 else None)
+        spaces = self.in_place_spaces(acc_t, init)
+        if spaces is not None:
+            body_ctx = replace(ctx, write_to=spaces[0] if len(set(spaces)) == 1 else None)
             for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
                 self.apply(p.f, [init, xs.access(i)], env, c, init)
             return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)
@@ -407,6 +384,31 @@ class Generator:
             self.em.store(dest.access(cst(0)), acc.name)
             return dest
         return V.SingletonView(acc_view, ArrayType(acc_t, cst(1)))
+
+    @staticmethod
+    def in_place_spaces(acc_t: Type, init: View) -> Optional[list[Space]]:
+        """The address spaces of an array accumulator, or of each array of a tuple-of-arrays
+        accumulator (a register block and the prefetched next tile, say), which live in their
+        initial values' memory and are updated in place (seed 000 Alg. 1: reduce writes into
+        the memory of its initialiser); None for a scalar accumulator (a private variable)."""
+        if isinstance(acc_t, ArrayType):
+            parts = [init]
+        elif isinstance(acc_t, TupleType) and any(isinstance(e, ArrayType) for e in acc_t.elems):
+            parts = [init.get(k) if isinstance(e, ArrayType) else None
+                     for k, e in enumerate(acc_t.elems)]
+        else:
+            return None
+        spaces: list[Space] = []
+        for part in parts:
+            root = _root_memory(part) if part is not None else None
+            if root is None or root.readonly:
+                raise CodegenError(
+                    "reduceSeq over an array accumulator: compute the initial value into memory "
+                    "first (e.g. toLocal(mapLcl(id)) of it)" if isinstance(acc_t, ArrayType) else
+                    f"reduceSeq over a tuple accumulator {acc_t}: every component must be an "
+                    "array computed into memory first (e.g. toPrivate(mapSeq(id)) of it)")
+            spaces.append(root.space)
+        return spaces
 
     def gen_iterate(self, p: P.Iterate, arg: Arg, env: dict[Param, View], ctx: Ctx,
                     dest: Optional[View]) -> View:
