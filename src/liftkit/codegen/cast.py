@@ -37,6 +37,17 @@ class If:
 
 
 @dataclass
+class Barrier:
+    """A work-group barrier with its memory fences (kept as a statement so that barrier
+    elimination can merge adjacent ones)."""
+
+    fences: frozenset[str]
+
+    def text(self) -> str:
+        return f"barrier({' | '.join(sorted(self.fences, reverse=True))});"
+
+
+@dataclass
 class Deferred:
     """A line whose text is known only at the end (e.g. a private array that turned into
     scalars because every access used a constant index)."""
@@ -44,7 +55,7 @@ class Deferred:
     render: Callable[[], str]
 
 
-Stmt = Union[Line, Block, For, If, Deferred]
+Stmt = Union[Line, Block, For, If, Deferred, Barrier]
 
 
 def render(stmts: list[Stmt], indent: int = 1, fix: Callable[[str], str] = lambda s: s) -> list[str]:
@@ -54,6 +65,8 @@ def render(stmts: list[Stmt], indent: int = 1, fix: Callable[[str], str] = lambd
     for s in stmts:
         if isinstance(s, Line):
             out.append(pad + fix(s.text))
+        elif isinstance(s, Barrier):
+            out.append(pad + s.text())
         elif isinstance(s, Deferred):
             text = s.render()
             if text:

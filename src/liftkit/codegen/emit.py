@@ -11,7 +11,7 @@ import re
 from typing import Optional
 
 from liftkit.arith import ArithExpr, cst, divides, size_var
-from liftkit.codegen.cast import Block, Deferred, For, If, Line, Stmt, render
+from liftkit.codegen.cast import Barrier, Block, Deferred, For, If, Line, Stmt, render
 from liftkit.codegen.memory import (
     Memory, Space, bytes_of, c_layout, ctype, element_count, storage_elem, tuple_types_in,
 )
@@ -85,7 +85,7 @@ class Emitter:
         self.ar = ar
         self.names = names
         # size variables known to be multiples of a constant (checked before launch): what
-        # lets a float4 load use vload4(i, p) instead of vload4(0, p + 4*i)
+        # proves a float4 access aligned, so it can be one 16-byte access
         self.multiples = dict(multiples or {})
         self._scalar_names: dict[tuple[int, int], str] = {}
         self.root = Block()
@@ -105,14 +105,14 @@ class Emitter:
         self.block.add(Line(text))
 
     def barrier(self, fences: set[str]) -> None:
-        self.line(f"barrier({' | '.join(sorted(fences, reverse=True))});")
+        self.block.add(Barrier(frozenset(fences)))
 
     def take_trailing_barrier(self, since: int) -> set[str]:
         """Remove the current block's last statement if it is a barrier emitted after the
         block had `since` statements; its fences (empty if there was none)."""
         stmts = self.block.stmts
-        if len(stmts) > since and isinstance(stmts[-1], Line) and stmts[-1].text.startswith("barrier("):
-            return set(stmts.pop().text[len("barrier("):-2].split(" | "))
+        if len(stmts) > since and isinstance(stmts[-1], Barrier):
+            return set(stmts.pop().fences)  # type: ignore[union-attr]
         return set()
 
     def deferred(self, fn) -> None:  # type: ignore[no-untyped-def]

@@ -284,10 +284,7 @@ class Generator:
         if kind == "lcl" and not in_lcl:
             last_without_local = node in self.final_maps and not self.em.local_decls
             if not (self.opt.eliminate_barriers and (node in self.no_barrier or last_without_local)):
-                space = space_of_view(dest)
-                fences = {"CLK_LOCAL_MEM_FENCE"} if space == "local" else (
-                    {"CLK_GLOBAL_MEM_FENCE"} if space == "global" else
-                    {"CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE"})
+                fences = _FENCES.get(space_of_view(dest), _FENCES[None])
                 if self.deferred_fences is not None:
                     self.deferred_fences |= fences
                 else:
@@ -551,6 +548,14 @@ def constant_view(e: Literal) -> View:
         first = arr.reshape(-1)[0] if not isinstance(elem, VectorType) else tuple(flat.reshape(-1)[:elem.width])
         return V.ConstArrayView(V.ValueView(literal_c(first, elem), elem), e.type)
     return V.ValueView(literal_c(e.value, e.type), e.type)
+
+
+# the memory a barrier after a mapLcl must order: where its result was written (private
+# memory, or a mix: both)
+_FENCES: dict[Optional[str], frozenset[str]] = {
+    "local": frozenset({"CLK_LOCAL_MEM_FENCE"}), "global": frozenset({"CLK_GLOBAL_MEM_FENCE"}),
+    None: frozenset({"CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE"}),
+}
 
 
 def _root_memory(v: View) -> Optional[Memory]:

@@ -174,8 +174,7 @@ def _is_thread_id(i: ArithExpr, dim: int, thread_ids: dict[str, int]) -> bool:
     simplification off it may arrive as a raw tree such as l_id % 8."""
     if isinstance(i, Var):
         return thread_ids.get(i.name) == dim
-    fv = i.free_vars() if callable(i.free_vars) else i.free_vars
-    vs = [v for v in fv if isinstance(v, Var) and thread_ids.get(v.name) == dim]
+    vs = [v for v in i.free_vars() if isinstance(v, Var) and thread_ids.get(v.name) == dim]
     return len(vs) == 1 and prove_eq(i, vs[0])
 
 

@@ -92,13 +92,16 @@ def mm_amd(rb: tuple[int, int] = (4, 4), wg: tuple[int, int] = (8, 8), ku: int =
 
 
 # -- matrix multiplication, CLBlast for NVIDIA: local-memory tiles + register blocking -----------
-def _to_local_tile(wx: int, wy: int) -> Any:
-    """Copy a tile (as float4) into local memory: thread (ty, tx) copies float4 number
-    e·WX·WY + ty·WX + tx for each e, so neighbouring work-items read neighbouring float4
-    (coalesced) and the local array keeps the tile's natural layout."""
-    load = compose(map(split(wx)), split(wx * wy), join, map(asVector(4)))
-    copy = toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4))))
-    return lambda tile: copy << load(tile)
+def _tile_rounds(wx: int, wy: int) -> Any:
+    """A tile as float4 in rounds of WX·WY: [e][ty][tx] is float4 number e·WX·WY + ty·WX + tx,
+    so neighbouring work-items read neighbouring float4 (coalesced)."""
+    return compose(map(split(wx)), split(wx * wy), join, map(asVector(4)))
+
+
+def _copy_rounds() -> Any:
+    """Copy [e][ty][tx] into local memory round by round: the local array keeps the tile's
+    natural layout (one barrier after the rounds)."""
+    return toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4))))
 
 
 def _from_local_tile(row_len4: int) -> Any:
@@ -150,25 +153,29 @@ def mm_nvidia(ts: tuple[int, int] = (64, 64), tk: int = 16, rb: tuple[int, int] 
             lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
             << zip(acc_a[0], b_threads(lB))) << zip(acc, a_threads(lA))
 
+    rounds, copy = _tile_rounds(wx, wy), _copy_rounds()
+
     def step(acc: Any, tiles: Any) -> Any:
-        return let(_to_local_tile(wx, wy)(tiles[0]), _to_local_tile(wx, wy)(tiles[1]),
+        return let(copy << rounds(tiles[0]), copy << rounds(tiles[1]),
                    lambda lA, lB: compute(acc, lA, lB))
 
-    # software pipeline: a work-item's share of a tile is the float4 number r·WX·WY + ty·WX + tx
-    # of it for each round r (TM·tk/4/(WX·WY) rounds for A, tk·TN/4/(WX·WY) for B)
-    share = compose(map(transpose), transpose, map(split(wx)), split(wx * wy), join, map(asVector(4)))
-    load = toPrivate(mapLcl(1)(mapLcl(0)(mapSeqUnroll(id4))))  # [ty][tx][r] in registers
-    store = toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4))))  # back in the tile's layout
-    unshare = compose(transpose, map(transpose))  # [ty][tx][r] -> [r][ty][tx]
+    # software pipeline: a work-item's share of a tile is its float4 of every round, held in
+    # registers as [ty][tx][e] (TM·tk/4/(WX·WY) rounds for A, tk·TN/4/(WX·WY) for B)
+    share = compose(map(transpose), transpose, rounds)
+    load = toPrivate(mapLcl(1)(mapLcl(0)(mapSeqUnroll(id4))))
+    unshare = compose(transpose, map(transpose))  # [ty][tx][e] -> [e][ty][tx]
+
+    def with_stored(acc: Any, body: Any) -> Any:
+        """The shares of the current tile (acc[0], acc[1]) copied into local memory."""
+        return let(copy << unshare << acc[0], copy << unshare << acc[1], body)
 
     def pipelined_step(acc: Any, window: Any) -> Any:
         nxt = at(window, 1)
-        return let(store << unshare << acc[0], store << unshare << acc[1], lambda lA, lB: tuple_(
+        return with_stored(acc, lambda lA, lB: tuple_(
             load << share << nxt[0], load << share << nxt[1], compute(acc[2], lA, lB)))
 
     def last_step(acc: Any) -> Any:
-        return let(store << unshare << acc[0], store << unshare << acc[1],
-                   lambda lA, lB: compute(acc[2], lA, lB))
+        return with_stored(acc, lambda lA, lB: compute(acc[2], lA, lB))
 
     def k_loop(tiles: Any) -> Any:
         if not prefetch:
