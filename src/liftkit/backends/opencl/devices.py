@@ -7,6 +7,8 @@ the exact driver build, because a compiled binary is only valid for that.
 
 from __future__ import annotations
 
+import functools
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -101,6 +103,38 @@ def is_simulator(d: Device) -> bool:
     return "oclgrind" in d.label.lower()
 
 
+_PROBE_SOURCE = "kernel void liftkit_probe(global float* x) { x[get_global_id(0)] += 1.0f; }"
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(fingerprint: str, cl_device: Any) -> Optional[str]:
+    """None if the device builds a trivial kernel, else the driver's first line of complaint.
+    Memoised per device: a driver that cannot compile for this host never will in this process."""
+    try:
+        ctx = cl.Context([cl_device])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cl.Program(ctx, _PROBE_SOURCE).build()
+        return None
+    except cl.Error as err:
+        lines = [ln.strip() for ln in str(err).splitlines() if "error" in ln.lower()]
+        return lines[-1] if lines else str(err).splitlines()[0]
+
+
+def build_problem(d: Device) -> Optional[str]:
+    """Why `d` cannot compile kernels (PoCL's LLVM 14 does not know e.g. AMD Zen 5 CPUs and fails
+    every build with "unknown target CPU 'generic'"), or None when it can."""
+    if d.cl_device is None:
+        return None
+    return _probe(d.fingerprint, d.cl_device)
+
+
+def _working_first(devices: list[Device]) -> list[Device]:
+    """CPU devices whose compiler works on this host before those whose compiler does not; GPUs
+    are not probed (their drivers target the GPU, not the host)."""
+    return sorted(devices, key=lambda d: d.type == "cpu" and build_problem(d) is not None)
+
+
 def select_device(spec: Optional[str] = None) -> Device:
     """The device for `spec`: `cpu`, `gpu`, or a case-insensitive substring of
     "platform / device". None: the first GPU if any platform has one, else the first CPU.
@@ -113,12 +147,12 @@ def select_device(spec: Optional[str] = None) -> Device:
     real = [d for d in devices if not is_simulator(d)]
     if not key:
         for kind in ("gpu", "cpu"):
-            found = [d for d in real if d.type == kind]
+            found = _working_first([d for d in real if d.type == kind])
             if found:
                 return found[0]
         return (real or devices)[0]
     if key in ("cpu", "gpu", "accelerator"):
-        found = [d for d in real if d.type == key]
+        found = _working_first([d for d in real if d.type == key])
         what = f"no {key.upper()} device"
     else:
         found = [d for d in devices if key in d.label.lower()]
