@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
 from liftkit.cli.resolve import CliError, Resolved, resolve
+from liftkit.cli.sizes import check_size_names
 
 DEFAULT_OUT = "liftkit-explore"
 
@@ -76,6 +77,7 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
             raise CliError(f"argument {flag}: must be at least {low}, got {value}")
     sizes = _sizes(args.sizes)
     res = resolve(args.program)
+    check_size_names(res, sizes)
     problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
     space = load_rule_space(args.rules)
     runner = OpenCLRunner(args.device)

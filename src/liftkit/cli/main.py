@@ -17,6 +17,7 @@ from typing import Any, NoReturn, Optional, Sequence, TextIO
 from liftkit import __version__
 from liftkit.cli.resolve import CliError, Resolved, bundled_registry, one_line, resolve
 from liftkit.cli.run import BACKENDS, RunOptions, run_command
+from liftkit.cli.sizes import check_size_names
 
 PROG = "liftkit"
 
@@ -92,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
                    action="extend", default=[],
                    help="an input from a .npy file (.npz for tuples); others are generated")
     p.add_argument("--output", metavar="FILE", help="save the result (.npy, or .npz for tuples)")
+    p.add_argument("--cast", action="store_true",
+                   help="convert input files whose dtype differs from the parameter's (e.g. "
+                        "float64 to float32; noted on stderr); without it they are refused")
     p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where to run: opencl (compiled), interpreter, or auto (default): compiled "
@@ -233,9 +237,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         inputs[name] = path
     if args.repeat < 1:
         raise UsageError("argument --repeat: must be at least 1")
-    res = _tuned(args, resolve(args.program), sizes)
+    res = resolve(args.program)
+    check_size_names(res, sizes)
+    res = _tuned(args, res, sizes)
     opts = RunOptions(sizes, inputs, args.output, args.seed, args.backend, args.device,
-                      compile_options(args), args.repeat)
+                      compile_options(args), args.repeat, cast=args.cast)
     status = run_command(res, opts, out)
     out.flush()
     if status:
@@ -247,7 +253,10 @@ def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     """Print every kernel of the program with its launch geometry and buffers."""
     from liftkit.codegen import compile_program
 
-    res = _tuned(args, resolve(args.program), dict(args.sizes))
+    res = resolve(args.program)
+    sizes = dict(args.sizes)
+    check_size_names(res, sizes)
+    res = _tuned(args, res, sizes)
     compiled = compile_program(res.program, compile_options(args))
     print(f"// {res.name}: {len(compiled.kernels)} kernel(s), generated in "
           f"{compiled.compile_seconds * 1e3:.1f} ms", file=out)

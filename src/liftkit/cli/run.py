@@ -6,17 +6,17 @@ nobody checks is not worth much; the exit status says whether it matched.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, TextIO
 
 import numpy as np
 
-from liftkit.arith import ArithError
-from liftkit.cli.resolve import CliError, Resolved, one_line
+from liftkit.cli.resolve import CliError, Resolved
 from liftkit.ir.nodes import Lambda
 from liftkit.ir.printer import show_type
-from liftkit.types import ArrayType, LiftTypeError, TupleType, Type, VectorType
+from liftkit.types import ArrayType, TupleType, Type, VectorType
 
 BACKENDS = ("auto", "interpreter", "opencl")
 
@@ -31,6 +31,7 @@ class RunOptions:
     device: Optional[str] = None
     compile_options: Any = None  # liftkit.codegen.CompileOptions
     repeat: int = 1
+    cast: bool = False  # convert input files of another dtype (else they are refused)
 
 
 @dataclass(frozen=True)
@@ -42,21 +43,6 @@ class Comparison:
 
 # ---------------------------------------------------------------------------------------------
 # inputs
-
-
-def load_array(path: str, what: str) -> Any:
-    """An input file: .npy gives an array; .npz gives a tuple of its arrays in stored order."""
-    p = Path(path)
-    if not p.is_file():
-        raise CliError(f"input {what}: no such file: {path}")
-    try:
-        data = np.load(p, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise CliError(f"input {what}: cannot read {path} as NumPy data ({err})") from None
-    if isinstance(data, np.lib.npyio.NpzFile):
-        with data:
-            return tuple(data[k] for k in data.files)
-    return data
 
 
 def _bare_dims(t: Type) -> list[tuple[Any, int]]:
@@ -88,9 +74,27 @@ def sizes_from_files(program: Lambda, given: Mapping[str, Any], explicit: Mappin
     return found
 
 
-def gather_inputs(res: Resolved, opts: RunOptions) -> tuple[list[Any], dict[str, int], list[str]]:
-    """All inputs in parameter order, the sizes to run with, and where each input came from."""
-    names = [p.name for p in res.program.params]
+@dataclass(frozen=True)
+class Inputs:
+    """What `run` runs with: values in parameter order, the bound sizes, where each value came
+    from, and notes for stderr (conversions made with --cast)."""
+
+    values: list[Any]
+    sizes: dict[str, int]
+    origin: list[str]
+    notes: list[str]
+
+
+def gather_inputs(res: Resolved, opts: RunOptions, result_type: Optional[Type] = None) -> Inputs:
+    """All inputs in parameter order, the sizes to run with, and where each input came from.
+
+    Sizes are checked before any input is generated: names, divisibility facts, memory."""
+    from liftkit.cli.inputs import conform, load_array
+    from liftkit.cli.sizes import check_memory, check_size_facts, check_size_names, size_facts
+    from liftkit.semantics import bind_sizes
+
+    program = res.program
+    names = [p.name for p in program.params]
     unknown = [n for n in opts.inputs if n not in names]
     if unknown:
         raise CliError(f"--input {unknown[0]}: the program has no parameter {unknown[0]!r} "
@@ -98,25 +102,41 @@ def gather_inputs(res: Resolved, opts: RunOptions) -> tuple[list[Any], dict[str,
     if len(set(names)) != len(names):
         raise CliError(f"the program's parameters have repeated names ({', '.join(names)}); "
                        f"--input cannot tell them apart")
-    given = {n: load_array(f, n) for n, f in opts.inputs.items()}
+    check_size_names(res, opts.sizes)
+    types = {p.name: p.type for p in program.params}
+    notes: list[str] = []
+    given = {n: conform(load_array(f, n), types[n], n, f, opts.cast, notes)  # type: ignore[arg-type]
+             for n, f in opts.inputs.items()}
     missing = [n for n in names if n not in given]
-    sizes = dict(opts.sizes)
     if missing and res.spec is None:
         raise CliError(f"{res.name} is not a bundled program, so every input must be given with "
                        f"--input NAME=FILE.npy (missing: {', '.join(missing)})")
+    sizes = sizes_from_files(program, given, opts.sizes) | dict(opts.sizes)
     if res.spec is not None:
-        sizes = dict(res.spec.sizes) | sizes_from_files(res.program, given, opts.sizes) | sizes
+        sizes = dict(res.spec.sizes) | sizes
+    facts = size_facts(program, result_type)
+    rule = getattr(res.spec, "size_rule", "") if res.spec is not None else ""
+    check_size_facts(facts, sizes, res.name, rule)
+    check_memory(program, result_type, sizes, missing, res.name)
     generated: list[Any] = []
     if missing:
-        generated = list(res.spec.inputs(sizes, opts.seed))  # type: ignore[union-attr]
+        try:
+            generated = list(res.spec.inputs(sizes, opts.seed))  # type: ignore[union-attr]
+        except MemoryError:
+            raise CliError(f"{res.name}: not enough memory to generate inputs at "
+                           f"{_size_text(sizes)}; use smaller --size values") from None
         if len(generated) != len(names):
             raise CliError(f"the spec of {res.name} makes {len(generated)} input(s) for "
                            f"{len(names)} parameter(s)")
-    inputs = [given[n] if n in given else generated[i] for i, n in enumerate(names)]
+    values = [given[n] if n in given else generated[i] for i, n in enumerate(names)]
     origin = [f"{opts.inputs[n]}" if n in given else f"generated (seed {opts.seed})" for n in names]
-    if res.spec is None:
-        sizes = dict(opts.sizes)
-    return inputs, sizes, origin
+    bound = bind_sizes(program, values, sizes)
+    check_size_facts(facts, bound, res.name, rule)
+    return Inputs(values, bound, origin, notes)
+
+
+def _size_text(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "no sizes"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,27 +299,17 @@ def preview(x: Any, t: Optional[Type] = None, count: int = 4) -> str:
     return "[" + ", ".join(vals) + more + "]"
 
 
-def run_command(res: Resolved, opts: RunOptions, out: TextIO) -> int:
+def run_command(res: Resolved, opts: RunOptions, out: TextIO, err: Optional[TextIO] = None) -> int:
     """The whole `run` command; returns the exit status (1 when the reference disagrees)."""
     from liftkit.ir.typecheck import check_program
 
     out_type = check_program(res.program)  # type errors first, before inputs are made
-    inputs, sizes, origin = gather_inputs(res, opts)
+    got = gather_inputs(res, opts, out_type)
+    for note in got.notes:
+        print(f"liftkit: note: {note}", file=err if err is not None else sys.stderr)
+    inputs, bound, origin = got.values, got.sizes, got.origin
     backend = choose_backend(res.program, opts.backend)
-    try:
-        result, run_lines = execute(res.program, inputs, sizes, opts, res.name)
-    except (LiftTypeError, ArithError, ValueError) as err:
-        rule = getattr(res.spec, "size_rule", "") if res.spec is not None else ""
-        if not rule:
-            raise
-        raise CliError(f"{one_line(err)} (size rule of {res.name}: {rule})") from err
-    bound = dict(sizes)
-    try:
-        from liftkit.semantics import bind_sizes
-
-        bound = bind_sizes(res.program, inputs, sizes)
-    except Exception:  # noqa: BLE001 - only for the report; the run itself succeeded
-        pass
+    result, run_lines = execute(res.program, inputs, bound, opts, res.name)
     size_text = ", ".join(f"{k}={v}" for k, v in sorted(bound.items())) or "none"
     print(f"program:   {res.name}  (backend: {backend})", file=out)
     for line in run_lines:
