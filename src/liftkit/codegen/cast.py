@@ -1,4 +1,4 @@
-"""A minimal OpenCL C statement tree, so that generation decides structure and printing decides
+"""A minimal C statement tree, so that generation decides structure and printing decides
 layout. Expressions stay strings: the index simplifier has already made them short."""
 
 from __future__ import annotations
@@ -41,10 +41,7 @@ class Barrier:
     """A work-group barrier with its memory fences (kept as a statement so that barrier
     elimination can merge adjacent ones)."""
 
-    fences: frozenset[str]
-
-    def text(self) -> str:
-        return f"barrier({' | '.join(sorted(self.fences, reverse=True))});"
+    fences: frozenset[str]  # OpenCL's names (CLK_LOCAL_MEM_FENCE, ...); the dialect spells them
 
 
 @dataclass
@@ -58,15 +55,17 @@ class Deferred:
 Stmt = Union[Line, Block, For, If, Deferred, Barrier]
 
 
-def render(stmts: list[Stmt], indent: int = 1, fix: Callable[[str], str] = lambda s: s) -> list[str]:
-    """Print statements; `fix` post-processes each line (resolving deferred memory accesses)."""
+def render(stmts: list[Stmt], barrier: Callable[[frozenset[str]], str], indent: int = 1,
+           fix: Callable[[str], str] = lambda s: s) -> list[str]:
+    """Print statements; `barrier` spells a barrier in the kernel's dialect, `fix` post-processes
+    each line (resolving deferred memory accesses)."""
     pad = "  " * indent
     out: list[str] = []
     for s in stmts:
         if isinstance(s, Line):
             out.append(pad + fix(s.text))
         elif isinstance(s, Barrier):
-            out.append(pad + s.text())
+            out.append(pad + barrier(s.fences))
         elif isinstance(s, Deferred):
             text = s.render()
             if text:
@@ -74,14 +73,14 @@ def render(stmts: list[Stmt], indent: int = 1, fix: Callable[[str], str] = lambd
         elif isinstance(s, Block):
             if s.stmts:
                 out.append(pad + "{")
-                out += render(s.stmts, indent + 1, fix)
+                out += render(s.stmts, barrier, indent + 1, fix)
                 out.append(pad + "}")
         elif isinstance(s, For):
             out.append(f"{pad}for (int {s.var} = {fix(s.start)}; {fix(s.cond)}; {fix(s.step)}) {{")
-            out += render(s.body.stmts, indent + 1, fix)
+            out += render(s.body.stmts, barrier, indent + 1, fix)
             out.append(pad + "}")
         elif isinstance(s, If):
             out.append(f"{pad}if ({fix(s.cond)}) {{")
-            out += render(s.body.stmts, indent + 1, fix)
+            out += render(s.body.stmts, barrier, indent + 1, fix)
             out.append(pad + "}")
     return out

@@ -1,4 +1,4 @@
-"""The compilation pipeline: a low-level Lift program to a pipeline of OpenCL kernels.
+"""The compilation pipeline: a low-level Lift program to a pipeline of OpenCL C or CUDA C kernels.
 
 Stages: type analysis; kernel splitting (computation outside the parallel maps that consumes
 their results — the papers' final reduction — becomes its own kernel); barrier analysis
@@ -16,6 +16,7 @@ from typing import Mapping, Optional, Sequence
 from liftkit.arith import ArithExpr, cst
 from liftkit.codegen import views as V
 from liftkit.codegen.constraints import size_multiples
+from liftkit.codegen.dialect import Dialect, dialect_named
 from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
 from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
@@ -268,7 +269,8 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
     ndrange, local = launch_geometry(body, env_types, options)  # type: ignore[arg-type]
     ar = V.Arith(options.simplify_indices)
     taken = {p.name for p in params} | set(size_names) | {name}
-    em = Emitter(ar, Names(taken), dict(multiples or {}))
+    dialect = dialect_named(options.dialect)
+    em = Emitter(ar, Names(taken), dict(multiples or {}), dialect)
     gen = Generator(options, em, local, barrier_free_maps(body), final_maps(body))
 
     env: dict[Param, View] = {}
@@ -278,11 +280,11 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         env[p] = view
         em.note_type(p.type)  # type: ignore[arg-type]
         if mem is not None:
-            args.append(KernelArg("buffer", p.name, f"const global {ctype(mem.elem)}* restrict",
+            args.append(KernelArg("buffer", p.name, dialect.input_pointer(ctype(mem.elem)),
                                   buffer=buffer_of[p]))
         else:
             if isinstance(p.type, ScalarType) and p.type.name == "bool":
-                raise CodegenError(f"parameter {p.name}: bool is not allowed as an OpenCL kernel argument")
+                raise CodegenError(f"parameter {p.name}: bool is not allowed as a kernel argument")
             args.append(KernelArg("scalar", p.name, ctype(p.type), param_index=None))  # type: ignore[arg-type]
 
     outs = list(out_t.elems) if isinstance(out_t, TupleType) and len(out_names) > 1 else [out_t]
@@ -295,7 +297,7 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
                    storage_elem(ot, "global"), element_count(ot, "global"), "param")
         em.note_type(ot)
         out_views.append(V.MemoryView(m, ot))
-        args.append(KernelArg("buffer", m.name, f"global {ctype(m.elem)}*", buffer=oname))
+        args.append(KernelArg("buffer", m.name, dialect.pointer("global", ctype(m.elem)), buffer=oname))
         out_buffers.append(Buffer(oname, ot, bytes_of(ot), "output"))
     dest = out_views[0] if len(out_views) == 1 else V.TupleView(tuple(out_views), out_t)
 
@@ -306,7 +308,8 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
     buffers = list(out_buffers)
     for k, tmp in enumerate(gen.temps):
         bname = f"{name}:{tmp.memory.name}"
-        args.append(KernelArg("buffer", tmp.memory.name, f"global {ctype(tmp.memory.elem)}*", buffer=bname))
+        args.append(KernelArg("buffer", tmp.memory.name, dialect.pointer("global", ctype(tmp.memory.elem)),
+                              buffer=bname))
         buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary"))
     for s in size_names:
         args.append(KernelArg("size", s, "int", size=_var(s)))
@@ -328,20 +331,18 @@ def _var(name: str) -> ArithExpr:
 
 
 def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
-    lines: list[str] = []
-    if em.uses_double:
-        lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+    d: Dialect = em.dialect
+    lines: list[str] = d.preamble(em.uses_double, em.uses_vectors)
     for t in em.tuple_types:
         lines.append(struct_definition(t))
     for f in em.user_funs.values():
-        lines.append(user_fun_definition(f))
+        lines.append(user_fun_definition(f, d))
     if lines:
         lines.append("")
     params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
-    lines.append(f"kernel void {name}(\n    {params}) {{")
+    lines.append(f"{d.kernel_prefix} {name}(\n    {params}) {{")
     for m in em.local_decls:
-        align = f" __attribute__((aligned({m.vector_align})))" if m.vector_align else ""
-        lines.append(f"  local {ctype(m.elem)} {m.name}[{m.count.value}]{align};")
+        lines.append("  " + d.local_decl(ctype(m.elem), m.name, m.count.value, m.vector_align))
     lines += em.finish()
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -352,7 +353,8 @@ def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
 
 
 def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -> CompiledProgram:
-    """Compile a low-level program to a pipeline of OpenCL kernels."""
+    """Compile a low-level program to a pipeline of kernels in `options.dialect` (OpenCL C by
+    default, or CUDA C)."""
     options = options or CompileOptions()
     t0 = time.perf_counter()
     result_type = check_program(program)

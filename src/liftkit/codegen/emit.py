@@ -1,8 +1,9 @@
 """Emission state of one kernel: statements, memories, names, and loads/stores through views.
 
 The generator (`generator.py`) decides what to compute; this module knows how a location is
-read or written in OpenCL C (vload/vstore for vectors in scalar memory, struct fields for tuples,
-scalars for constant-indexed private arrays) and keeps the declarations.
+read or written in C (vload/vstore for vectors in scalar memory, struct fields for tuples,
+scalars for constant-indexed private arrays) and keeps the declarations; spellings that differ
+between OpenCL C and CUDA C come from the kernel's `Dialect`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Optional
 
 from liftkit.arith import ArithExpr, cst, divides, size_var
 from liftkit.codegen.cast import Barrier, Block, Deferred, For, If, Line, Stmt, render
+from liftkit.codegen.dialect import OPENCL, Dialect
 from liftkit.codegen.memory import (
     Memory, Space, bytes_of, c_layout, ctype, element_count, storage_elem, tuple_types_in,
 )
@@ -55,7 +57,7 @@ class Names:
 PRIVATE_BYTES_LIMIT = 16384
 
 
-def literal_c(value: object, t: Type) -> str:
+def literal_c(value: object, t: Type, dialect: Dialect = OPENCL) -> str:
     if isinstance(t, ScalarType):
         if t == bool_:
             return "1" if value else "0"
@@ -72,17 +74,19 @@ def literal_c(value: object, t: Type) -> str:
             return s + ("f" if t == float32 and s[-1].isdigit() else "")
         return str(int(value)) + ("L" if t.name == "long" else "")  # type: ignore[call-overload]
     if isinstance(t, VectorType):
-        return f"({t})(" + ", ".join(literal_c(v, t.elem) for v in value) + ")"  # type: ignore[attr-defined]
+        return dialect.vector_literal(ctype(t), [literal_c(v, t.elem, dialect) for v in value])  # type: ignore[attr-defined]
     if isinstance(t, TupleType):
-        return f"({ctype(t)}){{" + ", ".join(literal_c(v, e) for v, e in zip(value, t.elems)) + "}"  # type: ignore[call-overload]
+        return dialect.tuple_literal(ctype(t), [literal_c(v, e, dialect) for v, e in zip(value, t.elems)])  # type: ignore[call-overload]
     raise CodegenError(f"array literals are not supported in kernels ({t})")
 
 
 class Emitter:
     """Statements and declarations of one kernel under construction."""
 
-    def __init__(self, ar: Arith, names: Names, multiples: Optional[dict[str, int]] = None) -> None:
+    def __init__(self, ar: Arith, names: Names, multiples: Optional[dict[str, int]] = None,
+                 dialect: Dialect = OPENCL) -> None:
         self.ar = ar
+        self.dialect = dialect
         self.names = names
         # size variables known to be multiples of a constant (checked before launch): what
         # proves a float4 access aligned, so it can be one 16-byte access
@@ -95,6 +99,7 @@ class Emitter:
         self.tuple_types: list[TupleType] = []
         self.user_funs: dict[str, UserFun] = {}
         self.uses_double = False
+        self.uses_vectors = False
 
     # -- structure ---------------------------------------------------------------------------
     @property
@@ -143,6 +148,8 @@ class Emitter:
             t = t.elem
         if t == float64 or (isinstance(t, VectorType) and t.elem == float64):
             self.uses_double = True
+        if isinstance(t, VectorType):
+            self.uses_vectors = True
         if isinstance(t, TupleType):
             for e in t.elems:
                 self.note_type(e)
@@ -209,7 +216,7 @@ class Emitter:
             assert isinstance(t, TupleType)
             self.note_type(t)
             parts = [self.load(view.get(k)) for k in range(len(t.elems))]
-            return f"({ctype(t)}){{" + ", ".join(parts) + "}"
+            return self.dialect.tuple_literal(ctype(t), parts)
 
     def store(self, dest: View, value: str) -> None:
         t = dest.type
@@ -241,7 +248,7 @@ class Emitter:
         if isinstance(loc, ValueLoc):
             return loc.c_expr
         if isinstance(loc, LanesLoc):
-            return f"({loc.type})(" + ", ".join(self.loc_c(l) for l in loc.lanes) + ")"
+            return self.dialect.vector_literal(ctype(loc.type), [self.loc_c(l) for l in loc.lanes])
         if isinstance(loc, SelectLoc):
             return f"({loc.cond.to_c()} ? {self.loc_c(loc.then)} : {self.loc_c(loc.other)})"
         if loc.width:
@@ -256,11 +263,11 @@ class Emitter:
                 if not lane.is_constant:  # a loop over the lanes: through the vector's address
                     scalar = ctype(loc.mem.elem.elem) if isinstance(loc.mem.elem, VectorType) \
                         else ctype(loc.mem.elem)  # type: ignore[attr-defined]
-                    return f"((private {scalar}*)&{out})[{lane.to_c()}]"
+                    return f"(({self.dialect.pointer('private', scalar)})&{out})[{lane.to_c()}]"
                 return f"{out}.s{lane.value:x}"
             scalar = ctype(loc.mem.elem.elem)  # type: ignore[attr-defined]
             w = loc.mem.elem.width  # type: ignore[attr-defined]
-            return f"(({loc.mem.space} {scalar}*){loc.mem.name})[{(loc.offset * w + loc.lane).to_c()}]"
+            return f"(({self.dialect.pointer(loc.mem.space, scalar)}){loc.mem.name})[{(loc.offset * w + loc.lane).to_c()}]"
         return out
 
     def aligned(self, w: ArithExpr, offset: ArithExpr) -> bool:
@@ -289,8 +296,8 @@ class Emitter:
         scalar = ctype(mem.elem)
         if mem.space == "local":
             mem.vector_align = max(mem.vector_align, w * c_layout(mem.elem)[0])
-        qual = "const global" if mem.readonly else mem.space
-        return f"(({qual} {scalar}{w}*){mem.name})[{(loc.offset // cst(w)).to_c()}]"
+        ptr = self.dialect.pointer(mem.space, f"{scalar}{w}", const=mem.readonly)
+        return f"(({ptr}){mem.name})[{(loc.offset // cst(w)).to_c()}]"
 
     def vec_address(self, loc: MemLoc) -> str:
         """vloadN/vstoreN (offset, pointer) arguments: in vectors when the offset allows."""
@@ -327,7 +334,7 @@ class Emitter:
 
             return _TOKEN.sub(sub, text)
 
-        return render(self.root.stmts, 1, fix)
+        return render(self.root.stmts, self.dialect.barrier_text, 1, fix)
 
 
 class _Enter:

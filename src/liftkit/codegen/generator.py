@@ -1,4 +1,4 @@
-"""OpenCL code generation for one kernel (seed 000 §5): a walk over the IR in destination-passing
+"""Code generation for one kernel (seed 000 §5): a walk over the IR in destination-passing
 style.
 
 `gen(expr, dest)` emits the code computing `expr` and returns a view of its value. When a
@@ -6,7 +6,8 @@ consumer already owns the memory the value must end up in (a map's output elemen
 output), it passes that memory as `dest`, and data-layout patterns between the two turn it into
 the matching write view (a join before the destination becomes a split view of it). Otherwise a
 computation allocates memory in the address space of Algorithm 1 and returns a view of it, and a
-data-layout pattern returns a view of its argument's view: no copies.
+data-layout pattern returns a view of its argument's view: no copies. The statements are the
+same for OpenCL C and CUDA C; spellings come from the emitter's `Dialect`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Callable, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst, prove_eq, prove_le
 from liftkit.codegen import views as V
+from liftkit.codegen.dialect import OPENCL, Dialect
 from liftkit.codegen.emit import Emitter, literal_c, space_of_view
 from liftkit.codegen.kernel import CompileOptions
 from liftkit.codegen.memory import Memory, Space, ctype, element_count, infer_space, storage_elem
@@ -116,7 +118,7 @@ class Generator:
             return self.finish_value(env[e], dest)
         if isinstance(e, Literal):
             self.em.note_type(e.type)
-            return self.finish_value(constant_view(e), dest)
+            return self.finish_value(constant_view(e, self.em.dialect), dest)
         assert isinstance(e, FunCall)
         args = [self.expr_arg(a, env, ctx) for a in e.args]
         return self.call(e.f, args, env, ctx, dest, id(e))
@@ -213,7 +215,8 @@ class Generator:
             s = self.gen(a, env, ctx, None)
             vt = VectorType(s.type, width)  # type: ignore[arg-type]
             self.em.note_type(vt)
-            views.append(V.MemoryView(self.em.private_var(vt, "b", f"({ctype(vt)})({self.em.load(s)})"), vt))
+            broadcast = self.em.dialect.vector_literal(ctype(vt), [self.em.load(s)])
+            views.append(V.MemoryView(self.em.private_var(vt, "b", broadcast), vt))
         return self.user_fun(body.f.vectorize(width), views, dest)
 
     # -- memory ------------------------------------------------------------------------------
@@ -330,9 +333,7 @@ class Generator:
             with self.em.for_loop(name, "0", f"{name} < {n.to_c()}", f"{name} += 1"):
                 yield var, ctx.inside(p, Scope(kind, dim, var, n))
             return
-        ids = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "get_num_groups"),
-               "lcl": ("get_local_id", "get_local_size")}[kind]
-        first, step = f"{ids[0]}({dim})", f"{ids[1]}({dim})"
+        first, step = self.em.dialect.ids(kind, dim), self.em.dialect.counts(kind, dim)  # type: ignore[arg-type]
         ls = self.local_size[dim] if (kind == "lcl" and self.local_size and dim < len(self.local_size)) else None
         if kind == "lcl" and ls is not None:
             step = str(ls)
@@ -449,19 +450,18 @@ class Generator:
             return V.SameView(a, final)
         mem_a, start_a = self.slice_start(a)
         _, start_b = self.slice_start(b)
-        qual = "local" if space == "local" else "global"
-        t = ctype(mem_a.elem)
+        ptr = self.em.dialect.pointer("local" if space == "local" else "global", ctype(mem_a.elem))
         pin = Memory(self.em.names.fresh("in"), space, mem_a.elem, mem_a.count, "pointer")
         pout = Memory(self.em.names.fresh("out"), space, mem_a.elem, mem_a.count, "pointer")
-        self.em.line(f"{qual} {t}* {pin.name} = {start_a};")
-        self.em.line(f"{qual} {t}* {pout.name} = {start_b};")
+        self.em.line(f"{ptr} {pin.name} = {start_a};")
+        self.em.line(f"{ptr} {pout.name} = {start_b};")
         self.em.line(f"int {s_name} = {first_len.to_c()};")
         it = self.em.names.fresh("iter")
         with self.em.for_loop(it, "0", f"{it} < {k - 1}", f"{it} += 1"):
             self.apply(p.f, [V.MemoryView(pin, ArrayType(elem, s))], env, ctx.inside(p),
                        V.MemoryView(pout, step_t))
             self.em.line(f"{s_name} = {step_t.length.to_c()};")
-            self.em.line(f"{{ {qual} {t}* swap = {pin.name}; {pin.name} = {pout.name}; {pout.name} = swap; }}")
+            self.em.line(f"{{ {ptr} swap = {pin.name}; {pin.name} = {pout.name}; {pout.name} = swap; }}")
         return V.MemoryView(pin, final)
 
     def slice_start(self, buffer: View) -> tuple[Memory, str]:
@@ -492,7 +492,7 @@ class Generator:
                 self.gen_independent([lambda a=a, d=d: a.gen(d) for a, d in zip(args, dests)], ctx)
                 return dest
         views = self.gen_independent([lambda a=a: a.gen(None) for a in args], ctx)
-        view = read_view(p, views, rt, self.em.ar, self.layout_fn(env, ctx))
+        view = read_view(p, views, rt, self.em.ar, self.layout_fn(env, ctx), self.em.dialect)
         return self.finish_value(view, dest,
                                  f"{p.name} after a computation cannot be written in place: apply it to "
                                  "the computation's input instead (e.g. gather(f) ∘ map(g) = map(g) ∘ "
@@ -532,7 +532,7 @@ class Generator:
         return invert
 
 
-def constant_view(e: Literal) -> View:
+def constant_view(e: Literal, dialect: Dialect = OPENCL) -> View:
     """A literal as a view; arrays only when every element is the same value."""
     import numpy as np
 
@@ -546,8 +546,8 @@ def constant_view(e: Literal) -> View:
         while isinstance(elem, ArrayType):
             elem = elem.elem
         first = arr.reshape(-1)[0] if not isinstance(elem, VectorType) else tuple(flat.reshape(-1)[:elem.width])
-        return V.ConstArrayView(V.ValueView(literal_c(first, elem), elem), e.type)
-    return V.ValueView(literal_c(e.value, e.type), e.type)
+        return V.ConstArrayView(V.ValueView(literal_c(first, elem, dialect), elem), e.type)
+    return V.ValueView(literal_c(e.value, e.type, dialect), e.type)
 
 
 # the memory a barrier after a mapLcl must order: where its result was written (private
@@ -578,14 +578,15 @@ OPENCL_BUILTINS = frozenset({
 
 
 def c_fun_name(f: UserFun) -> str:
-    """The C name of a user function (papers' names, unless they clash with OpenCL built-ins)."""
+    """The C name of a user function (papers' names, unless they clash with OpenCL built-ins,
+    which the CUDA prelude defines too)."""
     return f"{f.name}_uf" if f.name in OPENCL_BUILTINS else f.name
 
 
-def user_fun_definition(f: UserFun) -> str:
+def user_fun_definition(f: UserFun, dialect: Dialect = OPENCL) -> str:
     params = ", ".join(f"{ctype(t)} {n}" for n, t in zip(f.param_names, f.param_types))
-    body = f.body.strip()
+    body = dialect.user_body(f.body.strip())
     if isinstance(f.out_type, TupleType):
         body = f"typedef {ctype(f.out_type)} Tuple;\n  {body}"
-    return f"{ctype(f.out_type)} {c_fun_name(f)}({params}) {{\n  {body}\n}}"
+    return f"{dialect.user_fun_prefix}{ctype(f.out_type)} {c_fun_name(f)}({params}) {{\n  {body}\n}}"
 

@@ -1,7 +1,7 @@
 """What the compiler hands to a runtime: kernels, their arguments and launch geometry.
 
 Everything here is plain data with sizes as arithmetic over the program's size variables, so the
-runtime (pyopencl today, CUDA later) evaluates them once the inputs' shapes bind the variables.
+runtime (pyopencl, or CUDA through cuda-python) evaluates them once the inputs' shapes bind the variables.
 A program compiles to a *pipeline*: one or more kernels run in order, connected through named
 buffers (the papers' two-kernel reductions: partial sums, then a final reduction).
 """
@@ -25,6 +25,8 @@ class CompileOptions:
     local_size: work-group size per dimension; None lets the compiler choose from the program
     (the constant lengths of its mapLcl patterns). Known local sizes give thread ids ranges,
     which index simplification and control-flow simplification use.
+    dialect: the C the kernels are written in, "opencl" (OpenCL C) or "cuda" (CUDA C); the
+    statements are the same, only their spelling differs.
     """
 
     simplify_indices: bool = True
@@ -33,10 +35,18 @@ class CompileOptions:
     unroll: bool = True
     local_size: Optional[tuple[int, ...]] = None
     kernel_name: str = "KERNEL"
+    dialect: str = "opencl"
+
+    def __post_init__(self) -> None:
+        from liftkit.codegen.dialect import dialect_named
+
+        dialect_named(self.dialect)  # an unknown dialect is refused here, in words
 
     def key(self) -> str:
-        return (f"si={int(self.simplify_indices)},be={int(self.eliminate_barriers)},"
-                f"cf={int(self.simplify_control_flow)},un={int(self.unroll)},ls={self.local_size}")
+        """The options that change the generated code (OpenCL keys predate the dialect)."""
+        key = (f"si={int(self.simplify_indices)},be={int(self.eliminate_barriers)},"
+               f"cf={int(self.simplify_control_flow)},un={int(self.unroll)},ls={self.local_size}")
+        return key if self.dialect == "opencl" else key + f",dialect={self.dialect}"
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class NDRange:
 @dataclass(frozen=True)
 class Kernel:
     name: str
-    source: str  # complete OpenCL C translation unit
+    source: str  # complete OpenCL C or CUDA C translation unit
     args: tuple[KernelArg, ...]
     ndrange: NDRange
     build_options: tuple[str, ...] = ()

@@ -7,15 +7,16 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from liftkit.codegen import views as V
+from liftkit.codegen.dialect import OPENCL, Dialect
 from liftkit.codegen.views import Arith, CodegenError, View
 from liftkit.ir import patterns as P
 from liftkit.types import ArrayType, Type
 
 
 def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith,
-              apply_layout: Optional[Callable] = None) -> View:
+              apply_layout: Optional[Callable] = None, dialect: Dialect = OPENCL) -> View:
     """The view of p's result over its arguments' views (`apply_layout(g, view)` applies a
-    layout-only function, for map(g))."""
+    layout-only function, for map(g)); `dialect` spells a pad's constant."""
     x = args[0]
     if isinstance(p, P.Map):
         assert apply_layout is not None
@@ -48,7 +49,7 @@ def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith,
         if p.boundary.value is not None:
             from liftkit.codegen.emit import literal_c
 
-            const = V.ValueView(literal_c(p.boundary.value.value, p.boundary.value.type),
+            const = V.ValueView(literal_c(p.boundary.value.value, p.boundary.value.type, dialect),
                                 p.boundary.value.type)
         return V.PadView(x, p.left, xt.length, p.boundary, const, rt)
     if isinstance(p, P.AsVector):

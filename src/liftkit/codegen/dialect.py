@@ -1,0 +1,149 @@
+"""What differs between OpenCL C and CUDA C, in one table per language.
+
+The generator and the emitter build one C statement tree for both languages; each place where
+the two spell something differently asks the kernel's `Dialect`: address-space qualifiers of
+pointers and declarations, the work-group barrier, thread and group ids, vector and tuple
+literals, the kernel signature and what a translation unit starts with. CUDA C gets OpenCL C's
+vector types (with `.x`/`.s0` lanes and element-wise operators), `vloadN`/`vstoreN` and the
+OpenCL built-ins user functions use from a small prelude (`cuda_prelude.py`), so user functions
+are written once, in OpenCL C, and their bodies carry over unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Literal, Mapping, Sequence
+
+DialectName = Literal["opencl", "cuda"]
+DIALECTS: tuple[DialectName, ...] = ("opencl", "cuda")
+IdKind = Literal["glb", "wrg", "lcl"]  # global (work-item), work-group, local (in its group)
+
+_AXES = "xyz"
+# OpenCL vector literals in user-function bodies, `(float4)(a, b)`: C++ reads them as a cast of a
+# comma expression, so the CUDA dialect turns them into constructor calls, `float4(a, b)`
+_VECTOR_CAST = re.compile(
+    r"\(\s*((?:u?(?:char|short|int|long))|float|double|uchar|ushort|uint|ulong)(2|3|4|8|16)\s*\)\s*\(")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One C dialect's spellings (see the module docstring)."""
+
+    name: DialectName
+    title: str  # for messages: "OpenCL C", "CUDA C"
+    space_qualifier: Mapping[str, str]  # a pointer's address space as written before its type
+    restrict: str  # the no-alias qualifier of input pointers
+    kernel_prefix: str  # what precedes the kernel's name
+    user_fun_prefix: str  # what precedes a user function's return type
+    ids: Callable[[IdKind, int], str]  # the C expression (an int) of a thread/group id
+    counts: Callable[[IdKind, int], str]  # the number of those along a dimension
+    barrier_text: Callable[[frozenset[str]], str]  # a work-group barrier with OpenCL's fences
+    local_decl: Callable[[str, str, int, int], str]  # (elem ctype, name, count, align) -> line
+    preamble: Callable[[bool, bool], list[str]]  # (uses double, uses vectors) -> leading lines
+    vector_literal: Callable[[str, Sequence[str]], str]  # (vector ctype, lanes or one broadcast)
+    tuple_literal: Callable[[str, Sequence[str]], str]  # (struct ctype, fields)
+    user_body: Callable[[str], str]  # a user function's OpenCL C body in this dialect
+
+    def pointer(self, space: str, elem: str, const: bool = False) -> str:
+        """`global float*`, `const local int*`, `float*` (CUDA)."""
+        qual = self.space_qualifier[space]
+        words = (["const"] if const else []) + ([qual] if qual else []) + [f"{elem}*"]
+        return " ".join(words)
+
+    def input_pointer(self, elem: str) -> str:
+        """A read-only kernel input that aliases nothing the kernel writes."""
+        return f"{self.pointer('global', elem, const=True)} {self.restrict}"
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenCL C
+
+
+_CL_IDS = {"glb": ("get_global_id", "get_global_size"), "wrg": ("get_group_id", "get_num_groups"),
+           "lcl": ("get_local_id", "get_local_size")}
+
+
+def _cl_local_decl(elem: str, name: str, count: int, align: int) -> str:
+    attr = f" __attribute__((aligned({align})))" if align else ""
+    return f"local {elem} {name}[{count}]{attr};"
+
+
+def _cl_preamble(uses_double: bool, uses_vectors: bool) -> list[str]:
+    return ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable"] if uses_double else []
+
+
+OPENCL = Dialect(
+    name="opencl",
+    title="OpenCL C",
+    space_qualifier={"global": "global", "local": "local", "private": "private"},
+    restrict="restrict",
+    kernel_prefix="kernel void",
+    user_fun_prefix="",
+    ids=lambda kind, dim: f"{_CL_IDS[kind][0]}({dim})",
+    counts=lambda kind, dim: f"{_CL_IDS[kind][1]}({dim})",
+    barrier_text=lambda fences: f"barrier({' | '.join(sorted(fences, reverse=True))});",
+    local_decl=_cl_local_decl,
+    preamble=_cl_preamble,
+    vector_literal=lambda t, parts: f"({t})(" + ", ".join(parts) + ")",
+    tuple_literal=lambda t, parts: f"({t}){{" + ", ".join(parts) + "}",
+    user_body=lambda body: body,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA C
+
+
+def _cu_ids(kind: IdKind, dim: int) -> str:
+    a = _AXES[dim]
+    return {"glb": f"(int)(blockIdx.{a} * blockDim.{a} + threadIdx.{a})",
+            "wrg": f"(int)blockIdx.{a}", "lcl": f"(int)threadIdx.{a}"}[kind]
+
+
+def _cu_counts(kind: IdKind, dim: int) -> str:
+    a = _AXES[dim]
+    return {"glb": f"(int)(gridDim.{a} * blockDim.{a})", "wrg": f"(int)gridDim.{a}",
+            "lcl": f"(int)blockDim.{a}"}[kind]
+
+
+def _cu_local_decl(elem: str, name: str, count: int, align: int) -> str:
+    attr = f" __align__({align})" if align else ""
+    return f"__shared__{attr} {elem} {name}[{count}];"
+
+
+def _cu_preamble(uses_double: bool, uses_vectors: bool) -> list[str]:
+    from liftkit.codegen.cuda_prelude import prelude
+
+    return [prelude(uses_vectors)]
+
+
+CUDA = Dialect(
+    name="cuda",
+    title="CUDA C",
+    space_qualifier={"global": "", "local": "", "private": ""},
+    restrict="__restrict__",
+    kernel_prefix='extern "C" __global__ void',
+    user_fun_prefix="__device__ inline ",
+    ids=_cu_ids,
+    counts=_cu_counts,
+    # __syncthreads orders shared and global memory among the block's threads: every OpenCL
+    # fence combination is one call
+    barrier_text=lambda fences: "__syncthreads();",
+    local_decl=_cu_local_decl,
+    preamble=_cu_preamble,
+    vector_literal=lambda t, parts: f"{t}(" + ", ".join(parts) + ")",
+    tuple_literal=lambda t, parts: f"{t}{{" + ", ".join(parts) + "}",
+    user_body=lambda body: _VECTOR_CAST.sub(lambda m: f"{m.group(1)}{m.group(2)}(", body),
+)
+
+
+_BY_NAME: dict[str, Dialect] = {"opencl": OPENCL, "cuda": CUDA}
+
+
+def dialect_named(name: str) -> Dialect:
+    """The dialect called `name` ("opencl" or "cuda")."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown C dialect {name!r}: choose one of {', '.join(DIALECTS)}") from None
