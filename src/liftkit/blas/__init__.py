@@ -1,0 +1,133 @@
+"""liftkit.blas: an auto-tuned matrix library (seed 003 ch. 8, RaijinCL) whose kernels are Lift
+derivations.
+
+    import numpy as np, liftkit.blas as lb
+    C = lb.gemm(A, B, alpha=2.0).result()          # a Future: calls enqueue and return
+    s = lb.Session("gpu")                          # or one session per device, explicitly
+    y = s.gemv(A, x, trans=True).result()
+
+Operations: gemm, gemv, transpose, scal, axpy, dot, asum, nrm2 (float32, float64; row- and
+column-major; NumPy arrays or pyopencl arrays, used in place). `plan_gemm` is the low-level
+form with caller-owned workspace. Kernels come from codelets (`liftkit.blas.codelets`),
+derivations of high-level programs chosen per device by a tuned profile (`liftkit blas tune`).
+
+The module-level functions run on `default_session()`: one session per device spec or OpenCL
+context for the process (pyopencl arguments select the session of their context).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+from liftkit.blas.codelets import CodeletError, Kind, Variant
+from liftkit.blas.gemm import GemmPlan, Packed
+from liftkit.blas.gemm import gemm as _gemm
+from liftkit.blas.gemm import plan_gemm as _plan_gemm
+from liftkit.blas.kernels import BlasError
+from liftkit.blas import level12 as _l12
+from liftkit.blas.profile import Profile, ProfileError
+from liftkit.blas.session import Future, NoProfileWarning, Session, Workspace
+
+
+class _SessionMethods:
+    """The operations as methods of a Session."""
+
+    def gemm(self, A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+             trans_a: bool = False, trans_b: bool = False) -> Future:
+        return _gemm(self, A, B, C, alpha=alpha, beta=beta, trans_a=trans_a,  # type: ignore[arg-type]
+                     trans_b=trans_b)
+
+    def plan_gemm(self, a_shape: tuple[int, int], b_shape: tuple[int, int], dtype: Any,
+                  **kw: Any) -> GemmPlan:
+        return _plan_gemm(self, a_shape, b_shape, dtype, **kw)  # type: ignore[arg-type]
+
+    def gemv(self, A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+             trans: bool = False) -> Future:
+        return _l12.gemv(self, A, x, y, alpha=alpha, beta=beta, trans=trans)  # type: ignore[arg-type]
+
+    def transpose(self, A: Any, out: Any = None) -> Future:
+        return _l12.transpose(self, A, out)  # type: ignore[arg-type]
+
+    def scal(self, alpha: float, x: Any, out: Any = None) -> Future:
+        return _l12.scal(self, alpha, x, out)  # type: ignore[arg-type]
+
+    def axpy(self, alpha: float, x: Any, y: Any, out: Any = None) -> Future:
+        return _l12.axpy(self, alpha, x, y, out)  # type: ignore[arg-type]
+
+    def dot(self, x: Any, y: Any) -> Future:
+        return _l12.dot(self, x, y)  # type: ignore[arg-type]
+
+    def asum(self, x: Any) -> Future:
+        return _l12.asum(self, x)  # type: ignore[arg-type]
+
+    def nrm2(self, x: Any) -> Future:
+        return _l12.nrm2(self, x)  # type: ignore[arg-type]
+
+
+for _name, _f in vars(_SessionMethods).items():
+    if not _name.startswith("_"):
+        setattr(Session, _name, _f)
+
+
+@functools.cache
+def _session_for(spec: Optional[str], context: Any) -> Session:
+    return Session(spec) if context is None else Session(context=context)
+
+
+def default_session(device: Optional[str] = None) -> Session:
+    """The process's session for a device spec ("cpu", "gpu", a name; None: the default
+    device), created on first use."""
+    return _session_for(device, None)
+
+
+def _session(args: tuple[Any, ...], device: Optional[str]) -> Session:
+    import pyopencl.array as cla
+
+    for a in args:
+        if isinstance(a, cla.Array):
+            return _session_for(None, a.context)
+    return default_session(device)
+
+
+def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+         trans_a: bool = False, trans_b: bool = False, device: Optional[str] = None) -> Future:
+    """C = α·op(A)·op(B) + β·C; returns a Future (C updated in place when given)."""
+    return _session((A, B, C), device).gemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a,
+                                             trans_b=trans_b)
+
+
+def gemv(A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+         trans: bool = False, device: Optional[str] = None) -> Future:
+    """y = α·op(A)·x + β·y; returns a Future."""
+    return _session((A, x, y), device).gemv(A, x, y, alpha=alpha, beta=beta, trans=trans)
+
+
+def transpose(A: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
+    """Aᵀ, out of place; returns a Future."""
+    return _session((A, out), device).transpose(A, out)
+
+
+def scal(alpha: float, x: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
+    return _session((x, out), device).scal(alpha, x, out)
+
+
+def axpy(alpha: float, x: Any, y: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
+    return _session((x, y, out), device).axpy(alpha, x, y, out)
+
+
+def dot(x: Any, y: Any, *, device: Optional[str] = None) -> Future:
+    return _session((x, y), device).dot(x, y)
+
+
+def asum(x: Any, *, device: Optional[str] = None) -> Future:
+    return _session((x,), device).asum(x)
+
+
+def nrm2(x: Any, *, device: Optional[str] = None) -> Future:
+    return _session((x,), device).nrm2(x)
+
+
+__all__ = ["BlasError", "CodeletError", "Future", "GemmPlan", "Kind", "NoProfileWarning",
+           "Packed", "Profile", "ProfileError", "Session", "Variant", "Workspace", "asum", "axpy",
+           "default_session", "dot", "gemm", "gemv", "nrm2", "scal", "transpose"]

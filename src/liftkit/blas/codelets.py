@@ -1,0 +1,239 @@
+"""Codelets (seed 003 §8.4.2) as families of derivations.
+
+A codelet is a rewrite strategy with numeric parameters; applied to the high-level program of an
+operation (`liftkit.blas.programs`) it yields a `Derivation` whose final program is OpenCL-level.
+No kernel text is written here: every kernel is the code generator's output for a derived
+program, and the derivation (rule by rule) is kept with it.
+
+A `Variant` is one point of a codelet's space (codelet name + parameters). Each codelet also
+says which input sizes its kernels need to be multiples of (`multiples`): the library pads to
+them (edge handling by padding with zeros, which every derived computation here tolerates: zero
+rows/columns add nothing to products and sums and are cut off the result).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
+
+from liftkit.blas import programs as bp
+from liftkit.explore import macros as mc
+from liftkit.ir.nodes import Lambda
+from liftkit.rewrite.derivation import Derivation
+from liftkit.rewrite.strategies import Strategy, at, rule, seq, topdown, try_
+
+# the operations (kernel families) and the high-level program each derives from
+OPS = ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy", "dot", "asum", "sumsq")
+MAP1 = ("scal", "axpy")
+REDUCTIONS = ("dot", "asum", "sumsq")
+BODY = (0,)  # the position of a program's body call
+
+
+class CodeletError(ValueError):
+    """A codelet that does not exist, does not fit an operation, or failed to derive."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One derivation choice: a codelet and its parameters (hashable, JSON-able)."""
+
+    codelet: str
+    params: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def of(codelet: str, **params: int) -> "Variant":
+        return Variant(codelet, tuple(sorted((k, int(v)) for k, v in params.items())))
+
+    @property
+    def kw(self) -> dict[str, int]:
+        return dict(self.params)
+
+    def __str__(self) -> str:
+        ps = ",".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.codelet}({ps})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"codelet": self.codelet, "params": self.kw}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Variant":
+        return Variant.of(str(d["codelet"]), **{k: int(v) for k, v in d.get("params", {}).items()})
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a kernel computes: an operation, its element type and its layout
+    (mm: NN/NT/TN; gemv and axpby2d: N/T; others: '-')."""
+
+    op: str
+    dtype: str
+    layout: str = "-"
+
+    def __str__(self) -> str:
+        return f"{self.op}/{self.dtype}/{self.layout}"
+
+    def program(self) -> Lambda:
+        t, lay = self.dtype, self.layout
+        builders: dict[str, Callable[[], Lambda]] = {
+            "mm": lambda: bp.mm(t, lay), "gemv": lambda: bp.gemv(t, lay == "T"),
+            "transpose": lambda: bp.transpose_prog(t), "axpby2d": lambda: bp.axpby2d(t, lay == "T"),
+            "scal": lambda: bp.scal(t), "axpy": lambda: bp.axpy(t), "dot": lambda: bp.dot(t),
+            "asum": lambda: bp.asum(t), "sumsq": lambda: bp.sumsq(t)}
+        if self.op not in builders:
+            raise CodeletError(f"unknown operation {self.op!r} (known: {', '.join(OPS)})")
+        return builders[self.op]()
+
+
+@dataclass(frozen=True)
+class Codelet:
+    """A strategy family: `strategy(kind, **params)` rewrites the program's body;
+    `multiples(kind, **params)` gives the size multiples its kernels need."""
+
+    name: str
+    ops: tuple[str, ...]
+    summary: str
+    strategy: Callable[..., Strategy]
+    space: Callable[[str], list[dict[str, int]]]  # device kind ("cpu"/"gpu") -> params tried
+    multiples: Callable[..., dict[str, int]] = field(default=lambda kind, **p: {})
+
+
+def _glb2d(kind: Kind) -> Strategy:
+    """Rows to dimension 1, columns to dimension 0 of the global range (one work-item per
+    element), inner reductions fused and sequential."""
+    return seq(rule("map-mapGlb", dim=1), topdown(rule("map-mapGlb", dim=0)),
+               try_(topdown("reduce-map-fusion")))
+
+
+def _chunks1d(kind: Kind, n: int) -> Strategy:
+    """Maps: n consecutive elements per work-item (split-join, then mapGlb ∘ mapSeq)."""
+    return seq(rule("split-join", n=n), at((1,), rule("map-mapGlb", dim=0)),
+               at((1, 0, 0, 0), "map-mapSeq"))
+
+
+def _reduce_chunks(kind: Kind, n: int) -> Strategy:
+    """Reductions, the CPU shape (seed 004 Fig. 9c): one work-item per chunk of n, then one
+    work-item sums the partial results."""
+    return seq(rule(mc.FUSE_PARTIAL, n=n), rule(mc.TO_GROUPS_SEQ), "reduce-reduceSeq")
+
+
+def _reduce_gpu(kind: Kind, n: int, L: int) -> Strategy:
+    return rule(mc.GPU_REDUCTION, n=n, L=L)
+
+
+def _pow2(lo: int, hi: int) -> list[int]:
+    out, v = [], lo
+    while v <= hi:
+        out.append(v)
+        v *= 2
+    return out
+
+
+CODELETS: dict[str, Codelet] = {c.name: c for c in (
+    Codelet("glb", ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy"),
+            "one work-item per output element (map → mapGlb), any size",
+            lambda kind: (_glb2d(kind) if kind.op in ("mm", "transpose", "axpby2d")
+                          else rule("map-mapGlb", dim=0) if kind.op in MAP1
+                          else rule(mc.CPU_ROWS, w=1)),
+            lambda dev: [{}]),
+    Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
+            "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
+            lambda kind, w: rule(mc.CPU_ROWS, w=w),
+            lambda dev: [{"w": w} for w in (1, 4, 8)],
+            lambda kind, w: {"N" if kind.layout == "N" else "M": w}),
+    Codelet("group-rows", ("gemv",), "one work-group of L work-items per row, a tree in local "
+            "memory (the gpu-rows macro, CLBlast-style)",
+            lambda kind, L, w: rule(mc.GPU_ROWS, L=L, w=w),
+            lambda dev: [{"L": L, "w": w} for L in (32, 64, 128, 256) for w in (1, 4)],
+            lambda kind, L, w: {"N" if kind.layout == "N" else "M": L * w}),
+    Codelet("vec", ("scal",), "float vectors of w per work-item (map-glb-vec)",
+            lambda kind, w: rule(mc.MAP_GLB_VEC, w=w),
+            lambda dev: [{"w": w} for w in (2, 4, 8)],
+            lambda kind, w: {"N": w}),
+    Codelet("chunks", ("scal", "axpy", "dot", "asum", "sumsq"),
+            "n consecutive elements per work-item (maps: split-join; reductions: fuse-partial "
+            "and one work-item per chunk, seed 004 Fig. 9c)",
+            lambda kind, n: _reduce_chunks(kind, n) if kind.op in REDUCTIONS else _chunks1d(kind, n),
+            lambda dev: [{"n": n} for n in (_pow2(4, 64) if dev == "gpu" else _pow2(64, 4096))],
+            lambda kind, n: {"N": n}),
+    Codelet("tree", ("dot", "asum", "sumsq"),
+            "float4, n elements per work-item, L per work-group, local-memory trees in two "
+            "stages (the gpu-reduction macro, seed 004 Fig. 9a/b)",
+            _reduce_gpu,
+            lambda dev: [{"n": n, "L": L} for n in (4, 16, 64) for L in (64, 128, 256)],
+            lambda kind, n, L: {"N": 4 * n * L * 256}),
+)}
+
+
+def codelets_for(op: str) -> list[Codelet]:
+    return [c for c in CODELETS.values() if op in c.ops]
+
+
+def get_codelet(variant: Variant, kind: Kind) -> Codelet:
+    c = CODELETS.get(variant.codelet)
+    if c is None:
+        raise CodeletError(f"unknown codelet {variant.codelet!r} (known: {', '.join(CODELETS)})")
+    if kind.op not in c.ops:
+        raise CodeletError(f"codelet {c.name} does not derive {kind.op} (it derives "
+                           f"{', '.join(c.ops)})")
+    return c
+
+
+def derive(kind: Kind, variant: Variant) -> Derivation:
+    """The derivation of `kind`'s kernel by `variant`'s codelet from its high-level program."""
+    c = get_codelet(variant, kind)
+    start = Derivation(kind.program(), name=f"{kind}")
+    try:
+        return start.then(c.strategy(kind, **variant.kw), BODY)
+    except Exception as err:  # noqa: BLE001 - any rewrite failure is one message
+        raise CodeletError(f"{variant} does not derive {kind}: {err}") from None
+
+
+def multiples(kind: Kind, variant: Variant) -> dict[str, int]:
+    return dict(get_codelet(variant, kind).multiples(kind, **variant.kw))
+
+
+def space(kind: Kind, device_kind: str) -> list[Variant]:
+    """Every variant the tuner tries for `kind` on a device of `device_kind`."""
+    return [Variant.of(c.name, **p) for c in codelets_for(kind.op) for p in c.space(device_kind)]
+
+
+def default_variant(kind: Kind, device_kind: str = "cpu") -> Variant:
+    """The derivation used when no profile says better: correct for any size."""
+    if kind.op in REDUCTIONS:
+        return Variant.of("chunks", n=64 if device_kind == "gpu" else 256)
+    if kind.op == "gemv":
+        return Variant.of("glb")
+    return Variant.of("glb")
+
+
+def variant_key(kind: Kind, variant: Variant) -> str:
+    return json.dumps([str(kind), variant.to_json()], sort_keys=True)
+
+
+def pad_to(n: int, m: int) -> int:
+    return -(-n // m) * m if m > 1 else n
+
+
+def padded_sizes(sizes: Mapping[str, int], mult: Mapping[str, int]) -> dict[str, int]:
+    return {k: pad_to(v, mult.get(k, 1)) for k, v in sizes.items()}
+
+
+def padding_ratio(sizes: Mapping[str, int], mult: Mapping[str, int]) -> float:
+    """Padded volume over actual volume (1.0: no padding)."""
+    import math
+
+    real = math.prod(sizes.values()) or 1
+    return math.prod(padded_sizes(sizes, mult).values()) / real
+
+
+def lookup_variant(kind: Kind, text: Optional[str]) -> Variant:
+    """A variant written as `codelet(k=v,...)` (the CLI's form)."""
+    if not text:
+        return default_variant(kind)
+    name, _, rest = text.partition("(")
+    params = {}
+    for item in filter(None, rest.rstrip(")").split(",")):
+        k, _, v = item.partition("=")
+        params[k.strip()] = int(v)
+    return Variant.of(name.strip(), **params)

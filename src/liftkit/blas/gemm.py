@@ -1,0 +1,235 @@
+"""GEMM: C = α·op(A)·op(B) + β·C for row- and column-major operands, as a plan (the low-level,
+four-step API of seed 003 §8.3.3) and as one call.
+
+Every case is reduced to a derived `mm` kernel on row-major buffers. A column-major matrix is
+its transpose stored row by row, so layouts and transposition flags combine into one flag per
+operand; a column-major C is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ. Of the four flag pairs, NN, NT
+and TN have kernels of their own; TT is NN with the operands swapped, giving the transposed
+product, which the epilogue (α·Pᵀ + β·C, a derived kernel too) reads transposed. Sizes that are
+not multiples of the kernel's tiles are padded with zeros into caller-owned workspace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import pyopencl as cl
+
+from liftkit.blas.codelets import Kind, Variant, padded_sizes
+from liftkit.blas.kernels import BlasError, Built
+from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
+
+
+@dataclass(frozen=True)
+class Packed:
+    """An operand in the form the plan's kernel reads (padded/transposed copy in a workspace,
+    or the caller's buffer itself when no copy is needed)."""
+
+    role: str  # "A" or "B"
+    buf: Any
+    events: tuple[Any, ...]
+    source: Operand
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """What one GEMM shape needs: the kernel, how the operands map onto it, the workspace.
+
+    A plan is reusable: pack A once, then run it against several packed B's."""
+
+    session: Session
+    dtype: np.dtype
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    trans_b: bool
+    orders: tuple[str, str, str]  # memory orders of A, B, C
+    layout: str  # the kernel's layout
+    first: str  # which operand ("A" or "B") the kernel reads first
+    result_transposed: bool  # the kernel computes (C's stored matrix)ᵀ
+    sizes: dict[str, int]  # the kernel's M, N, K
+    built: Built
+
+    @property
+    def variant(self) -> Variant:
+        return self.built.variant
+
+    @property
+    def padded(self) -> dict[str, int]:
+        return padded_sizes(self.sizes, self.built.multiples)
+
+    def _stored(self, role: str, sizes: dict[str, int]) -> tuple[int, int]:
+        """The row-major shape the kernel reads for operand `role` at `sizes`."""
+        M, N, K = sizes["M"], sizes["N"], sizes["K"]
+        if role == self.first:
+            return (M, K) if self.layout[0] == "N" else (K, M)
+        return (K, N) if self.layout[1] == "N" else (N, K)
+
+    @property
+    def workspace_bytes(self) -> int:
+        """Device memory the packs and the product need (0: none)."""
+        item, p = self.dtype.itemsize, self.padded
+        total = 0
+        for role in ("A", "B"):
+            if self._stored(role, p) != self._stored(role, self.sizes):
+                total += int(np.prod(self._stored(role, p))) * item
+        if not self._direct(1.0, 0.0):
+            total += p["M"] * p["N"] * item
+            if p["M"] != self.sizes["M"] or p["N"] != self.sizes["N"]:
+                total += self.sizes["M"] * self.sizes["N"] * item
+        return total
+
+    def workspace(self) -> Workspace:
+        return self.session.workspace()
+
+    def _direct(self, alpha: float, beta: float) -> bool:
+        p = self.padded
+        return (not self.result_transposed and alpha == 1 and beta == 0
+                and p["M"] == self.sizes["M"] and p["N"] == self.sizes["N"])
+
+    # -- step 2: packing ----------------------------------------------------------------------
+    def pack(self, role: str, x: Any, workspace: Workspace) -> Packed:
+        """Place operand `role` ("A" or "B") as the kernel reads it (a no-op without padding)."""
+        if role not in ("A", "B"):
+            raise BlasError(f"gemm plan: pack 'A' or 'B', not {role!r}")
+        s = self.session
+        o = x if isinstance(x, Operand) else s.operand(x, role, "gemm", 2, self.dtype)
+        want_order = self.orders[0 if role == "A" else 1]
+        want = self._user_shape(role)
+        if o.shape != want or o.order != want_order:
+            raise BlasError(f"gemm plan: it was made for {role} of shape {want} "
+                            f"({_order_name(want_order)}), got {o.shape} ({_order_name(o.order)})")
+        have, need = self._stored(role, self.sizes), self._stored(role, self.padded)
+        assert o.stored == have, (o.stored, have)
+        if have == need:
+            return Packed(role, o.buf, tuple(o.events), o)
+        item = self.dtype.itemsize
+        buf = workspace.buffer(f"pack-{role}", need[0] * need[1] * item)
+        ev0 = s.fill_zero(buf, need[0] * need[1] * item, o.events)
+        ev = cl.enqueue_copy(s.queue, buf, o.buf, src_origin=(0, 0), dst_origin=(0, 0),
+                             region=(have[1] * item, have[0]), src_pitches=(have[1] * item,),
+                             dst_pitches=(need[1] * item,), wait_for=[ev0])
+        return Packed(role, buf, (ev,), o)
+
+    def _user_shape(self, role: str) -> tuple[int, int]:
+        m, n, k = self.m, self.n, self.k
+        if role == "A":
+            return (k, m) if self.trans_a else (m, k)
+        return (n, k) if self.trans_b else (k, n)
+
+    # -- step 3: computing --------------------------------------------------------------------
+    def run(self, a: Packed, b: Packed, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+            workspace: Optional[Workspace] = None) -> Future:
+        """Enqueue C = α·op(A)·op(B) + β·C on packed operands; returns a Future."""
+        s, dt = self.session, self.dtype
+        ws = workspace or s.workspace()
+        if C is None:
+            if self.orders[2] != "C":
+                raise BlasError("gemm plan: a plan for a column-major C needs C")
+            out = s.output([a.source, b.source], (self.m, self.n), dt)
+            beta = 0.0
+        else:
+            out = s.operand(C, "C", "gemm", 2, dt, output=True, upload=beta != 0)
+            if out.shape != (self.m, self.n) or out.order != self.orders[2]:
+                raise BlasError(f"gemm: C has shape {out.shape} ({_order_name(out.order)}), but "
+                                f"op(A)·op(B) is {self.m}×{self.n} "
+                                f"({_order_name(self.orders[2])} planned)")
+        first, second = (a, b) if self.first == "A" else (b, a)
+        waits = list(first.events) + list(second.events) + list(out.events)
+        scalars = {}
+        p, item = self.padded, dt.itemsize
+        if self._direct(alpha, beta):
+            ev, temps = self.built.launch(s.queue, {0: first.buf, 1: second.buf}, scalars,
+                                          out.buf, p, waits)
+            events = [ev]
+        else:
+            prod = ws.buffer("product", p["M"] * p["N"] * item)
+            ev, temps = self.built.launch(s.queue, {0: first.buf, 1: second.buf}, scalars,
+                                          prod, p, waits)
+            M, N = self.sizes["M"], self.sizes["N"]
+            if (p["M"], p["N"]) != (M, N):
+                compact = ws.buffer("product-compact", M * N * item)
+                ev = cl.enqueue_copy(s.queue, compact, prod, src_origin=(0, 0), dst_origin=(0, 0),
+                                     region=(N * item, M), src_pitches=(p["N"] * item,),
+                                     dst_pitches=(N * item,), wait_for=[ev])
+                prod = compact
+            rows, cols = (N, M) if self.result_transposed else (M, N)
+            if beta == 0:
+                ev = s.fill_zero(out.buf, rows * cols * item, [ev])
+            kind = Kind("axpby2d", DTYPES[dt], "T" if self.result_transposed else "N")
+            epi = s.kernel(kind, {"M": rows, "N": cols})
+            ev, temps2 = epi.launch(s.queue, {0: prod, 1: out.buf},
+                                    {2: dt.type(alpha), 3: dt.type(beta)}, out.buf,
+                                    {"M": rows, "N": cols}, [ev])
+            temps += temps2
+            events = [ev]
+        events, finish = s.finish_output(out, events)
+        return Future(events, finish, keep=[a, b, out, ws, temps])
+
+
+def _order_name(order: str) -> str:
+    return "row-major" if order == "C" else "column-major"
+
+
+def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, int],
+              dtype: Any, *, trans_a: bool = False, trans_b: bool = False,
+              order_a: str = "C", order_b: str = "C", order_c: str = "C",
+              variant: Optional[Variant] = None) -> GemmPlan:
+    """Step 1 of the low-level API: check the shapes, choose the kernel (the profile's best for
+    this size class, or `variant`), and say how much workspace it needs."""
+    dt = np.dtype(dtype)
+    if dt not in DTYPES:
+        raise BlasError(f"gemm: dtype {dt} is not supported (float32 and float64 are"
+                        f"{'; complex types are not supported yet' if dt.kind == 'c' else ''})")
+    for o, name in ((order_a, "A"), (order_b, "B"), (order_c, "C")):
+        if o not in ("C", "F"):
+            raise BlasError(f"gemm: the order of {name} must be 'C' (row-major) or 'F' "
+                            f"(column-major), got {o!r}")
+    m, ka = (a_shape[1], a_shape[0]) if trans_a else tuple(a_shape)
+    kb, n = (b_shape[1], b_shape[0]) if trans_b else tuple(b_shape)
+    if ka != kb:
+        raise BlasError(f"gemm: op(A) is {m}×{ka} and op(B) is {kb}×{n}: the inner dimensions "
+                        f"{ka} and {kb} differ")
+    ta = trans_a != (order_a == "F")  # op(A) is the transpose of A's stored row-major matrix
+    tb = trans_b != (order_b == "F")
+    if order_c == "F":  # compute Cᵀ = op(B)ᵀ·op(A)ᵀ into C's row-major storage
+        fst, t1, snd, t2, rows, cols = "B", not tb, "A", not ta, n, m
+    else:
+        fst, t1, snd, t2, rows, cols = "A", ta, "B", tb, m, n
+    if t1 and t2:  # TT: (S1ᵀ·S2ᵀ) = (S2·S1)ᵀ, NN with the operands swapped
+        layout, first, transposed, sizes = "NN", snd, True, {"M": cols, "N": rows, "K": ka}
+    else:
+        layout = ("T" if t1 else "N") + ("T" if t2 else "N")
+        first, transposed, sizes = fst, False, {"M": rows, "N": cols, "K": ka}
+    kind = Kind("mm", DTYPES[dt], layout)
+    built = session.kernel(kind, sizes, variant)
+    return GemmPlan(session, dt, m, n, ka, bool(trans_a), bool(trans_b),
+                    (order_a, order_b, order_c), layout, first, transposed, sizes, built)
+
+
+def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: float = 1.0,
+         beta: float = 0.0, trans_a: bool = False, trans_b: bool = False) -> Future:
+    """C = α·op(A)·op(B) + β·C (op(X) = Xᵀ when trans_x); C is updated in place when given,
+    else a new array (NumPy, or pyopencl when an input is one). Returns a Future."""
+    a = session.operand(A, "A", "gemm", 2)
+    b = session.operand(B, "B", "gemm", 2, a.dtype)
+    order_c = "C"
+    if C is not None:
+        c_order = getattr(C, "flags", None)
+        order_c = "F" if c_order is not None and c_order.f_contiguous and not c_order.c_contiguous \
+            else "C"
+    _check_scalar("gemm", "alpha", alpha)
+    _check_scalar("gemm", "beta", beta)
+    plan = plan_gemm(session, a.shape, b.shape, a.dtype, trans_a=trans_a, trans_b=trans_b,
+                     order_a=a.order, order_b=b.order, order_c=order_c)
+    ws = session.workspace()
+    return plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), C, alpha=alpha, beta=beta,
+                    workspace=ws)
+
+
+def _check_scalar(op: str, name: str, v: Any) -> None:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise BlasError(f"{op}: {name} must be a real number, got {v!r}")

@@ -1,0 +1,235 @@
+"""GEMV, out-of-place transpose and the BLAS-1 set (scal, axpy, dot, asum, nrm2) on derived
+kernels. Vectors and matrices whose sizes are not multiples of what the chosen derivation needs
+are padded with zeros in a workspace (zeros change no sum and no product that is kept)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+import pyopencl as cl
+
+from liftkit.blas.codelets import Kind, padded_sizes
+from liftkit.blas.gemm import _check_scalar
+from liftkit.blas.kernels import BlasError
+from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
+
+
+def _pad1d(s: Session, o: Operand, n_pad: int, ws: Workspace, name: str) -> tuple[Any, list[Any]]:
+    n, item = o.shape[0], o.dtype.itemsize
+    if n_pad == n:
+        return o.buf, list(o.events)
+    buf = ws.buffer(name, n_pad * item)
+    ev0 = s.fill_zero(buf, n_pad * item, o.events)
+    ev = cl.enqueue_copy(s.queue, buf, o.buf, byte_count=n * item, wait_for=[ev0])
+    return buf, [ev]
+
+
+def _pad2d(s: Session, buf: Any, events: list[Any], have: tuple[int, int],
+           need: tuple[int, int], item: int, ws: Workspace, name: str) -> tuple[Any, list[Any]]:
+    if have == need:
+        return buf, events
+    dst = ws.buffer(name, need[0] * need[1] * item)
+    ev0 = s.fill_zero(dst, need[0] * need[1] * item, events)
+    ev = cl.enqueue_copy(s.queue, dst, buf, src_origin=(0, 0), dst_origin=(0, 0),
+                         region=(have[1] * item, have[0]), src_pitches=(have[1] * item,),
+                         dst_pitches=(need[1] * item,), wait_for=[ev0])
+    return dst, [ev]
+
+
+# -- GEMV ----------------------------------------------------------------------------------------
+def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
+         trans: bool = False) -> Future:
+    """y = α·op(A)·x + β·y (op(A) = Aᵀ when trans); y is updated in place when given."""
+    a = s.operand(A, "A", "gemv", 2)
+    xv = s.operand(x, "x", "gemv", 1, a.dtype)
+    _check_scalar("gemv", "alpha", alpha)
+    _check_scalar("gemv", "beta", beta)
+    rows, cols = (a.shape[1], a.shape[0]) if trans else a.shape
+    if xv.shape[0] != cols:
+        raise BlasError(f"gemv: op(A) is {rows}×{cols} but x has length {xv.shape[0]}")
+    dt = a.dtype
+    if y is None:
+        out, beta = s.output([a, xv], (rows,), dt), 0.0
+    else:
+        out = s.operand(y, "y", "gemv", 1, dt, output=True, upload=beta != 0)
+        if out.shape[0] != rows:
+            raise BlasError(f"gemv: op(A) is {rows}×{cols} but y has length {out.shape[0]}")
+    t = trans != (a.order == "F")  # the kernel reads A's stored row-major matrix transposed
+    sm, sn = a.stored
+    kind = Kind("gemv", DTYPES[dt], "T" if t else "N")
+    sizes = {"M": sm, "N": sn}
+    built = s.kernel(kind, sizes)
+    p = padded_sizes(sizes, built.multiples)
+    ws = s.workspace()
+    item = dt.itemsize
+    abuf, waits = _pad2d(s, a.buf, list(a.events), (sm, sn), (p["M"], p["N"]), item, ws, "A")
+    xbuf, xw = _pad1d(s, xv, p["M"] if t else p["N"], ws, "x")
+    waits += xw + out.events
+    ylen_p = p["N"] if t else p["M"]
+    if beta == 0:
+        waits = [s.fill_zero(out.buf, rows * item, waits)]
+    ybuf, yw = (out.buf, []) if ylen_p == rows else _pad1d(
+        s, Operand(out.buf, (rows,), "C", dt, waits), ylen_p, ws, "y")
+    waits += yw
+    dest = out.buf if ylen_p == rows else ws.buffer("y-out", ylen_p * item)
+    ev, temps = built.launch(s.queue, {0: abuf, 1: xbuf, 2: ybuf},
+                             {3: dt.type(alpha), 4: dt.type(beta)}, dest, p, waits)
+    if dest is not out.buf:
+        ev = cl.enqueue_copy(s.queue, out.buf, dest, byte_count=rows * item, wait_for=[ev])
+    events, finish = s.finish_output(out, [ev])
+    return Future(events, finish, keep=[a, xv, out, ws, temps])
+
+
+# -- transpose -----------------------------------------------------------------------------------
+def transpose(s: Session, A: Any, out: Any = None) -> Future:
+    """Aᵀ out of place, in A's memory order (a new array unless `out` is given)."""
+    a = s.operand(A, "A", "transpose", 2)
+    want = a.shape[::-1]
+    if out is None:
+        o = s.output([a], want, a.dtype)
+        if a.order == "F":  # the result in A's order: column-major Aᵀ is A's buffer reshaped
+            o = _as_order(s, o, "F")
+    else:
+        o = s.operand(out, "out", "transpose", 2, a.dtype, output=True, upload=False)
+        if o.shape != want:
+            raise BlasError(f"transpose: out must have shape {want}, got {o.shape}")
+    item = a.dtype.itemsize
+    if o.order == a.order:  # the stored matrix is transposed
+        sm, sn = a.stored
+        kind = Kind("transpose", DTYPES[a.dtype])
+        built = s.kernel(kind, {"M": sm, "N": sn})
+        p = padded_sizes({"M": sm, "N": sn}, built.multiples)
+        ws = s.workspace()
+        src, waits = _pad2d(s, a.buf, list(a.events) + o.events, (sm, sn), (p["M"], p["N"]),
+                            item, ws, "A")
+        if p == {"M": sm, "N": sn}:
+            ev, temps = built.launch(s.queue, {0: src}, {}, o.buf, p, waits)
+        else:
+            tmp = ws.buffer("T", p["M"] * p["N"] * item)
+            ev, temps = built.launch(s.queue, {0: src}, {}, tmp, p, waits)
+            ev = cl.enqueue_copy(s.queue, o.buf, tmp, src_origin=(0, 0), dst_origin=(0, 0),
+                                 region=(sm * item, sn), src_pitches=(p["M"] * item,),
+                                 dst_pitches=(sm * item,), wait_for=[ev])
+        keep: list[Any] = [ws, temps]
+    else:  # the orders differ: the bytes are already the transpose's
+        ev = cl.enqueue_copy(s.queue, o.buf, a.buf, byte_count=math.prod(a.shape) * item,
+                             wait_for=(list(a.events) + o.events) or None)
+        keep = []
+    events, finish = s.finish_output(o, [ev])
+    return Future(events, finish, keep=[a, o, *keep])
+
+
+def _as_order(s: Session, o: Operand, order: str) -> Operand:
+    """A fresh output of shape o.shape stored in `order` (same bytes, other strides)."""
+    if o.host is not None:
+        host = np.empty(o.shape, o.dtype, order=order)
+        return Operand(o.buf, o.shape, order, o.dtype, host=host)
+    import pyopencl.array as cla
+
+    arr = cla.empty(s.queue, o.shape, o.dtype, order=order)
+    return Operand(arr.base_data, o.shape, order, o.dtype, device=arr)
+
+
+# -- BLAS-1 ---------------------------------------------------------------------------------------
+def _vector_kernel(s: Session, op: str, n: int, dt: np.dtype) -> tuple[Any, int]:
+    built = s.kernel(Kind(op, DTYPES[dt]), {"N": n})
+    return built, padded_sizes({"N": n}, built.multiples)["N"]
+
+
+def scal(s: Session, alpha: float, x: Any, out: Any = None) -> Future:
+    """α·x (into `out` when given; out=x scales in place)."""
+    _check_scalar("scal", "alpha", alpha)
+    xv = s.operand(x, "x", "scal", 1)
+    return _map1(s, "scal", [xv], alpha, out)
+
+
+def axpy(s: Session, alpha: float, x: Any, y: Any, out: Any = None) -> Future:
+    """α·x + y (into `out` when given; out=y is BLAS's in-place axpy)."""
+    _check_scalar("axpy", "alpha", alpha)
+    xv = s.operand(x, "x", "axpy", 1)
+    yv = s.operand(y, "y", "axpy", 1, xv.dtype)
+    if xv.shape != yv.shape:
+        raise BlasError(f"axpy: x has length {xv.shape[0]} but y has length {yv.shape[0]}")
+    return _map1(s, "axpy", [xv, yv], alpha, out)
+
+
+def _map1(s: Session, op: str, vs: list[Operand], alpha: float, out: Any) -> Future:
+    n, dt = vs[0].shape[0], vs[0].dtype
+    if out is None:
+        o = s.output(vs, (n,), dt)
+    else:
+        o = s.operand(out, "out", op, 1, dt, output=True, upload=False)
+        if o.shape != (n,):
+            raise BlasError(f"{op}: out must have length {n}, got {o.shape[0]}")
+        # out may be one of the inputs (in place): same-index reads precede writes per element
+        for v in vs:
+            if o.host is not None and v.host is o.host:
+                o = Operand(v.buf, o.shape, "C", dt, list(v.events), host=o.host)
+    built, n_pad = _vector_kernel(s, op, n, dt)
+    ws = s.workspace()
+    bufs, waits = {}, list(o.events)
+    for i, v in enumerate(vs):
+        bufs[i + 1], w = _pad1d(s, v, n_pad, ws, f"v{i}")
+        waits += w
+    dest = o.buf if n_pad == n else ws.buffer("out", n_pad * dt.itemsize)
+    ev, temps = built.launch(s.queue, bufs, {0: dt.type(alpha)}, dest, {"N": n_pad}, waits)
+    if dest is not o.buf:
+        ev = cl.enqueue_copy(s.queue, o.buf, dest, byte_count=n * dt.itemsize, wait_for=[ev])
+    events, finish = s.finish_output(o, [ev])
+    return Future(events, finish, keep=[*vs, o, ws, temps])
+
+
+def _reduction(s: Session, op: str, vs: list[Operand],
+               post: Optional[Any] = None) -> Future:
+    n, dt = vs[0].shape[0], vs[0].dtype
+    built, n_pad = _vector_kernel(s, op, n, dt)
+    ws = s.workspace()
+    bufs, waits = {}, []
+    for i, v in enumerate(vs):
+        bufs[i], w = _pad1d(s, v, n_pad, ws, f"v{i}")
+        waits += w
+    res = np.empty(1, dt)
+    dest = ws.buffer("result", dt.itemsize)
+    ev, temps = built.launch(s.queue, bufs, {}, dest, {"N": n_pad}, waits)
+    ev2 = cl.enqueue_copy(s.queue, res, dest, is_blocking=False, wait_for=[ev])
+    value = (lambda: post(res[0])) if post is not None else (lambda: res[0])
+    return Future([ev, ev2], value, keep=[*vs, ws, temps, res])
+
+
+def dot(s: Session, x: Any, y: Any) -> Future:
+    """x·y (a NumPy scalar of the vectors' dtype)."""
+    xv = s.operand(x, "x", "dot", 1)
+    yv = s.operand(y, "y", "dot", 1, xv.dtype)
+    if xv.shape != yv.shape:
+        raise BlasError(f"dot: x has length {xv.shape[0]} but y has length {yv.shape[0]}")
+    return _reduction(s, "dot", [xv, yv])
+
+
+def asum(s: Session, x: Any) -> Future:
+    """Σ|xᵢ|."""
+    return _reduction(s, "asum", [s.operand(x, "x", "asum", 1)])
+
+
+def nrm2(s: Session, x: Any) -> Future:
+    """‖x‖₂ = √Σxᵢ², without overflow or underflow: when the plain sum of squares leaves the
+    floating-point range, x is scaled by a power of two first (from Σ|xᵢ|, which bounds
+    max|xᵢ|) and the result scaled back."""
+    xv = s.operand(x, "x", "nrm2", 1)
+    dt = xv.dtype
+    info = np.finfo(dt)
+
+    def finish(sumsq: Any) -> Any:
+        if np.isfinite(sumsq) and (sumsq == 0 or sumsq >= info.tiny / info.eps):
+            return dt.type(np.sqrt(sumsq))
+        bound = asum(s, xv).result()
+        if bound == 0:
+            return dt.type(0)
+        exp = (info.maxexp // 2 + 20) if not np.isfinite(bound) else int(np.ceil(np.log2(bound)))
+        scale = dt.type(2.0) ** -exp
+        scaled = scal(s, float(scale), xv).result()
+        inner = _reduction(s, "sumsq", [s.operand(scaled, "x", "nrm2", 1)]).result()
+        return dt.type(np.sqrt(inner) * dt.type(2.0) ** exp)
+
+    return _reduction(s, "sumsq", [xv], post=finish)

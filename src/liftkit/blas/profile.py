@@ -1,0 +1,169 @@
+"""Device profiles (seed 003 §8.3.4): for one device (keyed by its fingerprint), the best
+derivations found per operation, element type, layout and size class, with measured rates.
+
+A profile is a self-contained, versioned JSON file that can be copied to other machines with the
+same device. Profiles live in a directory (default `~/.cache/liftkit/blas`, or
+`$LIFTKIT_BLAS_PROFILES`); the ones shipped with liftkit are read after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Union
+
+from liftkit.blas.codelets import Kind, Variant, padding_ratio
+
+FORMAT = "liftkit-blas-profile/1"
+SHIPPED = Path(__file__).with_name("profiles")
+MAX_PADDING = 1.25  # a ranked variant is used only if padding adds at most 25 % to the work
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be read or does not fit."""
+
+
+def profile_dir() -> Path:
+    env = os.environ.get("LIFTKIT_BLAS_PROFILES")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "liftkit" / "blas"
+
+
+def file_name(fingerprint: str) -> str:
+    return "profile-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16] + ".json"
+
+
+def size_class(op: str, sizes: Mapping[str, int]) -> str:
+    """small / medium / large by the operation's work (the profile's granularity)."""
+    if op == "mm":
+        n = max(sizes.values())
+        return "small" if n <= 128 else "medium" if n <= 768 else "large"
+    work = 1
+    for v in sizes.values():
+        work *= v
+    return "small" if work <= 1 << 14 else "medium" if work <= 1 << 20 else "large"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One measured derivation: what it computes, at which size, how fast."""
+
+    kind: Kind
+    size_class: str
+    sizes: Mapping[str, int]
+    variant: Variant
+    seconds: float
+    rate: float  # GFLOP/s (GB/s for transpose)
+    unit: str = "GFLOP/s"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.kind.op, "dtype": self.kind.dtype, "layout": self.kind.layout,
+                "size_class": self.size_class, "sizes": dict(self.sizes),
+                "variant": self.variant.to_json(), "seconds": self.seconds, "rate": self.rate,
+                "unit": self.unit}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Entry":
+        return Entry(Kind(d["op"], d["dtype"], d.get("layout", "-")), d["size_class"],
+                     {k: int(v) for k, v in d["sizes"].items()}, Variant.from_json(d["variant"]),
+                     float(d["seconds"]), float(d["rate"]), d.get("unit", "GFLOP/s"))
+
+
+@dataclass
+class Profile:
+    """Measured entries for one device. Several entries per (kind, size class) are kept, best
+    first: the library uses the best one whose padding stays small for the actual sizes."""
+
+    fingerprint: str
+    label: str
+    device_type: str
+    entries: list[Entry] = field(default_factory=list)
+    created: str = ""
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def ranked(self, kind: Kind, cls: str) -> list[Entry]:
+        out = [e for e in self.entries if e.kind == kind and e.size_class == cls]
+        return sorted(out, key=lambda e: -e.rate)
+
+    def choose(self, kind: Kind, sizes: Mapping[str, int],
+               multiples_of: Any) -> Optional[Variant]:
+        """The fastest measured variant for this size class whose padding is acceptable."""
+        for e in self.ranked(kind, size_class(kind.op, sizes)):
+            try:
+                mult = multiples_of(kind, e.variant)
+            except ValueError:
+                continue  # a codelet this liftkit does not know (a newer profile)
+            if padding_ratio(sizes, mult) <= MAX_PADDING:
+                return e.variant
+        return None
+
+    def add(self, entries: Iterable[Entry]) -> None:
+        """Add measurements, replacing earlier ones of the same kind, class and variant."""
+        new = list(entries)
+        keys = {(e.kind, e.size_class, e.variant) for e in new}
+        self.entries = [e for e in self.entries
+                        if (e.kind, e.size_class, e.variant) not in keys] + new
+
+    def measured(self, kind: Kind, cls: str) -> set[Variant]:
+        return {e.variant for e in self.entries if e.kind == kind and e.size_class == cls}
+
+    # -- JSON -------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "device": {"fingerprint": self.fingerprint, "label": self.label,
+                                             "type": self.device_type},
+                "created": self.created or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "notes": self.notes, "entries": [e.to_json() for e in self.entries]}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any], where: str = "profile") -> "Profile":
+        if d.get("format") != FORMAT:
+            raise ProfileError(f"{where}: not a liftkit BLAS profile (format {d.get('format')!r}, "
+                               f"expected {FORMAT!r})")
+        try:
+            dev = d["device"]
+            return Profile(dev["fingerprint"], dev.get("label", ""), dev.get("type", ""),
+                           [Entry.from_json(e) for e in d.get("entries", [])],
+                           d.get("created", ""), dict(d.get("notes", {})))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ProfileError(f"{where}: malformed profile ({type(err).__name__}: {err})") from None
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
+
+    def save(self, path: Union[str, Path, None] = None) -> Path:
+        """Write atomically (a tuning run checkpoints after every kind)."""
+        target = Path(path) if path is not None else profile_dir() / file_name(self.fingerprint)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(self.dumps(), encoding="utf-8")
+        tmp.replace(target)
+        return target
+
+    @staticmethod
+    def load(path: Union[str, Path]) -> "Profile":
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as err:
+            raise ProfileError(f"cannot read {p}: {err.strerror or err}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ProfileError(f"{p}: not JSON ({err.msg} at line {err.lineno})") from None
+        return Profile.from_json(data, str(p))
+
+
+def find_profile(fingerprint: str, directories: Optional[Iterable[Path]] = None
+                 ) -> Optional[Profile]:
+    """The profile for a device: the user's directory first, then the shipped ones."""
+    for d in directories if directories is not None else (profile_dir(), SHIPPED):
+        p = Path(d) / file_name(fingerprint)
+        if p.is_file():
+            return Profile.load(p)
+    return None

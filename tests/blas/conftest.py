@@ -1,0 +1,27 @@
+"""A CPU-device session shared by the liftkit.blas tests (kernels are built once per variant)."""
+
+from __future__ import annotations
+
+import pytest
+
+def _cpu_available() -> bool:
+    try:
+        from liftkit.backends.opencl.devices import select_device
+
+        select_device("cpu")
+        return True
+    except Exception:  # noqa: BLE001 - no CPU device: the tests skip
+        return False
+
+
+@pytest.fixture(scope="session")
+def session():  # type: ignore[no-untyped-def]
+    if not _cpu_available():
+        pytest.skip("needs a CPU OpenCL device")
+    from liftkit.blas import Profile, Session
+
+    # an empty profile: default derivations, no warning
+    from liftkit.backends.opencl.devices import select_device
+
+    dev = select_device("cpu")
+    return Session(dev, profile=Profile(dev.fingerprint, dev.label, "cpu"))

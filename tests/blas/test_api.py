@@ -1,0 +1,117 @@
+"""liftkit.blas's API: one clear error per bad input, futures, pyopencl arrays used in place, the
+low-level plan with caller-owned workspace, the no-profile warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+
+from liftkit.blas import BlasError, Future, NoProfileWarning, Session, Variant
+from liftkit.blas.codelets import Kind, derive
+
+
+def _f32(*shape: int) -> np.ndarray:
+    return np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s: s.gemm(_f32(3, 4), _f32(5, 6)), "inner dimensions 4 and 5 differ"),
+    (lambda s: s.gemm(_f32(3, 4), _f32(4, 6).astype(np.float64)), "B is float64 but the other"),
+    (lambda s: s.gemm(_f32(3, 4).astype(np.complex64), _f32(4, 2)), "complex types are not"),
+    (lambda s: s.gemm(_f32(3, 4).astype(np.int32), _f32(4, 2)), "dtype int32"),
+    (lambda s: s.gemm(_f32(3), _f32(3, 2)), "A must be a matrix (2-D), got shape (3,)"),
+    (lambda s: s.gemm(_f32(3, 4), _f32(4, 2), _f32(3, 3)), "op(A)·op(B) is 3×2"),
+    (lambda s: s.gemm(_f32(3, 4), _f32(4, 2), _f32(3, 4)[:, :2]), "C is a strided view"),
+    (lambda s: s.gemm(np.zeros((0, 4), np.float32), _f32(4, 2)), "A is empty"),
+    (lambda s: s.gemm(_f32(3, 4), _f32(4, 2), alpha="2"), "alpha must be a real number"),
+    (lambda s: s.gemv(_f32(3, 4), _f32(3)), "op(A) is 3×4 but x has length 3"),
+    (lambda s: s.gemv(_f32(3, 4), _f32(3), trans=True, y=_f32(3)), "y has length 3"),
+    (lambda s: s.axpy(1.0, _f32(3), _f32(4)), "x has length 3 but y has length 4"),
+    (lambda s: s.dot(_f32(3), _f32(3, 1)), "y must be a vector (1-D)"),
+    (lambda s: s.transpose(_f32(3, 4), out=_f32(3, 4)), "out must have shape (4, 3)"),
+])
+def test_one_clear_error(session: Session, call, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(BlasError) as err:
+        call(session)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_future_is_returned_before_waiting(session: Session) -> None:
+    A, B = _f32(64, 64), _f32(64, 64)
+    fut = session.gemm(A, B)
+    assert isinstance(fut, Future) and fut.event is not None
+    C = fut.result()
+    assert fut.done()
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+    assert fut.result() is C  # waits once
+
+
+def test_pyopencl_arrays_in_and_out_without_copies(session: Session) -> None:
+    q = session.queue
+    A, B = _f32(20, 30), _f32(30, 10)
+    dA, dB = cla.to_device(q, A), cla.to_device(q, B)
+    dC = cla.zeros(q, (20, 10), np.float32)
+    got = session.gemm(dA, dB, dC, alpha=2.0).result()
+    assert got is dC  # written in place
+    np.testing.assert_allclose(dC.get(), 2 * A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+    # a fresh output for device inputs is a device array too
+    out = session.gemm(dA, dB).result()
+    assert isinstance(out, cla.Array)
+    # in-place scal on the device: the output buffer is the input's
+    x = cla.to_device(q, _f32(100))
+    before = x.get()
+    assert session.scal(3.0, x, out=x).result() is x
+    np.testing.assert_allclose(x.get(), 3 * before, rtol=1e-6)
+
+
+def test_device_array_from_another_context_is_refused(session: Session) -> None:
+    other = cl.Context([session.device.cl_device])
+    q = cl.CommandQueue(other)
+    with pytest.raises(BlasError, match="another OpenCL context"):
+        session.gemm(cla.to_device(q, _f32(2, 2)), _f32(2, 2))
+
+
+def test_plan_packs_a_once_for_several_products(session: Session) -> None:
+    """A·B, A·C, A·D with one packed A (seed 003 §8.3.3)."""
+    A = _f32(13, 7)
+    plan = session.plan_gemm((13, 7), (7, 9), np.float32)
+    ws = plan.workspace()
+    pa = plan.pack("A", A, ws)
+    for seed in range(3):
+        B = np.random.default_rng(seed).uniform(-1, 1, (7, 9)).astype(np.float32)
+        C = plan.run(pa, plan.pack("B", B, ws), workspace=ws).result()
+        np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-5)
+    with pytest.raises(BlasError, match="made for B of shape"):
+        plan.pack("B", _f32(8, 9), ws)
+
+
+def test_variants_are_derivations(session: Session) -> None:
+    """Every kernel comes from rewriting the high-level program: the derivation's steps are
+    rewrite rules and its start is the high-level program."""
+    d = derive(Kind("mm", "float32", "NT"), Variant.of("glb"))
+    assert len(d.steps) >= 3
+    assert {s.rule for s in d.steps} >= {"map-mapGlb", "reduce-reduceSeq"}
+    assert "mapGlb" not in str(d.lines()[0])
+    d.verify(sizes={"M": 3, "N": 4, "K": 5})
+
+
+def test_one_warning_without_a_profile(session: Session, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path))
+    import liftkit.blas.profile as pm
+
+    monkeypatch.setattr(pm, "SHIPPED", tmp_path / "none")
+    s = Session(session.device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s.gemm(_f32(4, 4), _f32(4, 4)).result()
+        s.gemv(_f32(4, 4), _f32(4)).result()
+        s.dot(_f32(4), _f32(4)).result()
+    ours = [w for w in caught if issubclass(w.category, NoProfileWarning)]
+    assert len(ours) == 1
+    assert "liftkit blas tune --device cpu" in str(ours[0].message)
+    assert ours[0].filename == __file__
