@@ -129,7 +129,14 @@ T_ZIP = make_rule("t-zip-intro", "map(f) xs → map(f ∘ get 0) (zip(map(id) xs
                   "(or of join ∘ split k of both)", "test", _zip_choices, _zip_build,
                   reshapes=True, opaque=False)
 
-TEST_RULES = (T_ZIP, T_TRANSPOSE, T_PERMUTE, T_JOIN_SPLIT, T_JOIN_JOIN, T_SPLIT_SLIDE)
+T_ITERATE_ZERO = make_rule(
+    "t-iterate-zero-intro", "x → iterate 0 (map(abs)) $ x", "test",
+    lambda s: [{}] if isinstance(s.type, ArrayType) and s.type.elem == float32
+    and type(s.f) is not P.Iterate else [],
+    lambda s: call(P.Iterate(cst(0), lam(1, lambda y: call(P.Map(lam(1, lambda v: call(
+        FLOAT.abs, v))), y))), s.call), reshapes=True, opaque=False)
+
+TEST_RULES = (T_ITERATE_ZERO, T_ZIP, T_TRANSPOSE, T_PERMUTE, T_JOIN_SPLIT, T_JOIN_JOIN, T_SPLIT_SLIDE)
 RULES: dict[str, Rule] = {r.name: r for r in (*ALL_RULES, *EXTRA_RULES, *TEST_RULES)}
 EXTRA_NAMES = {r.name for r in EXTRA_RULES}
 # walking rules (copy-insertion is left out of walks: it applies everywhere)
@@ -159,6 +166,9 @@ ENABLERS: dict[str, tuple[str, ...]] = {
     "vectorize-map-zip": ("map-zip-fusion", "split-join"),
     "vectorize-partRed": ("reduce-split-partRed", "reduce-partRed", "split-join"),
     "map-reduce-interchange": ("split-join", "reduce-split-partRed"),
+    # rules/iterate.py
+    "iterate-zero": ("t-iterate-zero-intro",),
+    "iterate-one": ("reduce-partRed", "partRed-iterate", "iterate-decomposition"),
 }
 
 

@@ -21,6 +21,7 @@ from liftkit.cli.resolve import CliError, Resolved, resolve
 from liftkit.cli.sizes import check_size_names
 
 DEFAULT_OUT = "liftkit-explore"
+DEFAULT_TIMEOUT_S = 60.0  # liftkit.explore.worker's (not imported here: it loads pyopencl)
 
 
 def configure_explore_parser(p: argparse.ArgumentParser) -> None:
@@ -37,7 +38,11 @@ def configure_explore_parser(p: argparse.ArgumentParser) -> None:
                    action="extend", default=[],
                    help="an input size to tune for, e.g. N=16777216 (default: the program's)")
     p.add_argument("--budget", type=int, default=200, help="candidates to evaluate (default 200)")
-    p.add_argument("--seconds", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="stop after this many seconds (default: no limit; 0 evaluates nothing)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help="a candidate whose build and run take longer is stopped and recorded "
+                        f"as failed (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--seed", type=int, default=0, help="seed of the random walks (default 0)")
     p.add_argument("--db", metavar="PATH", default=None,
                    help="tuning database (default $LIFTKIT_TUNING_DB or ~/.cache/liftkit/tuning.sqlite)")
@@ -60,8 +65,8 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     """Run the search and report; exit status 1 (as a CliError) when nothing valid was found."""
     from dataclasses import replace
 
-    from liftkit.backends.opencl import OpenCLRunner
     from liftkit.explore import (
+        CandidateWorker,
         EvalSettings,
         Evaluator,
         SearchSettings,
@@ -75,18 +80,24 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
                              ("--choices", args.choices, 1), ("--repeat", args.repeat, 1)):
         if value < low:
             raise CliError(f"argument {flag}: must be at least {low}, got {value}")
+    if args.seconds is not None and not args.seconds >= 0:
+        raise CliError(f"argument --seconds: must be at least 0, got {args.seconds:g}")
+    if not args.timeout > 0:
+        raise CliError(f"argument --timeout: must be positive, got {args.timeout:g}")
     sizes = _sizes(args.sizes)
     res = resolve(args.program)
     check_size_names(res, sizes)
     problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
     space = load_rule_space(args.rules)
-    runner = OpenCLRunner(args.device)
     db = TuningDB(args.db)
     settings = SearchSettings(budget=args.budget, seconds=args.seconds, walks=args.walks,
                               max_choices=args.choices, seed=args.seed)
-    evaluator = Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat, seed=args.seed))
     progress = not args.quiet and sys.stderr.isatty()
-    result = search(problem, space, evaluator, settings, db, progress)
+    # candidates are built and run in a worker process: a driver crash costs one candidate
+    with CandidateWorker(args.device, timeout=args.timeout) as runner:
+        evaluator = Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat,
+                                                       seed=args.seed))
+        result = search(problem, space, evaluator, settings, db, progress)
 
     counts = ", ".join(f"{n} {k}" for k, n in sorted(result.counts().items()))
     print(f"{problem.name} on {runner.device.label} at {_size_text(problem.sizes)}: "

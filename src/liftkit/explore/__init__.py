@@ -25,6 +25,7 @@ from liftkit.explore.problem import Problem, program_text, random_inputs
 from liftkit.explore.search import Search, SearchResult, SearchSettings, search
 from liftkit.explore.space import RuleSetError, RuleSpace, load_rule_space
 from liftkit.explore.tuned import NotTunedError, best_for, require_tuned, tuned_key
+from liftkit.explore.worker import DEFAULT_TIMEOUT_S, CandidateWorker, WorkerCrash
 
 
 def make_problem(program: Any, sizes: Optional[Mapping[str, int]] = None,
@@ -47,11 +48,11 @@ def explore(program: Any, sizes: Optional[Mapping[str, int]] = None, device: Any
             seed: Optional[int] = None, settings: SearchSettings = SearchSettings(),
             eval_settings: EvalSettings = EvalSettings(), db: Optional[TuningDB] = None,
             progress: bool = False, runner: Any = None, name: Optional[str] = None,
-            measure: Any = None) -> SearchResult:
+            measure: Any = None, timeout: float = DEFAULT_TIMEOUT_S) -> SearchResult:
     """Search for a fast derivation of `program` at `sizes` on `device` ("cpu", "gpu", a Device
-    or None for the default); records go to `db` (pass TuningDB() for the default file)."""
-    from liftkit.backends.opencl import OpenCLRunner
-
+    or None for the default); records go to `db` (pass TuningDB() for the default file).
+    Candidates are built and run in a worker process (a driver crash or a candidate running
+    past `timeout` seconds fails that candidate only) unless a `runner` is given."""
     problem = make_problem(program, sizes, name)
     space = rules if isinstance(rules, RuleSpace) else load_rule_space(rules)
     if budget is not None:
@@ -59,15 +60,19 @@ def explore(program: Any, sizes: Optional[Mapping[str, int]] = None, device: Any
     if seed is not None:
         settings = replace(settings, seed=seed)
         eval_settings = replace(eval_settings, seed=seed)
-    runner = runner or OpenCLRunner(device)
-    evaluator = Evaluator(problem, runner, eval_settings, measure=measure)
-    return search(problem, space, evaluator, settings, db, progress)
+    if runner is not None:
+        return search(problem, space, Evaluator(problem, runner, eval_settings, measure=measure),
+                      settings, db, progress)
+    with CandidateWorker(device, timeout=timeout) as worker:
+        evaluator = Evaluator(problem, worker, eval_settings, measure=measure)
+        return search(problem, space, evaluator, settings, db, progress)
 
 
 __all__ = [
-    "DEFAULT_FILTERS", "DeviceLimits", "EvalSettings", "Evaluator", "FilterContext", "FilterLimits",
+    "CandidateWorker", "DEFAULT_FILTERS", "DEFAULT_TIMEOUT_S", "DeviceLimits", "EvalSettings", "Evaluator", "FilterContext", "FilterLimits",
     "NotTunedError", "Problem", "Record", "RuleSetError", "RuleSpace", "Search", "SearchResult",
     "SearchSettings", "TuningDB", "best_for", "check_sizes", "default_db_path", "explore",
     "first_rejection", "load_rule_space", "make_problem", "program_text", "random_inputs",
     "require_tuned", "results_match", "search", "tuned_key", "tuning_key",
+    "WorkerCrash",
 ]

@@ -126,16 +126,13 @@ class Evaluator:
                 cut = self.settings.cutoff
                 if cut > 0 and best is not None:
                     # after an untimed warm-up run: a driver may finish compiling on the first
-                    _, once = self.runner.run_with_info(compiled, *self._inputs(), timing=True,
-                                                        repeat=1, name=self.problem.name)
+                    once = self._time(compiled, 1)
                     if once.total_seconds > cut * best:
                         info = once
                         params["runs"] = 1
                         params["note"] = f"timed once: over {cut:g}x the best so far"
                 if info is None:
-                    _, info = self.runner.run_with_info(compiled, *self._inputs(), timing=True,
-                                                        repeat=self.settings.repeat,
-                                                        name=self.problem.name)
+                    info = self._time(compiled, self.settings.repeat)
                     params["runs"] = self.settings.repeat
                 seconds = float(info.total_seconds)
                 params["launches"] = [[la.kernel, list(la.global_size),
@@ -146,6 +143,16 @@ class Evaluator:
             return record(_failure_kind(err), f"{type(err).__name__}: {_one_line(err)}", source=source)
         notes = [params[k] for k in ("check", "note") if params.get(k)]
         return record("ok", "; ".join(notes), seconds, source)
+
+    def _time(self, compiled: CompiledProgram, repeat: int) -> Any:
+        """The RunInfo of `repeat` timed runs at the real sizes (after a warm-up run). A
+        CandidateWorker does not ship the real-size result back: the check compared results."""
+        inputs, sizes = self._inputs(), dict(self.problem.sizes)
+        timer = getattr(self.runner, "time", None)
+        if timer is not None:
+            return timer(compiled, *inputs, sizes=sizes, repeat=repeat, name=self.problem.name)
+        return self.runner.run_with_info(compiled, *inputs, sizes=sizes, timing=True, repeat=repeat,
+                                         name=self.problem.name)[1]
 
     def _inputs(self) -> list[Any]:
         if self._real_inputs is None:
@@ -268,7 +275,11 @@ def results_match(got: Any, want: Any, rtol: float, atol: float) -> str:
 
 
 def _failure_kind(err: BaseException) -> str:
-    """A driver's build failure is a compile error; anything else while running a runtime error."""
+    """A driver's build failure is a compile error; anything else while running a runtime error
+    (a worker that crashed or hung says which phase it was in)."""
+    validity = getattr(err, "validity", None)
+    if validity in ("compile-error", "runtime-error"):
+        return validity
     try:
         from liftkit.backends.opencl import BuildError
 

@@ -167,7 +167,7 @@ class Search:
     def run(self) -> SearchResult:
         s = self.settings
         t0 = time.monotonic()
-        self._deadline = t0 + s.seconds if s.seconds else None
+        self._deadline = t0 + s.seconds if s.seconds is not None else None  # 0: nothing
         settings = s.as_dict() | {"rules": self.space.name, "problem": self.problem.name}
         if self.db is not None:
             self.db.register_key(self.key, self.problem.name, self.problem.text, self.problem.sizes,
@@ -393,8 +393,8 @@ class Search:
             return self._memo[text]
         if len(self.records) >= self.settings.budget:
             raise _Budget(f"evaluated {self.settings.budget} candidates")
-        if self._deadline is not None and time.monotonic() > self._deadline:
-            raise _Budget(f"spent {self.settings.seconds} s")
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            raise _Budget(f"spent {self.settings.seconds:g} s")
         rec = self.evaluator.evaluate(program, derivation, self.best.time if self.best else None)
         rec = replace(rec, key=self.key, search_id=self.search_id, seq=len(self.records),
                       step=self._step)

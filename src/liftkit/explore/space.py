@@ -112,7 +112,7 @@ class RuleSpace:
         self.rules: list[Any] = list(rules)
         self.macros: list[Any] = []
         self.name = name
-        self.prepare: Callable[[Lambda], Lambda] = prepare or normalize  # type: ignore[assignment]
+        self.prepare: Callable[[Lambda], Lambda] = _then_simplify(prepare or normalize)  # type: ignore[arg-type]
         for m in macros:
             if hasattr(m, "choices") and hasattr(m, "build"):
                 self.macros.append(m)  # a macro written as a site rule
@@ -212,6 +212,18 @@ class RuleSpace:
     def _fault(self, rule: str, err: BaseException) -> None:
         if len(self.errors) < 100:
             self.errors.append(f"{rule}: {type(err).__name__}: {err}")
+
+
+def _then_simplify(prepare: Callable[[Lambda], Lambda]) -> Callable[[Lambda], Lambda]:
+    """`prepare`, then `iterate 0 f` and `iterate 1 f` removed: left in the start program they
+    would keep every walk high-level (nothing lowers an iterate that never runs its function)."""
+    from liftkit.rewrite.rules.iterate import simplify_iterations
+
+    def prepared(program: Lambda) -> Lambda:
+        return simplify_iterations(prepare(program))
+
+    prepared.__name__ = f"{getattr(prepare, '__name__', 'prepare')}_simplified"
+    return prepared
 
 
 def load_rule_space(spec: Optional[str] = None) -> RuleSpace:

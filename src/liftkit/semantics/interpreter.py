@@ -131,17 +131,58 @@ def bind_sizes(program: Lambda, inputs: Sequence[Any], sizes: Optional[Mapping[s
         for length, actual in pairs:
             if isinstance(length, Var) and length.name not in bound:
                 bound[length.name] = actual
+    _solve_lengths([pair for _p, pairs in shapes for pair in pairs], bound)
     for p, pairs in shapes:
         for length, actual in pairs:
             try:
                 want = length.eval(bound)
             except ArithError:
+                free = sorted(v.name for v in length.free_vars() if v.name not in bound)
+                if len(free) == 1:
+                    raise EvaluationError(f"input {p.name}: no value of {free[0]} makes {length} "
+                                          f"= {actual}, the array's extent") from None
                 raise EvaluationError(f"input {p.name}: cannot determine {length} from the input "
                                       f"shapes; give it with sizes={{...}}") from None
             if want != actual:
                 raise EvaluationError(f"input {p.name}: length {length} = {want} but the array has "
                                       f"{actual} elements in that dimension")
     return bound
+
+
+def _solve_lengths(pairs: Sequence[tuple[ArithExpr, int]], bound: dict[str, int]) -> None:
+    """Bind the variable of every length with exactly one unbound variable (`4*N`, `N/2+1`)
+    to the smallest value giving the actual extent. Lengths grow with their variables, so a
+    doubling then bisecting search finds it; a length that does not hit the extent exactly
+    leaves the variable unbound (the caller reports it)."""
+    progress = True
+    while progress:
+        progress = False
+        for length, actual in pairs:
+            free = [v for v in length.free_vars() if v.name not in bound]
+            if len(free) != 1 or isinstance(length, Var):
+                continue
+            name = free[0].name
+
+            def at(v: int) -> Optional[int]:
+                try:
+                    return int(length.eval({**bound, name: v}))
+                except (ArithError, ZeroDivisionError):
+                    return None
+
+            hi = 1
+            while hi < 1 << 48 and (at(hi) is None or at(hi) < actual):  # type: ignore[operator]
+                hi *= 2
+            lo = 0
+            while lo < hi:
+                mid = (lo + hi) // 2
+                got = at(mid)
+                if got is not None and got >= actual:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            if at(lo) == actual:
+                bound[name] = lo
+                progress = True
 
 
 def _shapes(t: Type, x: Any) -> list[tuple[ArithExpr, int]]:
