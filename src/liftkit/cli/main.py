@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     from liftkit.cli.bench import configure_bench_parser
 
     configure_bench_parser(p)
+    p = add("blas", "liftkit.blas: tune a device, manage its profile, benchmark (seed 003 ch. 8)")
+    from liftkit.cli.blas import configure_blas_parser
+
+    configure_blas_parser(p)
     return parser
 
 
@@ -282,8 +286,15 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     return run_bench(args, out)
 
 
+def cmd_blas(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.cli.blas import cmd_blas as run_blas
+
+    return run_blas(args, out)
+
+
 COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run,
-                            "compile": cmd_compile, "explore": cmd_explore, "bench": cmd_bench}
+                            "compile": cmd_compile, "explore": cmd_explore, "bench": cmd_bench,
+                            "blas": cmd_blas}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,216 @@
+"""The liftkit.blas benchmark (seed 003 Fig. 8.2): rate vs size for each operation and dtype,
+liftkit beside the library a user would pick in the same run (NumPy's BLAS on the CPU device,
+cuBLAS through CuPy on a GPU), results checked before timing.
+
+Operands live on the device (pyopencl arrays; CuPy arrays for cuBLAS), so both sides are timed
+without transfers: wall-clock from enqueue to completion, median of `repeat` runs after a
+warm-up.
+
+    liftkit blas bench --device cpu --sizes 256,512,1024
+    python benchmarks/blas_bench.py --device gpu
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, TextIO
+
+import numpy as np
+
+OPS = ("gemm", "gemv", "transpose", "dot")
+DEFAULT_SIZES = {"cpu": (128, 256, 512, 1024), "gpu": (256, 1024, 2048, 4096)}
+
+
+@dataclass
+class Row:
+    op: str
+    dtype: str
+    n: int
+    liftkit: float  # rate (GFLOP/s or GB/s)
+    reference: Optional[float]
+    reference_name: str
+    unit: str
+    variant: str
+    error: float  # max relative difference to the reference result
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return self.liftkit / self.reference if self.reference else None
+
+
+def configure_bench_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", metavar="SPEC", default=None,
+                   help="gpu, cpu or part of a device name (default: a GPU if any)")
+    p.add_argument("--sizes", metavar="N,N,...", default=None,
+                   help="square sizes n (matrices n×n, vectors n²); default "
+                        f"{','.join(map(str, DEFAULT_SIZES['cpu']))} on a CPU, "
+                        f"{','.join(map(str, DEFAULT_SIZES['gpu']))} on a GPU")
+    p.add_argument("--ops", metavar="A,B", default=",".join(OPS), help=f"of {','.join(OPS)}")
+    p.add_argument("--dtypes", metavar="D,D", default="float32,float64")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs (median, default 5)")
+    p.add_argument("--out", metavar="FILE.json", default=None, help="also write the rows as JSON")
+
+
+def _median_time(run: Callable[[], Any], sync: Callable[[Any], Any], repeat: int) -> float:
+    sync(run())  # warm-up (builds, caches)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sync(run())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    scale = max(float(np.max(np.abs(want))), 1e-30)
+    return float(np.max(np.abs(np.asarray(got, np.float64) - want))) / scale
+
+
+def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
+              dtypes: list[str], repeat: int = 5, log: Optional[Callable[[str], None]] = None
+              ) -> list[Row]:
+    import pyopencl.array as cla
+
+    from liftkit.blas.session import Session
+    from liftkit.blas.tune import DTYPES  # noqa: F401 - the dtype names the library knows
+
+    session = Session(device, warn=False)
+    gpu = session.device.is_gpu
+    if session.profile is None and log:
+        log(f"note: no tuned profile for {session.device.label}: default derivations (tune with "
+            f"`liftkit blas tune --device {'gpu' if gpu else 'cpu'}`)")
+    sizes = sizes or list(DEFAULT_SIZES["gpu" if gpu else "cpu"])
+    xp, ref_name = _reference_library(gpu)
+    q = session.queue
+    rows = []
+    for op in ops:
+        for dt_name in dtypes:
+            dt = np.dtype(dt_name)
+            tol = 1e-3 if dt == np.float32 else 1e-9
+            for n in sizes:
+                rng = np.random.default_rng(n)
+                A = rng.uniform(-1, 1, (n, n)).astype(dt)
+                B = rng.uniform(-1, 1, (n, n)).astype(dt)
+                x = rng.uniform(-1, 1, n).astype(dt)
+                dA, dB, dx = (cla.to_device(q, v) for v in (A, B, x))
+                item = dt.itemsize
+                if op == "gemm":
+                    dC = cla.empty(q, (n, n), dt)
+                    lk = lambda: session.gemm(dA, dB, dC)  # noqa: E731
+                    want, amount, unit = A.astype(np.float64) @ B, 2.0 * n ** 3, "GFLOP/s"
+                    rf = (lambda a, b, v: a @ b), (A, B, x)
+                elif op == "gemv":
+                    dy = cla.empty(q, (n,), dt)
+                    lk = lambda: session.gemv(dA, dx, dy)  # noqa: E731
+                    want, amount, unit = A.astype(np.float64) @ x, 2.0 * n * n, "GFLOP/s"
+                    rf = (lambda a, b, v: a @ v), (A, B, x)
+                elif op == "transpose":
+                    dT = cla.empty(q, (n, n), dt)
+                    lk = lambda: session.transpose(dA, dT)  # noqa: E731
+                    want, amount, unit = A.T.astype(np.float64), 2.0 * n * n * item, "GB/s"
+                    rf = (lambda a, b, v: a.T.copy()), (A, B, x)
+                else:  # dot over n² elements
+                    v1, v2 = A.reshape(-1), B.reshape(-1)
+                    dv1, dv2 = cla.to_device(q, v1), cla.to_device(q, v2)
+                    lk = lambda: session.dot(dv1, dv2)  # noqa: E731
+                    want, amount, unit = np.array(v1.astype(np.float64) @ v2), 2.0 * n * n, "GFLOP/s"
+                    rf = (lambda a, b, v: a.reshape(-1) @ b.reshape(-1)), (A, B, x)
+                got = lk().result()
+                got_np = got.get() if hasattr(got, "get") else np.asarray(got)
+                err = _rel_error(got_np, want)
+                if err > tol * max(1.0, np.sqrt(n)):
+                    raise RuntimeError(f"blas bench: {op} {dt_name} n={n}: liftkit's result "
+                                       f"differs from NumPy's (relative error {err:.2e})")
+                t_lk = _median_time(lk, lambda f: f.result(), repeat)
+                t_ref = _time_reference(xp, rf, gpu, repeat, tol, want)
+                variant = _variant_used(session, op, dt_name, n)
+                row = Row(op, dt_name, n, amount / t_lk / 1e9,
+                          amount / t_ref / 1e9 if t_ref else None, ref_name, unit, variant, err)
+                rows.append(row)
+                if log:
+                    ratio = f"{row.ratio:.3f}x" if row.ratio else "-"
+                    log(f"{op:9s} {dt_name:7s} n={n:5d}  liftkit {row.liftkit:9.2f} {unit}  "
+                        f"{ref_name} {row.reference or 0:9.2f}  ratio {ratio}  [{variant}]")
+    return rows
+
+
+def _reference_library(gpu: bool) -> tuple[Any, str]:
+    if gpu:
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+            return cupy, "cuBLAS (CuPy)"
+        except Exception:  # noqa: BLE001 - no CuPy or no CUDA device: no reference
+            return None, "none"
+    return np, "NumPy BLAS"
+
+
+def _time_reference(xp: Any, rf: Any, gpu: bool, repeat: int, tol: float,
+                    want: np.ndarray) -> Optional[float]:
+    if xp is None:
+        return None
+    fn, args = rf
+    if xp is np:
+        got = fn(*args)
+        if _rel_error(np.asarray(got), want) > 1e-2:
+            raise RuntimeError("blas bench: NumPy's result differs from the float64 check")
+        return _median_time(lambda: fn(*args), lambda r: r, repeat)
+    dargs = [xp.asarray(a) for a in args]
+    got = xp.asnumpy(fn(*dargs))
+    if _rel_error(got, want) > 1e-2:
+        raise RuntimeError("blas bench: CuPy's result differs from the float64 check")
+    return _median_time(lambda: fn(*dargs), lambda r: xp.cuda.get_current_stream().synchronize(),
+                        repeat)
+
+
+def _variant_used(session: Any, op: str, dtype: str, n: int) -> str:
+    from liftkit.blas.codelets import Kind
+
+    kind = {"gemm": Kind("mm", dtype, "NN"), "gemv": Kind("gemv", dtype, "N"),
+            "transpose": Kind("transpose", dtype), "dot": Kind("dot", dtype)}[op]
+    sizes = {"M": n, "N": n, "K": n} if op == "gemm" else {"N": n * n} if op == "dot" else \
+        {"M": n, "N": n}
+    return str(session.choose(kind, sizes))
+
+
+def print_table(rows: list[Row], out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="liftkit.blas rates (higher is better)")
+    for col in ("op", "dtype", "n", "liftkit", "reference", "ratio", "derivation"):
+        table.add_column(col, justify="left" if col in ("op", "dtype", "derivation") else "right")
+    for r in rows:
+        table.add_row(r.op, r.dtype, str(r.n), f"{r.liftkit:.2f} {r.unit}",
+                      f"{r.reference:.2f} ({r.reference_name})" if r.reference else "-",
+                      f"{r.ratio:.3f}x" if r.ratio else "-", r.variant)
+    Console(file=out, width=140).print(table)
+
+
+def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.cli.resolve import CliError
+
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    except ValueError:
+        raise CliError(f"--sizes: expected integers like 256,512, got {args.sizes!r}") from None
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        raise CliError(f"--ops: unknown {', '.join(bad)} (known: {', '.join(OPS)})")
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    bad = [d for d in dtypes if d not in ("float32", "float64")]
+    if bad:
+        raise CliError(f"--dtypes: unknown {', '.join(bad)} (known: float32, float64)")
+    rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
+                     log=lambda line: print(line, file=out, flush=True))
+    print_table(rows, out)
+    if args.out:
+        Path(args.out).write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+    return 0

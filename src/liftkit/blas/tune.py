@@ -1,0 +1,271 @@
+"""Tuning a device (seed 003 §8.3.1): every codelet variant of every operation × dtype × layout,
+at a representative size per size class, checked against NumPy and then timed; the measured
+rates go into the device's profile.
+
+The profile is saved after every (kind, size class), and variants already measured are skipped,
+so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+import pyopencl as cl
+
+from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space
+from liftkit.blas.kernels import Built
+from liftkit.blas.profile import Entry, Profile, find_profile, size_class
+from liftkit.blas.session import Session
+
+LAYOUTS = {"mm": ("NN", "NT", "TN"), "gemv": ("N", "T"), "axpby2d": ("N", "T")}
+DTYPES = ("float32", "float64")
+# representative sizes per size class and device kind (n: square matrices n×n, vectors n)
+SIZES = {
+    "cpu": {"mm": {"small": 64, "medium": 256, "large": 1024},
+            "2d": {"small": 96, "medium": 512, "large": 2048},
+            "1d": {"small": 4096, "medium": 1 << 18, "large": 1 << 22}},
+    "gpu": {"mm": {"small": 128, "medium": 512, "large": 2048},
+            "2d": {"small": 96, "medium": 1024, "large": 4096},
+            "1d": {"small": 4096, "medium": 1 << 20, "large": 1 << 24}},
+}
+CLASSES = ("small", "medium", "large")
+
+
+def kinds(ops: Sequence[str] = OPS, dtypes: Sequence[str] = DTYPES,
+          layouts: Optional[Sequence[str]] = None) -> list[Kind]:
+    out = []
+    for op in ops:
+        for dt in dtypes:
+            for lay in LAYOUTS.get(op, ("-",)):
+                if layouts is None or lay in layouts or lay == "-":
+                    out.append(Kind(op, dt, lay))
+    return out
+
+
+def sizes_for(kind: Kind, cls: str, device_kind: str) -> dict[str, int]:
+    table = SIZES[device_kind]
+    if kind.op == "mm":
+        n = table["mm"][cls]
+        return {"M": n, "N": n, "K": n}
+    if kind.op in ("gemv", "transpose", "axpby2d"):
+        n = table["2d"][cls]
+        return {"M": n, "N": n}
+    return {"N": table["1d"][cls]}
+
+
+def work(kind: Kind, sizes: dict[str, int]) -> tuple[float, str]:
+    """(amount, unit) per run: floating-point operations, or bytes for the copies."""
+    item = 4 if kind.dtype == "float32" else 8
+    if kind.op == "mm":
+        return 2.0 * sizes["M"] * sizes["N"] * sizes["K"], "GFLOP/s"
+    if kind.op == "gemv":
+        return 2.0 * sizes["M"] * sizes["N"], "GFLOP/s"
+    if kind.op == "transpose":
+        return 2.0 * sizes["M"] * sizes["N"] * item, "GB/s"
+    if kind.op == "axpby2d":
+        return 3.0 * sizes["M"] * sizes["N"] * item, "GB/s"
+    return (1.0 if kind.op == "scal" else 2.0) * sizes["N"], "GFLOP/s"
+
+
+# -- inputs and references ----------------------------------------------------------------------
+def inputs_for(kind: Kind, sizes: dict[str, int], rng: np.random.Generator) -> list[Any]:
+    """Inputs in the order of the kind's program parameters."""
+    dt = np.dtype(kind.dtype)
+    M, N, K = sizes.get("M", 1), sizes.get("N", 1), sizes.get("K", 1)
+
+    def arr(*shape: int) -> np.ndarray:
+        return rng.uniform(-1, 1, shape).astype(dt)
+
+    a, b = dt.type(1.5), dt.type(-0.5)
+    if kind.op == "mm":
+        x = arr(M, K) if kind.layout[0] == "N" else arr(K, M)
+        y = arr(K, N) if kind.layout[1] == "N" else arr(N, K)
+        return [x, y]
+    if kind.op == "gemv":
+        return [arr(M, N), arr(M if kind.layout == "T" else N), arr(N if kind.layout == "T" else M),
+                a, b]
+    if kind.op == "transpose":
+        return [arr(M, N)]
+    if kind.op == "axpby2d":
+        return [arr(N, M) if kind.layout == "T" else arr(M, N), arr(M, N), a, b]
+    if kind.op == "scal":
+        return [a, arr(N)]
+    if kind.op == "axpy":
+        return [a, arr(N), arr(N)]
+    if kind.op == "dot":
+        return [arr(N), arr(N)]
+    return [arr(N)]
+
+
+def reference(kind: Kind, xs: list[Any]) -> np.ndarray:
+    f = [x.astype(np.float64) if isinstance(x, np.ndarray) else float(x) for x in xs]
+    op, lay = kind.op, kind.layout
+    if op == "mm":
+        x = f[0] if lay[0] == "N" else f[0].T
+        y = f[1] if lay[1] == "N" else f[1].T
+        return x @ y
+    if op == "gemv":
+        A = f[0].T if lay == "T" else f[0]
+        return f[3] * (A @ f[1]) + f[4] * f[2]
+    if op == "transpose":
+        return f[0].T
+    if op == "axpby2d":
+        return f[2] * (f[0].T if lay == "T" else f[0]) + f[3] * f[1]
+    if op == "scal":
+        return f[0] * f[1]
+    if op == "axpy":
+        return f[0] * f[1] + f[2]
+    if op == "dot":
+        return np.array([f[0] @ f[1]])
+    if op == "asum":
+        return np.array([np.abs(f[0]).sum()])
+    return np.array([(f[0] * f[0]).sum()])
+
+
+# -- measuring one variant ----------------------------------------------------------------------
+@dataclass
+class Trial:
+    kind: Kind
+    size_class: str
+    variant: Variant
+    sizes: dict[str, int] = field(default_factory=dict)
+    seconds: float = float("inf")
+    rate: float = 0.0
+    unit: str = "GFLOP/s"
+    error: str = ""
+
+
+def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
+            repeat: int = 5, max_seconds: float = 2.0, seed: int = 0) -> Trial:
+    """Derive, build, check against NumPy, then time (median of `repeat` event-timed runs,
+    fewer when a run is slow). Errors are recorded, not raised: a variant a device cannot run is
+    simply not chosen."""
+    t = Trial(kind, size_class(kind.op, sizes), variant)
+    try:
+        built = session.store.get(kind, variant)
+    except Exception as err:  # noqa: BLE001 - derivation or build failure
+        t.error = f"build: {str(err).splitlines()[0][:200]}"
+        return t
+    p = padded_sizes(sizes, built.multiples)
+    t.sizes = dict(sizes)
+    rng = np.random.default_rng(seed)
+    xs = inputs_for(kind, p, rng)
+    try:
+        out, run = _launcher(session, built, xs, p)
+        run()
+        session.queue.finish()
+        got = np.empty(out[1], np.dtype(kind.dtype))
+        cl.enqueue_copy(session.queue, got, out[0], is_blocking=True)
+    except cl.Error as err:
+        t.error = f"launch: {str(err).splitlines()[0][:200]}"
+        return t
+    want = reference(kind, xs)
+    k = sizes.get("K", sizes.get("N", 1))
+    tol = (1e-3, 1e-4 * k) if kind.dtype == "float32" else (1e-9, 1e-11 * k)
+    if not np.allclose(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
+        t.error = "wrong result"
+        return t
+    times = []
+    start = time.perf_counter()
+    for _ in range(repeat):
+        span = run()
+        span.wait()
+        times.append(span.seconds)
+        if time.perf_counter() - start > max_seconds:
+            break
+    t.seconds = statistics.median(times)
+    amount, t.unit = work(kind, sizes)  # the rate of the real (unpadded) problem
+    t.rate = amount / t.seconds / 1e9
+    return t
+
+
+def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, int]
+              ) -> tuple[tuple[Any, tuple[int, ...]], Callable[[], Any]]:
+    """Upload the inputs once; return (output buffer and shape, a function launching once and
+    returning the event covering the whole pipeline)."""
+    ctx, q = session.context, session.queue
+    arrays, scalars = {}, {}
+    for i, x in enumerate(xs):
+        if isinstance(x, np.ndarray):
+            arrays[i] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                  hostbuf=np.ascontiguousarray(x))
+        else:
+            scalars[i] = x
+    rt = built.compiled.result_type
+    from liftkit.backends.opencl.hostdata import host_buffer
+
+    host = host_buffer(rt, sizes)
+    out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=max(1, host.nbytes))
+    keep: list[Any] = []
+
+    def run() -> Any:
+        marker = cl.enqueue_marker(q)
+        ev, temps = built.launch(q, arrays, scalars, out, sizes, [marker])
+        keep[:] = temps
+        return _Span(marker, ev)
+
+    return (out, host.shape), run
+
+
+class _Span:
+    """From the first to the last event of a pipeline (several kernels)."""
+
+    def __init__(self, first: Any, last: Any) -> None:
+        self.first, self.last = first, last
+
+    def wait(self) -> None:
+        self.last.wait()
+
+    @property
+    def seconds(self) -> float:
+        return (self.last.profile.end - self.first.profile.end) * 1e-9
+
+
+# -- the tuning run -------------------------------------------------------------------------------
+def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLASSES,
+         profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
+         progress: bool = True, max_variants: Optional[int] = None,
+         on_trial: Optional[Callable[[Trial], None]] = None) -> Profile:
+    """Measure every variant of every kind at each size class; resume from `profile` (the
+    device's saved profile by default); `save(profile)` after each (kind, class)."""
+    dev = session.device
+    prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
+                                                               session.device_kind)
+    prof.notes.setdefault("failed", [])
+    failed = set(prof.notes["failed"])
+    plan = []
+    for kind in kinds_:
+        variants = space(kind, session.device_kind)[:max_variants]
+        for cls in classes:
+            done = prof.measured(kind, cls)
+            todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
+            plan.append((kind, cls, todo))
+    total = sum(len(t) for _, _, t in plan)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), disable=not progress, transient=False) as bar:
+        task = bar.add_task(f"tuning {dev.label}", total=total)
+        for kind, cls, todo in plan:
+            entries = []
+            for v in todo:
+                bar.update(task, description=f"{kind} {cls} {v}")
+                trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind))
+                if on_trial is not None:
+                    on_trial(trial)
+                if trial.error:
+                    failed.add(f"{kind}|{cls}|{v}")
+                else:
+                    entries.append(Entry(kind, cls, trial.sizes, v, trial.seconds, trial.rate,
+                                         trial.unit))
+                bar.advance(task)
+            if todo:
+                prof.add(entries)
+                prof.notes["failed"] = sorted(failed)
+                if save is not None:
+                    save(prof)
+    return prof

@@ -1,0 +1,185 @@
+"""`liftkit blas`: tune a device for liftkit.blas, manage device profiles, run the BLAS benchmark.
+
+    liftkit blas tune --device gpu|cpu|NAME [--ops mm,gemv] [--dtypes float32] [--layouts NN]
+                      [--classes large] [--fresh] [--no-progress]
+    liftkit blas profile show [--device SPEC | FILE]
+    liftkit blas profile export FILE [--device SPEC]
+    liftkit blas profile import FILE
+    liftkit blas bench [--device SPEC] [--sizes 256,512,1024] [--ops gemm,gemv,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Optional, TextIO
+
+from liftkit.cli.resolve import CliError
+
+
+def _csv(choices: tuple[str, ...], what: str) -> Any:
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [t for t in items if t not in choices]
+        if not items or bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {', '.join(bad) or '(none given)'} (known: {', '.join(choices)})")
+        return items
+    return parse
+
+
+def configure_blas_parser(p: argparse.ArgumentParser) -> None:
+    from liftkit.blas.codelets import OPS
+    from liftkit.blas.tune import CLASSES, DTYPES
+
+    sub = p.add_subparsers(dest="blas_command", metavar="ACTION", parser_class=type(p))
+    sub.required = True
+    t = sub.add_parser("tune", help="measure every derivation of every operation on a device and "
+                                    "write its profile (resumable)")
+    t.add_argument("--device", metavar="SPEC", default=None,
+                   help="gpu, cpu, or part of the platform/device name (default: a GPU if any)")
+    t.add_argument("--ops", type=_csv(OPS, "operation"), default=list(OPS),
+                   help=f"operations (default all: {','.join(OPS)})")
+    t.add_argument("--dtypes", type=_csv(DTYPES, "dtype"), default=list(DTYPES))
+    t.add_argument("--layouts", type=_csv(("NN", "NT", "TN", "N", "T"), "layout"), default=None,
+                   help="GEMM layouts NN,NT,TN and GEMV layouts N,T (default all)")
+    t.add_argument("--classes", type=_csv(CLASSES, "size class"), default=list(CLASSES))
+    t.add_argument("--max-variants", type=int, default=None, help=argparse.SUPPRESS)
+    t.add_argument("--fresh", action="store_true",
+                   help="start a new profile instead of resuming the saved one")
+    t.add_argument("--out", metavar="FILE", default=None,
+                   help="write the profile here (default: the profile directory, where "
+                        "liftkit.blas finds it)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    pr = sub.add_parser("profile", help="show, export or import device profiles")
+    psub = pr.add_subparsers(dest="profile_command", metavar="ACTION", parser_class=type(p))
+    psub.required = True
+    s = psub.add_parser("show", help="the best derivation per operation, dtype, layout, size")
+    s.add_argument("file", metavar="FILE", nargs="?", help="a profile file (default: the device's)")
+    s.add_argument("--device", metavar="SPEC", default=None)
+    e = psub.add_parser("export", help="copy a device's profile to FILE")
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("--device", metavar="SPEC", default=None)
+    i = psub.add_parser("import", help="install a profile file for its device")
+    i.add_argument("file", metavar="FILE")
+
+    b = sub.add_parser("bench", help="GFLOP/s vs size beside NumPy's BLAS (CPU) or cuBLAS (GPU)")
+    from liftkit.blas.bench import configure_bench_parser
+
+    configure_bench_parser(b)
+
+
+def cmd_blas(args: argparse.Namespace, out: TextIO) -> int:
+    if args.blas_command == "tune":
+        return _tune(args, out)
+    if args.blas_command == "bench":
+        from liftkit.blas.bench import run_from_args
+
+        return run_from_args(args, out)
+    return {"show": _show, "export": _export, "import": _import}[args.profile_command](args, out)
+
+
+def _device(spec: Optional[str]) -> Any:
+    from liftkit.backends.opencl.devices import select_device
+
+    return select_device(spec)
+
+
+def _tune(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.blas.profile import Profile, file_name, find_profile, profile_dir
+    from liftkit.blas.session import Session
+    from liftkit.blas.tune import kinds, tune
+
+    session = Session(_device(args.device), warn=False)
+    dev = session.device
+    target = Path(args.out) if args.out else profile_dir() / file_name(dev.fingerprint)
+    profile = None
+    if not args.fresh:
+        profile = Profile.load(target) if target.is_file() else find_profile(dev.fingerprint)
+        if profile is not None and profile.fingerprint != dev.fingerprint:
+            raise CliError(f"{target} is the profile of {profile.label or profile.fingerprint}, "
+                           f"not of {dev.label}; use --fresh or another --out")
+    if profile is None:
+        profile = Profile(dev.fingerprint, dev.label, session.device_kind)
+    started = time.perf_counter()
+    before = sum(profile.notes.get("tuning_seconds", {}).values()) if isinstance(
+        profile.notes.get("tuning_seconds"), dict) else 0.0
+
+    def save(p: Profile) -> None:
+        p.notes["tuning_seconds"] = {"total": before + time.perf_counter() - started}
+        p.save(target)
+
+    ks = kinds(args.ops, args.dtypes, args.layouts)
+    profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
+                   max_variants=args.max_variants)
+    save(profile)
+    print(f"profile of {dev.label}: {len(profile.entries)} measurements, "
+          f"{time.perf_counter() - started:.0f} s this run -> {target}", file=out)
+    _print_best(profile, out)
+    return 0
+
+
+def _print_best(profile: Any, out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    best: dict[Any, Any] = {}
+    for e in profile.entries:
+        key = (str(e.kind), e.size_class)
+        if key not in best or e.rate > best[key].rate:
+            best[key] = e
+    table = Table(title=f"best derivations on {profile.label}")
+    for col in ("kind", "class", "size", "derivation", "rate"):
+        table.add_column(col, justify="right" if col == "rate" else "left")
+    order = {"small": 0, "medium": 1, "large": 2}
+    for (kind, cls), e in sorted(best.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 3))):
+        size = "×".join(str(v) for v in e.sizes.values())
+        table.add_row(kind, cls, size, str(e.variant), f"{e.rate:.2f} {e.unit}")
+    Console(file=out, width=120).print(table)
+
+
+def _show(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.blas.profile import Profile, find_profile
+
+    if args.file:
+        profile = Profile.load(args.file)
+    else:
+        dev = _device(args.device)
+        profile = find_profile(dev.fingerprint)
+        if profile is None:
+            raise CliError(f"no profile for {dev.label}; create one with `liftkit blas tune "
+                           f"--device {args.device or ('gpu' if dev.is_gpu else 'cpu')}`")
+    print(f"device: {profile.label} ({profile.device_type})\nfingerprint: {profile.fingerprint}"
+          f"\ncreated: {profile.created}", file=out)
+    secs = profile.notes.get("tuning_seconds", {})
+    if isinstance(secs, dict) and "total" in secs:
+        print(f"tuning time: {secs['total']:.0f} s", file=out)
+    _print_best(profile, out)
+    return 0
+
+
+def _export(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.blas.profile import find_profile
+
+    dev = _device(args.device)
+    profile = find_profile(dev.fingerprint)
+    if profile is None:
+        raise CliError(f"no profile for {dev.label} to export; tune it first")
+    path = profile.save(args.file)
+    print(f"exported the profile of {dev.label} to {path}", file=out)
+    return 0
+
+
+def _import(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.blas.profile import Profile, file_name, profile_dir
+
+    profile = Profile.load(args.file)  # validates
+    target = profile_dir() / file_name(profile.fingerprint)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(args.file, target)
+    print(f"installed the profile of {profile.label} ({len(profile.entries)} measurements) as "
+          f"{target}", file=out)
+    return 0

@@ -1,0 +1,107 @@
+"""Tuning, device profiles and the `liftkit blas` command on the CPU device (tiny runs)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from liftkit.blas import Kind, Profile, ProfileError, Session, Variant
+from liftkit.blas.profile import Entry, file_name
+from liftkit.blas.tune import kinds, measure, tune
+from liftkit.cli.main import main
+
+
+def test_measure_checks_then_times(session: Session) -> None:
+    t = measure(session, Kind("gemv", "float32", "T"), Variant.of("rows", w=4), {"M": 64, "N": 48})
+    assert not t.error and t.rate > 0 and t.seconds > 0 and t.unit == "GFLOP/s"
+
+
+def test_tune_is_resumable_and_profiles_choose(session: Session) -> None:
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    saved: list[int] = []
+    ks = kinds(["dot"], ["float32"])
+    tune(session, ks, ["small"], prof, save=lambda p: saved.append(len(p.entries)),
+         progress=False, max_variants=3)
+    assert saved == [3] and len(prof.entries) == 3
+    # resuming measures nothing again
+    tune(session, ks, ["small"], prof, save=lambda p: saved.append(len(p.entries)),
+         progress=False, max_variants=3)
+    assert saved == [3]
+    best = prof.ranked(Kind("dot", "float32"), "small")[0]
+    s = Session(session.device, profile=prof)
+    assert s.choose(Kind("dot", "float32"), {"N": 4096}) == best.variant
+    x = np.arange(1.0, 101.0, dtype=np.float32)
+    assert s.dot(x, x).result() == pytest.approx(float(x @ x), rel=1e-6)
+
+
+def test_profile_choice_avoids_large_padding() -> None:
+    prof = Profile("fp", "dev", "cpu")
+    kind = Kind("dot", "float32")
+    tree = Variant.of("tree", n=64, L=64)  # N a multiple of 4·64·64·256 = 2^22
+    prof.add([Entry(kind, "large", {"N": 1 << 22}, tree, 1e-4, 50.0),
+              Entry(kind, "large", {"N": 1 << 22}, Variant.of("chunks", n=1024), 2e-4, 25.0)])
+    from liftkit.blas.codelets import multiples
+
+    assert prof.choose(kind, {"N": 1 << 22}, multiples) == tree
+    assert prof.choose(kind, {"N": 2_100_000}, multiples) == Variant.of("chunks", n=1024)
+    assert prof.choose(kind, {"N": 1000}, multiples) is None  # nothing measured for "small"
+
+
+def test_profile_json_round_trip_and_errors(tmp_path: Path) -> None:
+    prof = Profile("fp|x", "dev", "gpu", [Entry(Kind("mm", "float64", "TN"), "large",
+                                                {"M": 8, "N": 8, "K": 8}, Variant.of("glb"), 0.1, 2.0)])
+    path = prof.save(tmp_path / "p.json")
+    back = Profile.load(path)
+    assert back.entries == prof.entries and back.fingerprint == "fp|x"
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(ProfileError, match="not a liftkit BLAS profile"):
+        Profile.load(tmp_path / "bad.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ProfileError, match="not JSON"):
+        Profile.load(tmp_path / "broken.json")
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    import contextlib
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_cli_tune_show_export_import(session: Session, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path / "profiles"))
+    code, text = _cli("blas", "tune", "--device", "cpu", "--ops", "scal", "--dtypes", "float64",
+                      "--classes", "small", "--no-progress", "--max-variants", "2")
+    assert code == 0, text
+    assert "scal/float64/-" in text
+    installed = tmp_path / "profiles" / file_name(session.device.fingerprint)
+    assert installed.is_file()
+    code, text = _cli("blas", "profile", "show", "--device", "cpu")
+    assert code == 0 and "scal/float64/-" in text and "tuning time" in text
+    code, text = _cli("blas", "profile", "export", str(tmp_path / "mine.json"), "--device", "cpu")
+    assert code == 0 and (tmp_path / "mine.json").is_file()
+    installed.unlink()
+    code, text = _cli("blas", "profile", "import", str(tmp_path / "mine.json"))
+    assert code == 0 and installed.is_file()
+    code, text = _cli("blas", "profile", "import", str(tmp_path / "missing.json"))
+    assert code == 1 and text.count("\n") == 1 and "cannot read" in text
+    code, text = _cli("blas", "tune", "--ops", "gemmm")
+    assert code == 2 and "unknown operation gemmm" in text
+
+
+def test_cli_bench_checks_and_prints(session: Session, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path))
+    code, text = _cli("blas", "bench", "--device", "cpu", "--sizes", "16,33", "--ops",
+                      "gemm,transpose", "--dtypes", "float32", "--repeat", "1",
+                      "--out", str(tmp_path / "rows.json"))
+    assert code == 0, text
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [(r["op"], r["n"]) for r in rows] == [("gemm", 16), ("gemm", 33), ("transpose", 16),
+                                                  ("transpose", 33)]
+    assert all(r["reference_name"] == "NumPy BLAS" and r["liftkit"] > 0 for r in rows)
