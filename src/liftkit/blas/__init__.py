@@ -8,7 +8,7 @@ derivations.
 
 Operations: gemm, gemv, transpose, scal, axpy, dot, asum, nrm2 (float32, float64; row- and
 column-major; NumPy arrays or pyopencl arrays, used in place). `plan_gemm` is the low-level
-form with caller-owned workspace. Kernels come from codelets (`liftkit.blas.codelets`),
+form with caller-owned workspace; `hybrid_gemm` splits C's rows between a GPU and the CPU. Kernels come from codelets (`liftkit.blas.codelets`),
 derivations of high-level programs chosen per device by a tuned profile (`liftkit blas tune`).
 
 The module-level functions run on `default_session()`: one session per device spec or OpenCL
@@ -24,6 +24,7 @@ from liftkit.blas.codelets import CodeletError, Kind, Variant
 from liftkit.blas.gemm import GemmPlan, Packed
 from liftkit.blas.gemm import gemm as _gemm
 from liftkit.blas.gemm import plan_gemm as _plan_gemm
+from liftkit.blas.hybrid import HybridResult, hybrid_gemm, tune_hybrid
 from liftkit.blas.kernels import BlasError
 from liftkit.blas import level12 as _l12
 from liftkit.blas.profile import Profile, ProfileError
@@ -128,6 +129,7 @@ def nrm2(x: Any, *, device: Optional[str] = None) -> Future:
     return _session((x,), device).nrm2(x)
 
 
-__all__ = ["BlasError", "CodeletError", "Future", "GemmPlan", "Kind", "NoProfileWarning",
+__all__ = ["BlasError", "CodeletError", "Future", "GemmPlan", "HybridResult", "Kind",
+           "NoProfileWarning", "hybrid_gemm", "tune_hybrid",
            "Packed", "Profile", "ProfileError", "Session", "Variant", "Workspace", "asum", "axpy",
            "default_session", "dot", "gemm", "gemv", "nrm2", "scal", "transpose"]
