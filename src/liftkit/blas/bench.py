@@ -214,8 +214,14 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
     bad = [d for d in dtypes if d not in ("float32", "float64")]
     if bad:
         raise CliError(f"--dtypes: unknown {', '.join(bad)} (known: float32, float64)")
-    rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
-                     log=lambda line: print(line, file=out, flush=True))
+    import warnings
+
+    import pyopencl as cl
+
+    with warnings.catch_warnings():  # pyopencl's own fill kernels: driver build logs
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
+                         log=lambda line: print(line, file=out, flush=True))
     print_table(rows, out)
     if args.out:
         Path(args.out).write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
