@@ -11,7 +11,7 @@ import pytest
 MODULES = ["liftkit.arith", "liftkit.types", "liftkit.ir.typecheck", "liftkit.ir.patterns",
            "liftkit.ir.printer", "liftkit.ir.parser", "liftkit.semantics", "liftkit.dsl",
            "liftkit.programs", "liftkit.codegen", "liftkit.backends.opencl", "liftkit.rewrite",
-           "liftkit.cli.main", "liftkit.usercode"]
+           "liftkit.cli.main", "liftkit.usercode", "liftkit.jit"]
 
 
 @pytest.mark.parametrize("module", MODULES)

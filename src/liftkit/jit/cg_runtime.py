@@ -1,0 +1,349 @@
+"""LLVM code generation, runtime support emitted into every module (seed 003 §5.7.3):
+
+* ``lk_alloc``: arrays allocated by compiled code come from ``malloc`` and are chained into a
+  per-call arena (environment slot 5) that ``lk_free`` releases after the call returns;
+* ``lk_parfor``: a parallel loop's outlined body runs on POSIX threads, the outer dimension cut
+  into chunks taken from a shared atomic counter (load balancing, as the thesis' work queue);
+  the caller's thread works too. The Python caller released the GIL (ctypes), so threads run
+  truly in parallel;
+* ``lk_entry``: unpacks the argument block the dispatcher fills and calls the function.
+
+Environment slots (i64): 0 error kind, 1 line, 2-4 error details, 5 arena head, 6 threads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from . import types as T
+from . import vrir as V
+from .cg_scalar import I1, I32, I64, I64P, PTR
+from .codegen import ERR_MEMORY, FunctionCodegen, ModuleContext, flat_types, nslots
+
+if TYPE_CHECKING:
+    pass
+
+BODY_TY = ir.FunctionType(I32, [I64P, I64P, I64, I64])
+ENV_SLOTS = 8
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def _libc(mod: ir.Module, name: str, ty: ir.FunctionType) -> ir.Function:
+    fn = mod.globals.get(name)
+    if fn is None:
+        fn = ir.Function(mod, ty, name)
+    return fn
+
+
+def runtime_alloc_fn(mod: ir.Module) -> ir.Function:
+    fn = mod.globals.get("lk_alloc")
+    if fn is not None:
+        return fn
+    malloc = _libc(mod, "malloc", ir.FunctionType(PTR, [I64]))
+    fn = ir.Function(mod, ir.FunctionType(PTR, [I64P, I64]), "lk_alloc")
+    fn.linkage = "internal"
+    fn.return_value.add_attribute("noalias")
+    env, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block())
+    p = b.call(malloc, [b.add(n, _c(64))])
+    ok = b.append_basic_block("ok")
+    bad = b.append_basic_block("bad")
+    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(p, I64), _c(0)), bad, ok)
+    b.position_at_end(bad)
+    b.ret(ir.Constant(PTR, None))
+    b.position_at_end(ok)
+    head = b.gep(env, [_c(5)])
+    b.store(b.load(head), b.bitcast(p, I64P))
+    b.store(b.ptrtoint(p, I64), head)
+    b.ret(b.gep(p, [_c(64)]))
+    return fn
+
+
+def alloc(cg: FunctionCodegen, nbytes: ir.Value) -> ir.Value:
+    """``nbytes`` of fresh memory (MemoryError when malloc fails)."""
+    p = cg.b.call(runtime_alloc_fn(cg.ctx.module), [cg.env, nbytes])
+    cg.fail_if(cg.b.icmp_unsigned("==", cg.b.ptrtoint(p, I64), _c(0)), ERR_MEMORY, nbytes)
+    return p
+
+
+def build_free(mod: ir.Module) -> None:
+    """``lk_free(env)``: release the call's arena."""
+    free = _libc(mod, "free", ir.FunctionType(ir.VoidType(), [PTR]))
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I64P]), "lk_free")
+    env = fn.args[0]
+    b = ir.IRBuilder(fn.append_basic_block())
+    head = b.gep(env, [_c(5)])
+    loop = b.append_basic_block("loop")
+    body = b.append_basic_block("body")
+    done = b.append_basic_block("done")
+    first = b.load(head)
+    pre = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    cur = b.phi(I64)
+    cur.add_incoming(first, pre)
+    b.cbranch(b.icmp_unsigned("==", cur, _c(0)), done, body)
+    b.position_at_end(body)
+    p = b.inttoptr(cur, I64P)
+    nxt = b.load(p)
+    b.call(free, [b.bitcast(p, PTR)])
+    cur.add_incoming(nxt, body)
+    b.branch(loop)
+    b.position_at_end(done)
+    b.store(_c(0), head)
+    b.ret_void()
+
+
+def _worker(mod: ir.Module) -> ir.Function:
+    fn = mod.globals.get("lk_worker")
+    if fn is not None:
+        return fn
+    fn = ir.Function(mod, ir.FunctionType(PTR, [PTR]), "lk_worker")
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block())
+    task = b.bitcast(fn.args[0], I64P)
+
+    def slot(k: int) -> ir.Value:
+        return b.gep(task, [_c(k)])
+    body_fn = b.inttoptr(b.load(slot(0)), BODY_TY.as_pointer())
+    clo = b.inttoptr(b.load(slot(1)), I64P)
+    counter = b.inttoptr(b.load(slot(2)), I64P)
+    nchunks, chunk, n = b.load(slot(3)), b.load(slot(4)), b.load(slot(5))
+    loop = b.append_basic_block("loop")
+    run = b.append_basic_block("run")
+    fail = b.append_basic_block("fail")
+    done = b.append_basic_block("done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    c = b.atomic_rmw("add", counter, _c(1), "monotonic")
+    b.cbranch(b.icmp_signed(">=", c, nchunks), done, run)
+    b.position_at_end(run)
+    lo = b.mul(c, chunk)
+    hi = b.add(lo, chunk)
+    hi = b.select(b.icmp_signed(">", hi, n), n, hi)
+    st = b.call(body_fn, [slot(8), clo, lo, hi])
+    b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), fail, loop)
+    b.position_at_end(fail)
+    b.store(b.sext(st, I64), slot(6))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret(ir.Constant(PTR, None))
+    return fn
+
+
+def _parfor(mod: ir.Module) -> ir.Function:
+    fn = mod.globals.get("lk_parfor")
+    if fn is not None:
+        return fn
+    create = _libc(mod, "pthread_create",
+                   ir.FunctionType(I32, [I64P, PTR, ir.FunctionType(PTR, [PTR]).as_pointer(), PTR]))
+    join = _libc(mod, "pthread_join", ir.FunctionType(I32, [I64, PTR.as_pointer()]))
+    worker = _worker(mod)
+    fn = ir.Function(mod, ir.FunctionType(I32, [I64P, BODY_TY.as_pointer(), I64P, I64]), "lk_parfor")
+    fn.linkage = "internal"
+    env, body, clo, n = fn.args
+    entry = fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    nthreads = b.load(b.gep(env, [_c(6)]))
+    nthreads = b.select(b.icmp_signed(">", nthreads, n), n, nthreads)
+    serial = b.append_basic_block("serial")
+    par = b.append_basic_block("par")
+    b.cbranch(b.icmp_signed("<=", nthreads, _c(1)), serial, par)
+    b.position_at_end(serial)
+    b.ret(b.call(body, [env, clo, _c(0), n]))
+    b.position_at_end(par)
+    want = b.mul(nthreads, _c(4))
+    nch = b.select(b.icmp_signed(">", want, n), n, want)
+    chunk = b.sdiv(b.add(n, b.sub(nch, _c(1))), nch)
+    nch = b.sdiv(b.add(n, b.sub(chunk, _c(1))), chunk)
+    counter = b.alloca(I64)
+    b.store(_c(0), counter)
+    tasks = b.alloca(I64, b.mul(nthreads, _c(16)))
+    tids = b.alloca(I64, nthreads)
+    fb = FunctionLoops(b)
+
+    def init(t: ir.Value) -> None:
+        task = b.gep(tasks, [b.mul(t, _c(16))])
+        vals = [b.ptrtoint(body, I64), b.ptrtoint(clo, I64), b.ptrtoint(counter, I64), nch,
+                chunk, n, _c(0), _c(0)]
+        for k, v in enumerate(vals):
+            b.store(v, b.gep(task, [_c(k)]))
+        for k in range(ENV_SLOTS):
+            b.store(b.load(b.gep(env, [_c(k)])), b.gep(task, [_c(8 + k)]))
+        b.store(_c(0), b.gep(task, [_c(8 + 5)]))  # own arena
+    fb.loop(_c(0), nthreads, init)
+
+    def spawn(t: ir.Value) -> None:
+        task = b.gep(tasks, [b.mul(t, _c(16))])
+        rc = b.call(create, [b.gep(tids, [t]), ir.Constant(PTR, None), worker, b.bitcast(task, PTR)])
+        b.store(b.zext(b.icmp_signed("==", rc, ir.Constant(I32, 0)), I64), b.gep(task, [_c(7)]))
+    fb.loop(_c(1), nthreads, spawn)
+    b.call(worker, [b.bitcast(tasks, PTR)])
+
+    def wait(t: ir.Value) -> None:
+        task = b.gep(tasks, [b.mul(t, _c(16))])
+        yes = b.append_basic_block("join")
+        nxt = b.append_basic_block("joined")
+        b.cbranch(b.icmp_signed("!=", b.load(b.gep(task, [_c(7)])), _c(0)), yes, nxt)
+        b.position_at_end(yes)
+        b.call(join, [b.load(b.gep(tids, [t])), ir.Constant(PTR.as_pointer(), None)])
+        b.branch(nxt)
+        b.position_at_end(nxt)
+    fb.loop(_c(1), nthreads, wait)
+    status = b.alloca(I64)
+    b.store(_c(0), status)
+
+    def collect(t: ir.Value) -> None:
+        task = b.gep(tasks, [b.mul(t, _c(16))])
+        st = b.load(b.gep(task, [_c(6)]))
+        yes = b.append_basic_block("failed")
+        nxt = b.append_basic_block("next")
+        first = b.and_(b.icmp_signed("!=", st, _c(0)), b.icmp_signed("==", b.load(status), _c(0)))
+        b.cbranch(first, yes, nxt)
+        b.position_at_end(yes)
+        for k in range(5):
+            b.store(b.load(b.gep(task, [_c(8 + k)])), b.gep(env, [_c(k)]))
+        b.store(st, status)
+        b.branch(nxt)
+        b.position_at_end(nxt)
+    fb.loop(_c(0), nthreads, collect)
+    b.ret(b.trunc(b.load(status), I32))
+    return fn
+
+
+class FunctionLoops:
+    """A minimal counted loop on a bare builder (runtime routines have no codegen object)."""
+
+    def __init__(self, b: ir.IRBuilder) -> None:
+        self.b = b
+
+    def loop(self, lo: ir.Value, hi: ir.Value, body) -> None:  # noqa: ANN001
+        b = self.b
+        pre = b.block
+        head = b.append_basic_block("rt.head")
+        bb = b.append_basic_block("rt.body")
+        end = b.append_basic_block("rt.end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), bb, end)
+        b.position_at_end(bb)
+        body(i)
+        i.add_incoming(b.add(i, _c(1)), b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+
+def free_names(body: tuple, symtab: dict) -> list[str]:
+    """Variables a loop body mentions (captured by value into its closure)."""
+    seen: dict[str, None] = {}
+
+    def walk(x: object) -> None:
+        if isinstance(x, V.Name):
+            seen[x.name] = None
+        if isinstance(x, V.For):
+            seen[x.var] = None
+        if isinstance(x, tuple):
+            for i in x:
+                walk(i)
+        elif hasattr(x, "__dataclass_fields__"):
+            for f in x.__dataclass_fields__:
+                walk(getattr(x, f))
+    walk(body)
+    return [n for n in seen if n in symtab]
+
+
+def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
+    """Outline the body of ``s`` and run its outer dimension on the thread pool."""
+    b = cg.b
+    dom = s.domain
+    nd = len(dom.starts)
+    starts = [cg.value(x) for x in dom.starts]
+    steps = [cg.value(x) for x in dom.steps]
+    counts = [cg.trip_count(st, cg.value(sp), sv, sn)
+              for st, sp, sv, sn in zip(starts, dom.stops, steps, dom.steps)]
+    captured = [n for n in free_names(s.body, cg.symtab) if n not in s.vars]
+    types = [cg.symtab[n] for n in captured]
+    total = sum(nslots(t) for t in types) + 3 * nd
+    clo = b.alloca(I64, _c(max(total, 1)))
+    k = 0
+    for n, t in zip(captured, types):
+        cg.to_slots(t, cg.load_var(n), b.gep(clo, [_c(k)]))
+        k += nslots(t)
+    for d in range(nd):
+        for j, v in enumerate((starts[d], steps[d], counts[d])):
+            b.store(v, b.gep(clo, [_c(k + 3 * d + j)]))
+    body_fn = _outline(cg, s, captured, types, k, nd)
+    if cg.ctx.options.threads:
+        st = b.call(_parfor(cg.ctx.module), [cg.env, body_fn, clo, counts[0]])
+    else:
+        st = b.call(body_fn, [cg.env, clo, _c(0), counts[0]])
+    bad = b.append_basic_block("par.err")
+    ok = b.append_basic_block("par.ok")
+    b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), bad, ok)
+    b.position_at_end(bad)
+    b.ret(st)
+    b.position_at_end(ok)
+
+
+def _outline(cg: FunctionCodegen, s: V.ParFor, captured: list, types: list, dom_at: int,
+             nd: int) -> ir.Function:
+    ctx = cg.ctx
+    fn = ir.Function(ctx.module, BODY_TY, name=ctx.fresh(f"par.{cg.f.name}"))
+    fn.linkage = "internal"
+    sub = FunctionCodegen(ctx, cg.f)
+    sub.fn = fn
+    sub.env, clo, lo, hi = fn.args
+    sub.result = ir.Constant(I64P, None)
+    sub._begin(fn)
+    b = sub.b
+    k = 0
+    for n, t in zip(captured, types):
+        v = sub.from_slots(t, b.gep(clo, [_c(k)]))
+        if isinstance(t, T.ArrayType) and ctx.options.noalias:
+            pass
+        sub.store_var(n, v)
+        k += nslots(t)
+    dom = [[b.load(b.gep(clo, [_c(dom_at + 3 * d + j)])) for j in range(3)] for d in range(nd)]
+    sub.line = s.line
+
+    def level(d: int, kk: ir.Value) -> None:
+        start, step, _ = dom[d]
+        sub.store_var(s.vars[d], b.add(start, b.mul(kk, step)))
+        if d + 1 == nd:
+            sub.stmts(s.body)
+            return
+        sub.counted_loop(dom[d + 1][2], lambda j: level(d + 1, j), name=f"par{d + 1}")
+
+    sub.counted_loop(b.sub(hi, lo), lambda kk: level(0, b.add(lo, kk)), name="par0")
+    if not b.block.is_terminated:
+        b.ret(ir.Constant(I32, 0))
+    return fn
+
+
+def build_entry(ctx: ModuleContext) -> ir.Function:
+    """``i32 lk_entry(env, args, result)``: unpack the argument block, call the function."""
+    f = ctx.vrir.functions[0]
+    main = ctx.function(f.name)
+    fn = ir.Function(ctx.module, ir.FunctionType(I32, [I64P, I64P, I64P]), "lk_entry")
+    cg = FunctionCodegen(ctx, f)
+    cg.b = ir.IRBuilder(fn.append_basic_block())
+    env, args, res = fn.args
+    st = cg.symtab
+    vals: list = [env]
+    k = 0
+    for p in f.params:
+        v = cg.from_slots(st[p], cg.b.gep(args, [_c(k)]))
+        k += nslots(st[p])
+        vals += cg.flatten(st[p], v)
+    vals.append(res)
+    cg.b.ret(cg.b.call(main, vals))
+    return fn
+
+
+__all__ = ["alloc", "build_free", "build_entry", "parallel_for", "flat_types", "I1"]

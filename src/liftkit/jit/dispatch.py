@@ -1,0 +1,319 @@
+"""``@jit``: the dispatcher. Each call's argument types (and, with region specialisation, the
+shapes the passes ask for) select a compiled specialisation; missing ones are compiled through
+front end -> verifier -> passes -> LLVM, or loaded from the disk cache. The call goes through
+ctypes, which releases the GIL while compiled code (and its thread pool) runs."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import inspect
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import types as T
+from . import vrir as V
+from .engine import DiskCache, Loaded, Target, load_object
+from .errors import JitError
+
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_EXC = {"ValueError": ValueError, "IndexError": IndexError, "ZeroDivisionError": ZeroDivisionError,
+        "RuntimeError": RuntimeError, "AssertionError": AssertionError, "TypeError": TypeError,
+        "ArithmeticError": ArithmeticError}
+
+
+class Runtime:
+    """What all @jit functions of a process share: the target machine and the disk cache."""
+
+    def __init__(self) -> None:
+        self._target: Target | None = None
+        self.cache = DiskCache()
+        self.lock = threading.Lock()
+        env = os.environ.get("LIFTKIT_JIT_THREADS")
+        self.threads = int(env) if env else len(os.sched_getaffinity(0)) \
+            if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            self._target = Target()
+        return self._target
+
+
+RUNTIME = Runtime()
+
+
+def typeof(x: object, what: str) -> T.Type:
+    """The VRIR type of a call argument."""
+    if isinstance(x, (bool, np.bool_)):
+        return T.BOOL
+    if isinstance(x, int):
+        if not -2**63 <= x < 2**63:
+            raise OverflowError(f"{what}: {x} does not fit in 64 bits")
+        return T.INT64
+    if isinstance(x, float):
+        return T.FLOAT64
+    if isinstance(x, complex):
+        return T.COMPLEX128
+    if isinstance(x, np.generic):
+        s = T.scalar_of_dtype(x.dtype)
+        if s is not None:
+            return s
+    if isinstance(x, np.ndarray):
+        s = T.scalar_of_dtype(x.dtype)
+        if s is None:
+            raise TypeError(f"{what}: arrays of dtype {x.dtype} are not supported by @jit")
+        return T.ArrayType(s, x.ndim, T.layout_of(x))
+    if isinstance(x, tuple):
+        return T.TupleType(tuple(typeof(i, what) for i in x))
+    raise TypeError(f"{what}: values of type {type(x).__name__} are not supported by @jit "
+                    "(pass NumPy arrays, numbers or tuples of them)")
+
+
+@dataclass
+class Compiled:
+    """One specialisation: loaded machine code and how to call it."""
+    module: V.Module
+    loaded: Loaded
+    entry: Any
+    free: Any
+    argtypes: tuple
+    result: T.Type
+    raises: list
+    key: str
+    from_cache: bool
+    llvm_ir: str = ""
+    info: dict = field(default_factory=dict)
+
+
+class JitFunction:
+    """A Python function compiled per argument signature on first call."""
+
+    def __init__(self, fn: Callable, *, cache: bool = True, parallel: bool = True,
+                 passes: dict | None = None, threads: int | None = None,
+                 runtime: Runtime | None = None) -> None:
+        functools.update_wrapper(self, fn)
+        self.py_func = fn
+        self.cache = cache
+        self.parallel = parallel
+        self.passes = dict(passes or {})
+        self.threads = threads
+        self.runtime = runtime or RUNTIME
+        self.specs: dict[tuple, Compiled] = {}
+        self._annotations: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<@jit {self.py_func.__qualname__}>"
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    # -- signatures
+    def _annotated(self) -> dict[str, Any]:
+        if self._annotations is None:
+            try:
+                ann = inspect.get_annotations(self.py_func, eval_str=True)
+            except Exception:
+                ann = {}
+            self._annotations = {k: v for k, v in ann.items()
+                                 if isinstance(v, (T.ScalarType, T.ArrayType))}
+        return self._annotations
+
+    def signature(self, args: tuple) -> tuple:
+        params = list(inspect.signature(self.py_func).parameters)
+        if len(args) != len(params):
+            raise TypeError(f"{self.__name__}() takes {len(params)} arguments, {len(args)} given")
+        ann = self._annotated()
+        out = []
+        for name, a in zip(params, args):
+            t = typeof(a, f"argument '{name}'")
+            want = ann.get(name)
+            if want is not None:
+                t = _check_annotation(name, t, want)
+            out.append(t)
+        return tuple(out)
+
+    # -- calling
+    def __call__(self, *args: Any) -> Any:
+        types = self.signature(args)
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        noalias = not any(np.may_share_memory(a, b) for i, a in enumerate(arrays)
+                          for b in arrays[i + 1:])
+        shapes = self._spec_shapes(args, types)
+        key = (types, noalias, shapes)
+        c = self.specs.get(key)
+        if c is None:
+            c = self.compile(types, noalias=noalias, shapes=shapes)
+            self.specs[key] = c
+        return self._invoke(c, args)
+
+    def _spec_shapes(self, args: tuple, types: tuple) -> tuple:
+        return ()
+
+    def compile(self, types: tuple, noalias: bool = False, shapes: tuple = ()) -> Compiled:
+        from .pipeline import compile_spec
+        with self.runtime.lock:
+            return compile_spec(self, types, noalias, shapes)
+
+    def _invoke(self, c: Compiled, args: tuple) -> Any:
+        slots: list[int] = []
+        keep = []
+        for a, t in zip(args, c.argtypes):
+            _pack(a, t, slots, keep)
+        block = np.array(slots or [0], dtype=np.int64)
+        from .codegen import nslots
+        res = np.zeros(max(nslots(c.result), 1), dtype=np.int64)
+        env = np.zeros(8, dtype=np.int64)
+        env[6] = self.threads or self.runtime.threads
+        st = c.entry(env.ctypes.data, block.ctypes.data, res.ctypes.data)
+        try:
+            if st != 0:
+                raise _error(env, c.raises)
+            return _unpack(c.result, res, 0)[0]
+        finally:
+            c.free(env.ctypes.data)
+
+    # -- inspection
+    def _last(self) -> Compiled:
+        if not self.specs:
+            raise JitError(f"{self.__name__} has not been compiled yet: call it first")
+        return list(self.specs.values())[-1]
+
+    def inspect_vrir(self) -> str:
+        """The VRIR (S-expressions) of the most recent specialisation, after the passes."""
+        from .sexpr import dumps
+        return dumps(self._last().module)
+
+    def inspect_llvm(self) -> str:
+        """The optimised LLVM IR of the most recent specialisation."""
+        from .pipeline import llvm_ir
+        c = self._last()
+        if not c.llvm_ir:
+            c.llvm_ir = llvm_ir(self, c)
+        return c.llvm_ir
+
+
+def _check_annotation(name: str, t: T.Type, want: Any) -> T.Type:
+    if isinstance(want, T.ScalarType):
+        if isinstance(t, T.ScalarType) and (t == want or
+                                            T.promote(t, want) == want and not t.is_complex):
+            return want
+    elif isinstance(t, T.ArrayType) and t.elem == want.elem and t.ndim == want.ndim:
+        if want.layout == "A" or want.layout == t.layout:
+            return want
+    raise TypeError(f"argument '{name}': expected {want}, got {t}")
+
+
+def _pack(a: Any, t: T.Type, slots: list, keep: list) -> None:
+    if isinstance(t, T.ScalarType):
+        if t.is_complex:
+            c = complex(a)
+            slots += [int(np.float64(c.real).view(np.int64)), int(np.float64(c.imag).view(np.int64))] \
+                if t.name == "complex128" else \
+                [int(np.float32(c.real).view(np.int32)) & 0xFFFFFFFF,
+                 int(np.float32(c.imag).view(np.int32)) & 0xFFFFFFFF]
+        elif t.is_float:
+            slots.append(int(np.float64(a).view(np.int64)) if t.name == "float64"
+                         else int(np.float32(a).view(np.int32)) & 0xFFFFFFFF)
+        else:
+            slots.append(int(a))
+        return
+    if isinstance(t, T.ArrayType):
+        item = a.itemsize
+        if any(s % item for s in a.strides):
+            a = np.ascontiguousarray(a)
+        keep.append(a)
+        slots.append(a.__array_interface__["data"][0])
+        slots += [int(n) for n in a.shape]
+        slots += [s // item for s in a.strides]
+        return
+    for x, it in zip(a, t.items):  # type: ignore[union-attr]
+        _pack(x, it, slots, keep)
+
+
+def _unpack(t: T.Type, res: np.ndarray, k: int) -> tuple[Any, int]:
+    if isinstance(t, T.VoidType):
+        return None, k
+    if isinstance(t, T.ScalarType):
+        if t.is_complex:
+            if t.name == "complex128":
+                v = complex(res[k:k + 2].view(np.float64)[0], res[k:k + 2].view(np.float64)[1])
+            else:
+                re = np.int64(res[k]).astype(np.uint32).view(np.float32)
+                im = np.int64(res[k + 1]).astype(np.uint32).view(np.float32)
+                v = np.complex64(complex(re, im))
+            return v, k + 2
+        raw = res[k]
+        if t.is_bool:
+            return bool(raw), k + 1
+        if t.name == "int64":
+            return int(raw), k + 1
+        if t.name == "int32":
+            return np.int32(raw), k + 1
+        if t.name == "float64":
+            return float(res[k:k + 1].view(np.float64)[0]), k + 1
+        return np.uint32(raw & 0xFFFFFFFF).view(np.float32), k + 1
+    if isinstance(t, T.ArrayType):
+        nd = t.ndim
+        ptr = int(res[k])
+        shape = tuple(int(x) for x in res[k + 1:k + 1 + nd])
+        strides = tuple(int(x) * t.elem.dtype.itemsize for x in res[k + 1 + nd:k + 1 + 2 * nd])
+        dt = t.elem.dtype
+        if 0 in shape:
+            return np.zeros(shape, dt), k + 1 + 2 * nd
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dt.itemsize
+        buf = (ctypes.c_char * (hi - lo)).from_address(ptr + lo)
+        view = np.ndarray(shape, dt, buffer=buf, offset=-lo, strides=strides)
+        return view.copy(order="K"), k + 1 + 2 * nd
+    out = []
+    for it in t.items:  # type: ignore[union-attr]
+        v, k = _unpack(it, res, k)
+        out.append(v)
+    return tuple(out), k
+
+
+def _error(env: np.ndarray, raises: list) -> Exception:
+    kind, line, a, b, c = (int(x) for x in env[:5])
+    where = f"line {line}: "
+    if kind == 1:
+        return IndexError(f"{where}index {a} is out of bounds for axis {b} with size {c}")
+    if kind == 2:
+        return ZeroDivisionError(f"{where}integer division or modulo by zero")
+    if kind == 3:
+        return ValueError(f"{where}operands could not be broadcast together "
+                          f"(size {a} against {c} in dimension {b})")
+    if kind == 4:
+        exc, msg = raises[a]
+        return _EXC[exc](msg) if msg else _EXC[exc]()
+    if kind == 5:
+        return ValueError(f"{where}range() arg 3 must not be zero")
+    if kind == 6:
+        return MemoryError(f"{where}could not allocate {a} bytes")
+    if kind == 7:
+        return ValueError(f"{where}shapes not aligned for dot: {a} (dim 1) != {b} (dim 0)")
+    if kind == 8:
+        return ValueError(f"{where}negative dimensions are not allowed")
+    if kind == 9:
+        return ValueError(f"{where}integers to negative integer powers are not allowed")
+    if kind == 10:
+        return ValueError(f"{where}zero-size array to reduction operation which has no identity")
+    if kind == 11:
+        return ValueError(f"{where}slice step cannot be zero")
+    return RuntimeError(f"{where}compiled code failed (error {kind})")
+
+
+def jit(fn: Callable | None = None, **options: Any) -> Any:
+    """Compile a NumPy-style Python function on its first call per argument signature.
+
+    Options: ``cache`` (disk cache, default on), ``parallel`` (run prange/PAR loops on all
+    cores, default on), ``threads``, ``passes`` (dict switching passes off for ablation:
+    simplify, inline, bounds, specialise, alias)."""
+    if fn is None:
+        return lambda f: JitFunction(f, **options)
+    return JitFunction(fn, **options)

@@ -1,0 +1,30 @@
+"""Build @jit functions from source text (written to a real file so inspect can read it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from liftkit.jit import JitFunction, jit
+
+_COUNTER = itertools.count()
+_DIR = Path(tempfile.mkdtemp(prefix="lkjit-src-"))
+
+
+def compile_source(src: str, name: str = "f", **options):
+    """The @jit-wrapped function ``name`` defined by ``src`` (import numpy as np is added)."""
+    k = next(_COUNTER)
+    path = _DIR / f"lkjit_case_{k}.py"
+    path.write_text("import numpy as np\nimport math\nfrom liftkit.jit import prange, PAR, Domain\n"
+                    + textwrap.dedent(src))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    options.setdefault("cache", False)
+    fn = getattr(mod, name)
+    return fn if isinstance(fn, JitFunction) else jit(fn, **options)
