@@ -51,7 +51,7 @@ def prepare(program: str, sizes: dict[str, int], repeat: int, work: Path) -> Non
     import pyopencl as cl
 
     from liftkit.backends.opencl import OpenCLRunner
-    from liftkit.backends.opencl.hostdata import pack_array, pack_scalar
+    from liftkit.backends.hostdata import pack_array, pack_scalar
     from liftkit.codegen import compile_program
     from liftkit.programs import PROGRAMS
 

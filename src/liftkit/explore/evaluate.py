@@ -197,7 +197,7 @@ def check_sizes(compiled: CompiledProgram, real: Mapping[str, int], target: int 
     (global sizes positive and multiples of the local sizes, buffers non-empty, split /
     asVector / reorderStride factors dividing their inputs). (None, why) when no such sizes
     are small enough to interpret."""
-    from liftkit.backends.opencl.runner import divisibility_checks
+    from liftkit.codegen.constraints import divisibility_checks
 
     checks = divisibility_checks(compiled.program)
     sizes = {k: int(v) for k, v in real.items()}
@@ -244,7 +244,7 @@ def _valid_range(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mappin
 def _valid(compiled: CompiledProgram, checks: Sequence[Any], sizes: Mapping[str, int], var: str,
            vals: np.ndarray) -> np.ndarray:
     """For each value of `var` (others as bound): does every launch constraint hold?"""
-    from liftkit.backends.opencl.runner import constraints_hold
+    from liftkit.backends.pipeline import constraints_hold
 
     return constraints_hold(compiled, checks, sizes, var, vals)
 

@@ -150,7 +150,7 @@ def still_high_level(ctx: FilterContext) -> Optional[str]:
 def sizes_not_divisible(ctx: FilterContext) -> Optional[str]:
     """A split, asVector or reorderStride whose factor does not divide its input at these sizes
     (the runtime would refuse to launch)."""
-    from liftkit.backends.opencl.runner import divisibility_checks
+    from liftkit.codegen.constraints import divisibility_checks
 
     for d in divisibility_checks(ctx.program):
         length, by = ctx.value(d.length), ctx.value(d.by)

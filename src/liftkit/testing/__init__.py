@@ -73,12 +73,16 @@ def compare(out: Any, ref: Any, where: str = "result") -> Optional[str]:
 
 
 def check_case(case: "RandomCase", runner: Any, options: Optional["CompileOptions"] = None) -> CaseOutcome:
-    """Compile `case` with `options`, run it with `runner` (an OpenCLRunner) and compare with
-    the interpreter. Every failure is caught and returned: each one is a finding to report."""
-    from liftkit.codegen import compile_program
+    """Compile `case` with `options` in the runner's dialect, run it with `runner` (an
+    OpenCLRunner or CUDARunner) and compare with the interpreter. Every failure is caught and
+    returned: each one is a finding to report."""
+    from dataclasses import replace
+
+    from liftkit.codegen import CompileOptions, compile_program
 
     try:
-        compiled = compile_program(case.program, options)
+        compiled = compile_program(case.program, replace(options or CompileOptions(),
+                                                         dialect=getattr(runner, "dialect", "opencl")))
     except Exception as err:  # noqa: BLE001
         return CaseOutcome("compile", f"{type(err).__name__}: {err}")
     try:

@@ -10,10 +10,7 @@ are renamed into place, so processes sharing the directory never see half an ent
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,24 +19,12 @@ from typing import Any, Optional, Sequence, Union
 import pyopencl as cl
 
 from liftkit.backends.opencl.devices import Device, OpenCLError
+from liftkit.backends.store import ENV_DIR, atomic_write, default_cache_dir, hash_key  # noqa: F401
 
 log = logging.getLogger("liftkit.cache")
 
-ENV_DIR = "LIFTKIT_CACHE_DIR"
-
-
-def default_cache_dir() -> Path:
-    """`$LIFTKIT_CACHE_DIR`, else `~/.cache/liftkit/kernels`."""
-    env = os.environ.get(ENV_DIR)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "liftkit" / "kernels"
-
-
 def cache_key(source: str, device: Device, options: Sequence[str] = ()) -> str:
-    h = hashlib.sha256()
-    for part in (source, device.fingerprint, " ".join(options)):
-        h.update(part.encode())
-        h.update(b"\0")  # separators: ("ab", "c") and ("a", "bc") differ
-    return h.hexdigest()
+    return hash_key((source, device.fingerprint, " ".join(options)))
 
 
 @dataclass(frozen=True)
@@ -130,19 +115,7 @@ class KernelCache:
                           binaries[0] if binaries else b"")
             if not binary:
                 return
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(binary)
-                os.chmod(tmp, 0o644)  # mkstemp makes it private; entries are shareable
-                os.replace(tmp, path)  # atomic: readers see the old entry or the new one
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(path, binary)
         except (OSError, cl.Error) as err:  # a read-only or full disk must not fail the run
             log.warning("kernel cache: cannot write %s (%s)", path, err)
 

@@ -14,13 +14,12 @@ from typing import Any, Optional
 
 import pyopencl as cl
 
-from liftkit.semantics.interpreter import EvaluationError
+from liftkit.backends.errors import BackendError
 
 
-class OpenCLError(EvaluationError):
+class OpenCLError(BackendError):
     """A failure of the OpenCL backend: no such device, a launch the device cannot run, a
-    size that gives no work. Subclasses the interpreter's run-time error so callers that report
-    one report the other."""
+    size that gives no work (a BackendError, hence an interpreter run-time error)."""
 
 
 _KINDS = ((cl.device_type.GPU, "gpu"), (cl.device_type.CPU, "cpu"),
