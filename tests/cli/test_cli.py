@@ -205,11 +205,32 @@ def test_unknown_program() -> None:
 
 
 def test_backend_choices(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "asum", "--backend", "cuda"]) == 2
+    assert main(["run", "asum", "--backend", "metal"]) == 2
     assert "interpreter" in one_error_line(capsys.readouterr().err)
-    # a high-level program cannot be compiled yet: one clear error
-    assert main(["run", "asum", "--backend", "opencl"]) == 1
-    assert "high-level program" in one_error_line(capsys.readouterr().err)
+    # a high-level program cannot be compiled yet: one clear error, on either backend
+    for backend in ("opencl", "cuda"):
+        assert main(["run", "asum", "--backend", backend]) == 1
+        assert "high-level program" in one_error_line(capsys.readouterr().err)
+
+
+def test_compile_for_cuda_prints_cuda_c_and_ptx(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "partial_dot", "--backend", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert "in cuda" in out and '__global__ void KERNEL(' in out and "__syncthreads();" in out
+    assert main(["compile", "partial_dot", "--backend", "cuda", "--ptx"]) == 0
+    out = capsys.readouterr().out
+    assert "// PTX from NVRTC" in out and ".entry KERNEL" in out
+    assert main(["compile", "partial_dot", "--ptx"]) == 2
+    assert "--backend cuda" in one_error_line(capsys.readouterr().err)
+
+
+def test_run_on_cuda_without_a_gpu_is_one_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from liftkit.backends.cuda import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA GPU is present")
+    assert main(["run", "partial_dot", "--backend", "cuda"]) == 1
+    assert "no CUDA device" in one_error_line(capsys.readouterr().err)
 
 
 def test_run_compiled_on_pocl(capsys: pytest.CaptureFixture[str]) -> None:

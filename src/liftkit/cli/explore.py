@@ -31,8 +31,11 @@ def configure_explore_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM",
                    help="a bundled program name (see `liftkit list`), module:attribute or "
                         "path/to/file.py:attribute naming a high-level Lambda or a ProgramSpec")
+    p.add_argument("--backend", choices=("auto", "opencl", "cuda"), default="auto",
+                   help="where candidates run: opencl, cuda, or auto (default): CUDA for "
+                        "--device gpu where CUDA is available, else OpenCL")
     p.add_argument("--device", metavar="SPEC", default=None,
-                   help="OpenCL device: gpu, cpu, or part of its platform/device name "
+                   help="device: gpu, cpu, or part of its platform/device name "
                         "(default: a GPU if present, else the CPU)")
     p.add_argument("--size", dest="sizes", metavar="NAME=INT", type=size_arg, nargs="+",
                    action="extend", default=[],
@@ -65,6 +68,9 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     """Run the search and report; exit status 1 (as a CliError) when nothing valid was found."""
     from dataclasses import replace
 
+    from contextlib import nullcontext
+
+    from liftkit.backends.choose import make_runner, resolve_backend
     from liftkit.explore import (
         CandidateWorker,
         EvalSettings,
@@ -89,12 +95,16 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     check_size_names(res, sizes)
     problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
     space = load_rule_space(args.rules)
+    backend = resolve_backend(args.backend, args.device)
     db = TuningDB(args.db)
     settings = SearchSettings(budget=args.budget, seconds=args.seconds, walks=args.walks,
                               max_choices=args.choices, seed=args.seed)
     progress = not args.quiet and sys.stderr.isatty()
-    # candidates are built and run in a worker process: a driver crash costs one candidate
-    with CandidateWorker(args.device, timeout=args.timeout) as runner:
+    # OpenCL candidates are built and run in a worker process: a driver crash costs one
+    # candidate; CUDA candidates (NVRTC, then the driver) run in this process
+    worker = (nullcontext(make_runner("cuda", args.device)) if backend == "cuda"
+              else CandidateWorker(args.device, timeout=args.timeout))
+    with worker as runner:
         evaluator = Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat,
                                                        seed=args.seed))
         result = search(problem, space, evaluator, settings, db, progress)
@@ -134,7 +144,7 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
 
 def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: str) -> list[Path]:
     """derivation.json (steps as Choices, replayable from the high-level program), program.lift
-    (the low-level program, readable by `liftkit.ir.parser`) and kernel.cl."""
+    (the low-level program, readable by `liftkit.ir.parser`) and kernel.cl (kernel.cu on CUDA)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     best = result.best
     doc = {
@@ -149,7 +159,8 @@ def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: s
         "low_level": best.low_level,
         "params": dict(best.params),
     }
-    files = [out_dir / "derivation.json", out_dir / "program.lift", out_dir / "kernel.cl"]
+    kernel_file = "kernel.cu" if str(device.fingerprint).startswith("cuda|") else "kernel.cl"
+    files = [out_dir / "derivation.json", out_dir / "program.lift", out_dir / kernel_file]
     files[0].write_text(json.dumps(doc, indent=2, default=str, ensure_ascii=False) + "\n")
     files[1].write_text(best.low_level + "\n")
     files[2].write_text(best.source)
@@ -157,16 +168,24 @@ def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: s
 
 
 def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional[str] = None,
-                  db_path: Optional[str] = None) -> tuple[Any, tuple[Any, ...]]:
+                  db_path: Optional[str] = None, backend: str = "auto") -> tuple[Any, tuple[Any, ...]]:
     """For `compile`/`run --tuned`: (low-level program, derivation) of the best candidate stored
-    for this program at these sizes (the spec's defaults filling in the rest) on the device;
-    a CliError saying how to tune it when there is none."""
-    from liftkit.backends.opencl import select_device
+    for this program at these sizes (the spec's defaults filling in the rest) on the device
+    (of the backend `liftkit explore` picks for the same --backend/--device); a CliError saying
+    how to tune it when there is none."""
+    from liftkit.backends.choose import resolve_backend
     from liftkit.explore import NotTunedError, TuningDB, require_tuned
 
     merged = dict(res.spec.sizes) if res.spec is not None else {}
     merged.update(sizes)
-    device = select_device(device_spec)
+    if resolve_backend(backend if backend in ("opencl", "cuda") else "auto", device_spec) == "cuda":
+        from liftkit.backends.cuda import select_device as select_cuda
+
+        device: Any = select_cuda(device_spec)
+    else:
+        from liftkit.backends.opencl import select_device
+
+        device = select_device(device_spec)
     try:
         return require_tuned(res.name, res.program, merged, device, TuningDB(db_path))
     except NotTunedError as err:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any, NoReturn, Optional, Sequence, TextIO
 
 from liftkit import __version__
@@ -98,16 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "float64 to float32; noted on stderr); without it they are refused")
     p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
-                   help="where to run: opencl (compiled), interpreter, or auto (default): compiled "
-                        "for OpenCL-level programs, interpreted for high-level ones")
+                   help="where to run: opencl or cuda (compiled), interpreter, or auto (default): "
+                        "compiled for OpenCL-level programs (on CUDA for --device gpu where CUDA "
+                        "is available, else OpenCL), interpreted for high-level ones")
     p.add_argument("--device", metavar="SPEC", default=None,
-                   help="OpenCL device: cpu, gpu, or part of its platform/device name "
-                        "(default: a GPU if present, else the CPU)")
+                   help="device: cpu, gpu, or part of its name (OpenCL: platform/device name; "
+                        "CUDA: name or ordinal); default: an OpenCL GPU if present, else the CPU")
     p.add_argument("--repeat", type=int, default=1, help="time this many runs (median)")
     _compile_switches(p)
     _tuned_switches(p)
     p = add("compile", "compile an OpenCL-level program and print its kernels")
     p.add_argument("program", metavar="PROGRAM", help=program_help)
+    p.add_argument("--backend", choices=("opencl", "cuda"), default="opencl",
+                   help="the kernels' language: OpenCL C (default) or CUDA C")
+    p.add_argument("--ptx", action="store_true",
+                   help="with --backend cuda: print NVRTC's PTX instead of the CUDA C (for the "
+                        "CUDA GPU if one is present, else for Hopper, compute_90a)")
     _compile_switches(p)
     p.add_argument("--size", dest="sizes", metavar="NAME=INT", type=size_arg, nargs="+",
                    action="extend", default=[], help="sizes the tuned derivation was found for")
@@ -143,7 +150,7 @@ def _tuned(args: argparse.Namespace, res: Resolved, sizes: dict[str, int]) -> Re
         return res
     from liftkit.cli.explore import tuned_program
 
-    low, _ = tuned_program(res, sizes, args.device, args.db)
+    low, _ = tuned_program(res, sizes, args.device, args.db, getattr(args, "backend", "auto"))
     return Resolved(res.name, low, res.spec)
 
 
@@ -261,17 +268,30 @@ def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     sizes = dict(args.sizes)
     check_size_names(res, sizes)
     res = _tuned(args, res, sizes)
-    compiled = compile_program(res.program, compile_options(args))
-    print(f"// {res.name}: {len(compiled.kernels)} kernel(s), generated in "
-          f"{compiled.compile_seconds * 1e3:.1f} ms", file=out)
+    if args.ptx and args.backend != "cuda":
+        raise UsageError("argument --ptx: PTX comes from the CUDA backend; add --backend cuda")
+    compiled = compile_program(res.program, replace(compile_options(args), dialect=args.backend))
+    print(f"// {res.name}: {len(compiled.kernels)} kernel(s) in {compiled.options.dialect}, "
+          f"generated in {compiled.compile_seconds * 1e3:.1f} ms", file=out)
     for b in compiled.buffers:
         print(f"// buffer {b.name}: {b.role}, {b.type}, {b.nbytes} bytes", file=out)
     for k in compiled.kernels:
         glob = ", ".join(str(g) for g in k.ndrange.global_size)
         local = k.ndrange.local_size or "driver's choice"
         print(f"\n// kernel {k.name}: global ({glob}), local {local}", file=out)
-        print(k.source, file=out, end="")
+        print(_ptx(k) if args.ptx else k.source, file=out, end="")
     return 0
+
+
+def _ptx(kernel: Any) -> str:
+    """NVRTC's PTX of one CUDA C kernel, for the CUDA GPU present or else for Hopper."""
+    from liftkit.backends.cuda import arch_for, compile_cuda, list_devices, nvrtc_version
+
+    devices = list_devices()
+    arch = arch_for(devices[0].compute_capability) if devices else "compute_90a"
+    ptx = compile_cuda(kernel.source, arch, kernel.build_options, name=f"{kernel.name}.cu").ptx
+    version = ".".join(map(str, nvrtc_version()))
+    return f"// PTX from NVRTC {version} for {arch}\n{ptx}"
 
 
 def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:

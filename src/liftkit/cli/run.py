@@ -18,7 +18,7 @@ from liftkit.ir.nodes import Lambda
 from liftkit.ir.printer import show_type
 from liftkit.types import ArrayType, TupleType, Type, VectorType
 
-BACKENDS = ("auto", "interpreter", "opencl")
+BACKENDS = ("auto", "interpreter", "opencl", "cuda")
 
 
 @dataclass(frozen=True)
@@ -143,31 +143,37 @@ def _size_text(sizes: Mapping[str, int]) -> str:
 # running and comparing
 
 
-def choose_backend(program: Lambda, backend: str) -> str:
-    """`auto`: OpenCL for programs the code generator accepts (OpenCL-level ones)."""
+def choose_backend(program: Lambda, backend: str, device: Optional[str] = None) -> str:
+    """`auto`: compiled for programs the code generator accepts (OpenCL-level ones), on CUDA
+    for `--device gpu` where CUDA is available, else on OpenCL; the interpreter otherwise."""
     if backend != "auto":
         return backend
+    from liftkit.backends.choose import resolve_backend
     from liftkit.ir.typecheck import is_low_level
 
-    return "opencl" if is_low_level(program) else "interpreter"
+    return resolve_backend("auto", device) if is_low_level(program) else "interpreter"
 
 
 def execute(program: Lambda, inputs: Sequence[Any], sizes: Mapping[str, int], opts: RunOptions,
             name: str) -> tuple[Any, list[str]]:
     """Run on the chosen backend; returns the result and report lines about the run."""
-    backend = choose_backend(program, opts.backend)
+    backend = choose_backend(program, opts.backend, opts.device)
     if backend == "interpreter":
         from liftkit.semantics import interpret
 
         return interpret(program, *inputs, sizes=sizes), []
-    from liftkit.backends.opencl import OpenCLRunner
-    from liftkit.codegen import compile_program
+    from dataclasses import replace
+
+    from liftkit.backends.choose import make_runner
+    from liftkit.codegen import CompileOptions, compile_program
 
     if not program_is_low_level(program):
-        raise CliError(f"{name} is a high-level program: the OpenCL backend needs an OpenCL-level "
-                       "program (mapGlb/mapWrg/mapLcl, reduceSeq, ...); use --backend interpreter")
-    compiled = compile_program(program, opts.compile_options)
-    runner = OpenCLRunner(opts.device)
+        raise CliError(f"{name} is a high-level program: the {backend} backend needs an "
+                       "OpenCL-level program (mapGlb/mapWrg/mapLcl, reduceSeq, ...); use "
+                       "--backend interpreter")
+    compiled = compile_program(program, replace(opts.compile_options or CompileOptions(),
+                                                dialect=backend))
+    runner = make_runner(backend, opts.device)
     result, info = runner.run_with_info(compiled, *inputs, sizes=sizes, timing=opts.repeat > 1,
                                         repeat=opts.repeat, name=name)
     lines = [f"device:    {runner.device.label}",
@@ -308,7 +314,7 @@ def run_command(res: Resolved, opts: RunOptions, out: TextIO, err: Optional[Text
     for note in got.notes:
         print(f"liftkit: note: {note}", file=err if err is not None else sys.stderr)
     inputs, bound, origin = got.values, got.sizes, got.origin
-    backend = choose_backend(res.program, opts.backend)
+    backend = choose_backend(res.program, opts.backend, opts.device)
     result, run_lines = execute(res.program, inputs, bound, opts, res.name)
     size_text = ", ".join(f"{k}={v}" for k, v in sorted(bound.items())) or "none"
     print(f"program:   {res.name}  (backend: {backend})", file=out)

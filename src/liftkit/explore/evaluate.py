@@ -10,7 +10,7 @@ then are the kernels timed with profiling events at the real sizes (median of K 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -101,7 +101,8 @@ class Evaluator:
             return record("filtered", rejected)
 
         try:
-            compiled = compile_program(program, self.settings.compile_options or CompileOptions())
+            compiled = compile_program(program, replace(self.settings.compile_options or CompileOptions(),
+                                                        dialect=getattr(self.runner, "dialect", "opencl")))
         except Exception as err:  # noqa: BLE001 - any code generator failure rejects the candidate
             return record("compile-error", f"{type(err).__name__}: {_one_line(err)}")
         source = compiled.source
@@ -275,11 +276,15 @@ def results_match(got: Any, want: Any, rtol: float, atol: float) -> str:
 
 
 def _failure_kind(err: BaseException) -> str:
-    """A driver's build failure is a compile error; anything else while running a runtime error
-    (a worker that crashed or hung says which phase it was in)."""
+    """A driver's (or NVRTC's) build failure is a compile error; anything else while running a
+    runtime error (a worker that crashed or hung says which phase it was in)."""
+    from liftkit.backends.cuda.nvrtc import NVRTCError
+
     validity = getattr(err, "validity", None)
     if validity in ("compile-error", "runtime-error"):
         return validity
+    if isinstance(err, NVRTCError):
+        return "compile-error"
     try:
         from liftkit.backends.opencl import BuildError
 
