@@ -184,3 +184,37 @@ def test_cli_runs_end_to_end(tmp_path: Path) -> None:
     assert "| scal" in proc.stdout and "written:" in proc.stdout
     assert "bench: scal: ok" in proc.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+
+
+def test_cuda_times_beside_opencl_in_the_report() -> None:
+    """`--backend both`: each program's CUDA time in a table beside OpenCL's."""
+    result = run_bench(_cfg(programs=["scal"]), log=lambda _m: None)
+    result.entries[0].cuda = {"backend": "cuda", "status": "ok", "seconds": result.entries[0].seconds / 2}
+    text = markdown(result)
+    assert "## OpenCL and CUDA" in text
+    section = text[text.index("## OpenCL and CUDA"):]
+    row = next(line for line in section.splitlines() if line.startswith("| scal |"))
+    assert "2.00×" in row and "| ok |" in row
+
+
+def test_cuda_without_a_gpu_is_one_clear_error() -> None:
+    from liftkit.backends.cuda import CUDAError, cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA GPU is present")
+    with pytest.raises(CUDAError, match="no CUDA device"):
+        run_bench(_cfg(programs=["scal"], backend="both"), log=lambda _m: None)
+
+
+@pytest.mark.gpu
+def test_both_backends_on_the_gpu(tmp_path: Path) -> None:
+    from liftkit.backends.cuda import cuda_available
+
+    if not cuda_available():
+        pytest.skip("no CUDA GPU")
+    result = run_bench(_cfg(device="gpu", programs=["scal", "asum"], backend="both", size_set="small"),
+                       log=lambda _m: None)
+    for e in result.entries:
+        assert e.status == "ok" and e.cuda.get("status") == "ok", (e.key, e.note, e.cuda)
+        assert e.cuda["seconds"] > 0
+    assert "## OpenCL and CUDA" in markdown(result)

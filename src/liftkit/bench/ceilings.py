@@ -9,6 +9,7 @@ uses `bandwidth_gbs` (OpenCL copy on the GPU, the larger of OpenCL and NumPy cop
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -95,10 +96,11 @@ def measure(runner: Any, device_kind: str, size_set: str, repeat: int) -> Ceilin
     if device_kind == "gpu":
         n = 4096  # the ceiling the issue names: cuBLAS SGEMM 4096²
     c = Ceilings(copy_bytes=nbytes, sgemm_size=n)
-    try:
-        c.opencl_copy_gbs = opencl_copy_gbs(runner, nbytes, repeat)
-    except Exception as err:  # noqa: BLE001 - report and go on
-        c.notes.append(f"OpenCL copy failed: {type(err).__name__}: {err}")
+    if getattr(runner, "dialect", "opencl") == "opencl":
+        try:
+            c.opencl_copy_gbs = opencl_copy_gbs(runner, nbytes, repeat)
+        except Exception as err:  # noqa: BLE001 - report and go on
+            c.notes.append(f"OpenCL copy failed: {type(err).__name__}: {err}")
     if device_kind == "gpu":
         try:
             c.library_copy_gbs = cupy_copy_gbs(nbytes, repeat)
@@ -106,7 +108,8 @@ def measure(runner: Any, device_kind: str, size_set: str, repeat: int) -> Ceilin
             c.sgemm_library = "cuBLAS (cupy.matmul)"
         except Exception as err:  # noqa: BLE001 - no CuPy: no SGEMM ceiling
             c.notes.append(f"CuPy ceilings unavailable: {type(err).__name__}: {err}")
-        c.bandwidth_gbs = c.opencl_copy_gbs
+        c.bandwidth_gbs = c.opencl_copy_gbs if c.opencl_copy_gbs and not math.isnan(c.opencl_copy_gbs) \
+            else c.library_copy_gbs  # a CUDA run: the library's device-to-device copy
     else:
         c.library_copy_gbs = numpy_copy_gbs(nbytes, repeat)
         c.sgemm_gflops = numpy_sgemm_gflops(n, repeat)

@@ -48,6 +48,7 @@ class BenchConfig:
     registry: Any = None  # replaces the bundled registry (tests)
     main_table: bool = True  # False: only the ablation (with ablation=True)
     partial: Optional[Path] = None  # JSON of the entries so far, rewritten after each one
+    backend: str = "opencl"  # opencl, cuda, or both (OpenCL's table plus CUDA's times beside it)
 
 
 @dataclass
@@ -89,6 +90,9 @@ class EntryResult:
     best_reference: Optional[str] = None
     speedup_best: Optional[float] = None
     note: str = ""
+    # with --backend both: the same program on CUDA (status, seconds, kernel_seconds,
+    # max_abs_err, check, note), checked the same way before it is timed
+    cuda: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -324,7 +328,10 @@ def _metrics(res: EntryResult, entry: Entry, ceil: Ceilings) -> None:
 
 
 def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg: BenchConfig,
-                registry: Any, ceil: Ceilings, table: dict[str, Any], log: Log) -> EntryResult:
+                registry: Any, ceil: Ceilings, table: dict[str, Any], log: Log,
+                second: Any = None) -> EntryResult:
+    """One benchmark on `runner` against its references; with `second` (a CUDA runner beside
+    an OpenCL one) the same program is checked and timed there too (`EntryResult.cuda`)."""
     from liftkit.codegen import CompileOptions, compile_program
 
     res = EntryResult(entry.key, entry.title, entry.seed, entry.cgo, "error")
@@ -349,10 +356,12 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
         return res
     res.sizes = dict(sizes) | prep.sizes
     try:
-        compiled = compile_program(choice.program, CompileOptions())
+        compiled = compile_program(choice.program, CompileOptions(dialect=runner.dialect))
     except Exception as err:  # noqa: BLE001
         res.status, res.note = "compile failed", _one_line(err)
         return res
+    if second is not None:
+        res.cuda = on_second_backend(second, choice.program, prep, cfg.repeat)
     lift_result = None
     try:
         d, err, lift_result, how = check_compiled(runner, compiled, prep)
@@ -399,6 +408,29 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
 # the whole run
 
 
+def on_second_backend(runner: Any, program: Any, prep: Prepared, repeat: int) -> dict[str, Any]:
+    """Check, then time, the program on another backend's runner; every failure is recorded."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    out: dict[str, Any] = {"backend": runner.dialect, "device": runner.device.label}
+    try:
+        compiled = compile_program(program, CompileOptions(dialect=runner.dialect))
+        d, err, _, how = check_compiled(runner, compiled, prep)
+        out.update(check=how, max_abs_err=err)
+        if d:
+            out.update(status="wrong", note=d)
+            return out
+        info = time_compiled(runner, compiled, prep, repeat)
+    except Exception as err_:  # noqa: BLE001 - a build or launch failure is a finding
+        out.update(status="error", note=_one_line(err_))
+        return out
+    out.update(status="ok", seconds=float(info.total_seconds),
+               kernel_seconds={k: float(v) for k, v in info.kernel_seconds.items()},
+               runs=[float(sum(r)) for r in info.runs])
+    free_device_memory()
+    return out
+
+
 def _git_commit() -> Optional[str]:
     root = Path(__file__).resolve().parents[3]
     try:
@@ -414,11 +446,14 @@ def _git_commit() -> Optional[str]:
 
 
 def _versions() -> dict[str, str]:
-    import pyopencl
+    out = {"python": sys.version.split()[0], "numpy": np.__version__}
+    if "pyopencl" in sys.modules:
+        out["pyopencl"] = sys.modules["pyopencl"].VERSION_TEXT
+    if "liftkit.backends.cuda" in sys.modules:
+        from liftkit.backends.cuda import nvrtc_version
 
-    out = {"python": sys.version.split()[0], "numpy": np.__version__,
-           "pyopencl": pyopencl.VERSION_TEXT}
-    for mod in ("cupy", "torch"):
+        out["nvrtc"] = ".".join(map(str, nvrtc_version()))
+    for mod in ("cupy", "torch", "cuda.core"):
         if mod in sys.modules:
             out[mod] = getattr(sys.modules[mod], "__version__", "?")
     return out
@@ -459,17 +494,21 @@ def _write_partial(path: Path, ceil: Ceilings, results: Sequence[EntryResult]) -
 
 def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
     """Run the suite (and the ablation when asked); returns every number."""
-    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.backends.choose import make_runner
     from liftkit.programs import PROGRAMS
 
     if cfg.repeat < 1:
         raise ValueError("repeat must be at least 1")
+    if cfg.backend not in ("opencl", "cuda", "both"):
+        raise ValueError(f"backend must be opencl, cuda or both, got {cfg.backend!r}")
     registry = cfg.registry if cfg.registry is not None else PROGRAMS
     entries = list(cfg.entries) if cfg.entries is not None else select(cfg.programs)
-    runner = OpenCLRunner(cfg.device)
+    runner = make_runner("cuda" if cfg.backend == "cuda" else "opencl", cfg.device)
+    second = make_runner("cuda", cfg.device) if cfg.backend == "both" else None
     kind = "gpu" if runner.device.is_gpu else "cpu"
     size_set = cfg.size_set or default_size_set(kind)
-    log(f"bench: {runner.device.label} ({kind}), size set {size_set}, {cfg.repeat} runs each")
+    log(f"bench: {runner.device.label} ({kind}), size set {size_set}, {cfg.repeat} runs each"
+        + (f"; beside it {second.device.label}" if second is not None else ""))
     ceil = measure(runner, kind, size_set, cfg.repeat)
     log(f"bench: ceilings: copy {ceil.bandwidth_gbs:.1f} GB/s, SGEMM "
         f"{ceil.peak_gflops:.1f} GFLOP/s ({ceil.sgemm_library})")
@@ -477,8 +516,11 @@ def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
     results: list[EntryResult] = []
     for entry in entries if cfg.main_table else []:
         t0 = time.perf_counter()
-        r = bench_entry(entry, runner, kind, size_set, cfg, registry, ceil, table, log)
+        r = bench_entry(entry, runner, kind, size_set, cfg, registry, ceil, table, log, second)
         t = f"{r.seconds * 1e3:.3f} ms" if r.seconds else ""
+        if r.cuda:
+            t += (f" (CUDA {r.cuda['seconds'] * 1e3:.3f} ms)" if r.cuda.get("seconds")
+                  else f" (CUDA {r.cuda.get('status')}: {r.cuda.get('note', '')})")
         best = f", {r.speedup_best:.2f}× vs {r.best_reference}" if r.speedup_best else ""
         log(f"bench: {entry.key}: {r.status} {t}{best}{'  (' + r.note + ')' if r.note else ''}"
             f" [{time.perf_counter() - t0:.1f} s]")
@@ -486,6 +528,8 @@ def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
         if cfg.partial is not None:
             _write_partial(cfg.partial, ceil, results)
     meta = {"device": runner.device.label, "device_type": runner.device.type,
+            "backend": cfg.backend,
+            "second_device": second.device.label if second is not None else None,
             "driver": runner.device.driver_version, "device_kind": kind, "size_set": size_set,
             "repeat": cfg.repeat, "seed": cfg.seed, "commit": _git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -60,6 +60,26 @@ def rows(result: BenchResult) -> list[tuple[str, ...]]:
     return out
 
 
+BACKEND_HEADERS = ("program", "OpenCL ms", "CUDA ms", "CUDA speedup over OpenCL", "best reference",
+                   "reference ms", "OpenCL ÷ reference", "CUDA ÷ reference", "CUDA check")
+
+
+def backend_rows(result: BenchResult) -> list[tuple[str, ...]]:
+    """With --backend both: each program's OpenCL and CUDA times side by side (empty else)."""
+    out = []
+    for e in result.entries:
+        if not e.cuda:
+            continue
+        cu = e.cuda.get("seconds")
+        ref = next((r for r in e.references if r.name == e.best_reference), None)
+        ref_s = ref.seconds if ref is not None else None
+        check = e.cuda.get("status", "—") + (f": {e.cuda['note']}" if e.cuda.get("note") else "")
+        out.append((e.key, _ms(e.seconds), _ms(cu), _x(e.seconds / cu if e.seconds and cu else None),
+                    e.best_reference or "—", _ms(ref_s), _x(ref_s / e.seconds if ref_s and e.seconds else None),
+                    _x(ref_s / cu if ref_s and cu else None), check))
+    return out
+
+
 def _table(headers: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
     esc = [tuple(c.replace("|", "\\|") for c in r) for r in body]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -124,6 +144,12 @@ def markdown(result: BenchResult) -> str:
               for r in e.references if r.note]
     if notes:
         out += ["", "Notes:", *notes]
+    both = backend_rows(result)
+    if both:
+        out += ["", f"## OpenCL and CUDA ({result.meta.get('second_device') or 'CUDA'})", "",
+                "The same low-level program compiled to OpenCL C and to CUDA C (NVRTC), each "
+                "checked before it is timed; \"÷ reference\" = reference time ÷ liftkit time.", "",
+                _table(BACKEND_HEADERS, both)]
     if result.ablation is not None:
         h, b = ablation_rows(result)
         out += ["", "## Ablation (seed 000 Fig. 8)", "",
@@ -148,6 +174,14 @@ def print_table(result: BenchResult, out: TextIO) -> None:
             for r in rows(result):
                 t.add_row(*(x.replace("**", "") for x in r[:-1]))
             con.print(t)
+            both = backend_rows(result)
+            if both:
+                tb = Table(title="OpenCL and CUDA")
+                for col in BACKEND_HEADERS:
+                    tb.add_column(col)
+                for r in both:
+                    tb.add_row(*r)
+                con.print(tb)
             if result.ablation is not None:
                 h, b = ablation_rows(result)
                 ta = Table(title="ablation (time ÷ all-on)")

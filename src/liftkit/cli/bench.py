@@ -1,6 +1,6 @@
 """`liftkit bench`: the benchmark suite of the seeds (see docs/benchmarks.md).
 
-    liftkit bench [--device gpu|cpu] [--programs a,b,...] [--size-set tiny|cpu|small|large]
+    liftkit bench [--device gpu|cpu] [--backend opencl|cuda|both] [--programs a,b,...] [--size-set tiny|cpu|small|large]
                   [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
 
 Prints the table (rich on a terminal, Markdown otherwise) and writes bench.md, bench.json,
@@ -21,7 +21,10 @@ from liftkit.bench.suite import SIZE_SETS, SUITE
 
 def configure_bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", metavar="SPEC", default="gpu",
-                   help="OpenCL device: gpu (default), cpu, or part of its platform/device name")
+                   help="device: gpu (default), cpu, or part of its platform/device name")
+    p.add_argument("--backend", choices=("opencl", "cuda", "both"), default="opencl",
+                   help="opencl (default), cuda, or both: OpenCL's table with each program's "
+                        "CUDA time beside it (one run, each result checked on both)")
     p.add_argument("--programs", metavar="A,B,...", default=None,
                    help=f"benchmarks to run (default: all {len(SUITE)}): {', '.join(SUITE)}")
     p.add_argument("--size-set", choices=SIZE_SETS, default=None,
@@ -74,7 +77,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     cfg = BenchConfig(device=args.device, programs=programs, size_set=args.size_set,
                       repeat=args.repeat, seed=args.seed,
                       ablation=args.ablation or args.only_ablation, db=args.db,
-                      main_table=not args.only_ablation, partial=out_dir / "partial.json")
+                      main_table=not args.only_ablation, partial=out_dir / "partial.json",
+                      backend=args.backend)
     result = run_bench(cfg)
     result.meta["command"] = "liftkit bench " + " ".join(_argv_text(args))
     files = write_all(result, out_dir)
@@ -86,7 +90,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _argv_text(args: argparse.Namespace) -> list[str]:
-    parts = [f"--device {args.device}"]
+    parts = [f"--device {args.device}"] + ([f"--backend {args.backend}"]
+                                           if args.backend != "opencl" else [])
     if args.programs:
         parts.append(f"--programs {args.programs}")
     if args.size_set:
