@@ -178,7 +178,7 @@ def test_random_programs_on_cuda(start: int, runner) -> None:
 @needs_gpu
 def test_cupy_arrays_in_and_out_without_copies(runner) -> None:
     cupy = pytest.importorskip("cupy")
-    spec = PROGRAMS["scal"]
+    spec = PROGRAMS["scal_gpu"]
     a, x = spec.inputs({"N": 1 << 16}, seed=5)
     dx = cupy.asarray(x)
     out = runner.run(compile_program(spec.program, CUDA), a, dx)
@@ -209,7 +209,7 @@ def test_torch_tensors_in_and_out(runner) -> None:
 @needs_gpu
 def test_wrong_gpu_arrays_are_one_clear_error(runner) -> None:
     cupy = pytest.importorskip("cupy")
-    spec = PROGRAMS["scal"]
+    spec = PROGRAMS["scal_gpu"]
     a, x = spec.inputs({"N": 1024}, seed=5)
     compiled = compile_program(spec.program, CUDA)
     with pytest.raises(CUDAError, match=r"expected float elements \(float32\), got a GPU array of float64"):

@@ -15,7 +15,7 @@ import math
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -328,10 +328,8 @@ def _metrics(res: EntryResult, entry: Entry, ceil: Ceilings) -> None:
 
 
 def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg: BenchConfig,
-                registry: Any, ceil: Ceilings, table: dict[str, Any], log: Log,
-                second: Any = None) -> EntryResult:
-    """One benchmark on `runner` against its references; with `second` (a CUDA runner beside
-    an OpenCL one) the same program is checked and timed there too (`EntryResult.cuda`)."""
+                registry: Any, ceil: Ceilings, table: dict[str, Any], log: Log) -> EntryResult:
+    """One benchmark on `runner`, checked, then timed against its references."""
     from liftkit.codegen import CompileOptions, compile_program
 
     res = EntryResult(entry.key, entry.title, entry.seed, entry.cgo, "error")
@@ -360,8 +358,6 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
     except Exception as err:  # noqa: BLE001
         res.status, res.note = "compile failed", _one_line(err)
         return res
-    if second is not None:
-        res.cuda = on_second_backend(second, choice.program, prep, cfg.repeat)
     lift_result = None
     try:
         d, err, lift_result, how = check_compiled(runner, compiled, prep)
@@ -408,19 +404,27 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
 # the whole run
 
 
-def on_second_backend(runner: Any, program: Any, prep: Prepared, repeat: int) -> dict[str, Any]:
-    """Check, then time, the program on another backend's runner; every failure is recorded."""
+def on_second_backend(runner: Any, entry: Entry, res: EntryResult, device_kind: str,
+                      cfg: BenchConfig, registry: Any, first_device: Any) -> dict[str, Any]:
+    """The program `res` ran, checked and then timed on another backend's runner, with the same
+    inputs (same seed); every failure is recorded."""
     from liftkit.codegen import CompileOptions, compile_program
 
     out: dict[str, Any] = {"backend": runner.dialect, "device": runner.device.label}
     try:
-        compiled = compile_program(program, CompileOptions(dialect=runner.dialect))
+        sizes = entry.sizes_for(cfg.size_set or "") or res.sizes
+        choice = choose(entry, device_kind, registry, first_device, sizes, cfg.db)
+        if choice is None or choice.name != res.program:
+            out.update(status="error", note="the program run first could not be chosen again")
+            return out
+        prep = prepare(entry, choice, sizes, cfg.seed)
+        compiled = compile_program(choice.program, CompileOptions(dialect=runner.dialect))
         d, err, _, how = check_compiled(runner, compiled, prep)
         out.update(check=how, max_abs_err=err)
         if d:
             out.update(status="wrong", note=d)
             return out
-        info = time_compiled(runner, compiled, prep, repeat)
+        info = time_compiled(runner, compiled, prep, cfg.repeat)
     except Exception as err_:  # noqa: BLE001 - a build or launch failure is a finding
         out.update(status="error", note=_one_line(err_))
         return out
@@ -504,11 +508,13 @@ def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
     registry = cfg.registry if cfg.registry is not None else PROGRAMS
     entries = list(cfg.entries) if cfg.entries is not None else select(cfg.programs)
     runner = make_runner("cuda" if cfg.backend == "cuda" else "opencl", cfg.device)
-    second = make_runner("cuda", cfg.device) if cfg.backend == "both" else None
+    if cfg.backend == "both":
+        from liftkit.backends.cuda import select_device
+
+        select_device(cfg.device)  # no CUDA GPU: say so before the OpenCL pass, not after it
     kind = "gpu" if runner.device.is_gpu else "cpu"
     size_set = cfg.size_set or default_size_set(kind)
-    log(f"bench: {runner.device.label} ({kind}), size set {size_set}, {cfg.repeat} runs each"
-        + (f"; beside it {second.device.label}" if second is not None else ""))
+    log(f"bench: {runner.device.label} ({kind}), size set {size_set}, {cfg.repeat} runs each")
     ceil = measure(runner, kind, size_set, cfg.repeat)
     log(f"bench: ceilings: copy {ceil.bandwidth_gbs:.1f} GB/s, SGEMM "
         f"{ceil.peak_gflops:.1f} GFLOP/s ({ceil.sgemm_library})")
@@ -516,15 +522,28 @@ def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
     results: list[EntryResult] = []
     for entry in entries if cfg.main_table else []:
         t0 = time.perf_counter()
-        r = bench_entry(entry, runner, kind, size_set, cfg, registry, ceil, table, log, second)
+        r = bench_entry(entry, runner, kind, size_set, cfg, registry, ceil, table, log)
         t = f"{r.seconds * 1e3:.3f} ms" if r.seconds else ""
-        if r.cuda:
-            t += (f" (CUDA {r.cuda['seconds'] * 1e3:.3f} ms)" if r.cuda.get("seconds")
-                  else f" (CUDA {r.cuda.get('status')}: {r.cuda.get('note', '')})")
         best = f", {r.speedup_best:.2f}× vs {r.best_reference}" if r.speedup_best else ""
         log(f"bench: {entry.key}: {r.status} {t}{best}{'  (' + r.note + ')' if r.note else ''}"
             f" [{time.perf_counter() - t0:.1f} s]")
         results.append(r)
+        if cfg.partial is not None:
+            _write_partial(cfg.partial, ceil, results)
+    second = None
+    if cfg.backend == "both":
+        # a pass of its own, after every OpenCL build: NVIDIA's OpenCL compiler has failed
+        # ("Don't understand command line argument") once NVRTC was loaded in the process
+        second = make_runner("cuda", cfg.device)
+        log(f"bench: the same programs on {second.device.label}")
+        for entry, r in zip(entries if cfg.main_table else [], results):
+            if not r.program:
+                continue
+            r.cuda = on_second_backend(second, entry, r, kind, replace(cfg, size_set=size_set),
+                                       registry, runner.device)
+            c = r.cuda
+            log(f"bench: {entry.key} on CUDA: {c.get('status')}"
+                + (f" {c['seconds'] * 1e3:.3f} ms" if c.get("seconds") else f" ({c.get('note', '')})"))
         if cfg.partial is not None:
             _write_partial(cfg.partial, ceil, results)
     meta = {"device": runner.device.label, "device_type": runner.device.type,
