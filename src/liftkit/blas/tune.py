@@ -196,7 +196,7 @@ def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, in
         else:
             scalars[i] = x
     rt = built.compiled.result_type
-    from liftkit.backends.opencl.hostdata import host_buffer
+    from liftkit.backends.hostdata import host_buffer
 
     host = host_buffer(rt, sizes)
     out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=max(1, host.nbytes))
