@@ -17,7 +17,7 @@ import numpy as np
 
 from liftkit.backends.cuda.nvrtc import CUDAError
 from liftkit.backends.hostdata import buffer_layout, shape_of
-from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType
+from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType, bool_
 
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13  # DLPack device types whose memory kernels can read
 
@@ -113,7 +113,7 @@ def check_input(b: Borrowed, t: Type, what: str, sizes: Mapping[str, int], ordin
         raise CUDAError(f"input {what}: an array of tuples ({t}) must be given as NumPy arrays: "
                         "its device layout is an array of C structs")
     shape, dtype = buffer_layout(t, sizes)
-    ok_dtypes = {dtype} | ({np.dtype(np.bool_)} if elem == ScalarType("bool") else set())
+    ok_dtypes = {dtype} | ({np.dtype(np.bool_)} if elem == bool_ else set())
     if b.dtype not in ok_dtypes:
         raise CUDAError(f"input {what}: expected {_elem_name(elem)} elements ({dtype.name}), got a "
                         f"GPU array of {b.dtype.name}; convert it first (x.astype(...)) — the "

@@ -37,33 +37,7 @@ class NVRTCOutput:
     log: str
 
 
-@functools.cache
-def _load_nvrtc_locally() -> Optional[str]:
-    """Load libnvrtc with RTLD_LOCAL before cuda-python loads it (cuda.pathfinder uses
-    RTLD_GLOBAL, and finds an already loaded library by its soname): NVRTC's symbols then stay
-    out of the process's global namespace, where the NVIDIA OpenCL driver's own compiler would
-    resolve against them. The path loaded, or None (cuda-python then loads it its own way)."""
-    import ctypes
-    import glob
-    import importlib.util
-    import os
-
-    candidates: list[str] = []
-    spec = importlib.util.find_spec("nvidia")
-    for base in (spec.submodule_search_locations or []) if spec is not None else []:
-        candidates += sorted(glob.glob(os.path.join(base, "*", "lib", "libnvrtc.so.*")), reverse=True)
-    candidates += ["libnvrtc.so.13", "libnvrtc.so.12"]  # the system's, by soname
-    for path in candidates:
-        try:
-            ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-            return path
-        except OSError:
-            continue
-    return None
-
-
 def _nvrtc():  # type: ignore[no-untyped-def]
-    _load_nvrtc_locally()
     try:
         from cuda.bindings import nvrtc
     except ImportError as err:

@@ -26,7 +26,7 @@ from liftkit.backends.pipeline import HostPipeline, Launch, Transfers, in_dialec
 from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel
 from liftkit.ir.nodes import Lambda
 from liftkit.semantics.values import to_numpy
-from liftkit.types import ArrayType, ScalarType
+from liftkit.types import ArrayType, bool_
 
 DEFAULT_BLOCK = 256  # threads per block for kernels without work-groups
 
@@ -247,7 +247,7 @@ class CUDARunner(HostPipeline):
 def _is_bool(t: Any) -> bool:
     while isinstance(t, ArrayType):
         t = t.elem
-    return t == ScalarType("bool")
+    return t == bool_
 
 
 def _kernel_value(v: Any, kernel: str, i: int) -> Any:

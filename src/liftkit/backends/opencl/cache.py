@@ -126,5 +126,17 @@ def build_from_source(context: Any, device: Device, source: str, options: Sequen
     try:
         prog.build(options=list(options), devices=[device.cl_device])
     except cl.Error as err:
-        raise BuildError(f"OpenCL build failed on {device.label}:\n{err}") from None
+        raise BuildError(f"OpenCL build failed on {device.label}:\n{err}{_nvrtc_hint(str(err))}") from None
     return prog
+
+
+def _nvrtc_hint(log: str) -> str:
+    """NVIDIA's OpenCL compiler rejects every build with "Don't understand command line argument
+    "sm_90"" once NVRTC has compiled a kernel in the same process (seen on an H100, driver 580,
+    NVRTC 13.0): say so instead of leaving a puzzle."""
+    import sys
+
+    if "Don't understand command line argument" in log and "liftkit.backends.cuda.nvrtc" in sys.modules:
+        return ("\n(NVIDIA's OpenCL compiler fails after NVRTC has compiled in the same process: "
+                "build the OpenCL kernels first, or run the CUDA backend in another process)")
+    return ""
