@@ -138,10 +138,7 @@ class HostPipeline(ABC):
             raise self.error(f"repeat must be at least 1, got {repeat}")
         compiled = self.for_backend(compiled)
         label = name or "/".join(k.name for k in compiled.kernels) or "program"
-        try:
-            bound = bind_sizes(compiled.program, inputs, sizes)
-        except BackendError as err:
-            raise self._own(err) from None
+        bound = bind_sizes(compiled.program, inputs, sizes)
         plan = self._plan(compiled)
         launches = self.launches(compiled, bound, ndrange_override, label, plan)
         self.check_buffers(compiled, bound, label, plan)

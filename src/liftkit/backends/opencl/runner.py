@@ -9,6 +9,7 @@ device's work-group and local-memory limits, buffers and profiling events.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -109,7 +110,7 @@ class OpenCLRunner(HostPipeline):
             else:
                 buf = cl.Buffer(self.context, mf.READ_WRITE, size=nbytes)
             bufs[b.name] = buf
-        return Transfers(bufs, [hosts, uploads])
+        return _Transfers(bufs, list(hosts), uploads=uploads)
 
     def enqueue(self, kernels: Sequence[Any], launches: Sequence[Launch],
                 args: Sequence[Sequence[Any]]) -> tuple[float, ...]:
@@ -134,12 +135,20 @@ class OpenCLRunner(HostPipeline):
                                              is_blocking=True))
             results.append(unpack(host, compiled.buffer(rname).type))
         self.queue.finish()
-        transfers.upload_seconds = sum(_seconds(e) for e in transfers.keep_alive[1])
+        assert isinstance(transfers, _Transfers)
+        transfers.upload_seconds = sum(_seconds(e) for e in transfers.uploads)
         return results, sum(_seconds(e) for e in downloads)
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
+
+
+@dataclass
+class _Transfers(Transfers):
+    """Plus the upload events (their profiling times are read once they have completed)."""
+
+    uploads: list[Any] = field(default_factory=list)
 
 
 def _seconds(event: Any) -> float:
