@@ -215,7 +215,7 @@ def test_both_backends_on_the_gpu(tmp_path: Path) -> None:
     if not cuda_available():
         pytest.skip("no CUDA GPU")
     r = subprocess.run([sys.executable, "-m", "liftkit", "bench", "--device", "gpu", "--backend",
-                        "both", "--programs", "scal,asum", "--size-set", "small", "--repeat", "5",
+                        "both", "--programs", "scal,asum", "--size-set", "small", "--repeat", "10",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     data = json.loads((tmp_path / "bench.json").read_text())
