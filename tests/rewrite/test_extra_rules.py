@@ -169,6 +169,9 @@ ENABLERS: dict[str, tuple[str, ...]] = {
     # rules/iterate.py
     "iterate-zero": ("t-iterate-zero-intro",),
     "iterate-one": ("reduce-partRed", "partRed-iterate", "iterate-decomposition"),
+    # rules/stencil.py
+    "stencil-local-1d": ("t-split-slide", "split-join"),
+    "stencil-local-2d": ("map-fusion",),
 }
 
 
@@ -258,7 +261,7 @@ HARNESS_2D = Soundness(RULES, lambda i: stencil2d_case(SEED * 31 + i),
 
 
 def exercise(r: Rule, target: int) -> dict[str, Any]:
-    harness = HARNESS_2D if r.name == "slide-tiling-2d" else HARNESS
+    harness = HARNESS_2D if r.name in ("slide-tiling-2d", "stencil-local-2d") else HARNESS
     try:
         return harness.exercise(r, target)
     except SoundnessError as err:

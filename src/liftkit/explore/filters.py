@@ -149,7 +149,7 @@ def still_high_level(ctx: FilterContext) -> Optional[str]:
 
 def sizes_not_divisible(ctx: FilterContext) -> Optional[str]:
     """A split, asVector or reorderStride whose factor does not divide its input at these sizes
-    (the runtime would refuse to launch)."""
+    (the runtime would refuse to launch), or a stencil's tiles that would leave windows out."""
     from liftkit.codegen.constraints import divisibility_checks
 
     for d in divisibility_checks(ctx.program):
@@ -158,7 +158,9 @@ def sizes_not_divisible(ctx: FilterContext) -> Optional[str]:
             continue
         if by <= 0 or length % by:
             return f"{d.what} does not divide {d.length} = {length}"
-    return None
+    from liftkit.rewrite.rules.stencil import tiling_exact
+
+    return tiling_exact(ctx.program, ctx.sizes)
 
 
 def work_group_too_large(ctx: FilterContext) -> Optional[str]:

@@ -11,7 +11,8 @@
 `EXTRA_RULES` are those needed beyond the figures: rules/extra.py (fission, fusion through zip,
 interchange, movement and cancellation, copy insertion, slide tiling) and rules/chunking.py
 (reductions and maps cut into constant-size chunks or strided columns, vectorisation through
-zip) and rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`); `SEARCH_RULES` is what the exploration uses by default.
+zip) rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`) and rules/stencil.py (stencils tiled
+into local memory); `SEARCH_RULES` is what the exploration uses by default.
 
 `ALGORITHMIC_RULES` are Fig. 6 (iterate decomposition, reorder commutativity, split-join, the
 reduce rules, cancellation, fusion); `LOWERING_RULES` Fig. 7 (map and reduce lowering, reorder
@@ -27,11 +28,12 @@ from liftkit.rewrite.rules.common import normal_form
 from liftkit.rewrite.rules.chunking import CHUNKING_RULES
 from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
 from liftkit.rewrite.rules.iterate import ITERATE_RULES
+from liftkit.rewrite.rules.stencil import STENCIL_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
-EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES
+EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES
 ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
 # map-fission undoes map-fusion, so both are left to explicit strategies and macro rules

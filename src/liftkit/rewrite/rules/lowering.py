@@ -17,6 +17,7 @@ from typing import Any, Optional
 from liftkit.arith import cst, divides
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Node, Param, UserFun, walk
+from liftkit.ir.typecheck import layout_only
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import (
@@ -51,7 +52,11 @@ def _parallel_inside(f: Node) -> list[P.ParallelMap]:
 
 
 def _map_site(site: Site) -> bool:
-    return isinstance(site.f, P.Map) and array_arg(site) is not None
+    """A map that does work: a map of a layout-only function (pad, slide, transpose, split,
+    join, … and maps of them) stays a view through lowering, as the code generator compiles
+    it; lowered to a mapGlb or mapSeq it would be refused."""
+    return (isinstance(site.f, P.Map) and array_arg(site) is not None
+            and not layout_only(site.f.f))
 
 
 # ---------------------------------------------------------------------------------------------

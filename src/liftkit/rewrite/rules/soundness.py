@@ -69,6 +69,8 @@ class Soundness:
         except RewriteError as err:
             self.fail("ill-typed result", case, prog, walk, choice, str(err))
             raise  # unreachable: fail raises
+        if case.symbolic and _tiling_inexact(new, prog, case):
+            return None  # a stencil tiling chosen for a symbolic length the sizes do not admit
         try:
             out = run(new, case.inputs, case.sizes)
         except Exception as err:  # noqa: BLE001 - any failure of the rewritten program is reported
@@ -125,3 +127,17 @@ class Soundness:
                 prog, walk = new, walk + [nxt]
         return {"applications": applied, "skipped": skipped, "programs": programs, "bases": i + 1,
                 "walk steps": walked, "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _tiling_inexact(new: Lambda, old: Lambda, case: Case) -> bool:
+    """The rewrite made a stencil tiling (rules/stencil.py) whose tiles do not cover the
+    windows at the case's sizes: its side condition, checked by the exploration's filters
+    where lengths are symbolic, does not hold here."""
+    from liftkit.rewrite.rules.stencil import tiling_exact
+    from liftkit.semantics.interpreter import bind_sizes
+
+    try:
+        sizes = bind_sizes(new, case.inputs, case.sizes)
+        return tiling_exact(new, sizes) is not None and tiling_exact(old, sizes) is None
+    except Exception:  # noqa: BLE001 - no verdict: run it
+        return False
