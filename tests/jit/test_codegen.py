@@ -162,18 +162,18 @@ def test_calls_between_jitted_functions():
     f = compile_source("""
 from liftkit.jit import jit
 
-@jit
+@jit(cache=False)
 def sq(x):
     return x * x
 
-@jit
+@jit(cache=False)
 def norm2(A):
     s = 0.0
     for i in range(A.shape[0]):
         s += sq(A[i])
     return s
 
-@jit
+@jit(cache=False)
 def f(A):
     return norm2(A) + sq(2)
 """)

@@ -52,6 +52,7 @@ CASES = [
     ("y = np.zeros(3)[0:2:0]", "slice step cannot be zero"),
     ("for i in prange(3):\n        break", "break is not allowed in a parallel loop"),
     ("for i in prange(3):\n        t = np.zeros(3)", "arrays cannot be allocated inside a parallel loop"),
+    ("for i in prange(3):\n        z += i", "'z' is updated across iterations of the parallel loop"),
     ("y = -True", None),  # supported: sanity check that the harness compiles valid code
     ("y = np.sum(a, axis=3)", "axis 3 is out of bounds"),
     ("y = a @ x", "np.dot()/@ needs 1-d or 2-d arrays"),
@@ -96,7 +97,7 @@ def f(a):
 def test_recursion_is_refused():
     f = compile_source("""
 from liftkit.jit import jit
-@jit
+@jit(cache=False)
 def f(n):
     if n <= 1:
         return 1

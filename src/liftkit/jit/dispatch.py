@@ -9,6 +9,7 @@ import ctypes
 import functools
 import inspect
 import os
+import struct
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,9 +20,11 @@ from . import types as T
 from . import vrir as V
 from .engine import DiskCache, Loaded, Target, load_object
 from .errors import JitError
+from .passes.regions import MAX_VERSIONS
 
-_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int64),
+                          ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))
+_FREE = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_int64))
 _EXC = {"ValueError": ValueError, "IndexError": IndexError, "ZeroDivisionError": ZeroDivisionError,
         "RuntimeError": RuntimeError, "AssertionError": AssertionError, "TypeError": TypeError,
         "ArithmeticError": ArithmeticError}
@@ -48,8 +51,18 @@ class Runtime:
 RUNTIME = Runtime()
 
 
+_BY_DTYPE = {np.dtype(n if n != "bool" else np.bool_): T.ScalarType(n) for n in T.SCALAR_NAMES}
+_I64P = ctypes.POINTER(ctypes.c_int64)
+
+
 def typeof(x: object, what: str) -> T.Type:
     """The VRIR type of a call argument."""
+    if type(x) is float:
+        return T.FLOAT64
+    if type(x) is np.ndarray:
+        s = _BY_DTYPE.get(x.dtype)
+        if s is not None:
+            return T.ArrayType(s, x.ndim, T.layout_of(x))
     if isinstance(x, (bool, np.bool_)):
         return T.BOOL
     if isinstance(x, int):
@@ -90,6 +103,11 @@ class Compiled:
     llvm_ir: str = ""
     info: dict = field(default_factory=dict)
 
+    @property
+    def nres(self) -> int:
+        from .codegen import nslots
+        return max(nslots(self.result), 1)
+
 
 class JitFunction:
     """A Python function compiled per argument signature on first call."""
@@ -105,6 +123,8 @@ class JitFunction:
         self.threads = threads
         self.runtime = runtime or RUNTIME
         self.specs: dict[tuple, Compiled] = {}
+        self.analyses: dict[tuple, Any] = {}
+        self._params: list[str] | None = None
         self._annotations: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
@@ -125,7 +145,9 @@ class JitFunction:
         return self._annotations
 
     def signature(self, args: tuple) -> tuple:
-        params = list(inspect.signature(self.py_func).parameters)
+        params = self._params
+        if params is None:
+            params = self._params = list(inspect.signature(self.py_func).parameters)
         if len(args) != len(params):
             raise TypeError(f"{self.__name__}() takes {len(params)} arguments, {len(args)} given")
         ann = self._annotated()
@@ -144,39 +166,48 @@ class JitFunction:
         arrays = [a for a in args if isinstance(a, np.ndarray)]
         noalias = not any(np.may_share_memory(a, b) for i, a in enumerate(arrays)
                           for b in arrays[i + 1:])
-        shapes = self._spec_shapes(args, types)
-        key = (types, noalias, shapes)
+        an = self.analyses.get(types)
+        if an is None:
+            from .pipeline import analyse
+            with self.runtime.lock:
+                an = self.analyses[types] = analyse(self, types)
+        spec = None
+        if an.critical.shapes or an.critical.values:
+            pos = {p: k for k, p in enumerate(an.params)}
+            spec_key = (tuple(args[pos[p]].shape for p in an.critical.shapes),
+                        tuple(int(args[pos[p]]) for p in an.critical.values))
+            if (types, noalias, spec_key) in self.specs or an.versions < MAX_VERSIONS:
+                spec = spec_key
+        key = (types, noalias, spec)
         c = self.specs.get(key)
         if c is None:
-            c = self.compile(types, noalias=noalias, shapes=shapes)
+            from .pipeline import compile_spec
+            sd = None if spec is None else {
+                "shapes": dict(zip(an.critical.shapes, spec[0])),
+                "values": dict(zip(an.critical.values, spec[1]))}
+            with self.runtime.lock:
+                c = compile_spec(self, an, types, noalias, sd)
+            if spec is not None:
+                an.versions += 1
             self.specs[key] = c
         return self._invoke(c, args)
-
-    def _spec_shapes(self, args: tuple, types: tuple) -> tuple:
-        return ()
-
-    def compile(self, types: tuple, noalias: bool = False, shapes: tuple = ()) -> Compiled:
-        from .pipeline import compile_spec
-        with self.runtime.lock:
-            return compile_spec(self, types, noalias, shapes)
 
     def _invoke(self, c: Compiled, args: tuple) -> Any:
         slots: list[int] = []
         keep = []
         for a, t in zip(args, c.argtypes):
             _pack(a, t, slots, keep)
-        block = np.array(slots or [0], dtype=np.int64)
-        from .codegen import nslots
-        res = np.zeros(max(nslots(c.result), 1), dtype=np.int64)
-        env = np.zeros(8, dtype=np.int64)
+        block = (ctypes.c_int64 * max(len(slots), 1))(*slots)
+        res = (ctypes.c_int64 * c.nres)()
+        env = (ctypes.c_int64 * 8)()
         env[6] = self.threads or self.runtime.threads
-        st = c.entry(env.ctypes.data, block.ctypes.data, res.ctypes.data)
+        st = c.entry(env, block, res)
         try:
             if st != 0:
-                raise _error(env, c.raises)
+                raise _error(list(env), c.raises)
             return _unpack(c.result, res, 0)[0]
         finally:
-            c.free(env.ctypes.data)
+            c.free(env)
 
     # -- inspection
     def _last(self) -> Compiled:
@@ -186,8 +217,9 @@ class JitFunction:
 
     def inspect_vrir(self) -> str:
         """The VRIR (S-expressions) of the most recent specialisation, after the passes."""
+        from .pipeline import passed
         from .sexpr import dumps
-        return dumps(self._last().module)
+        return dumps(passed(self, self._last()))
 
     def inspect_llvm(self) -> str:
         """The optimised LLVM IR of the most recent specialisation."""
@@ -218,8 +250,8 @@ def _pack(a: Any, t: T.Type, slots: list, keep: list) -> None:
                 [int(np.float32(c.real).view(np.int32)) & 0xFFFFFFFF,
                  int(np.float32(c.imag).view(np.int32)) & 0xFFFFFFFF]
         elif t.is_float:
-            slots.append(int(np.float64(a).view(np.int64)) if t.name == "float64"
-                         else int(np.float32(a).view(np.int32)) & 0xFFFFFFFF)
+            slots.append(_D2Q(_PD(float(a)))[0] if t.name == "float64"
+                         else _F2I(_PF(float(a)))[0])
         else:
             slots.append(int(a))
         return
@@ -236,16 +268,22 @@ def _pack(a: Any, t: T.Type, slots: list, keep: list) -> None:
         _pack(x, it, slots, keep)
 
 
-def _unpack(t: T.Type, res: np.ndarray, k: int) -> tuple[Any, int]:
+_PD, _D2Q = struct.Struct("<d").pack, struct.Struct("<q").unpack
+_PQ, _Q2D = struct.Struct("<q").pack, struct.Struct("<d").unpack
+_PF, _F2I = struct.Struct("<f").pack, struct.Struct("<I").unpack
+_PI, _I2F = struct.Struct("<I").pack, struct.Struct("<f").unpack
+
+
+def _unpack(t: T.Type, res: Any, k: int) -> tuple[Any, int]:
     if isinstance(t, T.VoidType):
         return None, k
     if isinstance(t, T.ScalarType):
         if t.is_complex:
             if t.name == "complex128":
-                v = complex(res[k:k + 2].view(np.float64)[0], res[k:k + 2].view(np.float64)[1])
+                v = complex(_Q2D(_PQ(res[k]))[0], _Q2D(_PQ(res[k + 1]))[0])
             else:
-                re = np.int64(res[k]).astype(np.uint32).view(np.float32)
-                im = np.int64(res[k + 1]).astype(np.uint32).view(np.float32)
+                re = _I2F(_PI(res[k] & 0xFFFFFFFF))[0]
+                im = _I2F(_PI(res[k + 1] & 0xFFFFFFFF))[0]
                 v = np.complex64(complex(re, im))
             return v, k + 2
         raw = res[k]
@@ -256,8 +294,8 @@ def _unpack(t: T.Type, res: np.ndarray, k: int) -> tuple[Any, int]:
         if t.name == "int32":
             return np.int32(raw), k + 1
         if t.name == "float64":
-            return float(res[k:k + 1].view(np.float64)[0]), k + 1
-        return np.uint32(raw & 0xFFFFFFFF).view(np.float32), k + 1
+            return _Q2D(_PQ(raw))[0], k + 1
+        return np.float32(_I2F(_PI(raw & 0xFFFFFFFF))[0]), k + 1
     if isinstance(t, T.ArrayType):
         nd = t.ndim
         ptr = int(res[k])

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from . import types as T
 from . import vrir as V
+from .errors import JitError
 from .fe_expr import Ref, cast
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def lower_for(lw: "FunctionLowerer", s: ast.For) -> list:
         body = lw.block(s.body)
         lw.loops.pop()
         if par:
+            _private_check(lw, body, line)
             dom = V.DomainExpr((start,), (stop,), (step,), T.DomainType(1))
             return [V.ParFor((var,), dom, _arrays(lw), body, line)]
         return [V.For(var, start, stop, step, body, line)]
@@ -110,12 +112,55 @@ def lower_for(lw: "FunctionLowerer", s: ast.For) -> list:
     lw.loops.pop()
     dom = V.DomainExpr(tuple(starts), tuple(stops), tuple(steps), T.DomainType(n))
     if par:
+        _private_check(lw, body, line)
         return [V.ParFor(tuple(names), dom, tuple(shared), body, line)]
     # nested inside another parallel loop: serial nest
     out: tuple = body
     for k in reversed(range(n)):
         out = (V.For(names[k], starts[k], stops[k], steps[k], out, line),)
     return list(out)
+
+
+def _private_check(lw: "FunctionLowerer", body: tuple, line: int) -> None:
+    """Scalars are private to a parallel iteration: one read before it is written in the
+    iteration would carry a value between iterations (a reduction), which is refused."""
+    from .passes.walk import nodes
+
+    def reads(x: object) -> list[str]:
+        return [n.name for n in nodes(x) if isinstance(n, V.Name)
+                and isinstance(n.type, (T.ScalarType, T.TupleType))]
+    written = {n.target.name for n in nodes(body) if isinstance(n, V.Assign)
+               and isinstance(n.target, V.Name)}
+    done: set[str] = set()
+
+    def block(stmts: tuple) -> None:
+        for st in stmts:
+            if isinstance(st, V.Assign):
+                for r in reads(st.value) + (reads(st.target) if isinstance(st.target, V.Index) else []):
+                    bad(r, st.line)
+                if isinstance(st.target, V.Name):
+                    done.add(st.target.name)
+            elif isinstance(st, (V.If, V.While)):
+                for r in reads(st.cond):
+                    bad(r, st.line)
+                block(st.then if isinstance(st, V.If) else st.body)
+                if isinstance(st, V.If):
+                    block(st.orelse)
+            elif isinstance(st, V.For):
+                for r in reads((st.start, st.stop, st.step)):
+                    bad(r, st.line)
+                done.add(st.var)
+                block(st.body)
+            else:
+                for r in reads(st):
+                    bad(r, getattr(st, "line", line))
+
+    def bad(name: str, at: int) -> None:
+        if name in written and name not in done:
+            raise JitError(f"line {at}: '{name}' is updated across iterations of the parallel "
+                           f"loop of line {line} (reductions over prange/PAR are not supported; "
+                           "use a serial loop or an array per iteration)")
+    block(body)
 
 
 def _arrays(lw: "FunctionLowerer") -> tuple[str, ...]:

@@ -13,8 +13,12 @@ from .cg_runtime import build_entry, build_free
 from .codegen import ModuleContext, Options
 from .engine import DiskCache, Target, load_object
 from .frontend import lower_module
+from .passes import PassReport, run_passes
+from .passes.inline import inline_calls
+from .passes.regions import Critical, critical
 from .sexpr import dumps
 from .verify import verify
+from dataclasses import dataclass
 
 if TYPE_CHECKING:
     from .dispatch import Compiled, JitFunction
@@ -47,31 +51,48 @@ def build_ir(m: V.Module, options: Options, raises: list, target: Target) -> str
     return str(mod)
 
 
-def front(jf: "JitFunction", types: tuple, shapes: tuple) -> V.Module:
-    from .passes import run_passes
+@dataclass
+class Analysis:
+    """What one signature's front end produced: the VRIR before the passes and the critical
+    variables region detection found (the dispatcher's specialisation key)."""
+    module: V.Module
+    critical: Critical
+    params: tuple[str, ...]
+    versions: int = 0
+
+
+def analyse(jf: "JitFunction", types: tuple) -> Analysis:
     m = lower_module(jf, types)
     verify(m)
-    m = run_passes(m, jf.passes, shapes)
-    verify(m)
-    return m
+    crit = critical(inline_calls(m, PassReport())) if jf.passes.get("specialise", True) \
+        else Critical((), ())
+    return Analysis(m, crit, m.functions[0].params)
 
 
-def compile_spec(jf: "JitFunction", types: tuple, noalias: bool, shapes: tuple) -> "Compiled":
+def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
+                 spec: dict | None) -> "Compiled":
     from .dispatch import _ENTRY, _FREE, Compiled
     target = jf.runtime.target
-    m = front(jf, types, shapes)
+    m = an.module
     options = Options(noalias=noalias, threads=jf.parallel)
     raises = collect_raises(m)
-    key = DiskCache.key(dumps(m), options, target.cpu, target.features)
+    switches = tuple(sorted(jf.passes.items()))
+    key = DiskCache.key(dumps(m), switches, repr(spec), options, target.cpu, target.features)
     cache = jf.runtime.cache
     obj = cache.get(key) if jf.cache else None
     hit = obj is not None
+    report = PassReport()
+    opt = None
+
+    def build() -> tuple[bytes, str]:
+        nonlocal opt
+        opt = run_passes(m, jf.passes, spec, report)
+        verify(opt)
+        llmod = target.optimise(build_ir(opt, options, raises, target))
+        return target.emit_object(llmod), str(llmod)
     text = ""
     if obj is None:
-        text_in = build_ir(m, options, raises, target)
-        llmod = target.optimise(text_in)
-        text = str(llmod)
-        obj = target.emit_object(llmod)
+        obj, text = build()
         if jf.cache:
             cache.put(key, obj)
     try:
@@ -79,20 +100,29 @@ def compile_spec(jf: "JitFunction", types: tuple, noalias: bool, shapes: tuple) 
     except Exception:
         if not hit:
             raise
-        llmod = target.optimise(build_ir(m, options, raises, target))
-        text = str(llmod)
-        obj = target.emit_object(llmod)
+        obj, text = build()  # a corrupt cache entry: rebuild and replace it
         cache.put(key, obj)
         loaded, hit = load_object(target, obj, ("lk_entry", "lk_free")), False
     entry = _ENTRY(loaded.addresses["lk_entry"])
     free = _FREE(loaded.addresses["lk_free"])
-    return Compiled(m, loaded, entry, free, types, m.functions[0].result, raises, key, hit, text)
+    c = Compiled(opt or m, loaded, entry, free, types, m.functions[0].result, raises, key, hit,
+                 text)
+    c.info = {"passes": report, "spec": spec, "optimised": opt is not None}
+    return c
+
+
+def passed(jf: "JitFunction", c: "Compiled") -> V.Module:
+    """The VRIR after the passes (re-run when the machine code came from the disk cache)."""
+    if not c.info.get("optimised"):
+        c.module = run_passes(c.module, jf.passes, c.info.get("spec"), c.info["passes"])
+        c.info["optimised"] = True
+    return c.module
 
 
 def llvm_ir(jf: "JitFunction", c: "Compiled") -> str:
     target = jf.runtime.target
     opts = Options(noalias=False, threads=jf.parallel)
-    return str(target.optimise(build_ir(c.module, opts, c.raises, target)))
+    return str(target.optimise(build_ir(passed(jf, c), opts, c.raises, target)))
 
 
-__all__ = ["compile_spec", "llvm_ir", "build_ir", "front", "ctypes"]
+__all__ = ["compile_spec", "llvm_ir", "build_ir", "analyse", "ctypes"]
