@@ -249,3 +249,28 @@ def f(a):
         p.write_bytes(p.read_bytes()[:-20] + b"garbage-garbage-garb")
     f3 = compile_source(src, cache=True, runtime=rt)
     assert f3(2) == 6 and not list(f3.specs.values())[0].from_cache
+
+
+def test_worker_pool_many_launches_and_python_threads():
+    import threading
+    f = compile_source("""
+def f(A):
+    n = A.shape[0]
+    for i in range(n):
+        for j in prange(i, n):
+            A[i, j] = A[i, j] + 1.0
+    return A
+""", threads=3)
+    want = np.triu(np.ones((30, 30)))
+    np.testing.assert_array_equal(f(np.zeros((30, 30))), want)
+    out = [None] * 4
+
+    def work(k):
+        out[k] = f(np.zeros((30, 30)))
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for o in out:
+        np.testing.assert_array_equal(o, want)

@@ -2,13 +2,12 @@
 
 * ``lk_alloc``: arrays allocated by compiled code come from ``malloc`` and are chained into a
   per-call arena (environment slot 5) that ``lk_free`` releases after the call returns;
-* ``lk_parfor``: a parallel loop's outlined body runs on POSIX threads, the outer dimension cut
-  into chunks taken from a shared atomic counter (load balancing, as the thesis' work queue);
-  the caller's thread works too. The Python caller released the GIL (ctypes), so threads run
-  truly in parallel;
+* parallel loops: the body is outlined into ``i32 body(env, closure, lo, hi)`` and handed to
+  the process-wide worker pool (``cg_pool``) whose entry point is environment slot 7;
 * ``lk_entry``: unpacks the argument block the dispatcher fills and calls the function.
 
-Environment slots (i64): 0 error kind, 1 line, 2-4 error details, 5 arena head, 6 threads."""
+Environment slots (i64): 0 error kind, 1 line, 2-4 error details, 5 arena head, 6 threads,
+7 the pool's parallel-for entry."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from llvmlite import ir
 
 from . import types as T
 from . import vrir as V
+from .cg_pool import POOL_TY
 from .cg_scalar import I1, I32, I64, I64P, PTR
 from .codegen import ERR_MEMORY, FunctionCodegen, ModuleContext, flat_types, nslots
 
@@ -57,7 +57,9 @@ def runtime_alloc_fn(mod: ir.Module) -> ir.Function:
     b.ret(ir.Constant(PTR, None))
     b.position_at_end(ok)
     head = b.gep(env, [_c(5)])
-    b.store(b.load(head), b.bitcast(p, I64P))
+    hdr = b.bitcast(p, I64P)
+    b.store(b.load(head), hdr)                 # header: next block, payload size
+    b.store(n, b.gep(hdr, [_c(1)]))
     b.store(b.ptrtoint(p, I64), head)
     b.ret(b.gep(p, [_c(64)]))
     return fn
@@ -96,123 +98,6 @@ def build_free(mod: ir.Module) -> None:
     b.position_at_end(done)
     b.store(_c(0), head)
     b.ret_void()
-
-
-def _worker(mod: ir.Module) -> ir.Function:
-    fn = mod.globals.get("lk_worker")
-    if fn is not None:
-        return fn
-    fn = ir.Function(mod, ir.FunctionType(PTR, [PTR]), "lk_worker")
-    fn.linkage = "internal"
-    b = ir.IRBuilder(fn.append_basic_block())
-    task = b.bitcast(fn.args[0], I64P)
-
-    def slot(k: int) -> ir.Value:
-        return b.gep(task, [_c(k)])
-    body_fn = b.inttoptr(b.load(slot(0)), BODY_TY.as_pointer())
-    clo = b.inttoptr(b.load(slot(1)), I64P)
-    counter = b.inttoptr(b.load(slot(2)), I64P)
-    nchunks, chunk, n = b.load(slot(3)), b.load(slot(4)), b.load(slot(5))
-    loop = b.append_basic_block("loop")
-    run = b.append_basic_block("run")
-    fail = b.append_basic_block("fail")
-    done = b.append_basic_block("done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    c = b.atomic_rmw("add", counter, _c(1), "monotonic")
-    b.cbranch(b.icmp_signed(">=", c, nchunks), done, run)
-    b.position_at_end(run)
-    lo = b.mul(c, chunk)
-    hi = b.add(lo, chunk)
-    hi = b.select(b.icmp_signed(">", hi, n), n, hi)
-    st = b.call(body_fn, [slot(8), clo, lo, hi])
-    b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), fail, loop)
-    b.position_at_end(fail)
-    b.store(b.sext(st, I64), slot(6))
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret(ir.Constant(PTR, None))
-    return fn
-
-
-def _parfor(mod: ir.Module) -> ir.Function:
-    fn = mod.globals.get("lk_parfor")
-    if fn is not None:
-        return fn
-    create = _libc(mod, "pthread_create",
-                   ir.FunctionType(I32, [I64P, PTR, ir.FunctionType(PTR, [PTR]).as_pointer(), PTR]))
-    join = _libc(mod, "pthread_join", ir.FunctionType(I32, [I64, PTR.as_pointer()]))
-    worker = _worker(mod)
-    fn = ir.Function(mod, ir.FunctionType(I32, [I64P, BODY_TY.as_pointer(), I64P, I64]), "lk_parfor")
-    fn.linkage = "internal"
-    env, body, clo, n = fn.args
-    entry = fn.append_basic_block("entry")
-    b = ir.IRBuilder(entry)
-    nthreads = b.load(b.gep(env, [_c(6)]))
-    nthreads = b.select(b.icmp_signed(">", nthreads, n), n, nthreads)
-    serial = b.append_basic_block("serial")
-    par = b.append_basic_block("par")
-    b.cbranch(b.icmp_signed("<=", nthreads, _c(1)), serial, par)
-    b.position_at_end(serial)
-    b.ret(b.call(body, [env, clo, _c(0), n]))
-    b.position_at_end(par)
-    want = b.mul(nthreads, _c(4))
-    nch = b.select(b.icmp_signed(">", want, n), n, want)
-    chunk = b.sdiv(b.add(n, b.sub(nch, _c(1))), nch)
-    nch = b.sdiv(b.add(n, b.sub(chunk, _c(1))), chunk)
-    counter = b.alloca(I64)
-    b.store(_c(0), counter)
-    tasks = b.alloca(I64, b.mul(nthreads, _c(16)))
-    tids = b.alloca(I64, nthreads)
-    fb = FunctionLoops(b)
-
-    def init(t: ir.Value) -> None:
-        task = b.gep(tasks, [b.mul(t, _c(16))])
-        vals = [b.ptrtoint(body, I64), b.ptrtoint(clo, I64), b.ptrtoint(counter, I64), nch,
-                chunk, n, _c(0), _c(0)]
-        for k, v in enumerate(vals):
-            b.store(v, b.gep(task, [_c(k)]))
-        for k in range(ENV_SLOTS):
-            b.store(b.load(b.gep(env, [_c(k)])), b.gep(task, [_c(8 + k)]))
-        b.store(_c(0), b.gep(task, [_c(8 + 5)]))  # own arena
-    fb.loop(_c(0), nthreads, init)
-
-    def spawn(t: ir.Value) -> None:
-        task = b.gep(tasks, [b.mul(t, _c(16))])
-        rc = b.call(create, [b.gep(tids, [t]), ir.Constant(PTR, None), worker, b.bitcast(task, PTR)])
-        b.store(b.zext(b.icmp_signed("==", rc, ir.Constant(I32, 0)), I64), b.gep(task, [_c(7)]))
-    fb.loop(_c(1), nthreads, spawn)
-    b.call(worker, [b.bitcast(tasks, PTR)])
-
-    def wait(t: ir.Value) -> None:
-        task = b.gep(tasks, [b.mul(t, _c(16))])
-        yes = b.append_basic_block("join")
-        nxt = b.append_basic_block("joined")
-        b.cbranch(b.icmp_signed("!=", b.load(b.gep(task, [_c(7)])), _c(0)), yes, nxt)
-        b.position_at_end(yes)
-        b.call(join, [b.load(b.gep(tids, [t])), ir.Constant(PTR.as_pointer(), None)])
-        b.branch(nxt)
-        b.position_at_end(nxt)
-    fb.loop(_c(1), nthreads, wait)
-    status = b.alloca(I64)
-    b.store(_c(0), status)
-
-    def collect(t: ir.Value) -> None:
-        task = b.gep(tasks, [b.mul(t, _c(16))])
-        st = b.load(b.gep(task, [_c(6)]))
-        yes = b.append_basic_block("failed")
-        nxt = b.append_basic_block("next")
-        first = b.and_(b.icmp_signed("!=", st, _c(0)), b.icmp_signed("==", b.load(status), _c(0)))
-        b.cbranch(first, yes, nxt)
-        b.position_at_end(yes)
-        for k in range(5):
-            b.store(b.load(b.gep(task, [_c(8 + k)])), b.gep(env, [_c(k)]))
-        b.store(st, status)
-        b.branch(nxt)
-        b.position_at_end(nxt)
-    fb.loop(_c(0), nthreads, collect)
-    b.ret(b.trunc(b.load(status), I32))
-    return fn
 
 
 class FunctionLoops:
@@ -280,7 +165,9 @@ def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
             b.store(v, b.gep(clo, [_c(k + 3 * d + j)]))
     body_fn = _outline(cg, s, captured, types, k, nd)
     if cg.ctx.options.threads:
-        st = b.call(_parfor(cg.ctx.module), [cg.env, body_fn, clo, counts[0]])
+        # the process-wide pool (cg_pool), its entry point passed in environment slot 7
+        pool = b.inttoptr(b.load(b.gep(cg.env, [_c(7)])), POOL_TY.as_pointer())
+        st = b.call(pool, [cg.env, body_fn, clo, counts[0]])
     else:
         st = b.call(body_fn, [cg.env, clo, _c(0), counts[0]])
     bad = b.append_basic_block("par.err")

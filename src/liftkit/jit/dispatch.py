@@ -35,11 +35,24 @@ class Runtime:
 
     def __init__(self) -> None:
         self._target: Target | None = None
+        self._pool: int | None = None
+        self._pool_code: Loaded | None = None
         self.cache = DiskCache()
         self.lock = threading.Lock()
         env = os.environ.get("LIFTKIT_JIT_THREADS")
         self.threads = int(env) if env else len(os.sched_getaffinity(0)) \
             if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    @property
+    def pool(self) -> int:
+        """Address of the worker pool's parallel-for (built and loaded once, never freed)."""
+        if self._pool is None:
+            from .cg_pool import build_pool_module
+            t = self.target
+            llmod = t.optimise(build_pool_module(t.triple, t.data_layout))
+            self._pool_code = load_object(t, t.emit_object(llmod), ("lk_pool_parfor",))
+            self._pool = self._pool_code.addresses["lk_pool_parfor"]
+        return self._pool
 
     @property
     def target(self) -> Target:
@@ -99,6 +112,7 @@ class Compiled:
     result: T.Type
     raises: list
     key: str
+    pool: int
     from_cache: bool
     llvm_ir: str = ""
     info: dict = field(default_factory=dict)
@@ -201,11 +215,12 @@ class JitFunction:
         res = (ctypes.c_int64 * c.nres)()
         env = (ctypes.c_int64 * 8)()
         env[6] = self.threads or self.runtime.threads
+        env[7] = c.pool
         st = c.entry(env, block, res)
         try:
             if st != 0:
                 raise _error(list(env), c.raises)
-            return _unpack(c.result, res, 0)[0]
+            return _unpack(c.result, res, 0, _Arena(env))[0]
         finally:
             c.free(env)
 
@@ -274,7 +289,53 @@ _PF, _F2I = struct.Struct("<f").pack, struct.Struct("<I").unpack
 _PI, _I2F = struct.Struct("<I").pack, struct.Struct("<f").unpack
 
 
-def _unpack(t: T.Type, res: Any, k: int) -> tuple[Any, int]:
+_LIBC = ctypes.CDLL(None)
+_LIBC.free.argtypes = [ctypes.c_void_p]
+_LIBC.free.restype = None
+
+
+class _Owner:
+    """Frees a compiled-code allocation when the NumPy array viewing it goes away."""
+    __slots__ = ("block",)
+
+    def __init__(self, block: int) -> None:
+        self.block = block
+
+    def __del__(self) -> None:
+        _LIBC.free(self.block)
+
+
+class _Arena:
+    """The call's allocation chain (env slot 5): returned arrays are detached from it and
+    handed to NumPy without a copy."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.taken: dict[int, Any] = {}
+
+    def buffer(self, lo: int, hi: int) -> Any:
+        """A ctypes buffer owning the block holding [lo, hi), or None."""
+        for blk, (start, size, buf) in self.taken.items():
+            if start <= lo and hi <= start + size:
+                return buf, start
+        prev, cur = None, int(self.env[5])
+        while cur:
+            hdr = (ctypes.c_int64 * 2).from_address(cur)
+            start, size = cur + 64, int(hdr[1])
+            if start <= lo and hi <= start + size:
+                if prev is None:
+                    self.env[5] = hdr[0]
+                else:
+                    (ctypes.c_int64 * 1).from_address(prev)[0] = hdr[0]
+                buf = (ctypes.c_char * max(size, 1)).from_address(start)
+                buf._owner = _Owner(cur)  # type: ignore[attr-defined]
+                self.taken[cur] = (start, size, buf)
+                return buf, start
+            prev, cur = cur, int(hdr[0])
+        return None
+
+
+def _unpack(t: T.Type, res: Any, k: int, arena: Any = None) -> tuple[Any, int]:
     if isinstance(t, T.VoidType):
         return None, k
     if isinstance(t, T.ScalarType):
@@ -306,12 +367,17 @@ def _unpack(t: T.Type, res: Any, k: int) -> tuple[Any, int]:
             return np.zeros(shape, dt), k + 1 + 2 * nd
         lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
         hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dt.itemsize
+        owned = arena.buffer(ptr + lo, ptr + hi) if arena is not None else None
+        if owned is not None:
+            buf, start = owned
+            return np.ndarray(shape, dt, buffer=buf, offset=ptr - start, strides=strides), \
+                k + 1 + 2 * nd
         buf = (ctypes.c_char * (hi - lo)).from_address(ptr + lo)
         view = np.ndarray(shape, dt, buffer=buf, offset=-lo, strides=strides)
         return view.copy(order="K"), k + 1 + 2 * nd
     out = []
     for it in t.items:  # type: ignore[union-attr]
-        v, k = _unpack(it, res, k)
+        v, k = _unpack(it, res, k, arena)
         out.append(v)
     return tuple(out), k
 

@@ -15,6 +15,7 @@ from .engine import DiskCache, Target, load_object
 from .frontend import lower_module
 from .passes import PassReport, run_passes
 from .passes.inline import inline_calls
+from .passes.walk import nodes
 from .passes.regions import Critical, critical
 from .sexpr import dumps
 from .verify import verify
@@ -105,8 +106,10 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
         loaded, hit = load_object(target, obj, ("lk_entry", "lk_free")), False
     entry = _ENTRY(loaded.addresses["lk_entry"])
     free = _FREE(loaded.addresses["lk_free"])
-    c = Compiled(opt or m, loaded, entry, free, types, m.functions[0].result, raises, key, hit,
-                 text)
+    pool = jf.runtime.pool if any(isinstance(n, V.ParFor) for n in nodes(m.functions)) and \
+        jf.parallel else 0
+    c = Compiled(opt or m, loaded, entry, free, types, m.functions[0].result, raises, key, pool,
+                 hit, text)
     c.info = {"passes": report, "spec": spec, "optimised": opt is not None}
     return c
 

@@ -1,0 +1,198 @@
+"""The process-wide worker pool for parallel loops (seed 003 §5.7.3), emitted as LLVM IR once
+per process and kept loaded by the Runtime (worker threads block inside its code, so it must
+outlive every compiled function).
+
+Workers are POSIX threads created on first use and kept; they sleep on a condition variable
+until the caller publishes a job (a new generation), then take chunks of the outer dimension
+from an atomic counter until none is left; the caller works too and waits until every worker
+has finished the job. glibc's mutex/condition initialisers are all-zero, so zero-initialised
+globals are valid without init calls. A process-wide lock serialises parallel loops started
+from different Python threads."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .cg_scalar import I32, I64, I64P, PTR
+
+BODY_TY = ir.FunctionType(I32, [I64P, I64P, I64, I64])
+POOL_TY = ir.FunctionType(I32, [I64P, BODY_TY.as_pointer(), I64P, I64])
+# job slots: 0 body, 1 closure, 2 counter, 3 nchunks, 4 chunk, 5 n, 6 status, 8.. env template
+JOB = 16
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I64, v)
+
+
+def build_pool_module(triple: str, data_layout: str) -> str:
+    mod = ir.Module(name="liftkit_jit_pool")
+    mod.triple, mod.data_layout = triple, data_layout
+    blob = ir.ArrayType(ir.IntType(8), 64)
+
+    def glob(name: str, ty: ir.Type) -> ir.GlobalVariable:
+        g = ir.GlobalVariable(mod, ty, name)
+        g.initializer = ir.Constant(ty, None)
+        g.align = 16
+        g.linkage = "internal"
+        return g
+    mtx, busy = glob("pool.mtx", blob), glob("pool.busy", blob)
+    cv_work, cv_done = glob("pool.work", blob), glob("pool.done", blob)
+    gen, job_g, active, nworkers = (glob(n, I64) for n in ("pool.gen", "pool.job", "pool.active",
+                                                           "pool.n"))
+    fn_ty = ir.FunctionType
+    lock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_lock")
+    unlock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_unlock")
+    wait = ir.Function(mod, fn_ty(I32, [PTR, PTR]), "pthread_cond_wait")
+    bcast = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_cond_broadcast")
+    create = ir.Function(mod, fn_ty(I32, [I64P, PTR, fn_ty(PTR, [PTR]).as_pointer(), PTR]),
+                         "pthread_create")
+    detach = ir.Function(mod, fn_ty(I32, [I64]), "pthread_detach")
+
+    def p(g: ir.GlobalVariable, b: ir.IRBuilder) -> ir.Value:
+        return b.bitcast(g, PTR)
+
+    # run_chunks(job): take chunks until none is left; the first error wins
+    run = ir.Function(mod, fn_ty(ir.VoidType(), [I64P]), "pool.run")
+    run.linkage = "internal"
+    b = ir.IRBuilder(run.append_basic_block())
+    job = run.args[0]
+
+    def slot(k: int, bb: ir.IRBuilder = b, j: ir.Value = job) -> ir.Value:
+        return bb.gep(j, [_c(k)])
+    env = b.alloca(I64, _c(8))
+    for k in range(8):
+        b.store(b.load(slot(8 + k)), b.gep(env, [_c(k)]))
+    body = b.inttoptr(b.load(slot(0)), BODY_TY.as_pointer())
+    clo = b.inttoptr(b.load(slot(1)), I64P)
+    loop, work, fail, done = (run.append_basic_block(n) for n in ("loop", "work", "fail", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    c = b.atomic_rmw("add", slot(2), _c(1), "monotonic")
+    b.cbranch(b.icmp_signed(">=", c, b.load(slot(3))), done, work)
+    b.position_at_end(work)
+    lo = b.mul(c, b.load(slot(4)))
+    hi = b.add(lo, b.load(slot(4)))
+    n = b.load(slot(5))
+    hi = b.select(b.icmp_signed(">", hi, n), n, hi)
+    st = b.call(body, [env, clo, lo, hi])
+    b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), fail, loop)
+    b.position_at_end(fail)
+    b.call(lock, [p(mtx, b)])
+    first = b.icmp_signed("==", b.load(slot(6)), _c(0))
+    rec, skip = run.append_basic_block("record"), run.append_basic_block("skip")
+    b.cbranch(first, rec, skip)
+    b.position_at_end(rec)
+    b.store(b.sext(st, I64), slot(6))
+    for k in range(5):
+        b.store(b.load(b.gep(env, [_c(k)])), slot(8 + k))
+    b.branch(skip)
+    b.position_at_end(skip)
+    b.call(unlock, [p(mtx, b)])
+    b.store_atomic(b.load(slot(3)), slot(2), "monotonic", 8)  # stop the others early
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+
+    # worker(arg): sleep until a new generation, run it, report, repeat
+    worker = ir.Function(mod, fn_ty(PTR, [PTR]), "pool.worker")
+    worker.linkage = "internal"
+    b = ir.IRBuilder(worker.append_basic_block())
+    mine = b.alloca(I64)
+    b.store(b.ptrtoint(worker.args[0], I64), mine)  # the generation current at its creation
+    top, chk, sleep, go = (worker.append_basic_block(n) for n in ("top", "check", "sleep", "go"))
+    b.branch(top)
+    b.position_at_end(top)
+    b.call(lock, [p(mtx, b)])
+    b.branch(chk)
+    b.position_at_end(chk)
+    b.cbranch(b.icmp_signed("==", b.load(gen), b.load(mine)), sleep, go)
+    b.position_at_end(sleep)
+    b.call(wait, [p(cv_work, b), p(mtx, b)])
+    b.branch(chk)
+    b.position_at_end(go)
+    b.store(b.load(gen), mine)
+    j = b.inttoptr(b.load(job_g), I64P)
+    b.call(unlock, [p(mtx, b)])
+    b.call(run, [j])
+    b.call(lock, [p(mtx, b)])
+    left = b.sub(b.load(active), _c(1))
+    b.store(left, active)
+    last, cont = worker.append_basic_block("last"), worker.append_basic_block("cont")
+    b.cbranch(b.icmp_signed("==", left, _c(0)), last, cont)
+    b.position_at_end(last)
+    b.call(bcast, [p(cv_done, b)])
+    b.branch(cont)
+    b.position_at_end(cont)
+    b.call(unlock, [p(mtx, b)])
+    b.branch(top)
+
+    # parfor(env, body, closure, n)
+    pf = ir.Function(mod, POOL_TY, "lk_pool_parfor")
+    envp, body_a, clo_a, n_a = pf.args
+    b = ir.IRBuilder(pf.append_basic_block())
+    nthreads = b.load(b.gep(envp, [_c(6)]))
+    nthreads = b.select(b.icmp_signed(">", nthreads, n_a), n_a, nthreads)
+    serial, par = pf.append_basic_block("serial"), pf.append_basic_block("par")
+    b.cbranch(b.icmp_signed("<=", nthreads, _c(1)), serial, par)
+    b.position_at_end(serial)
+    b.ret(b.call(body_a, [envp, clo_a, _c(0), n_a]))
+    b.position_at_end(par)
+    b.call(lock, [p(busy, b)])
+    tid = b.alloca(I64)
+    grow, spawn, ready = (pf.append_basic_block(x) for x in ("grow", "spawn", "ready"))
+    b.branch(grow)
+    b.position_at_end(grow)
+    b.cbranch(b.icmp_signed("<", b.load(nworkers), b.sub(nthreads, _c(1))), spawn, ready)
+    b.position_at_end(spawn)
+    rc = b.call(create, [tid, ir.Constant(PTR, None), worker, b.inttoptr(b.load(gen), PTR)])
+    ok, failed = pf.append_basic_block("created"), pf.append_basic_block("nocreate")
+    b.cbranch(b.icmp_signed("==", rc, ir.Constant(I32, 0)), ok, failed)
+    b.position_at_end(ok)
+    b.call(detach, [b.load(tid)])
+    b.call(lock, [p(mtx, b)])
+    b.store(b.add(b.load(nworkers), _c(1)), nworkers)
+    b.call(unlock, [p(mtx, b)])
+    b.branch(grow)
+    b.position_at_end(failed)
+    b.branch(ready)
+    b.position_at_end(ready)
+    jb = b.alloca(I64, _c(JOB))
+    want = b.mul(nthreads, _c(4))
+    nch = b.select(b.icmp_signed(">", want, n_a), n_a, want)
+    chunk = b.sdiv(b.add(n_a, b.sub(nch, _c(1))), nch)
+    nch = b.sdiv(b.add(n_a, b.sub(chunk, _c(1))), chunk)
+    for k, v in enumerate([b.ptrtoint(body_a, I64), b.ptrtoint(clo_a, I64), _c(0), nch, chunk,
+                           n_a, _c(0), _c(0)]):
+        b.store(v, b.gep(jb, [_c(k)]))
+    for k in range(8):
+        b.store(b.load(b.gep(envp, [_c(k)])), b.gep(jb, [_c(8 + k)]))
+    b.store(_c(0), b.gep(jb, [_c(8 + 5)]))  # workers' allocations use their own arena chain
+    b.call(lock, [p(mtx, b)])
+    b.store(b.ptrtoint(jb, I64), job_g)
+    b.store(b.load(nworkers), active)
+    b.store(b.add(b.load(gen), _c(1)), gen)
+    b.call(bcast, [p(cv_work, b)])
+    b.call(unlock, [p(mtx, b)])
+    b.call(run, [jb])
+    b.call(lock, [p(mtx, b)])
+    wchk, wsleep, wdone = (pf.append_basic_block(x) for x in ("wchk", "wsleep", "wdone"))
+    b.branch(wchk)
+    b.position_at_end(wchk)
+    b.cbranch(b.icmp_signed(">", b.load(active), _c(0)), wsleep, wdone)
+    b.position_at_end(wsleep)
+    b.call(wait, [p(cv_done, b), p(mtx, b)])
+    b.branch(wchk)
+    b.position_at_end(wdone)
+    b.call(unlock, [p(mtx, b)])
+    b.call(unlock, [p(busy, b)])
+    st = b.load(b.gep(jb, [_c(6)]))
+    bad, good = pf.append_basic_block("bad"), pf.append_basic_block("good")
+    b.cbranch(b.icmp_signed("!=", st, _c(0)), bad, good)
+    b.position_at_end(bad)
+    for k in range(5):
+        b.store(b.load(b.gep(jb, [_c(8 + k)])), b.gep(envp, [_c(k)]))
+    b.ret(b.trunc(st, I32))
+    b.position_at_end(good)
+    b.ret(ir.Constant(I32, 0))
+    return str(mod)
