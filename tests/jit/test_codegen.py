@@ -274,3 +274,19 @@ def f(A):
         t.join()
     for o in out:
         np.testing.assert_array_equal(o, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_dot_blas_and_loop_paths(dtype):
+    f = compile_source("""
+def f(A, B, v):
+    return A @ B, A @ v, v @ B[:v.shape[0], :]
+""")
+    rng = np.random.default_rng(2)
+    A = (rng.random((7, 12)) * 4).astype(dtype)
+    B = (rng.random((6, 5)) * 4).astype(dtype)
+    v = (rng.random(6) * 4).astype(dtype)
+    for a, b in [(A[:, :6], B), (A[:, ::2], B), (np.asfortranarray(A[:, :6]), B[::-1])]:
+        got, want = f(a, b, v), (a @ b, a @ v, v @ b[:6])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5)

@@ -10,8 +10,8 @@ from llvmlite import ir
 
 from . import types as T
 from . import vrir as V
-from .cg_scalar import I64, binop, compare, const, convert, ll, math1, mem, unop
-from .codegen import (ERR_BROADCAST, ERR_DOT, ERR_EMPTY, ERR_NEGDIM, ERR_STEP, Arr)
+from .cg_scalar import I64, binop, compare, convert, math1, mem, unop
+from .codegen import ERR_BROADCAST, ERR_NEGDIM, ERR_STEP, Arr
 
 if TYPE_CHECKING:
     from .codegen import FunctionCodegen
@@ -113,8 +113,7 @@ def allocate(cg: "FunctionCodegen", t: T.ArrayType, shape: list) -> Arr:
     for k, n in enumerate(shape):
         cg.fail_if(b.icmp_signed("<", n, C0), ERR_NEGDIM, n, k)
         total = b.mul(total, n)
-    size = mem(t.elem).get_abi_size(cg.ctx.target_data) if hasattr(cg.ctx, "target_data") else \
-        t.elem.dtype.itemsize
+    size = t.elem.dtype.itemsize
     data = alloc(cg, b.mul(total, ir.Constant(I64, size)))
     data = b.bitcast(data, mem(t.elem).as_pointer())
     return cg.make_arr(T.ArrayType(t.elem, t.ndim, "C"), data, shape, None)
@@ -398,5 +397,4 @@ def scalar_libcall(cg: "FunctionCodegen", e: V.LibCall) -> ir.Value:
 
 
 __all__ = ["materialize", "store_into", "view", "allocate", "nest", "elem_ptr", "Leaves",
-           "collect", "run_elementwise", "broadcast_shape", "copy_array", "const", "ll",
-           "ERR_DOT", "ERR_EMPTY"]
+           "collect", "run_elementwise", "broadcast_shape", "copy_array"]

@@ -9,9 +9,9 @@ from llvmlite import ir
 
 from . import types as T
 from . import vrir as V
-from .cg_arrays import (C0, C1, Leaves, allocate, collect, elem_ptr, evaluate, is_elementwise,
-                        materialize, nest, run_elementwise, size_of, broadcast_shape)
-from .cg_scalar import I8, I64, binop, const, convert, intrinsic, ll, mem
+from .cg_arrays import (C0, C1, Leaves, allocate, broadcast_shape, collect, elem_ptr,
+                        materialize, nest, run_elementwise, size_of)
+from .cg_scalar import I8, I64, binop, const, convert, intrinsic, ll
 from .codegen import ERR_DOT, ERR_EMPTY, Arr
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def dot(cg: "FunctionCodegen", e: V.LibCall) -> Arr:
                 cg.load_elem(elem_ptr(cg, x, [i, k]), et), cg.load_elem(elem_ptr(cg, y, [k]), et))),
                 acc), name="mv")
             cg.store_elem(b.gep(out.data, [i]), b.load(acc), et)
-        cg.counted_loop(x.shape[0], row, name="rows")
+        _with_blas(cg, x, y, out, et, lambda: cg.counted_loop(x.shape[0], row, name="rows"))
         return out
     # vector @ matrix and matrix @ matrix: out[i, :] += x[i, k] * y[k, :] (contiguous rows)
     rows = x.shape[0] if x.type.ndim == 2 else C1
@@ -198,8 +198,6 @@ def dot(cg: "FunctionCodegen", e: V.LibCall) -> Arr:
     oshape = [x.shape[0], ncols] if x.type.ndim == 2 else [ncols]
     out = allocate(cg, t, oshape)
     zero = const(et, 0)
-    cg.counted_loop(size_of(cg, oshape), lambda i: cg.store_elem(b.gep(out.data, [i]), zero, et),
-                    name="zero")
 
     def over_i(i: ir.Value) -> None:
         orow = b.gep(out.data, [b.mul(i, ncols)])
@@ -214,8 +212,88 @@ def dot(cg: "FunctionCodegen", e: V.LibCall) -> Arr:
                                        et, cg._fail_kind), et)
             cg.counted_loop(ncols, over_j, name="mm.j")
         cg.counted_loop(kx, over_k, name="mm.k")
-    cg.counted_loop(rows, over_i, name="mm.i")
+    def loops() -> None:
+        cg.counted_loop(size_of(cg, oshape),
+                        lambda i: cg.store_elem(b.gep(out.data, [i]), zero, et), name="zero")
+        cg.counted_loop(rows, over_i, name="mm.i")
+    _with_blas(cg, x, y, out, et, loops)
     return out
 
 
-__all__ = ["array_libcall", "scalar_reduction", "mem", "is_elementwise", "evaluate"]
+# Environment slots holding BLAS entry points (0 when SciPy's BLAS is not available).
+BLAS_SLOTS = {("gemv", "float64"): 8, ("gemm", "float64"): 9, ("gemv", "float32"): 10,
+              ("gemm", "float32"): 11}
+
+
+def _with_blas(cg: "FunctionCodegen", x: Arr, y: Arr, out: Arr, et: T.ScalarType,
+               loops) -> None:  # noqa: ANN001
+    """``out = x @ y`` through the BLAS (as the thesis' library does) when it is loaded and
+    the operands have unit inner strides; otherwise (or for other types) ``loops()``."""
+    if et.name not in ("float32", "float64"):
+        loops()
+        return
+    b = cg.b
+    i32 = ir.IntType(32)
+    kind = "gemm" if x.type.ndim == 2 and y.type.ndim == 2 else "gemv"
+    fptr = b.load(b.gep(cg.env, [ir.Constant(I64, BLAS_SLOTS[(kind, et.name)])]))
+    ok = b.icmp_unsigned("!=", fptr, C0)
+    big = ir.Constant(I64, 2**31 - 1)
+
+    def small(v: ir.Value) -> ir.Value:
+        return b.and_(b.icmp_signed(">", v, C0), b.icmp_signed("<", v, big))
+    for a in (x, y):
+        if a.type.ndim == 2:
+            ok = b.and_(ok, b.icmp_signed("==", a.strides[1], C1))
+            ok = b.and_(ok, b.icmp_signed(">=", a.strides[0], b.select(
+                b.icmp_signed(">", a.shape[1], C1), a.shape[1], C1)))
+            ok = b.and_(ok, small(a.strides[0]))
+        else:
+            ok = b.and_(ok, small(a.strides[0]))
+        for n in a.shape:
+            ok = b.and_(ok, small(n))
+    blas_bb, loop_bb, join = (b.append_basic_block(n) for n in ("blas", "blas.loops", "blas.join"))
+    b.cbranch(ok, blas_bb, loop_bb)
+    b.position_at_end(blas_bb)
+    ft = ll(et)
+    fp = ft.as_pointer()
+    ip = i32.as_pointer()
+    cp = ir.IntType(8).as_pointer()
+
+    def ival(v: ir.Value) -> ir.Value:
+        p = cg.b.alloca(i32)
+        b.store(b.trunc(v, i32) if v.type != i32 else v, p)
+        return p
+
+    def fval(v: float) -> ir.Value:
+        p = cg.b.alloca(ft)
+        b.store(ir.Constant(ft, v), p)
+        return p
+
+    def ch(c: str) -> ir.Value:
+        p = cg.b.alloca(ir.IntType(8))
+        b.store(ir.Constant(ir.IntType(8), ord(c)), p)
+        return p
+    one, zero = fval(1.0), fval(0.0)
+    if kind == "gemv":
+        # row-major M (m x n) is column-major M^T: y = M @ v is gemv('T'); v @ M is gemv('N')
+        m_arr, v_arr, trans = (x, y, "T") if x.type.ndim == 2 else (y, x, "N")
+        fnty = ir.FunctionType(ir.VoidType(), [cp, ip, ip, fp, fp, ip, fp, ip, fp, fp, ip])
+        f = b.inttoptr(fptr, fnty.as_pointer())
+        b.call(f, [ch(trans), ival(m_arr.shape[1]), ival(m_arr.shape[0]), one, m_arr.data,
+                   ival(m_arr.strides[0]), v_arr.data, ival(v_arr.strides[0]), zero, out.data,
+                   ival(C1)])
+    else:
+        # C = A @ B (row-major) is C^T = B^T A^T (column-major): gemm('N', 'N', n, m, k, B, A)
+        fnty = ir.FunctionType(ir.VoidType(), [cp, cp, ip, ip, ip, fp, fp, ip, fp, ip, fp, fp, ip])
+        f = b.inttoptr(fptr, fnty.as_pointer())
+        m, k, n = x.shape[0], x.shape[1], y.shape[1]
+        b.call(f, [ch("N"), ch("N"), ival(n), ival(m), ival(k), one, y.data, ival(y.strides[0]),
+                   x.data, ival(x.strides[0]), zero, out.data, ival(n)])
+    b.branch(join)
+    b.position_at_end(loop_bb)
+    loops()
+    b.branch(join)
+    b.position_at_end(join)
+
+
+__all__ = ["array_libcall", "scalar_reduction"]

@@ -25,6 +25,30 @@ def _c(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
 
 
+SPIN = 200  # polls, each yielding the CPU, before sleeping on the condition variable
+
+
+def _spin(b: ir.IRBuilder, fn: ir.Function, ready) -> None:  # noqa: ANN001
+    """Poll ``ready`` up to SPIN times, yielding the CPU in between (so an oversubscribed
+    machine loses little), then fall through to the sleeping path: waking a sleeping thread
+    costs far more than a short poll between back-to-back parallel loops."""
+    pause = fn.module.globals.get("sched_yield") or \
+        ir.Function(fn.module, ir.FunctionType(I32, []), "sched_yield")
+    pre = b.block
+    head, body, out = (fn.append_basic_block(n) for n in ("spin", "spin.body", "spin.out"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64)
+    i.add_incoming(_c(0), pre)
+    go_on = b.and_(b.icmp_signed("<", i, _c(SPIN)), b.not_(ready(b)))
+    b.cbranch(go_on, body, out)
+    b.position_at_end(body)
+    b.call(pause, [])
+    i.add_incoming(b.add(i, _c(1)), body)
+    b.branch(head)
+    b.position_at_end(out)
+
+
 def build_pool_module(triple: str, data_layout: str) -> str:
     mod = ir.Module(name="liftkit_jit_pool")
     mod.triple, mod.data_layout = triple, data_layout
@@ -60,9 +84,11 @@ def build_pool_module(triple: str, data_layout: str) -> str:
 
     def slot(k: int, bb: ir.IRBuilder = b, j: ir.Value = job) -> ir.Value:
         return bb.gep(j, [_c(k)])
-    env = b.alloca(I64, _c(8))
+    env = b.alloca(I64, _c(16))
     for k in range(8):
         b.store(b.load(slot(8 + k)), b.gep(env, [_c(k)]))
+    for k in range(8, 16):  # no BLAS entry points inside parallel loops (library is serial)
+        b.store(_c(0), b.gep(env, [_c(k)]))
     body = b.inttoptr(b.load(slot(0)), BODY_TY.as_pointer())
     clo = b.inttoptr(b.load(slot(1)), I64P)
     loop, work, fail, done = (run.append_basic_block(n) for n in ("loop", "work", "fail", "done"))
@@ -103,6 +129,8 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     top, chk, sleep, go = (worker.append_basic_block(n) for n in ("top", "check", "sleep", "go"))
     b.branch(top)
     b.position_at_end(top)
+    _spin(b, worker, lambda bb: bb.icmp_signed("!=", bb.load_atomic(gen, "acquire", 8),
+                                               bb.load(mine)))
     b.call(lock, [p(mtx, b)])
     b.branch(chk)
     b.position_at_end(chk)
@@ -117,7 +145,7 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     b.call(run, [j])
     b.call(lock, [p(mtx, b)])
     left = b.sub(b.load(active), _c(1))
-    b.store(left, active)
+    b.store_atomic(left, active, "release", 8)
     last, cont = worker.append_basic_block("last"), worker.append_basic_block("cont")
     b.cbranch(b.icmp_signed("==", left, _c(0)), last, cont)
     b.position_at_end(last)
@@ -170,11 +198,12 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     b.store(_c(0), b.gep(jb, [_c(8 + 5)]))  # workers' allocations use their own arena chain
     b.call(lock, [p(mtx, b)])
     b.store(b.ptrtoint(jb, I64), job_g)
-    b.store(b.load(nworkers), active)
-    b.store(b.add(b.load(gen), _c(1)), gen)
+    b.store_atomic(b.load(nworkers), active, "release", 8)
+    b.store_atomic(b.add(b.load(gen), _c(1)), gen, "release", 8)
     b.call(bcast, [p(cv_work, b)])
     b.call(unlock, [p(mtx, b)])
     b.call(run, [jb])
+    _spin(b, pf, lambda bb: bb.icmp_signed("==", bb.load_atomic(active, "acquire", 8), _c(0)))
     b.call(lock, [p(mtx, b)])
     wchk, wsleep, wdone = (pf.append_basic_block(x) for x in ("wchk", "wsleep", "wdone"))
     b.branch(wchk)

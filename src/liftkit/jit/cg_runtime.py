@@ -11,21 +11,14 @@ Environment slots (i64): 0 error kind, 1 line, 2-4 error details, 5 arena head, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir
 
 from . import types as T
 from . import vrir as V
-from .cg_pool import POOL_TY
-from .cg_scalar import I1, I32, I64, I64P, PTR
-from .codegen import ERR_MEMORY, FunctionCodegen, ModuleContext, flat_types, nslots
+from .cg_pool import BODY_TY, POOL_TY
+from .cg_scalar import I32, I64, I64P, PTR
+from .codegen import ERR_MEMORY, FunctionCodegen, ModuleContext, nslots
 
-if TYPE_CHECKING:
-    pass
-
-BODY_TY = ir.FunctionType(I32, [I64P, I64P, I64, I64])
-ENV_SLOTS = 8
 
 
 def _c(v: int) -> ir.Constant:
@@ -98,30 +91,6 @@ def build_free(mod: ir.Module) -> None:
     b.position_at_end(done)
     b.store(_c(0), head)
     b.ret_void()
-
-
-class FunctionLoops:
-    """A minimal counted loop on a bare builder (runtime routines have no codegen object)."""
-
-    def __init__(self, b: ir.IRBuilder) -> None:
-        self.b = b
-
-    def loop(self, lo: ir.Value, hi: ir.Value, body) -> None:  # noqa: ANN001
-        b = self.b
-        pre = b.block
-        head = b.append_basic_block("rt.head")
-        bb = b.append_basic_block("rt.body")
-        end = b.append_basic_block("rt.end")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64)
-        i.add_incoming(lo, pre)
-        b.cbranch(b.icmp_signed("<", i, hi), bb, end)
-        b.position_at_end(bb)
-        body(i)
-        i.add_incoming(b.add(i, _c(1)), b.block)
-        b.branch(head)
-        b.position_at_end(end)
 
 
 def free_names(body: tuple, symtab: dict) -> list[str]:
@@ -233,4 +202,4 @@ def build_entry(ctx: ModuleContext) -> ir.Function:
     return fn
 
 
-__all__ = ["alloc", "build_free", "build_entry", "parallel_for", "flat_types", "I1"]
+__all__ = ["alloc", "build_free", "build_entry", "parallel_for"]

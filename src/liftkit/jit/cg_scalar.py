@@ -97,10 +97,6 @@ def libm(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
     return b.call(fn, args)
 
 
-# Error reporting is injected by the caller: raise_(kind, a, b, c) emits a branch-off.
-Raiser = Callable[[ir.IRBuilder, ir.Value, int, tuple], None]
-
-
 def binop(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, t: T.ScalarType,
           fail: Callable[[ir.Value, int], None], reassoc: bool = False) -> ir.Value:
     """``x op y`` for operands already of type ``t``. ``fail(cond, kind)`` emits a check."""

@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from . import types as T
 from . import vrir as V
-from .cg_scalar import (I1, I8, I64, I64P, PTR, NotSupported, binop, compare, const, convert,
+from .cg_scalar import (I1, I8, I64, I64P, NotSupported, binop, compare, const, convert,
                         ll, math1, mem, unop)
 from .errors import JitError
 

@@ -36,12 +36,34 @@ class Runtime:
     def __init__(self) -> None:
         self._target: Target | None = None
         self._pool: int | None = None
+        self._blas: list[int] | None = None
         self._pool_code: Loaded | None = None
         self.cache = DiskCache()
         self.lock = threading.Lock()
         env = os.environ.get("LIFTKIT_JIT_THREADS")
         self.threads = int(env) if env else len(os.sched_getaffinity(0)) \
             if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    @property
+    def blas(self) -> list[int]:
+        """Addresses of dgemv, dgemm, sgemv, sgemm from SciPy's BLAS (zeros without SciPy)."""
+        if self._blas is None:
+            self._blas = [0, 0, 0, 0]
+            try:
+                from scipy.linalg import cython_blas
+            except ImportError:
+                return self._blas
+            api = ctypes.pythonapi
+            api.PyCapsule_GetName.restype = ctypes.c_char_p
+            api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+            api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+            api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+            caps = cython_blas.__pyx_capi__
+            for k, name in enumerate(("dgemv", "dgemm", "sgemv", "sgemm")):
+                cap = caps.get(name)
+                if cap is not None:
+                    self._blas[k] = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap)) or 0
+        return self._blas
 
     @property
     def pool(self) -> int:
@@ -113,6 +135,7 @@ class Compiled:
     raises: list
     key: str
     pool: int
+    blas: bool
     from_cache: bool
     llvm_ir: str = ""
     info: dict = field(default_factory=dict)
@@ -213,8 +236,10 @@ class JitFunction:
             _pack(a, t, slots, keep)
         block = (ctypes.c_int64 * max(len(slots), 1))(*slots)
         res = (ctypes.c_int64 * c.nres)()
-        env = (ctypes.c_int64 * 8)()
+        env = (ctypes.c_int64 * 16)()
         env[6] = self.threads or self.runtime.threads
+        if c.blas:
+            env[8:12] = self.runtime.blas
         env[7] = c.pool
         st = c.entry(env, block, res)
         try:

@@ -73,8 +73,9 @@ class ExprLowerer:
     line: int
 
     # -- hooks the function lowerer provides
-    def call_jitted(self, disp: Any, args: list[V.Expr]) -> V.Expr:  # pragma: no cover
-        raise NotImplementedError
+    def call_jitted(self, disp: Any, args: list[V.Expr]) -> V.Expr:
+        """Overridden by the function lowerer (which owns the module being built)."""
+        raise self.err(f"calling @jit function '{disp.__name__}' needs a function context")
 
     def err(self, msg: str) -> JitError:
         return at(self.line, msg)

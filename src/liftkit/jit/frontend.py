@@ -12,7 +12,7 @@ from typing import Any, Callable
 from . import types as T
 from . import vrir as V
 from .errors import JitError
-from .fe_expr import ExprLowerer, Ref, cast, construct_name, is_array
+from .fe_expr import ExprLowerer, cast, construct_name
 
 _AUG = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
         ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "bitand", ast.BitOr: "bitor",

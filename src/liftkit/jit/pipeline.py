@@ -3,11 +3,11 @@ O3 -> object code (or the disk cache) -> loaded machine code."""
 
 from __future__ import annotations
 
-import ctypes
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from . import types as T
 from . import vrir as V
 from .cg_runtime import build_entry, build_free
 from .codegen import ModuleContext, Options
@@ -108,8 +108,10 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
     free = _FREE(loaded.addresses["lk_free"])
     pool = jf.runtime.pool if any(isinstance(n, V.ParFor) for n in nodes(m.functions)) and \
         jf.parallel else 0
+    blas = any(isinstance(n, V.LibCall) and n.fn == "dot" and isinstance(n.type, T.ArrayType)
+               for n in nodes(m.functions))
     c = Compiled(opt or m, loaded, entry, free, types, m.functions[0].result, raises, key, pool,
-                 hit, text)
+                 blas, hit, text)
     c.info = {"passes": report, "spec": spec, "optimised": opt is not None}
     return c
 
@@ -128,4 +130,4 @@ def llvm_ir(jf: "JitFunction", c: "Compiled") -> str:
     return str(target.optimise(build_ir(passed(jf, c), opts, c.raises, target)))
 
 
-__all__ = ["compile_spec", "llvm_ir", "build_ir", "analyse", "ctypes"]
+__all__ = ["compile_spec", "llvm_ir", "build_ir", "analyse"]
