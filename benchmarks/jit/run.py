@@ -181,6 +181,9 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--ablation", action="store_true",
+                    help="also time without region specialisation and without bounds-check "
+                         "elimination (serial)")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     rows = []
@@ -201,6 +204,13 @@ def main() -> None:
         r = {"name": name, "numpy": best(NUMPY[name], args, max(1, a.repeat // 2)),
              "ser": best(ser, args, a.repeat), "par": best(par, args, a.repeat),
              "first": first}
+        rep = list(fresh.specs.values())[-1].info["passes"]
+        r["checks"] = (rep.checks_removed, rep.checks_total)
+        if a.ablation:
+            for key, sw in (("nospec", {"specialise": False}), ("nobce", {"bounds": False})):
+                g = jit(f, cache=False, parallel=False, passes=sw)
+                g(*copy_args(args))
+                r[key] = best(g, args, a.repeat)
         if numba is not None:
             try:
                 numba_columns(name, f, small, want, args, a.repeat, r)
@@ -209,6 +219,15 @@ def main() -> None:
         rows.append(r)
         print(f"{name:9s} done", file=sys.stderr, flush=True)
     report(rows)
+    if a.ablation:
+        print(f"\n{'bench':9s} {'spec x':>7s} {'bce x':>7s} {'checks removed':>15s}")
+        sx, bx = [], []
+        for r in rows:
+            sx.append(r["nospec"] / r["ser"])
+            bx.append(r["nobce"] / r["ser"])
+            print(f"{r['name']:9s} {sx[-1]:7.2f} {bx[-1]:7.2f} {r['checks'][0]:>7d} of {r['checks'][1]:<5d}")
+        print(f"geomean: region specialisation {math.exp(np.mean(np.log(sx))):.2f}x, "
+              f"bounds-check elimination {math.exp(np.mean(np.log(bx))):.2f}x (serial, >1: faster with)")
 
 
 def numba_columns(name, f, small, want, args, repeat, r) -> None:
