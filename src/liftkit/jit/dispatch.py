@@ -71,8 +71,13 @@ class Runtime:
         if self._pool is None:
             from .cg_pool import build_pool_module
             t = self.target
-            llmod = t.optimise(build_pool_module(t.triple, t.data_layout))
-            self._pool_code = load_object(t, t.emit_object(llmod), ("lk_pool_parfor",))
+            text = build_pool_module(t.triple, t.data_layout)
+            key = DiskCache.key(text, t.cpu, t.features)
+            obj = self.cache.get(key)
+            if obj is None:
+                obj = t.emit_object(t.optimise(text))
+                self.cache.put(key, obj)
+            self._pool_code = load_object(t, obj, ("lk_pool_parfor",))
             self._pool = self._pool_code.addresses["lk_pool_parfor"]
         return self._pool
 
