@@ -290,3 +290,26 @@ def f(A, B, v):
         got, want = f(a, b, v), (a @ b, a @ v, v @ b[:6])
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_second_process_loads_from_disk_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "prog.py"
+    script.write_text("""
+import numpy as np
+from liftkit.jit import jit, prange
+
+@jit
+def f(A):
+    for i in prange(A.shape[0]):
+        A[i] = A[i] * 2 + 1
+    return A.sum()
+
+print(f(np.arange(10.0)), list(f.specs.values())[0].from_cache)
+""")
+    env = {**os.environ, "LIFTKIT_JIT_CACHE": str(tmp_path / "cache")}
+    outs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                           check=True).stdout.split() for _ in range(2)]
+    assert outs[0] == ["100.0", "False"] and outs[1] == ["100.0", "True"]
