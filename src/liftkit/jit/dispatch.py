@@ -205,7 +205,7 @@ class JitFunction:
     # -- calling
     def __call__(self, *args: Any) -> Any:
         types = self.signature(args)
-        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        arrays = _arrays_in(args)
         noalias = not any(np.may_share_memory(a, b) for i, a in enumerate(arrays)
                           for b in arrays[i + 1:])
         an = self.analyses.get(types)
@@ -273,6 +273,17 @@ class JitFunction:
         if not c.llvm_ir:
             c.llvm_ir = llvm_ir(self, c)
         return c.llvm_ir
+
+
+def _arrays_in(args: Any) -> list:
+    """Every array among the arguments, inside tuples too (the no-overlap check needs all)."""
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            out.append(a)
+        elif isinstance(a, tuple):
+            out += _arrays_in(a)
+    return out
 
 
 def _check_annotation(name: str, t: T.Type, want: Any) -> T.Type:
