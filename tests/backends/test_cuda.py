@@ -114,6 +114,18 @@ def test_no_gpu_is_one_clear_error() -> None:
         CUDARunner()
 
 
+def test_launch_geometry_maps_ndranges_and_stays_within_the_grid_limits() -> None:
+    from liftkit.backends.cuda import CUDARunner
+    from liftkit.backends.pipeline import Launch
+
+    runner = CUDARunner.__new__(CUDARunner)  # geometry needs only the device's limits
+    runner.device = _fake_device()
+    assert runner.geometry(Launch("K", (4096, 64), (64, 4))) == ((64, 4), (64, 16))
+    assert runner.geometry(Launch("K", (1000,), None)) == ((256,), (4,))  # mapGlb: grid-stride
+    # more blocks than the grid allows in y: the mapGlb/mapWrg loops step by the grid's extent
+    assert runner.geometry(Launch("K", (64, 4 * 70000), (64, 4))) == ((64, 4), (1, 65535))
+
+
 def _fake_device(**kw):
     from liftkit.backends.cuda import Device
 

@@ -110,28 +110,26 @@ class CUDARunner(HostPipeline):
                 f"{label}: kernel {k.name} uses work-groups of {launch.local_size} = {total} "
                 f"threads, but {dev.label} runs at most {limit} per block for this kernel; compile "
                 f"with a smaller local size (CompileOptions(local_size=...)) or pass ndrange_override")
-        for d, (b, bmax, g, gmax) in enumerate(zip(block, dev.max_block_dims, grid, dev.max_grid_dims)):
+        for d, (b, bmax) in enumerate(zip(block, dev.max_block_dims)):
             if b > bmax:
                 raise CUDAError(f"{label}: kernel {k.name}: local size {b} in dimension {d} exceeds "
                                 f"{dev.label}'s limit {bmax}")
-            if g > gmax:
-                raise CUDAError(f"{label}: kernel {k.name}: {g} work-groups in dimension {d} "
-                                f"exceed {dev.label}'s limit of {gmax} blocks; use fewer, larger "
-                                "work-groups in that dimension")
         if shared > dev.shared_memory_per_block:
             raise CUDAError(f"{label}: kernel {k.name} needs {shared} bytes of local (shared) "
                             f"memory; {dev.label} has {dev.shared_memory_per_block}")
 
-    @staticmethod
-    def geometry(launch: Launch) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def geometry(self, launch: Launch) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(block, grid) of a launch; without a local size, blocks of up to DEFAULT_BLOCK threads
-        over dimension 0 and as many blocks as cover the global size."""
+        over dimension 0. The grid covers the global size, at most the device's grid limits
+        (65535 blocks in y and z): the generated mapGlb and mapWrg loops step by the grid's
+        extent, so a smaller grid runs more iterations per thread, never fewer elements."""
         if launch.local_size is not None:
             block = launch.local_size
         else:
             first = min(launch.global_size[0], DEFAULT_BLOCK)
             block = (first,) + (1,) * (len(launch.global_size) - 1)
-        grid = tuple(-(-g // b) for g, b in zip(launch.global_size, block))
+        grid = tuple(min(-(-g // b), gmax)
+                     for g, b, gmax in zip(launch.global_size, block, self.device.max_grid_dims))
         return block, grid
 
     def allocate(self, compiled: CompiledProgram, inputs: Sequence[Any], sizes: Mapping[str, int],
