@@ -156,5 +156,5 @@ def select_device(spec: Optional[str] = None) -> Device:
         found = [d for d in devices if key in d.name.lower()]
         if found:
             return found[0]
-    listing = "\n".join(f"  {d.describe()}" for d in devices)
-    raise CUDAError(f"no CUDA device matches {spec!r}; available devices:\n{listing}")
+    listing = ", ".join(f"{k}: {d.describe()}" for k, d in enumerate(devices))
+    raise CUDAError(f"no CUDA device matches {spec!r}; available devices: {listing}")

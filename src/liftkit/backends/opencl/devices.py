@@ -92,9 +92,20 @@ def list_devices() -> list[Device]:
 
 
 def _listing(devices: list[Device]) -> str:
+    """The devices on one line, simulators called what they are (Oclgrind calls itself a GPU)."""
     if not devices:
         return "no OpenCL platform is installed (for a CPU device, install PoCL)"
-    return "available devices:\n" + "\n".join(f"  {d.describe()}" for d in devices)
+    kinds = (f"{d.label} ({'simulator' if is_simulator(d) else d.type})" for d in devices)
+    return "available devices: " + ", ".join(kinds)
+
+
+def _no_kind(key: str, devices: list[Device]) -> str:
+    """Why no device of kind `key` was found: simulators that call themselves one are named,
+    with how to choose them anyway."""
+    sims = [d for d in devices if is_simulator(d) and d.type == key]
+    why = (f" ({sims[0].label} is a simulator, chosen only by name: --device oclgrind)"
+           if sims else "")
+    return f"no {key.upper()} device{why}; {_listing(devices)}"
 
 
 def is_simulator(d: Device) -> bool:
@@ -152,10 +163,10 @@ def select_device(spec: Optional[str] = None) -> Device:
         return (real or devices)[0]
     if key in ("cpu", "gpu", "accelerator"):
         found = _working_first([d for d in real if d.type == key])
-        what = f"no {key.upper()} device"
+        if not found:
+            raise OpenCLError(_no_kind(key, devices))
     else:
         found = [d for d in devices if key in d.label.lower()]
-        what = f"no device matches {spec!r}"
-    if not found:
-        raise OpenCLError(f"{what}; {_listing(devices)}")
+        if not found:
+            raise OpenCLError(f"no device matches {spec!r}; {_listing(devices)}")
     return found[0]
