@@ -273,8 +273,9 @@ class Generator:
         in_lcl = any(s.kind == "lcl" for s in ctx.scopes)
         # mapSeq(mapLcl(f)) outside any mapLcl (a tile copied in several rounds): iteration i
         # reads only xs[i], computed before the loop, and writes only dest[i], so no iteration
-        # reads what another wrote: one barrier after the loop replaces one per iteration
-        defer = (kind == "seq" and not in_lcl and isinstance(p.f, P.MapLcl)
+        # reads what another wrote: one barrier after the loop replaces one per iteration (also
+        # in rewrite normal form, mapSeq(λx. mapLcl(f)(x)), as rules produce it)
+        defer = (kind == "seq" and not in_lcl and isinstance(unwrap_eta(p.f), P.MapLcl)
                  and self.opt.eliminate_barriers and self.deferred_fences is None)
         if defer:
             self.deferred_fences = set()
