@@ -16,6 +16,7 @@ from typing import Mapping, Optional, Sequence
 from liftkit.arith import ArithExpr, cst
 from liftkit.codegen import views as V
 from liftkit.codegen.constraints import size_multiples
+from liftkit.codegen.complex import complex_definitions
 from liftkit.codegen.dialect import Dialect, dialect_named
 from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
@@ -333,6 +334,8 @@ def _var(name: str) -> ArithExpr:
 def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
     d: Dialect = em.dialect
     lines: list[str] = d.preamble(em.uses_double, em.uses_vectors)
+    for ct in em.complex_types:
+        lines += complex_definitions(ct, d)
     for t in em.tuple_types:
         lines.append(struct_definition(t))
     for f in em.user_funs.values():

@@ -44,6 +44,9 @@ class Dialect:
     vector_literal: Callable[[str, Sequence[str]], str]  # (vector ctype, lanes or one broadcast)
     tuple_literal: Callable[[str, Sequence[str]], str]  # (struct ctype, fields)
     user_body: Callable[[str], str]  # a user function's OpenCL C body in this dialect
+    # (complex ctype, real ctype) -> the complex type's declaration and its constructor
+    # `<ctype>_new(re, im)`; the arithmetic helpers on top are shared (`liftkit.codegen.complex`)
+    complex_type: Callable[[str, str], list[str]]
 
     def pointer(self, space: str, elem: str, const: bool = False) -> str:
         """`global float*`, `const local int*`, `float*` (CUDA)."""
@@ -88,6 +91,9 @@ OPENCL = Dialect(
     vector_literal=lambda t, parts: f"({t})(" + ", ".join(parts) + ")",
     tuple_literal=lambda t, parts: f"({t}){{" + ", ".join(parts) + "}",
     user_body=lambda body: body,
+    # OpenCL's float2/double2: NumPy's complex layout and alignment, with .x/.y as re/im
+    complex_type=lambda c, r: [f"typedef {r}2 {c};",
+                               f"{c} {c}_new({r} re, {r} im) {{ return ({r}2)(re, im); }}"],
 )
 
 
@@ -135,6 +141,11 @@ CUDA = Dialect(
     vector_literal=lambda t, parts: f"{t}(" + ", ".join(parts) + ")",
     tuple_literal=lambda t, parts: f"{t}{{" + ", ".join(parts) + "}",
     user_body=lambda body: _VECTOR_CAST.sub(lambda m: f"{m.group(1)}{m.group(2)}(", body),
+    # a struct of its own (the prelude's float2 may be the OpenCL-like vector), aligned as
+    # OpenCL's float2/double2 and NumPy's complex arrays' elements
+    complex_type=lambda c, r: [
+        f"struct __align__({2 * (4 if r == 'float' else 8)}) {c} {{ {r} x, y; }};",
+        f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
 )
 
 

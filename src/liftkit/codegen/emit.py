@@ -29,7 +29,9 @@ from liftkit.codegen.views import (
     View,
 )
 from liftkit.ir.nodes import UserFun
-from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType, bool_, float32, float64
+from liftkit.types import (
+    ArrayType, ScalarType, TupleType, Type, VectorType, bool_, complex128, float32, float64,
+)
 
 _TOKEN = re.compile(r"\x00(\d+)\|([^\x00]*)\x00")
 
@@ -59,6 +61,9 @@ PRIVATE_BYTES_LIMIT = 16384
 
 def literal_c(value: object, t: Type, dialect: Dialect = OPENCL) -> str:
     if isinstance(t, ScalarType):
+        if t.is_complex:
+            z = complex(value)  # type: ignore[arg-type]
+            return f"{t.name}_new({literal_c(z.real, t.real)}, {literal_c(z.imag, t.real)})"
         if t == bool_:
             return "1" if value else "0"
         if t.is_float:
@@ -97,6 +102,7 @@ class Emitter:
         self.local_decls: list[Memory] = []
         self.memories: list[Memory] = []
         self.tuple_types: list[TupleType] = []
+        self.complex_types: list[ScalarType] = []  # each gets its C type and helpers
         self.user_funs: dict[str, UserFun] = {}
         self.uses_double = False
         self.uses_vectors = False
@@ -146,8 +152,10 @@ class Emitter:
                 self.tuple_types.append(tt)
         while isinstance(t, ArrayType):
             t = t.elem
-        if t == float64 or (isinstance(t, VectorType) and t.elem == float64):
+        if t in (float64, complex128) or (isinstance(t, VectorType) and t.elem == float64):
             self.uses_double = True
+        if isinstance(t, ScalarType) and t.is_complex and t not in self.complex_types:
+            self.complex_types.append(t)
         if isinstance(t, VectorType):
             self.uses_vectors = True
         if isinstance(t, TupleType):

@@ -20,6 +20,7 @@ from liftkit.types import (
     Type,
     VectorType,
     bool_,
+    complex64,
     float32,
     int32,
 )
@@ -270,6 +271,8 @@ def lit(value: Any, t: Optional[Type] = None) -> Literal:
             t = int32
         elif isinstance(value, (float, np.floating)):
             t = float32
+        elif isinstance(value, (complex, np.complexfloating)):
+            t = complex64
         else:
             raise LiftTypeError(f"cannot infer the type of literal {value!r}; give it explicitly")
     return Literal(value, t)

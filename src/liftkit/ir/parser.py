@@ -62,6 +62,7 @@ __all__ = ["ParseError", "parse", "parse_program", "parse_type"]
 
 _VECTOR_NAME = re.compile(r"(bool|int|long|float|double)(\d+)$")
 _SCALAR_WORDS = {"true", "false", "inf", "inff", "nan", "nanf"}
+_COMPLEX_WORDS = {"cfloat", "cdouble"}
 _BOUNDARIES = ("clamp", "wrap", "mirror", "constant")
 
 
@@ -435,8 +436,8 @@ class _Parser:
             if t.text in _SCALAR_WORDS:
                 return True
             nxt = self.toks[min(k + 1, len(self.toks) - 1)]
-            return (bool(_VECTOR_NAME.match(t.text)) and nxt.text == "("
-                    and t.text not in self.user_funs)
+            return ((bool(_VECTOR_NAME.match(t.text)) or t.text in _COMPLEX_WORDS)
+                    and nxt.text == "(" and t.text not in self.user_funs)
         return False
 
     def literal(self) -> Literal:
@@ -453,6 +454,8 @@ class _Parser:
             return Literal(tuple(e.value for e in elems), TupleType(tuple(e.type for e in elems)))
         if self.at("["):
             return self.array_literal()
+        if t.kind == "name" and t.text in _COMPLEX_WORDS and self.at("(", 1):
+            return self.complex_literal()
         if t.kind == "name" and _VECTOR_NAME.match(t.text) and self.at("(", 1):
             vt = self.vector_type(t)
             self.next()
@@ -466,6 +469,21 @@ class _Parser:
                 raise self.error(f"a {vt} literal needs {vt.width} {vt.elem} lanes", t)
             return Literal(tuple(x.value for x in lanes), vt)
         return self.scalar()
+
+    def complex_literal(self) -> Literal:
+        """`cfloat(1.0f, -2.0f)`: the real and imaginary parts, numbers of any real type."""
+        t = self.next()
+        ct = SCALARS[t.text]
+        self.expect("(")
+        parts = [self.scalar()]
+        while self.at(","):
+            self.next()
+            parts.append(self.scalar())
+        self.expect(")", "to close the complex literal")
+        if len(parts) != 2 or any(p.type == bool_ or not isinstance(p.type, ScalarType)
+                                  or p.type.is_complex for p in parts):
+            raise self.error(f"a {ct} literal is {ct}(re, im): two real numbers", t)
+        return Literal(complex(float(parts[0].value), float(parts[1].value)), ct)
 
     def array_literal(self) -> Literal:
         t = self.expect("[")

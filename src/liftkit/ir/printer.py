@@ -62,6 +62,9 @@ def reserved_names() -> frozenset[str]:
 
 
 def show_scalar(v: Any, t: ScalarType) -> str:
+    if t.is_complex:
+        z = complex(v)
+        return f"{t}({show_scalar(z.real, t.real)}, {show_scalar(z.imag, t.real)})"
     if t == bool_:
         return "true" if bool(v) else "false"
     if t.is_float:

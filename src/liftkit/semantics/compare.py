@@ -28,7 +28,8 @@ def difference(got: Any, want: Any, rtol: float = 0.0, atol: float = 0.0) -> str
                           rtol, atol)
     if g.shape != w.shape:
         return f"shape {g.shape}, expected {w.shape}"
-    g64, w64 = g.astype(np.float64), w.astype(np.float64)
+    wide = np.complex128 if "c" in (g.dtype.kind, w.dtype.kind) else np.float64
+    g64, w64 = g.astype(wide), w.astype(wide)
     bad = ~np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -11,6 +11,8 @@ from liftkit.types.core import (
     VectorType,
     array_dims,
     bool_,
+    complex64,
+    complex128,
     float32,
     float64,
     int32,
@@ -24,6 +26,7 @@ from liftkit.types.core import (
 
 __all__ = [
     "SCALARS", "VECTOR_WIDTHS", "ArrayType", "LiftTypeError", "ScalarType", "TupleType", "Type",
-    "VectorType", "array_dims", "bool_", "float32", "float64", "int32", "int64", "same_type",
+    "VectorType", "array_dims", "bool_", "complex64", "complex128", "float32", "float64", "int32",
+    "int64", "same_type",
     "scalar_of", "size_vars_of", "tuple_of", "vector",
 ]

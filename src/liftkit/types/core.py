@@ -38,6 +38,15 @@ class ScalarType(Type):
     def is_float(self) -> bool:
         return self.name in ("float", "double")
 
+    @property
+    def is_complex(self) -> bool:
+        return self.name in ("cfloat", "cdouble")
+
+    @property
+    def real(self) -> "ScalarType":
+        """The type of a complex number's parts (a real type is its own)."""
+        return {"cfloat": float32, "cdouble": float64}.get(self.name, self)
+
     def __str__(self) -> str:
         return self.name
 
@@ -50,7 +59,12 @@ int32 = ScalarType("int", "int32")
 int64 = ScalarType("long", "int64")
 float32 = ScalarType("float", "float32")
 float64 = ScalarType("double", "float64")
-SCALARS: dict[str, ScalarType] = {t.name: t for t in (bool_, int32, int64, float32, float64)}
+# complex numbers: a pair (re, im) of float/double, laid out as NumPy's complex64/complex128 (and
+# as OpenCL's float2/double2); their arithmetic is the user functions of `complex_funs`
+complex64 = ScalarType("cfloat", "complex64")
+complex128 = ScalarType("cdouble", "complex128")
+SCALARS: dict[str, ScalarType] = {t.name: t for t in (bool_, int32, int64, float32, float64,
+                                                       complex64, complex128)}
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,9 @@ class VectorType(Type):
             raise LiftTypeError(f"vector width {self.width} is not one of {VECTOR_WIDTHS}")
         if self.elem == bool_:
             raise LiftTypeError("vectors of bool do not exist in OpenCL")
+        if self.elem.is_complex:
+            raise LiftTypeError(f"vectors of {self.elem} do not exist (a complex number is "
+                                "already a pair)")
 
     def __str__(self) -> str:
         return f"{self.elem.name}{self.width}"
