@@ -5,7 +5,8 @@ Subcommands: `list`, `check PROGRAM`, `show PROGRAM [--pretty]`,
 `compile`, `explore` and `bench` (the benchmark suite, liftkit.cli.bench).
 
 User errors are reported as one line `liftkit: error: ...` on stderr (exit 2 for bad usage, 1
-otherwise); `--debug` re-raises them so a developer gets the traceback.
+otherwise); `--debug` re-raises them so a developer gets the traceback. `--verbose` shows the log
+(kernel cache, compiler output); a reader that closes the pipe early (`| head`) ends it quietly.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import replace
 from typing import Any, NoReturn, Optional, Sequence, TextIO
 
 from liftkit import __version__
+from liftkit.cli.common import check_common_values, quiet_broken_pipe, verbose_log
 from liftkit.cli.resolve import CliError, Resolved, bundled_registry, one_line, resolve
 from liftkit.cli.run import BACKENDS, RunOptions, run_command
 from liftkit.cli.sizes import check_size_names
@@ -69,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Lift programs: list, type-check, print and run them.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="show liftkit's log on stderr (kernel cache, compiler output)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     program_help = ("a bundled program name (see `liftkit list`), module:attribute or "
@@ -78,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks for errors")
+        p.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                       help="show liftkit's log on stderr (kernel cache, compiler output)")
         return p
 
     add("list", "list the bundled programs")
@@ -345,9 +351,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     debug = bool(getattr(args, "debug", False))
     try:
-        if args.command == "list":
-            return cmd_list(out)
-        return int(COMMANDS[args.command](args, out))
+        with verbose_log(bool(getattr(args, "verbose", False)), err):
+            check_common_values(args)
+            if args.command == "list":
+                return cmd_list(out)
+            return int(COMMANDS[args.command](args, out))
+    except BrokenPipeError:
+        return quiet_broken_pipe(out)
     except UsageError as e:
         if debug:
             raise

@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence, Union
 
 import pyopencl as cl
 
+from liftkit.backends.opencl.buildlog import log_build_log, quiet_build
 from liftkit.backends.opencl.devices import Device, OpenCLError
 from liftkit.backends.store import ENV_DIR, atomic_write, default_cache_dir, hash_key  # noqa: F401
 
@@ -97,7 +98,8 @@ class KernelCache:
         try:
             binary = path.read_bytes()
             prog = cl.Program(context, [device.cl_device], [binary])
-            prog.build(options=list(options), devices=[device.cl_device])
+            with quiet_build(f"loading {path.name}"):
+                prog.build(options=list(options), devices=[device.cl_device])
             return prog
         except (OSError, cl.Error) as err:
             log.warning("kernel cache: cannot load %s (%s); rebuilding from source",
@@ -124,9 +126,11 @@ def build_from_source(context: Any, device: Device, source: str, options: Sequen
     """Build `source` for one device, turning a compiler error into a BuildError with the log."""
     prog = cl.Program(context, source)
     try:
-        prog.build(options=list(options), devices=[device.cl_device])
+        with quiet_build(f"build on {device.label}"):
+            prog.build(options=list(options), devices=[device.cl_device])
     except cl.Error as err:
         raise BuildError(f"OpenCL build failed on {device.label}:\n{err}{_nvrtc_hint(str(err))}") from None
+    log_build_log(prog, device.cl_device, f"build on {device.label}")
     return prog
 
 

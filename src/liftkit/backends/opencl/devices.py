@@ -8,7 +8,6 @@ the exact driver build, because a compiled binary is only valid for that.
 from __future__ import annotations
 
 import functools
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -122,8 +121,9 @@ def _probe(fingerprint: str, cl_device: Any) -> Optional[str]:
     Memoised per device: a driver that cannot compile for this host never will in this process."""
     try:
         ctx = cl.Context([cl_device])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        from liftkit.backends.opencl.buildlog import quiet_build
+
+        with quiet_build("probe build"):
             cl.Program(ctx, _PROBE_SOURCE).build()
         return None
     except cl.Error as err:

@@ -1,0 +1,59 @@
+"""What every subcommand shares beyond argument syntax: option values checked once, the log
+shown only with --verbose, and a closed output pipe (`liftkit list | head -1`) ending quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator, TextIO
+
+
+def check_common_values(args: argparse.Namespace) -> None:
+    """Values argparse's types let through but no command can use: a negative --seed (NumPy's
+    generators take none) and an empty --device (it would match every device's name)."""
+    from liftkit.cli.main import UsageError
+
+    seed = getattr(args, "seed", None)
+    if isinstance(seed, int) and seed < 0:
+        raise UsageError(f"argument --seed: must be at least 0, got {seed}")
+    device = getattr(args, "device", None)
+    if isinstance(device, str) and not device.strip():
+        raise UsageError("argument --device: empty; give cpu, gpu or part of a device's name "
+                         "(omit --device for the default)")
+
+
+@contextmanager
+def verbose_log(verbose: bool, err: TextIO) -> Iterator[None]:
+    """With --verbose, liftkit's log (kernel cache, compiler and driver output) on `err` for the
+    duration of the command; without it the log stays off the terminal."""
+    if not verbose:
+        yield
+        return
+    logger = logging.getLogger("liftkit")
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("liftkit: %(levelname)s: %(name)s: %(message)s"))
+    old = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+
+
+def quiet_broken_pipe(out: TextIO) -> int:
+    """The reader of stdout went away (`| head -1`): what it read is all it wanted, so end with
+    status 0 and no message. Stdout is pointed at /dev/null so the interpreter's final flush
+    does not complain either."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
+        pass
+    return 0
