@@ -62,6 +62,8 @@ def programs_arg(text: str | None) -> list[str] | None:
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.bench.harness import BenchConfig, run_bench
     from liftkit.bench.report import print_table, write_all
+    from liftkit.cli.common import check_writable
+    from liftkit.cli.explore import open_tuning_db
     from liftkit.cli.main import UsageError
 
     try:
@@ -74,6 +76,9 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"argument --out: {out_dir} exists and is not a directory")
+    check_writable(args.out, "--out", directory=True)  # before the runs, not after them
+    if args.db is not None:  # named: it must be a tuning database (the default may be absent)
+        open_tuning_db(args.db, create=False)
     cfg = BenchConfig(device=args.device, programs=programs, size_set=args.size_set,
                       repeat=args.repeat, seed=args.seed,
                       ablation=args.ablation or args.only_ablation, db=args.db,

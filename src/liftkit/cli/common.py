@@ -57,3 +57,40 @@ def quiet_broken_pipe(out: TextIO) -> int:
     except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
         pass
     return 0
+
+
+def check_writable(path: str, what: str, directory: bool = False,
+                   make_parents: bool = False) -> None:
+    """Fail now, before minutes of work, when `path` cannot be written: a file (its directory
+    must exist unless `make_parents`) or, with `directory`, a directory that may not exist yet.
+    Tried for real (a temporary file made and removed): permission bits do not tell for root
+    or for file systems such as /proc."""
+    import tempfile
+    from pathlib import Path
+
+    from liftkit.cli.resolve import CliError
+
+    p = Path(path).expanduser()
+    if p.exists():
+        if directory != p.is_dir():
+            raise CliError(f"{what} {path}: " + ("exists and is not a directory" if directory
+                                                 else "is a directory"))
+        base = p if directory else p.parent
+    else:
+        base = p.parent
+        if directory or make_parents:
+            while not base.exists() and base != base.parent:
+                base = base.parent
+        if not base.exists():
+            raise CliError(f"{what} {path}: no such directory {base}")
+        if not base.is_dir():
+            raise CliError(f"{what} {path}: cannot be created ({base} is not a directory)")
+    try:
+        if p.exists() and not directory:
+            with open(p, "ab"):
+                pass
+        else:
+            with tempfile.TemporaryFile(dir=base):
+                pass
+    except OSError as err:
+        raise CliError(f"{what} {path}: cannot be written ({err.strerror or err})") from None

@@ -15,8 +15,10 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, TextIO
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Optional, Sequence, TextIO
 
+from liftkit.cli.common import check_writable
 from liftkit.cli.resolve import CliError, Resolved, resolve
 from liftkit.cli.sizes import check_size_names
 
@@ -76,7 +78,6 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
         EvalSettings,
         Evaluator,
         SearchSettings,
-        TuningDB,
         load_rule_space,
         make_problem,
         search,
@@ -96,7 +97,14 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
     space = load_rule_space(args.rules)
     backend = resolve_backend(args.backend, args.device)
-    db = TuningDB(args.db)
+    # everything written after the search is checked before it: minutes of search are not lost
+    # to a typo in a path
+    if args.plot:
+        _check_plotting()
+        check_writable(args.plot, "--plot", make_parents=True)
+    out_dir = Path(args.out) if args.out else Path(DEFAULT_OUT) / _safe(res.name)
+    check_writable(str(out_dir), "--out", directory=True)
+    db = open_tuning_db(args.db, create=True)
     settings = SearchSettings(budget=args.budget, seconds=args.seconds, walks=args.walks,
                               max_choices=args.choices, seed=args.seed)
     progress = not args.quiet and sys.stderr.isatty()
@@ -104,7 +112,7 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     # candidate; CUDA candidates (NVRTC, then the driver) run in this process
     worker = (nullcontext(make_runner("cuda", args.device)) if backend == "cuda"
               else CandidateWorker(args.device, timeout=args.timeout))
-    with worker as runner:
+    with worker as runner, _db_errors(db):
         evaluator = Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat,
                                                        seed=args.seed))
         result = search(problem, space, evaluator, settings, db, progress)
@@ -132,7 +140,6 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
           f"rewrite steps); first valid {first.time * 1e3:.4g} ms"  # type: ignore[operator]
           f" ({first.time / best.time:.2f}x the best)", file=out)  # type: ignore[operator]
     print(f"  {best.low_level}", file=out)
-    out_dir = Path(args.out) if args.out else Path(DEFAULT_OUT) / _safe(problem.name)
     written = write_result(out_dir, problem, result, runner.device, space.name)
     names = ", ".join(p.name for p in written)
     print(f"wrote {out_dir}/: {names}" + (f"; plot {plot_path}" if plot_path else ""), file=out)
@@ -174,7 +181,7 @@ def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional
     (of the backend `liftkit explore` picks for the same --backend/--device); a CliError saying
     how to tune it when there is none."""
     from liftkit.backends.choose import resolve_backend
-    from liftkit.explore import NotTunedError, TuningDB, require_tuned
+    from liftkit.explore import NotTunedError, require_tuned
 
     merged = dict(res.spec.sizes) if res.spec is not None else {}
     merged.update(sizes)
@@ -186,10 +193,75 @@ def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional
         from liftkit.backends.opencl import select_device
 
         device = select_device(device_spec)
+    db = open_tuning_db(db_path, create=False)
     try:
-        return require_tuned(res.name, res.program, merged, device, TuningDB(db_path))
+        with _db_errors(db):
+            return require_tuned(res.name, res.program, merged, device, db)
     except NotTunedError as err:
         raise CliError(str(err)) from None
+
+
+_TABLES = ("keys", "searches", "candidates")
+
+
+def open_tuning_db(path: Optional[str], create: bool) -> Any:
+    """The tuning database at `path` (default: liftkit explore's), checked before use: a file
+    that is not SQLite, or SQLite with other tables of the same names, is one error line; a
+    missing file is created only when `create` (a lookup for --tuned never creates one)."""
+    import sqlite3
+
+    from liftkit.explore import TuningDB
+    from liftkit.explore.db import _SCHEMA
+
+    db = TuningDB(path)
+    where = db.path
+    if not where.exists():
+        if not create:
+            raise CliError(f"no tuning database at {where}; `liftkit explore` writes one "
+                           f"(--db names another)")
+        check_writable(str(where), "--db", make_parents=True)
+        return db
+    if where.is_dir():
+        raise CliError(f"tuning database {where}: is a directory")
+    want_conn = sqlite3.connect(":memory:")
+    want_conn.executescript(_SCHEMA)
+    want = {t: {r[1] for r in want_conn.execute(f"PRAGMA table_info({t})")} for t in _TABLES}
+    want_conn.close()
+    try:
+        conn = sqlite3.connect(where.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            have = {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in _TABLES}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as err:
+        raise CliError(f"tuning database {where}: cannot be read as SQLite ({err})") from None
+    for t in _TABLES:
+        missing = want[t] - have[t]
+        if have[t] and missing:
+            raise CliError(f"tuning database {where}: not one liftkit explore wrote (table {t} "
+                           f"lacks {', '.join(sorted(missing))})")
+    if not create and not all(have[t] for t in _TABLES):
+        raise CliError(f"tuning database {where}: holds no liftkit tuning results (no table "
+                       f"{next(t for t in _TABLES if not have[t])}); `liftkit explore` writes them")
+    return db
+
+
+@contextmanager
+def _db_errors(db: Any) -> Iterator[None]:
+    """SQLite failures while reading or writing the tuning database, as one line naming it."""
+    import sqlite3
+
+    try:
+        yield
+    except sqlite3.DatabaseError as err:
+        raise CliError(f"tuning database {db.path}: {err}") from None
+
+
+def _check_plotting() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CliError("--plot needs matplotlib (pip install 'matplotlib>=3.7')") from None
 
 
 def _sizes(pairs: Sequence[tuple[str, int]]) -> dict[str, int]:

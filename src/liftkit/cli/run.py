@@ -307,9 +307,12 @@ def preview(x: Any, t: Optional[Type] = None, count: int = 4) -> str:
 
 def run_command(res: Resolved, opts: RunOptions, out: TextIO, err: Optional[TextIO] = None) -> int:
     """The whole `run` command; returns the exit status (1 when the reference disagrees)."""
+    from liftkit.cli.common import check_writable
     from liftkit.ir.typecheck import check_program
 
     out_type = check_program(res.program)  # type errors first, before inputs are made
+    if opts.output:  # before the run, not after it
+        check_writable(opts.output, "--output")
     got = gather_inputs(res, opts, out_type)
     for note in got.notes:
         print(f"liftkit: note: {note}", file=err if err is not None else sys.stderr)
