@@ -1,0 +1,532 @@
+"""The task runtime (seed 003 ch. 7, VRruntime): array variables, tasks and synchronisation over
+one device, OpenCL or CUDA.
+
+* Asynchronous dispatch (§7.3.1): ``launch`` enqueues and returns an event id; the host blocks
+  only in ``read``/``sync_host``/``wait_*``.
+* Lazy transfers: a buffer is uploaded only when a task needs it on the device and the device
+  copy is stale, downloaded only when the host needs it and the host copy is stale; nothing is
+  copied twice. Host memory is identified by address range (§7.2.1), so views of one array
+  share a buffer (at an offset) and overlapping arrays are merged into one.
+* Copy-on-potential-write (§7.3.2): ``copy`` records a deferred copy; it is made only when a
+  task may write the source or the copy.
+* Memory pressure (§7.1.3): the runtime accounts its allocations against a limit (the device's
+  memory, or ``memory_limit``); when a task's buffers do not fit it finishes pending work and
+  writes back and frees least-recently-used buffers; a task that still cannot fit runs on the
+  CPU (its OpenCL C on the CPU OpenCL device) with the host copies — no crash, no lost update.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import Counter
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+
+from .devices import OpenCLDevice, OutOfDeviceMemory, Ref, open_device
+from .tables import ArrayVar, Buffer, EventRow, Kernel
+
+STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
+             "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
+             "cpu_tasks", "allocated_bytes", "peak_bytes")
+
+
+class RuntimeError_(Exception):
+    """Misuse of the runtime (an unknown or released variable)."""
+
+
+def _host_view(lo: int, nbytes: int) -> np.ndarray:
+    return np.ctypeslib.as_array((ctypes.c_uint8 * max(nbytes, 1)).from_address(lo))[:nbytes]
+
+
+class Runtime:
+    """The task runtime over one device (see the module docstring).
+
+    ``backend``: "auto" (CUDA where present, else OpenCL's default device), "opencl" or "cuda";
+    ``device``: the backend's device spec ("cpu", "gpu", a name); ``memory_limit``: bytes the
+    runtime may hold on the device (default: 90% of the device's memory)."""
+
+    def __init__(self, backend: str = "auto", device: Optional[str] = None,
+                 memory_limit: Optional[int] = None, dev: Any = None) -> None:
+        self.device = dev if dev is not None else open_device(backend, device)
+        self.dialect = self.device.dialect
+        self.limit = int(memory_limit) if memory_limit is not None \
+            else int(self.device.total_memory * 0.9)
+        self.vars: dict[int, ArrayVar] = {}
+        self.buffers: dict[int, Buffer] = {}
+        self.events: dict[int, EventRow] = {}
+        self._by_key: dict[Any, int] = {}
+        self._ids = 0
+        self._clock = 0
+        self._cpu: Optional[OpenCLDevice] = None
+        self._stats: Counter = Counter()
+        self.lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Runtime({self.device.label!r}, limit={self.limit})"
+
+    # ------------------------------------------------------------------ statistics
+    def stats(self) -> dict[str, int]:
+        """Counts of tasks, transfers (uploads/downloads and bytes), deferred and made copies,
+        evictions, write-backs, tasks run on the CPU, and device memory held (now and peak)."""
+        with self.lock:
+            out = {k: int(self._stats.get(k, 0)) for k in STAT_KEYS}
+            out["allocated_bytes"] = self._allocated()
+            return out
+
+    def reset_stats(self) -> None:
+        with self.lock:
+            peak = self._allocated()
+            self._stats.clear()
+            self._stats["peak_bytes"] = peak
+
+    def _allocated(self) -> int:
+        return sum(b.nbytes for b in self.buffers.values() if b.handle is not None and not b.borrowed)
+
+    def _next(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    # ------------------------------------------------------------------ array variables
+    def submit(self, x: Any) -> ArrayVar:
+        """Hand an array to the runtime (§7.1.1). A NumPy array stays the host copy: do not
+        touch it until ``read``/``sync_host``. On CUDA, a CuPy/PyTorch array is used in place."""
+        with self.lock:
+            borrow = getattr(self.device, "borrow", None)
+            if borrow is not None and not isinstance(x, np.ndarray):
+                got = borrow(x)
+                if got is not None:
+                    return self._borrowed(*got)
+            if not isinstance(x, np.ndarray):
+                raise TypeError(f"submit takes a NumPy array (or a GPU array on CUDA), "
+                                f"not {type(x).__name__}")
+            return self.attach(x.__array_interface__["data"][0], x.shape, x.strides, x.dtype, x)
+
+    def _borrowed(self, ptr: int, shape: tuple, dtype: np.dtype, owner: Any) -> ArrayVar:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        buf = Buffer(self._next(), nbytes, None, None, [owner], handle=ptr, borrowed=True,
+                     dev_valid=True)
+        self.buffers[buf.id] = buf
+        return self._new_var(buf, 0, shape, _c_strides(shape, dtype.itemsize), dtype)
+
+    def attach(self, ptr: int, shape: Sequence[int], strides: Sequence[int], dtype: Any,
+               owner: Any = None) -> ArrayVar:
+        """The variable for host memory at ``ptr`` (byte strides); the same array attached twice
+        is one variable, views of one allocation share a buffer, overlapping ranges merge."""
+        with self.lock:
+            dtype = np.dtype(dtype)
+            shape, strides = tuple(int(n) for n in shape), tuple(int(s) for s in strides)
+            key = (int(ptr), shape, strides, dtype.str)
+            vid = self._by_key.get(key)
+            if vid is not None and vid in self.vars:
+                v = self.vars[vid]
+                if owner is not None:
+                    self.buffers[v.buffer].owners.append(owner)
+                return v
+            probe = ArrayVar(0, 0, 0, shape, strides, dtype)
+            elo, ehi = probe.extent()
+            lo, hi = int(ptr) + elo, int(ptr) + max(ehi, elo + 1)
+            over = [b for b in self.buffers.values()
+                    if b.registered and b.lo < hi and lo < b.hi]
+            inside = [b for b in over if b.lo <= lo and hi <= b.hi]
+            if inside:
+                buf = inside[0]
+            else:
+                for b in over:
+                    lo, hi = min(lo, b.lo), max(hi, b.hi)
+                    self._to_host(b)
+                buf = Buffer(self._next(), hi - lo, lo, _host_view(lo, hi - lo), [],
+                             registered=True, host_valid=True)
+                self.buffers[buf.id] = buf
+                for b in over:  # merge: their variables move into the new buffer
+                    buf.owners += b.owners
+                    for vid2 in list(b.vars):
+                        v2 = self.vars[vid2]
+                        v2.offset += b.lo - lo
+                        v2.buffer = buf.id
+                        buf.vars.add(vid2)
+                    self._drop(b)
+            if owner is not None:
+                buf.owners.append(owner)
+            v = self._new_var(buf, int(ptr) - buf.lo, shape, strides, dtype)  # type: ignore[operator]
+            v.key = key
+            self._by_key[key] = v.id
+            return v
+
+    def empty(self, shape: Sequence[int], dtype: Any) -> ArrayVar:
+        """A new array on the device with undefined contents (no host copy until needed)."""
+        with self.lock:
+            dtype = np.dtype(dtype)
+            shape = tuple(int(n) for n in shape)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            buf = Buffer(self._next(), nbytes, None, None)
+            self.buffers[buf.id] = buf
+            return self._new_var(buf, 0, shape, _c_strides(shape, dtype.itemsize), dtype)
+
+    def copy(self, v: ArrayVar) -> ArrayVar:
+        """A deep copy of ``v``, deferred until a task may write either (§7.3.2)."""
+        with self.lock:
+            src = self._var(v)
+            buf = self.buffers[src.buffer]
+            c = self._new_var(buf, src.offset, src.shape, src.strides, src.dtype)
+            c.cow_of = src.cow_of if src.cow_of is not None else src.id
+            self._stats["cow_deferred"] += 1
+            return c
+
+    def _new_var(self, buf: Buffer, offset: int, shape: tuple, strides: tuple,
+                 dtype: np.dtype) -> ArrayVar:
+        v = ArrayVar(self._next(), buf.id, offset, shape, strides, dtype)
+        self.vars[v.id] = v
+        buf.vars.add(v.id)
+        return v
+
+    def _var(self, v: ArrayVar | int) -> ArrayVar:
+        vid = v if isinstance(v, int) else v.id
+        got = self.vars.get(vid)
+        if got is None:
+            raise RuntimeError_(f"array variable {vid} was released")
+        return got
+
+    def release(self, v: ArrayVar, writeback: bool = True) -> None:
+        """Mark ``v`` dead (§7.1.3): with ``writeback`` its host memory is brought up to date
+        first; its device buffer is freed once no variable uses it."""
+        with self.lock:
+            var = self._var(v)
+            if writeback:
+                self.sync_host(var)
+            buf = self.buffers[var.buffer]
+            buf.vars.discard(var.id)
+            del self.vars[var.id]
+            if var.key is not None and self._by_key.get(var.key) == var.id:
+                del self._by_key[var.key]
+            if not buf.vars:
+                self._drop(buf)
+
+    def _drop(self, buf: Buffer) -> None:
+        if buf.handle is not None and not buf.borrowed:
+            self.device.free(buf.handle)
+        buf.handle = None
+        self.buffers.pop(buf.id, None)
+
+    # ------------------------------------------------------------------ host side
+    def sync_host(self, v: ArrayVar, write: bool = False) -> None:
+        """waitForVariable (§7.1.4) and make the host copy current; with ``write`` the host is
+        about to modify it, so the device copy becomes stale (and deferred copies are made)."""
+        with self.lock:
+            var = self._var(v)
+            if write:
+                self._before_write(var)
+            buf = self.buffers[var.buffer]
+            self._to_host(buf)
+            if write:
+                buf.dev_valid = False
+                buf.host_valid = True
+
+    def read(self, v: ArrayVar) -> np.ndarray:
+        """The array's values on the host (a read-only view; blocks on the tasks writing it)."""
+        with self.lock:
+            var = self._var(v)
+            self.sync_host(var)
+            out = self._view(var)
+            out.flags.writeable = False
+            return out
+
+    def write(self, v: ArrayVar, values: Any) -> None:
+        """Set the array's values from the host."""
+        with self.lock:
+            var = self._var(v)
+            self.sync_host(var, write=True)
+            view = self._view(self._var(var.id))
+            np.copyto(view, values, casting="same_kind")
+
+    def _view(self, var: ArrayVar) -> np.ndarray:
+        buf = self.buffers[var.buffer]
+        assert buf.host is not None
+        return np.ndarray(var.shape, var.dtype, buffer=buf.host, offset=var.offset,
+                          strides=var.strides)
+
+    def _to_host(self, buf: Buffer) -> None:
+        if buf.host is None:
+            buf.host = np.empty(buf.nbytes, np.uint8)
+        if not buf.host_valid and buf.dev_valid:
+            self.device.download(buf.handle, 0, buf.host)
+            self._stats["downloads"] += 1
+            self._stats["download_bytes"] += buf.nbytes
+        buf.host_valid = True
+
+    # ------------------------------------------------------------------ synchronisation
+    def wait_event(self, eid: int) -> None:
+        """waitForEvent (§7.1.4)."""
+        with self.lock:
+            row = self.events.get(eid)
+            if row is not None:
+                self.device.wait(row.event)
+                self._retire()
+
+    def event_done(self, eid: int) -> bool:
+        row = self.events.get(eid)
+        return row is None or self.device.done(row.event)
+
+    def wait_for(self, v: ArrayVar) -> None:
+        """waitForVariable without a transfer: every task that may write ``v`` has finished."""
+        with self.lock:
+            buf = self.buffers[self._var(v).buffer]
+            for eid in list(buf.writers):
+                self.wait_event(eid)
+
+    def wait_all(self, sync: bool = True) -> None:
+        """waitAll (§7.1.4): finish every task; with ``sync`` bring every host copy up to date."""
+        with self.lock:
+            self.device.finish()
+            self._retire()
+            if sync:
+                for buf in list(self.buffers.values()):
+                    if buf.registered:
+                        self._to_host(buf)
+
+    def _retire(self) -> None:
+        done = [eid for eid, row in self.events.items() if self.device.done(row.event)]
+        for eid in done:
+            del self.events[eid]
+        if done:
+            gone = set(done)
+            for buf in self.buffers.values():
+                buf.readers = [e for e in buf.readers if e not in gone]
+                buf.writers = [e for e in buf.writers if e not in gone]
+            for var in self.vars.values():
+                var.events = [e for e in var.events if e not in gone]
+
+    def close(self) -> None:
+        """Finish everything, write back, free all device memory."""
+        with self.lock:
+            self.wait_all()
+            for buf in list(self.buffers.values()):
+                self._drop(buf)
+            self.vars.clear()
+            self._by_key.clear()
+
+    # ------------------------------------------------------------------ tasks
+    def launch(self, kernel: Kernel, global_size: Sequence[int], args: Sequence[Any], *,
+               reads: Optional[Iterable[ArrayVar]] = None,
+               writes: Optional[Iterable[ArrayVar]] = None,
+               overwrites: Iterable[ArrayVar] = (),
+               local_size: Optional[Sequence[int]] = None) -> int:
+        """Enqueue a kernel task and return its event id without waiting (§7.1.2). Each array
+        argument becomes (buffer, element offset); ``reads``/``writes`` say which arrays the task
+        may read or write (default: every array argument both); ``overwrites`` are written
+        whole without being read (their stale contents are not uploaded)."""
+        with self.lock:
+            arrays = [self._var(a) for a in args if isinstance(a, ArrayVar)]
+            ow = {self._var(a).id for a in overwrites}
+            rd = [self._var(a) for a in reads] if reads is not None else \
+                [a for a in arrays if a.id not in ow]
+            wr = [self._var(a) for a in writes] if writes is not None else arrays
+            for var in wr:
+                self._before_write(var)
+            arrays = [self._var(a.id) for a in arrays]
+            wr = [self._var(a.id) for a in wr]
+            rd = [self._var(a.id) for a in rd]
+            self._stats["tasks"] += 1
+            bufs = {self.vars[v.id].buffer: None for v in arrays}
+            whole = {v.buffer for v in wr if v.id in ow and v.offset == 0 and
+                     v.extent() == (0, self.buffers[v.buffer].nbytes) and v.id not in
+                     {r.id for r in rd}}
+            if not self._reserve(list(bufs)):
+                return self._on_cpu(kernel, global_size, local_size, args, wr)
+            kern = self.device.build(kernel.name, kernel.source(self.dialect))
+            keep: list = []
+            for bid in bufs:
+                buf = self.buffers[bid]
+                if not buf.dev_valid and buf.host_valid and bid not in whole:
+                    ev = self.device.upload(buf.handle, 0, buf.host)
+                    keep.append(buf.host)
+                    self._stats["uploads"] += 1
+                    self._stats["upload_bytes"] += buf.nbytes
+                    self._record(ev, "upload", (), (), keep)
+                buf.dev_valid = True
+            ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args))
+            self.device.flush()
+            self._stats["kernels"] += 1
+            eid = self._record(ev, kernel.name, tuple(v.id for v in rd),
+                               tuple(v.id for v in wr), keep)
+            self._clock += 1
+            for bid in bufs:
+                self.buffers[bid].last_use = self._clock
+            for v in rd:
+                self.buffers[v.buffer].readers.append(eid)
+                v.events.append(eid)
+            for v in wr:
+                buf = self.buffers[v.buffer]
+                buf.writers.append(eid)
+                buf.host_valid = False
+                v.events.append(eid)
+            if len(self.events) > 64:
+                self._retire()
+            return eid
+
+    def _record(self, event: Any, task: str, reads: tuple, writes: tuple, keep: list) -> int:
+        eid = self._next()
+        self.events[eid] = EventRow(eid, event, task, reads, writes, list(keep))
+        return eid
+
+    def _kernel_args(self, args: Sequence[Any]) -> list:
+        out: list = []
+        for a in args:
+            if isinstance(a, ArrayVar):
+                var = self._var(a)
+                buf = self.buffers[var.buffer]
+                if var.offset % var.dtype.itemsize:
+                    raise RuntimeError_(f"{var} starts at byte {var.offset} of its buffer, not "
+                                        f"a multiple of its element size")
+                out += [Ref(buf.handle), np.int64(var.offset // var.dtype.itemsize)]
+            elif isinstance(a, (bool, np.bool_)):
+                out.append(np.int32(a))
+            elif isinstance(a, int):
+                out.append(np.int64(a))
+            elif isinstance(a, float):
+                out.append(np.float64(a))
+            elif isinstance(a, np.generic):
+                out.append(a)
+            else:
+                raise TypeError(f"kernel arguments are ArrayVars or scalars, not {type(a).__name__}")
+        return out
+
+    # ------------------------------------------------------------------ copy on write
+    def _before_write(self, var: ArrayVar) -> None:
+        """A task or the host may write ``var``: make the deferred copies sharing its buffer."""
+        buf = self.buffers[var.buffer]
+        sharers = [self.vars[i] for i in buf.vars if i != var.id]
+        if var.cow_of is not None:
+            if sharers:  # a deferred copy still sharing memory: make it now
+                self._materialise(var)
+            else:
+                var.cow_of = None
+            return
+        for s in sharers:  # copies of this buffer's data (of var or a view overlapping it)
+            if s.cow_of is not None:
+                self._materialise(s)
+
+    def _materialise(self, var: ArrayVar) -> None:
+        src = self.buffers[var.buffer]
+        lo, hi = var.extent()
+        start, n = var.offset + lo, hi - lo
+        new = Buffer(self._next(), n, None, None)
+        self.buffers[new.id] = new
+        if src.dev_valid and not src.host_valid and self._reserve([src.id, new.id]):
+            ev = self.device.copy(new.handle, 0, src.handle, start, n)
+            self._record(ev, "copy", (), (), [])
+            new.dev_valid = True
+            self._stats["device_copies"] += 1
+        else:
+            self._to_host(src)
+            assert src.host is not None
+            new.host = src.host[start:start + n].copy()
+            new.host_valid = True
+        src.vars.discard(var.id)
+        new.vars.add(var.id)
+        var.buffer, var.offset, var.cow_of = new.id, -lo, None
+        if var.key is not None and self._by_key.get(var.key) == var.id:
+            del self._by_key[var.key]
+            var.key = None
+        self._stats["cow_copies"] += 1
+
+    # ------------------------------------------------------------------ memory pressure
+    def _reserve(self, bids: list[int]) -> bool:
+        """Device allocations for every buffer in ``bids``; False if they cannot all fit even
+        after evicting every other buffer."""
+        need = sum(self.buffers[b].nbytes for b in bids if self.buffers[b].handle is None)
+        if need == 0:
+            return True
+        if need > self.limit:
+            return False
+        if self._allocated() + need > self.limit:
+            self._make_room(need, set(bids))
+            if self._allocated() + need > self.limit:
+                return False
+        for b in bids:
+            buf = self.buffers[b]
+            if buf.handle is not None:
+                continue
+            try:
+                buf.handle = self.device.alloc(buf.nbytes)
+            except OutOfDeviceMemory:
+                self._make_room(self.limit, set(bids))  # the driver disagrees: free all we can
+                try:
+                    buf.handle = self.device.alloc(buf.nbytes)
+                except OutOfDeviceMemory:
+                    return False
+            buf.dev_valid = False
+        alloc = self._allocated()
+        if alloc > self._stats["peak_bytes"]:
+            self._stats["peak_bytes"] = alloc
+        return True
+
+    def _make_room(self, need: int, pinned: set) -> None:
+        self.device.finish()
+        self._retire()
+        for buf in sorted((b for b in self.buffers.values() if b.handle is not None
+                           and not b.borrowed and b.id not in pinned), key=lambda b: b.last_use):
+            if self._allocated() + need <= self.limit:
+                return
+            self._evict(buf)
+
+    def _evict(self, buf: Buffer) -> None:
+        if buf.dev_valid and not buf.host_valid:
+            self._to_host(buf)
+            self._stats["writebacks"] += 1
+        self.device.free(buf.handle)
+        buf.handle = None
+        buf.dev_valid = False
+        self._stats["evictions"] += 1
+
+    def _on_cpu(self, kernel: Kernel, global_size: Sequence[int],
+                local_size: Optional[Sequence[int]], args: Sequence[Any],
+                writes: list[ArrayVar]) -> int:
+        """Run a task that does not fit on the device with the host copies, on the CPU OpenCL
+        device (the thesis runs the same OpenCL kernel on the CPU)."""
+        import pyopencl as cl
+        self.device.finish()
+        self._retire()
+        if self._cpu is None:
+            self._cpu = OpenCLDevice("cpu")
+        cpu = self._cpu
+        kern = cpu.build(kernel.name, kernel.source("opencl"))
+        mf = cl.mem_flags
+        made: dict[int, Any] = {}
+        vals: list = []
+        for a in args:
+            if isinstance(a, ArrayVar):
+                var = self._var(a)
+                buf = self.buffers[var.buffer]
+                if buf.borrowed:
+                    raise RuntimeError_("a GPU-resident (borrowed) array cannot run on the CPU")
+                self._to_host(buf)
+                if buf.id not in made:
+                    assert buf.host is not None
+                    made[buf.id] = cl.Buffer(cpu.context, mf.READ_WRITE | mf.USE_HOST_PTR,
+                                             hostbuf=buf.host)
+                vals += [made[buf.id], np.int64(var.offset // var.dtype.itemsize)]
+            else:
+                vals += self._kernel_args([a])
+        ev = cpu.launch(kern, global_size, local_size, vals)
+        ev.wait()
+        for bid, clbuf in made.items():  # USE_HOST_PTR: map to make the host memory current
+            host = self.buffers[bid].host
+            assert host is not None
+            cl.enqueue_copy(cpu.queue, host, clbuf, is_blocking=True)
+            clbuf.release()
+        for var in writes:
+            buf = self.buffers[var.buffer]
+            buf.host_valid, buf.dev_valid = True, False
+        self._stats["cpu_tasks"] += 1
+        self._stats["kernels"] += 1
+        return self._record(ev, kernel.name + "@cpu", (), (), [])
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))

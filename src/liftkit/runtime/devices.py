@@ -1,0 +1,237 @@
+"""What the task runtime asks of a device, for OpenCL (pyopencl) and CUDA (cuda.core/NVRTC).
+
+One small adapter per backend: allocate and free buffers, copy host->device (asynchronous),
+device->host (blocking), device->device, build a kernel from source in the backend's C dialect
+(through the backends' kernel caches), launch it on the device's in-order queue (stream) and
+say whether an event has completed. Everything is enqueued on one in-order queue per device, so
+tasks run in the order they were submitted and no cross-queue dependencies are needed.
+
+Kernel arguments: a device buffer is passed as ``Ref(handle)``; scalars are NumPy scalars.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from liftkit.backends.errors import BackendError
+
+
+class RuntimeBackendError(BackendError):
+    """A device refused an operation (a kernel that fails to build or launch)."""
+
+
+class OutOfDeviceMemory(Exception):
+    """An allocation the device could not satisfy (the runtime then evicts or falls back)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A device buffer handle as a kernel argument."""
+    handle: Any
+
+
+class OpenCLDevice:
+    """The runtime's view of one OpenCL device (an in-order queue, the kernel cache)."""
+
+    dialect = "opencl"
+
+    def __init__(self, spec: Optional[str] = None, cache: Any = None) -> None:
+        import pyopencl as cl
+
+        from liftkit.backends.opencl import KernelCache, select_device
+        self._cl = cl
+        self.device = select_device(spec)
+        self.context = cl.Context([self.device.cl_device])
+        self.queue = cl.CommandQueue(self.context, self.device.cl_device)
+        self.cache = cache if cache is not None else KernelCache()
+        self.label = self.device.label
+        self.is_cpu = self.device.type == "cpu"
+        self.total_memory = int(self.device.cl_device.global_mem_size)
+        self.max_alloc = int(self.device.cl_device.max_mem_alloc_size)
+        self._kernels: dict[tuple[str, str], Any] = {}
+
+    def alloc(self, nbytes: int) -> Any:
+        cl = self._cl
+        if nbytes > self.max_alloc:
+            raise OutOfDeviceMemory(nbytes)
+        try:
+            return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=max(nbytes, 1))
+        except cl.Error as err:
+            raise OutOfDeviceMemory(str(err)) from None
+
+    def free(self, handle: Any) -> None:
+        handle.release()
+
+    def upload(self, handle: Any, offset: int, host: np.ndarray) -> Any:
+        return self._cl.enqueue_copy(self.queue, handle, host, dst_offset=offset, is_blocking=False)
+
+    def download(self, handle: Any, offset: int, host: np.ndarray) -> None:
+        self._cl.enqueue_copy(self.queue, host, handle, src_offset=offset, is_blocking=True)
+
+    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int) -> Any:
+        return self._cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes,
+                                     dst_offset=dst_offset, src_offset=src_offset)
+
+    def build(self, name: str, source: str) -> Any:
+        key = (name, source)
+        k = self._kernels.get(key)
+        if k is None:
+            try:
+                prog = self.cache.get(self.context, self.device, source)
+            except BackendError as err:
+                raise RuntimeBackendError(str(err)) from None
+            k = self._kernels[key] = getattr(prog, name)
+        return k
+
+    def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
+               args: Sequence[Any]) -> Any:
+        cl = self._cl
+        kernel.set_args(*[a.handle if isinstance(a, Ref) else a for a in args])
+        try:
+            ev = cl.enqueue_nd_range_kernel(self.queue, kernel, tuple(global_size),
+                                            None if local_size is None else tuple(local_size))
+        except cl.Error as err:
+            raise RuntimeBackendError(f"kernel {kernel.function_name}: the launch failed on "
+                                      f"{self.label} ({err})") from None
+        return ev
+
+    def flush(self) -> None:
+        self.queue.flush()
+
+    def done(self, event: Any) -> bool:
+        return event.command_execution_status == self._cl.command_execution_status.COMPLETE
+
+    def wait(self, event: Any) -> None:
+        event.wait()
+
+    def finish(self) -> None:
+        self.queue.finish()
+
+
+class CUDADevice:
+    """The runtime's view of one CUDA device (a stream of its own, the NVRTC module cache).
+    CuPy/PyTorch arrays are used in place (``borrow``)."""
+
+    dialect = "cuda"
+    is_cpu = False
+
+    def __init__(self, spec: Optional[str] = None, cache: Any = None) -> None:
+        from cuda.bindings import driver
+
+        from liftkit.backends.cuda import ModuleCache, select_device
+        from liftkit.backends.cuda.runner import core
+        self._drv = driver
+        self.device = select_device(spec)
+        self._core = core()
+        self._dev = self._core.Device(self.device.ordinal)
+        self._dev.set_current()
+        self.stream = self._dev.create_stream()
+        self.cache = cache if cache is not None else ModuleCache()
+        self.label = self.device.label
+        self.total_memory = int(self.device.total_memory)
+        self.max_alloc = self.total_memory
+        self._kernels: dict[tuple[str, str], Any] = {}
+
+    def _check(self, result: Any, what: str) -> Any:
+        from liftkit.backends.cuda.devices import check
+        try:
+            return check(result, what)
+        except BackendError as err:
+            raise RuntimeBackendError(str(err)) from None
+
+    def alloc(self, nbytes: int) -> Any:
+        try:
+            return self._dev.allocate(max(nbytes, 1), stream=self.stream)
+        except Exception as err:  # noqa: BLE001 - out of memory, in cuda.core's words
+            raise OutOfDeviceMemory(str(err)) from None
+
+    def free(self, handle: Any) -> None:
+        handle.close(self.stream)
+
+    def ptr(self, handle: Any) -> int:
+        return handle if isinstance(handle, int) else int(handle.handle)
+
+    def upload(self, handle: Any, offset: int, host: np.ndarray) -> Any:
+        self._check(self._drv.cuMemcpyHtoDAsync(self.ptr(handle) + offset, host.ctypes.data,
+                                                host.nbytes, self.stream.handle), "upload")
+        return self.stream.record()
+
+    def download(self, handle: Any, offset: int, host: np.ndarray) -> None:
+        self._check(self._drv.cuMemcpyDtoHAsync(host.ctypes.data, self.ptr(handle) + offset,
+                                                host.nbytes, self.stream.handle), "download")
+        self.stream.sync()
+
+    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int) -> Any:
+        self._check(self._drv.cuMemcpyDtoDAsync(self.ptr(dst) + dst_offset,
+                                                self.ptr(src) + src_offset, nbytes,
+                                                self.stream.handle), "device copy")
+        return self.stream.record()
+
+    def build(self, name: str, source: str) -> Any:
+        key = (name, source)
+        k = self._kernels.get(key)
+        if k is None:
+            self._dev.set_current()
+            try:
+                mod = self.cache.get(self.device, source, (), name=name)
+                k = self._kernels[key] = mod.get_kernel(name)
+            except BackendError as err:
+                raise RuntimeBackendError(str(err)) from None
+        return k
+
+    def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
+               args: Sequence[Any]) -> Any:
+        c = self._core
+        if local_size is None:
+            local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
+        grid = tuple(min(math.ceil(g / b), m) for g, b, m in
+                     zip(global_size, local_size, self.device.max_grid_dims))
+        vals = [self.ptr(a.handle) if isinstance(a, Ref) else a for a in args]
+        try:
+            c.launch(self.stream, c.LaunchConfig(grid=grid, block=tuple(local_size)), kernel, *vals)
+        except Exception as err:  # noqa: BLE001 - cuda.core's own error type
+            raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
+        return self.stream.record()
+
+    def flush(self) -> None:
+        return None
+
+    def done(self, event: Any) -> bool:
+        return bool(event.is_done)
+
+    def wait(self, event: Any) -> None:
+        event.sync()
+
+    def finish(self) -> None:
+        try:
+            self.stream.sync()
+        except Exception as err:  # noqa: BLE001 - a fault inside a kernel surfaces here
+            raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
+
+    def borrow(self, x: Any) -> Optional[tuple[int, tuple[int, ...], np.dtype, Any]]:
+        """(pointer, shape, dtype, owner) of a CuPy/PyTorch/CUDA-array-interface array, or None."""
+        from liftkit.backends.cuda.arrays import device_array
+        b = device_array(x, "array")
+        if b is None:
+            return None
+        self._dev.sync()  # the library's own stream may still be writing it
+        return b.ptr, b.shape, b.dtype, b.obj
+
+
+def open_device(backend: str = "auto", spec: Optional[str] = None) -> Any:
+    """An OpenCLDevice or CUDADevice: ``auto`` takes CUDA where a CUDA GPU is present, else
+    OpenCL's default device (a GPU, else the CPU: PoCL in CI)."""
+    if backend == "auto":
+        from liftkit.backends.choose import resolve_backend
+        backend = resolve_backend("auto", spec or "gpu")
+        if backend == "opencl" and (spec or "gpu") == "gpu":
+            spec = None
+    if backend == "cuda":
+        return CUDADevice(spec)
+    if backend == "opencl":
+        return OpenCLDevice(spec)
+    raise ValueError(f"unknown backend {backend!r}: choose auto, opencl or cuda")

@@ -1,0 +1,95 @@
+"""The task runtime's tables (seed 003 §7.2): array variables, device buffers, events; and the
+kernel a task launches.
+
+These are the runtime's bookkeeping records, mutated as tasks are enqueued and finish (the IR
+stays immutable; the state of memory does not)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel a task launches, with its source in each C dialect it can be built from
+    ("opencl" is needed for the CPU fallback). Array arguments are passed as two parameters:
+    the buffer (``global T*`` / ``T*``) and the element offset of the array in it (``long``)."""
+    name: str
+    sources: Mapping[str, str]
+
+    def source(self, dialect: str) -> str:
+        try:
+            return self.sources[dialect]
+        except KeyError:
+            raise ValueError(f"kernel {self.name} has no {dialect} source") from None
+
+
+@dataclass
+class Buffer:
+    """A row of the device buffer table (§7.2.2): one device allocation and the host memory it
+    mirrors (byte range ``[lo, lo + nbytes)``; ``lo`` None for device-only data), which copy
+    holds the freshest data, and the tasks that read or write it."""
+    id: int
+    nbytes: int
+    lo: Optional[int]
+    host: Optional[np.ndarray]          # uint8 view of the host memory (or an owned copy)
+    owners: list = field(default_factory=list)  # what keeps the host memory alive
+    registered: bool = False            # the host range is the user's memory (range registry)
+    handle: Any = None                  # the device allocation, None when not resident
+    borrowed: bool = False              # device memory of CuPy/PyTorch: never freed or evicted
+    host_valid: bool = False
+    dev_valid: bool = False
+    readers: list = field(default_factory=list)   # event ids
+    writers: list = field(default_factory=list)
+    last_use: int = 0
+    vars: set = field(default_factory=set)
+
+    @property
+    def hi(self) -> int:
+        return (self.lo or 0) + self.nbytes
+
+
+@dataclass
+class ArrayVar:
+    """A row of the array variable table (§7.2.1): which buffer holds the array, where in it
+    (byte offset of element 0, byte strides), its shape and dtype, the copy-on-write flag and
+    the tasks that may read or write it. Users hold these as handles."""
+    id: int
+    buffer: int
+    offset: int
+    shape: tuple
+    strides: tuple
+    dtype: np.dtype
+    cow_of: Optional[int] = None        # a deferred copy of that variable (§7.3.2)
+    events: list = field(default_factory=list)
+    key: Any = None                     # (address, shape, strides, dtype) when attached from host
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def extent(self) -> tuple[int, int]:
+        """Bytes [lo, hi) of the buffer the array touches, relative to element 0."""
+        if 0 in self.shape:
+            return 0, 0
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) + self.dtype.itemsize
+        return lo, hi
+
+    def __repr__(self) -> str:
+        return f"ArrayVar({self.id}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+@dataclass
+class EventRow:
+    """A row of the event table (§7.2.3): the backend's event of a task and what it touched;
+    ``keep`` holds host memory an asynchronous upload still reads."""
+    id: int
+    event: Any
+    task: str
+    reads: tuple = ()
+    writes: tuple = ()
+    keep: list = field(default_factory=list)
