@@ -114,6 +114,9 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
         lambda x: map(join << map(split(N // 4)) << split(N)) << map(join) << map(split(2)) << x),
     "slide_sizes": lambda: program(
         [float32[N]], lambda x: map(reduceSeq(max, float("-inf"))) << slide(M, 2) << x),
+    "warp_reduction": lambda: program(  # a pattern beyond OpenCL (ir/patterns/cuda.py)
+        [float32[N]], lambda x: join << mapWrg(0)(reduceWarp(add, 0.0) << toLocal(mapLcl(0)(id)))
+        << split(64) << x),
 }
 
 
@@ -134,6 +137,7 @@ RUNS: dict[str, Callable[[np.random.Generator], list]] = {
     "applied_lambda": lambda r: [r.standard_normal(6).astype(np.float32)],
     "tuple_init": lambda r: [r.random(9, dtype=np.float32)],
     "explicit_init": lambda r: [r.random(9, dtype=np.float32), np.float32(2.5)],
+    "warp_reduction": lambda r: [r.random(128, dtype=np.float32)],
 }
 
 

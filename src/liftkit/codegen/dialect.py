@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Optional, Sequence
 
 DialectName = Literal["opencl", "cuda"]
 DIALECTS: tuple[DialectName, ...] = ("opencl", "cuda")
@@ -47,6 +47,10 @@ class Dialect:
     # (complex ctype, real ctype) -> the complex type's declaration and its constructor
     # `<ctype>_new(re, im)`; the arithmetic helpers on top are shared (`liftkit.codegen.complex`)
     complex_type: Callable[[str, str], list[str]]
+    # what patterns beyond OpenCL may use (`CudaPattern.feature`): "warp-shuffle", "mma", ...
+    features: frozenset[str] = frozenset()
+    # (C value, lane offset) -> the value of the lane `offset` away by xor, from a full warp
+    shuffle_xor: Optional[Callable[[str, int], str]] = None
 
     def pointer(self, space: str, elem: str, const: bool = False) -> str:
         """`global float*`, `const local int*`, `float*` (CUDA)."""
@@ -146,6 +150,8 @@ CUDA = Dialect(
     complex_type=lambda c, r: [
         f"struct __align__({2 * (4 if r == 'float' else 8)}) {c} {{ {r} x, y; }};",
         f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
+    features=frozenset({"warp-shuffle"}),
+    shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
 )
 
 

@@ -152,6 +152,10 @@ class Generator:
             return self.gen(f.body, env2, ctx, dest)
         if isinstance(f, UserFun):
             return self.user_fun(f, [a.gen(None) for a in args], dest)
+        if isinstance(f, P.CudaPattern):  # patterns beyond OpenCL: codegen/cuda_patterns.py
+            from liftkit.codegen.cuda_patterns import generate
+
+            return generate(self, f, args, env, ctx, dest)
         if isinstance(f, P.AddressSpaceWrapper):
             return self.call(f.f, args, env, replace(ctx.inside(f), write_to=f.space), dest, node)  # type: ignore[arg-type]
         if isinstance(f, (P.ParallelMap, P.MapSeq, P.MapSeqUnroll)):

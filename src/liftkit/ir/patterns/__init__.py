@@ -9,6 +9,7 @@ from liftkit.ir.patterns.base import (
     PatternError,
     index_fun,
 )
+from liftkit.ir.patterns.cuda import CUDA_PATTERNS, CudaPattern, ReduceWarp
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
     AsScalar,
@@ -52,7 +53,8 @@ from liftkit.ir.patterns.reductions import (
     ReduceSeqUnroll,
 )
 
-ALL_PATTERNS: tuple[type[Pattern], ...] = MAP_PATTERNS + REDUCE_PATTERNS + LAYOUT_PATTERNS + MEMORY_PATTERNS
+ALL_PATTERNS: tuple[type[Pattern], ...] = (MAP_PATTERNS + REDUCE_PATTERNS + LAYOUT_PATTERNS + MEMORY_PATTERNS
+                                           + CUDA_PATTERNS)
 PATTERNS_BY_NAME: dict[str, type[Pattern]] = {p.name: p for p in ALL_PATTERNS}
 
 __all__ = [
@@ -61,5 +63,5 @@ __all__ = [
     "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Transpose", "Tuple", "Unzip", "Zip",
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
-    "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll",
+    "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
 ]
