@@ -30,6 +30,11 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
   map-mapGlb): scal.
 * `map-wrg` : map(f) → mapWrg(0)(f) for a map over rows whose body holds a reduction
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
+* `mm-tiles` (tm, tn, tk, rm, rn): matrix multiplication in the CLBlast/NVIDIA shape through
+  `mm-local-tiles` (rules/mm.py: 2D tiles in local memory, the K loop split by tk, rm×rn register
+  blocks, float4, unrolled); `mm-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape through
+  `mm-private-blocks` (register blocks, no local memory). The search's parameter families are
+  the tile and block shapes of `GPU_PARAMS` / `CPU_PARAMS`.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Any
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
     PARTRED_COLUMNS,
@@ -95,6 +101,13 @@ def _at_rows(site: Site) -> bool:
     a, b = z.args
     return (isinstance(a, FunCall) and isinstance(a.f, P.Join)
             and isinstance(b, FunCall) and isinstance(b.f, P.Map))
+
+
+def _at_mm(site: Site) -> bool:
+    """The matrix-multiplication nest the rules of rules/mm.py rewrite."""
+    return isinstance(site.f, P.Map) and mm_parts(site) is not None
+
+
 HELPERS_BY_NAME: dict[str, Rule] = {r.name: r for r in HELPER_RULES}
 
 
@@ -202,6 +215,15 @@ def _map_glb_vec(w: int) -> Strategy:
     return seq(rule("vectorize-map", w=w), at((1,), rule("map-mapGlb", dim=0)))
 
 
+def _mm_tiles(tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1) -> Strategy:
+    """The parameters must be among those mm-local-tiles offers (rules/mm.py SYMBOLIC_TILES)."""
+    return rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll)
+
+
+def _mm_blocks(rm: int, rn: int, wx: int, wy: int) -> Strategy:
+    return rule(MM_PRIVATE_BLOCKS, rm=rm, rn=rn, wx=wx, wy=wy)
+
+
 FUSE_PARTIAL = MacroRule(
     "fuse-partial", _fuse_partial,
     "reduce(⊕, z) ∘ map(f) → reduce(⊕, z) ∘ join ∘ map(reduceSeq(λ(a, x). a ⊕ f x, e)) ∘ split n",
@@ -260,10 +282,22 @@ CPU_ROWS = MacroRule(
     "row: reduceSeq of its vectorised products, then h) ∘ zip(A, split 1 y)",
     "seed 004 Fig. 9c's CPU shape applied per row (fuse-rows, vectorize-fused, reduce-map-fusion)",
     where=_at_rows)
+MM_TILES = MacroRule(
+    "mm-tiles", _mm_tiles,
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A "
+    "→ tm×tn tiles of C per work-group, A and B tiles of depth tk in local memory, rm×rn float4 "
+    "register blocks per work-item (mm-local-tiles)",
+    "seed 001's MM fragments, CLBlast for NVIDIA (seed 000 Table 1)", where=_at_mm)
+MM_BLOCKS = MacroRule(
+    "mm-blocks", _mm_blocks,
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A "
+    "→ wx×wy work-items per group, each an rm×rn float4 register block of C, no local memory "
+    "(mm-private-blocks)",
+    "seed 001's MM fragments, CLBlast for AMD (seed 000 Table 1)", where=_at_mm)
 MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,
-                                 MAP_GLB_VEC)
+                                 MAP_GLB_VEC, MM_TILES, MM_BLOCKS)
 MACROS_BY_NAME: dict[str, MacroRule] = {m.name: m for m in MACROS}
 
 # the parameters the search tries
@@ -276,6 +310,10 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "fuse-rows": [{}],
     "vectorize-fused": [{"w": 4}],
     "map-glb-vec": [{"w": 4}],
+    # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
+    "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
+                 for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),
+                                    (64, 128, 32))],
 }
 CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "cpu-rows": [{"w": w} for w in (4, 8, 16)],
@@ -283,6 +321,11 @@ CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "to-groups-seq": [{}],
     "vectorize-fused": [{"w": 4}, {"w": 8}],
     "map-glb-vec": [{"w": 4}, {"w": 8}],
+    "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn}
+                 for tm, tn, tk, rm, rn in ((64, 64, 16, 8, 8), (32, 32, 16, 4, 4),
+                                            (64, 64, 32, 8, 8))],
+    "mm-blocks": [{"rm": rm, "rn": rn, "wx": wx, "wy": wy}
+                  for rm, rn, wx, wy in ((4, 4, 8, 8), (8, 8, 8, 8), (4, 8, 8, 8))],
 }
 
 

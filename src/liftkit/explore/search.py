@@ -254,15 +254,15 @@ class Search:
 
     def _sample(self, choices: Sequence[Choice], rng: random.Random) -> list[Choice]:
         """All choices when few. Else every macro-rule choice (seed 002 §6.1: macros are there
-        to shorten the search, so each step considers them all; a random `max_choices` of them
-        when more), and the room left for `max_choices` (rule, position) groups of plain rules
-        at random (one parameter each; more parameters of the same groups if room is left)."""
+        to shorten the search, so each step considers them all; when more than `max_choices`,
+        one per (macro, position) group first, see `_sample_groups`), and the room left for
+        `max_choices` (rule, position) groups of plain rules at random (one parameter each; more parameters of the same groups if room is left)."""
         n = self.settings.max_choices
         if len(choices) <= n:
             return list(choices)
         macros = [c for c in choices if self.space.is_macro(c)]
         if len(macros) > n:
-            macros = rng.sample(macros, n)
+            macros = self._sample_groups(macros, n, rng)
         rules = [c for c in choices if not self.space.is_macro(c)]
         room = n - len(macros)
         picked: list[Choice] = []
@@ -279,6 +279,17 @@ class Search:
                 picked = [c for c in rules if c in picked or c in more]
         chosen = set(map(id, macros + picked))
         return [c for c in choices if id(c) in chosen]
+
+    def _sample_groups(self, choices: Sequence[Choice], n: int, rng: random.Random) -> list[Choice]:
+        """n of the choices: one of each (rule, position) group first (groups at random when
+        there are more than n), then more parameters at random, so a macro with many parameter
+        values (gpu-reduction's 8) does not crowd out one with a few (mm-tiles)."""
+        groups = list(self._groups(choices).values())
+        if len(groups) >= n:
+            return [rng.choice(g) for g in rng.sample(groups, n)]
+        picked = [rng.choice(g) for g in groups]
+        rest = [c for c in choices if c not in picked]
+        return picked + rng.sample(rest, n - len(picked))
 
     def _kind(self, choice: Choice) -> str:
         if self.space.is_macro(choice):

@@ -12,7 +12,9 @@
 interchange, movement and cancellation, copy insertion, slide tiling) and rules/chunking.py
 (reductions and maps cut into constant-size chunks or strided columns, vectorisation through
 zip) rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`) and rules/stencil.py (stencils tiled
-into local memory); `SEARCH_RULES` is what the exploration uses by default.
+into local memory); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
+the one MM nest only, so they are soundness-tested on MM programs: tests/rewrite/test_mm_rules.py);
+`SEARCH_RULES` is what the exploration uses by default.
 
 `ALGORITHMIC_RULES` are Fig. 6 (iterate decomposition, reorder commutativity, split-join, the
 reduce rules, cancellation, fusion); `LOWERING_RULES` Fig. 7 (map and reduce lowering, reorder
@@ -30,17 +32,18 @@ from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
 from liftkit.rewrite.rules.iterate import ITERATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
+from liftkit.rewrite.rules.mm import MM_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
 EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES
-ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES
+ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
 # map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
 SEARCH_RULES: tuple[Rule, ...] = PAPER_RULES + tuple(
-    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission"))
+    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission")) + MM_RULES
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_NAME) == len(ALL_RULES), "rule names must be unique"
 
-__all__ = ["CHUNKING_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
+__all__ = ["CHUNKING_RULES", "MM_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
            "SEARCH_RULES", "RULES_BY_NAME", "normal_form", "order_insensitive"]
