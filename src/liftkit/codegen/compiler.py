@@ -10,7 +10,6 @@ index simplification, control-flow simplification, unrolling) and the host-side 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 from liftkit.arith import ArithExpr, cst
@@ -22,10 +21,13 @@ from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
 from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
 from liftkit.codegen.memory import Memory, bytes_of, ctype, element_count, storage_elem, struct_definition
+from liftkit.codegen.stages import (  # noqa: F401 - re-exported: the compiler's vocabulary
+    Stage, check_no_unsynchronised_reads, is_layout, kernel_structure_error, split_stages,
+)
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, apply, walk
-from liftkit.ir.typecheck import TypeChecker, check_program, layout_only
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, walk
+from liftkit.ir.typecheck import TypeChecker, check_program
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
 DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
@@ -34,110 +36,6 @@ DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their lo
 # mapLcl lengths keep a loop; CompileOptions.local_size overrides, and the runner refuses in
 # words what a device or a kernel does not allow
 MAX_LOCAL_ITEMS = 256
-LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
-          P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.AsVector, P.AsScalar, P.At)
-
-
-def is_layout(f: FunDecl) -> bool:
-    """A data-layout pattern, or a map of a function that only rearranges data: both are views."""
-    return isinstance(f, LAYOUT) or (isinstance(f, P.Map) and layout_only(f.f))
-
-
-# ---------------------------------------------------------------------------------------------
-# kernel splitting
-
-
-@dataclass(frozen=True)
-class Stage:
-    param: Optional[Param]  # the intermediate result it produces (None for the final stage)
-    body: Expr
-
-
-def split_stages(program: Lambda) -> list[Stage]:
-    """Cut the program where a top-level computation consumes another one's result.
-
-    Top level means outside every map's function: code there runs in every thread of a
-    kernel, so a sequential reduction of a parallel map's result must run after it, in a kernel
-    of its own (one work-item)."""
-    stages: list[Stage] = []
-    types = {p: p.type for p in program.params}
-
-    def visit(e: Expr, feeds_compute: bool) -> Expr:
-        if isinstance(e, (Param, Literal)):
-            return e
-        assert isinstance(e, FunCall)
-        f = e.f
-        if isinstance(f, Lambda):
-            reduced = apply(f, [visit(a, True) for a in e.args])
-            if not (isinstance(reduced, FunCall) and reduced.f is f):
-                return visit(reduced, feeds_compute)
-            return reduced
-        if is_layout(f):
-            return FunCall(f, tuple(visit(a, feeds_compute) for a in e.args))
-        call = FunCall(f, tuple(visit(a, True) for a in e.args))
-        if not feeds_compute:
-            return call
-        t = TypeChecker().expr(call, types)
-        p = Param(f"stage{len(stages)}", t)
-        types[p] = t
-        stages.append(Stage(p, call))
-        return p
-
-    final = visit(program.body, False)
-    stages.append(Stage(None, final))
-    return stages
-
-
-def kernel_structure_error(program: Lambda) -> Optional[str]:
-    """Why the code generator would refuse this OpenCL-level program's kernel structure (a
-    parallel map's result read in the kernel that computes it), or None. Cheap: no code is
-    generated; the exploration uses it to keep walking past such programs."""
-    try:
-        for st in split_stages(program):
-            check_no_unsynchronised_reads(st.body)
-    except CodegenError as err:
-        return str(err)
-    return None
-
-
-def check_no_unsynchronised_reads(body: Expr) -> None:
-    """Inside a pattern's function (a kernel's threads), the result of a mapGlb or mapWrg may
-    only flow out through data-layout patterns: work-items of other work-groups write it, and
-    OpenCL has no barrier across work-groups, so a computation reading it in the same kernel
-    (a reduceSeq of a nested mapGlb's results, say) would race. At a stage's top level
-    `split_stages` starts a new kernel instead."""
-
-    def flows(e: Expr, consumer: Optional[str]) -> None:
-        if not isinstance(e, FunCall):
-            return
-        f = e.f
-        if isinstance(f, (P.MapGlb, P.MapWrg)) and consumer is not None:
-            raise CodegenError(
-                f"{f.name}({f.dim})'s result is read by {consumer} in the same kernel: other "
-                "work-groups write it and OpenCL cannot synchronise them; let the parallel map "
-                "produce the function's result, or compute it at the top level (a kernel of "
-                "its own)")
-        if isinstance(f, Lambda):
-            into = consumer if layout_only(f) else (consumer or "the function applied to it")
-            for a in e.args:
-                flows(a, into)
-            flows(f.body, consumer)
-            return
-        into = consumer if is_layout(f) else _label(f)
-        for a in e.args:
-            flows(a, into)
-
-    for node in walk(body):
-        if isinstance(node, P.Pattern):
-            for fn in node.functions():
-                if isinstance(fn, Lambda):
-                    flows(fn.body, None)
-
-
-def _label(f: FunDecl) -> str:
-    return getattr(f, "name", None) or type(f).__name__
-
-
 # ---------------------------------------------------------------------------------------------
 # analyses
 
