@@ -21,7 +21,15 @@ def _f32(*shape: int) -> np.ndarray:
 @pytest.mark.parametrize("call, message", [
     (lambda s: s.gemm(_f32(3, 4), _f32(5, 6)), "inner dimensions 4 and 5 differ"),
     (lambda s: s.gemm(_f32(3, 4), _f32(4, 6).astype(np.float64)), "B is float64 but the other"),
-    (lambda s: s.gemm(_f32(3, 4).astype(np.complex64), _f32(4, 2)), "complex types are not"),
+    (lambda s: s.gemm(_f32(3, 4).astype(np.complex64), _f32(4, 2)),
+     "B is float32 but the other operands are complex64"),
+    (lambda s: s.gemm(_f32(3, 4), _f32(4, 2), alpha=1j), "alpha must be a real number"),
+    (lambda s: s.gemm(_f32(3, 4), _f32(4, 2), trans_a="H"), "trans_a must be False/'N', True/"),
+    (lambda s: s.gemv(_f32(3, 4).astype(np.complex64), _f32(4).astype(np.complex64), beta="x"),
+     "beta must be a number"),
+    (lambda s: s.dotc(_f32(3).astype(np.complex128), _f32(4).astype(np.complex128)),
+     "dotc: x has length 3 but y has length 4"),
+    (lambda s: s.scal(1.0, _f32(3).astype(np.float16)), "convert it with .astype(np.float32)"),
     (lambda s: s.gemm(_f32(3, 4).astype(np.int32), _f32(4, 2)), "dtype int32"),
     (lambda s: s.gemm(_f32(3), _f32(3, 2)), "A must be a matrix (2-D), got shape (3,)"),
     (lambda s: s.gemm(_f32(3, 4), _f32(4, 2), _f32(3, 3)), "op(A)·op(B) is 3×2"),
@@ -67,6 +75,39 @@ def test_pyopencl_arrays_in_and_out_without_copies(session: Session) -> None:
     before = x.get()
     assert session.scal(3.0, x, out=x).result() is x
     np.testing.assert_allclose(x.get(), 3 * before, rtol=1e-6)
+
+
+def test_complex_pyopencl_arrays_in_place_and_conjugate_transposes(session: Session) -> None:
+    q = session.queue
+    rng = np.random.default_rng(5)
+    A = (rng.uniform(-1, 1, (12, 7)) + 1j * rng.uniform(-1, 1, (12, 7))).astype(np.complex64)
+    B = (rng.uniform(-1, 1, (12, 5)) + 1j * rng.uniform(-1, 1, (12, 5))).astype(np.complex64)
+    dA, dB = cla.to_device(q, A), cla.to_device(q, B)
+    dC = cla.zeros(q, (7, 5), np.complex64)
+    got = session.gemm(dA, dB, dC, alpha=0.5 - 1j, trans_a="C").result()
+    assert got is dC
+    np.testing.assert_allclose(dC.get(), (0.5 - 1j) * A.conj().T.astype(np.complex128) @ B,
+                               rtol=1e-4, atol=1e-4)
+    # a real op flag "C" is the transpose
+    R = A.real.copy()
+    np.testing.assert_allclose(session.gemm(R, B.real.copy(), trans_a="C").result(), R.T @ B.real,
+                               rtol=1e-4, atol=1e-4)
+    x = cla.to_device(q, B[:, 0].copy())
+    assert session.scal(2j, x, out=x).result() is x
+    np.testing.assert_allclose(x.get(), 2j * B[:, 0], rtol=1e-6)
+    s = session.asum(A[:, 0].copy()).result()
+    assert s.dtype == np.float32
+
+
+def test_complex_numbers_have_no_vector_codelets(session: Session) -> None:
+    from liftkit.blas import CodeletError
+    from liftkit.blas.codelets import space
+
+    with pytest.raises(CodeletError, match="complex numbers have none of"):
+        derive(Kind("scal", "complex64"), Variant.of("vec", w=4))
+    assert all(v.codelet not in ("vec", "tree") and v.kw.get("w", 1) == 1
+               for op in ("scal", "gemv", "dot", "asum") for dev in ("cpu", "gpu")
+               for v in space(Kind(op, "complex128", "N" if op == "gemv" else "-"), dev))
 
 
 def test_device_array_from_another_context_is_refused(session: Session) -> None:

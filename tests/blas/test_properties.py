@@ -1,5 +1,6 @@
-"""Every operation against NumPy on random shapes 1…300, every layout and dtype (≥ 500 cases per
-run). Kernels are built once per derivation, so a case costs an upload, a launch and a check.
+"""Every operation against NumPy on random shapes 1…300, every layout, op flag (N, T and the
+conjugate transpose C) and dtype, real and complex (≥ 500 cases per run: 1,240). Kernels are
+built once per derivation, so a case costs an upload, a launch and a check.
 
 Two sessions run the cases: the default derivations (any size, no padding) and one whose
 profile ranks the padded derivations first (vectorised rows, chunked and tree reductions), so
@@ -15,12 +16,23 @@ import pytest
 from liftkit.blas import Kind, Profile, Session, Variant
 from liftkit.blas.profile import Entry
 
-DTYPES = (np.float32, np.float64)
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+REAL = ("float32", "float64")
 PADDED = {  # op -> variant ranked first in the "padded" session
     ("gemv", "N"): Variant.of("rows", w=8), ("gemv", "T"): Variant.of("group-rows", L=32, w=4),
     ("dot", "-"): Variant.of("chunks", n=512), ("asum", "-"): Variant.of("tree", n=4, L=64),
     ("sumsq", "-"): Variant.of("chunks", n=64), ("scal", "-"): Variant.of("vec", w=8),
     ("axpy", "-"): Variant.of("chunks", n=16),
+}
+# complex numbers have no vector forms: padded derivations of vector width 1
+PADDED_COMPLEX = {
+    ("gemv", "N"): Variant.of("group-rows", L=16, w=1),
+    ("gemv", "R"): Variant.of("group-rows", L=16, w=1),
+    ("gemv", "T"): Variant.of("group-rows", L=32, w=1),
+    ("gemv", "C"): Variant.of("group-rows", L=32, w=1),
+    ("dot", "-"): Variant.of("chunks", n=512), ("dotc", "-"): Variant.of("chunks", n=128),
+    ("asum", "-"): Variant.of("chunks", n=256), ("sumsq", "-"): Variant.of("chunks", n=64),
+    ("scal", "-"): Variant.of("chunks", n=32), ("axpy", "-"): Variant.of("chunks", n=16),
 }
 
 
@@ -28,7 +40,8 @@ PADDED = {  # op -> variant ranked first in the "padded" session
 def padded_session(session: Session) -> Session:
     prof = Profile(session.device.fingerprint, session.device.label, "cpu")
     prof.add(Entry(Kind(op, dt, lay), cls, {"N": 1}, v, 1.0, 1e9)
-             for (op, lay), v in PADDED.items() for dt in ("float32", "float64")
+             for dt in ("float32", "float64", "complex64", "complex128")
+             for (op, lay), v in (PADDED if dt in REAL else PADDED_COMPLEX).items()
              for cls in ("small", "medium", "large"))
     # padding may add any amount here: the point is to run the padded paths
     import liftkit.blas.profile as pm
@@ -40,12 +53,36 @@ def padded_session(session: Session) -> Session:
 
 
 def _tol(dt: Any, k: int) -> dict[str, float]:
-    return ({"rtol": 2e-4, "atol": 2e-5 * max(k, 1)} if dt == np.float32
-            else {"rtol": 1e-10, "atol": 1e-12 * max(k, 1)})
+    return ({"rtol": 2e-4, "atol": 4e-5 * max(k, 1)} if dt in (np.float32, np.complex64)
+            else {"rtol": 1e-10, "atol": 2e-12 * max(k, 1)})
 
 
-def _mat(rng: np.random.Generator, shape: tuple[int, int], dt: Any, order: str) -> np.ndarray:
-    return np.asarray(rng.uniform(-1, 1, shape), dtype=dt, order=order)
+def _mat(rng: np.random.Generator, shape: Any, dt: Any, order: str = "C") -> np.ndarray:
+    x = rng.uniform(-1, 1, shape)
+    if np.dtype(dt).kind == "c":
+        x = x + 1j * rng.uniform(-1, 1, shape)
+    return np.asarray(x, dtype=dt, order=order)
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+def _op(x: np.ndarray, flag: Any) -> np.ndarray:
+    """op(X) in float64/complex128 for a BLAS flag (False/"N", True/"T", "C")."""
+    x = _wide(x)
+    return x if flag in (False, "N") else x.T if flag in (True, "T") else x.conj().T
+
+
+def _flag(rng: np.random.Generator) -> Any:
+    return [False, True, "N", "T", "C", "C"][int(rng.integers(6))]
+
+
+def _scalar(rng: np.random.Generator, dt: Any, choices: list[float]) -> Any:
+    v = float(rng.choice(choices))
+    if np.dtype(dt).kind == "c" and rng.random() < 0.7:
+        return complex(v, float(rng.choice([0.5, -1.0])))
+    return v
 
 
 def _size(rng: np.random.Generator) -> int:
@@ -62,22 +99,22 @@ def _check(failures: list[str], what: str, got: Any, want: Any, **tol: float) ->
 
 @pytest.mark.parametrize("seed", range(4))
 def test_gemm(session: Session, seed: int) -> None:
-    """60 random GEMMs per seed: dtypes, transposes, row/column-major A, B and C, α, β."""
+    """120 random GEMMs per seed: dtypes, op flags (N, T, C), row/column-major A, B and C, α,
+    β (complex ones for complex types)."""
     rng = np.random.default_rng(100 + seed)
     failures: list[str] = []
-    for case in range(60):
-        dt = DTYPES[case % 2]
-        ta, tb = bool(rng.integers(2)), bool(rng.integers(2))
+    for case in range(120):
+        dt = DTYPES[case % 4]
+        ta, tb = _flag(rng), _flag(rng)
         oa, ob, oc = (str(rng.choice(["C", "F"])) for _ in range(3))
         m, n, k = _size(rng), _size(rng), _size(rng)
-        A = _mat(rng, (k, m) if ta else (m, k), dt, oa)
-        B = _mat(rng, (n, k) if tb else (k, n), dt, ob)
-        alpha = float(rng.choice([1.0, -0.5, 2.0]))
-        beta = float(rng.choice([0.0, 1.0, 0.25]))
+        A = _mat(rng, (m, k) if ta in (False, "N") else (k, m), dt, oa)
+        B = _mat(rng, (k, n) if tb in (False, "N") else (n, k), dt, ob)
+        alpha = _scalar(rng, dt, [1.0, -0.5, 2.0])
+        beta = _scalar(rng, dt, [0.0, 1.0, 0.25])
         with_c = bool(rng.integers(2))
         C0 = _mat(rng, (m, n), dt, oc)
-        opA, opB = (A.T if ta else A).astype(np.float64), (B.T if tb else B).astype(np.float64)
-        want = alpha * opA @ opB + (beta * C0 if with_c else 0)
+        want = alpha * _op(A, ta) @ _op(B, tb) + (beta * _wide(C0) if with_c else 0)
         C = C0.copy(order=oc) if with_c else None
         got = session.gemm(A, B, C, alpha=alpha, beta=beta if with_c else 0.0, trans_a=ta,
                            trans_b=tb).result()
@@ -94,17 +131,16 @@ def test_gemv(session: Session, padded_session: Session, padded: bool) -> None:
     s = padded_session if padded else session
     rng = np.random.default_rng(7 + padded)
     failures: list[str] = []
-    for case in range(60):
-        dt, trans = DTYPES[case % 2], bool(rng.integers(2))
+    for case in range(120):
+        dt, trans = DTYPES[case % 4], _flag(rng)
         order = str(rng.choice(["C", "F"]))
         m, n = _size(rng), _size(rng)
         A = _mat(rng, (m, n), dt, order)
-        x = rng.uniform(-1, 1, m if trans else n).astype(dt)
-        y0 = rng.uniform(-1, 1, n if trans else m).astype(dt)
-        alpha, beta = float(rng.choice([1.0, -2.0])), float(rng.choice([0.0, 0.5]))
+        t = trans not in (False, "N")
+        x, y0 = _mat(rng, m if t else n, dt), _mat(rng, n if t else m, dt)
+        alpha, beta = _scalar(rng, dt, [1.0, -2.0]), _scalar(rng, dt, [0.0, 0.5])
         with_y = bool(rng.integers(2))
-        opA = (A.T if trans else A).astype(np.float64)
-        want = alpha * opA @ x + (beta * y0 if with_y else 0)
+        want = alpha * _op(A, trans) @ x + (beta * _wide(y0) if with_y else 0)
         got = s.gemv(A, x, y0.copy() if with_y else None, alpha=alpha,
                      beta=beta if with_y else 0.0, trans=trans).result()
         _check(failures, f"case {case}: {dt.__name__} {m}x{n} trans={trans} order={order}", got,
@@ -115,8 +151,8 @@ def test_gemv(session: Session, padded_session: Session, padded: bool) -> None:
 def test_transpose(session: Session) -> None:
     rng = np.random.default_rng(3)
     failures: list[str] = []
-    for case in range(60):
-        dt, order = DTYPES[case % 2], str(rng.choice(["C", "F"]))
+    for case in range(120):
+        dt, order = DTYPES[case % 4], str(rng.choice(["C", "F"]))
         A = _mat(rng, (_size(rng), _size(rng)), dt, order)
         got = session.transpose(A).result()
         if not np.array_equal(got, A.T):
@@ -126,27 +162,39 @@ def test_transpose(session: Session) -> None:
 
 @pytest.mark.parametrize("padded", [False, True])
 def test_blas1(session: Session, padded_session: Session, padded: bool) -> None:
-    """scal, axpy, dot, asum, nrm2: 100 random vectors per session."""
+    """scal, axpy, dot, dotc, asum, nrm2: 240 random vectors per session (complex asum and
+    nrm2 are BLAS's scasum = Σ|re|+|im| and scnrm2, reals)."""
     s = padded_session if padded else session
     rng = np.random.default_rng(11 + padded)
     failures: list[str] = []
-    for case in range(100):
-        dt = DTYPES[case % 2]
+    for case in range(240):
+        dt = DTYPES[case % 4]
         n = _size(rng) * int(rng.choice([1, 1, 7]))
-        x, y = rng.uniform(-1, 1, n).astype(dt), rng.uniform(-1, 1, n).astype(dt)
-        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        x, y = _mat(rng, n, dt), _mat(rng, n, dt)
+        x64, y64 = _wide(x), _wide(y)
         a = float(rng.uniform(-2, 2))
+        if np.dtype(dt).kind == "c" and case % 3:
+            a = complex(a, float(rng.uniform(-2, 2)))
         tol = _tol(dt, n)
-        op = ("scal", "axpy", "dot", "asum", "nrm2")[case % 5]
+        op = ("scal", "axpy", "dot", "dotc", "asum", "nrm2")[(case // 4) % 6]
         what = f"case {case}: {op} {dt.__name__} n={n}"
+        real = np.dtype(dt).type(0).real.dtype
         if op == "scal":
             _check(failures, what, s.scal(a, x).result(), a * x64, **tol)
         elif op == "axpy":
             _check(failures, what, s.axpy(a, x, y).result(), a * x64 + y64, **tol)
         elif op == "dot":
             _check(failures, what, s.dot(x, y).result(), x64 @ y64, **tol)
+        elif op == "dotc":
+            _check(failures, what, s.dotc(x, y).result(), np.vdot(x64, y64), **tol)
         elif op == "asum":
-            _check(failures, what, s.asum(x).result(), np.abs(x64).sum(), **tol)
+            got = s.asum(x).result()
+            if got.dtype != real:
+                failures.append(f"{what}: asum is {got.dtype}, expected {real}")
+            _check(failures, what, got, np.abs(x64.real).sum() + np.abs(x64.imag).sum(), **tol)
         else:
-            _check(failures, what, s.nrm2(x).result(), np.linalg.norm(x64), **tol)
+            got = s.nrm2(x).result()
+            if got.dtype != real:
+                failures.append(f"{what}: nrm2 is {got.dtype}, expected {real}")
+            _check(failures, what, got, np.linalg.norm(x64), **tol)
     assert not failures, "\n".join(failures)

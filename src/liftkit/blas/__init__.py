@@ -6,8 +6,11 @@ derivations.
     s = lb.Session("gpu")                          # or one session per device, explicitly
     y = s.gemv(A, x, trans=True).result()
 
-Operations: gemm, gemv, transpose, scal, axpy, dot, asum, nrm2 (float32, float64; row- and
-column-major; NumPy arrays or pyopencl arrays, used in place). `plan_gemm` is the low-level
+Operations: gemm, gemv, transpose, scal, axpy, dot, dotc, asum, nrm2 (float32, float64,
+complex64, complex128; row- and column-major; op flags False/"N", True/"T" and "C", the
+conjugate transpose; NumPy arrays or pyopencl arrays, used in place). For complex vectors asum
+and nrm2 follow BLAS (scasum: Σ|re|+|im|; scnrm2) and return reals; dot is dotu, dotc
+conjugates x. `plan_gemm` is the low-level
 form with caller-owned workspace; `hybrid_gemm` splits C's rows between a GPU and the CPU. Kernels come from codelets (`liftkit.blas.codelets`),
 derivations of high-level programs chosen per device by a tuned profile (`liftkit blas tune`).
 
@@ -21,7 +24,7 @@ import functools
 from typing import Any, Optional
 
 from liftkit.blas.codelets import CodeletError, Kind, Variant
-from liftkit.blas.gemm import GemmPlan, Packed
+from liftkit.blas.gemm import GemmPlan, Packed, Trans
 from liftkit.blas.gemm import gemm as _gemm
 from liftkit.blas.gemm import plan_gemm as _plan_gemm
 from liftkit.blas.hybrid import HybridResult, hybrid_gemm, tune_hybrid
@@ -34,8 +37,8 @@ from liftkit.blas.session import Future, NoProfileWarning, Session, Workspace
 class _SessionMethods:
     """The operations as methods of a Session."""
 
-    def gemm(self, A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-             trans_a: bool = False, trans_b: bool = False) -> Future:
+    def gemm(self, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,
+             trans_a: Trans = False, trans_b: Trans = False) -> Future:
         return _gemm(self, A, B, C, alpha=alpha, beta=beta, trans_a=trans_a,  # type: ignore[arg-type]
                      trans_b=trans_b)
 
@@ -43,21 +46,24 @@ class _SessionMethods:
                   **kw: Any) -> GemmPlan:
         return _plan_gemm(self, a_shape, b_shape, dtype, **kw)  # type: ignore[arg-type]
 
-    def gemv(self, A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-             trans: bool = False) -> Future:
+    def gemv(self, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,
+             trans: Trans = False) -> Future:
         return _l12.gemv(self, A, x, y, alpha=alpha, beta=beta, trans=trans)  # type: ignore[arg-type]
 
     def transpose(self, A: Any, out: Any = None) -> Future:
         return _l12.transpose(self, A, out)  # type: ignore[arg-type]
 
-    def scal(self, alpha: float, x: Any, out: Any = None) -> Future:
+    def scal(self, alpha: Any, x: Any, out: Any = None) -> Future:
         return _l12.scal(self, alpha, x, out)  # type: ignore[arg-type]
 
-    def axpy(self, alpha: float, x: Any, y: Any, out: Any = None) -> Future:
+    def axpy(self, alpha: Any, x: Any, y: Any, out: Any = None) -> Future:
         return _l12.axpy(self, alpha, x, y, out)  # type: ignore[arg-type]
 
     def dot(self, x: Any, y: Any) -> Future:
         return _l12.dot(self, x, y)  # type: ignore[arg-type]
+
+    def dotc(self, x: Any, y: Any) -> Future:
+        return _l12.dotc(self, x, y)  # type: ignore[arg-type]
 
     def asum(self, x: Any) -> Future:
         return _l12.asum(self, x)  # type: ignore[arg-type]
@@ -91,15 +97,16 @@ def _session(args: tuple[Any, ...], device: Optional[str]) -> Session:
     return default_session(device)
 
 
-def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-         trans_a: bool = False, trans_b: bool = False, device: Optional[str] = None) -> Future:
-    """C = α·op(A)·op(B) + β·C; returns a Future (C updated in place when given)."""
+def gemm(A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,
+         trans_a: Trans = False, trans_b: Trans = False, device: Optional[str] = None) -> Future:
+    """C = α·op(A)·op(B) + β·C (op: False/"N", True/"T", "C" = conjugate transpose); returns
+    a Future (C updated in place when given)."""
     return _session((A, B, C), device).gemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a,
                                              trans_b=trans_b)
 
 
-def gemv(A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-         trans: bool = False, device: Optional[str] = None) -> Future:
+def gemv(A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,
+         trans: Trans = False, device: Optional[str] = None) -> Future:
     """y = α·op(A)·x + β·y; returns a Future."""
     return _session((A, x, y), device).gemv(A, x, y, alpha=alpha, beta=beta, trans=trans)
 
@@ -109,16 +116,20 @@ def transpose(A: Any, out: Any = None, *, device: Optional[str] = None) -> Futur
     return _session((A, out), device).transpose(A, out)
 
 
-def scal(alpha: float, x: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
+def scal(alpha: Any, x: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
     return _session((x, out), device).scal(alpha, x, out)
 
 
-def axpy(alpha: float, x: Any, y: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
+def axpy(alpha: Any, x: Any, y: Any, out: Any = None, *, device: Optional[str] = None) -> Future:
     return _session((x, y, out), device).axpy(alpha, x, y, out)
 
 
 def dot(x: Any, y: Any, *, device: Optional[str] = None) -> Future:
     return _session((x, y), device).dot(x, y)
+
+
+def dotc(x: Any, y: Any, *, device: Optional[str] = None) -> Future:
+    return _session((x, y), device).dotc(x, y)
 
 
 def asum(x: Any, *, device: Optional[str] = None) -> Future:
@@ -132,4 +143,4 @@ def nrm2(x: Any, *, device: Optional[str] = None) -> Future:
 __all__ = ["BlasError", "CodeletError", "Future", "GemmPlan", "HybridResult", "Kind",
            "NoProfileWarning", "hybrid_gemm", "tune_hybrid",
            "Packed", "Profile", "ProfileError", "Session", "Variant", "Workspace", "asum", "axpy",
-           "default_session", "dot", "gemm", "gemv", "nrm2", "scal", "transpose"]
+           "default_session", "dot", "dotc", "gemm", "gemv", "nrm2", "scal", "transpose"]

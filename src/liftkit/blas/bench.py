@@ -51,7 +51,9 @@ def configure_bench_parser(p: argparse.ArgumentParser) -> None:
                         f"{','.join(map(str, DEFAULT_SIZES['cpu']))} on a CPU, "
                         f"{','.join(map(str, DEFAULT_SIZES['gpu']))} on a GPU")
     p.add_argument("--ops", metavar="A,B", default=",".join(OPS), help=f"of {','.join(OPS)}")
-    p.add_argument("--dtypes", metavar="D,D", default="float32,float64")
+    p.add_argument("--dtypes", metavar="D,D", default="float32,float64",
+                   help="of float32,float64,complex64,complex128 (complex rates count a "
+                        "complex multiply-add as 8 flops)")
     p.add_argument("--repeat", type=int, default=5, help="timed runs (median, default 5)")
     p.add_argument("--out", metavar="FILE.json", default=None, help="also write the rows as JSON")
 
@@ -74,7 +76,12 @@ def _median_time(run: Callable[[], Any], sync: Callable[[Any], Any], repeat: int
 
 def _rel_error(got: np.ndarray, want: np.ndarray) -> float:
     scale = max(float(np.max(np.abs(want))), 1e-30)
-    return float(np.max(np.abs(np.asarray(got, np.float64) - want))) / scale
+    wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    return float(np.max(np.abs(np.asarray(got, wide) - want))) / scale
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
 def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
@@ -97,34 +104,33 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
     for op in ops:
         for dt_name in dtypes:
             dt = np.dtype(dt_name)
-            tol = 1e-3 if dt == np.float32 else 1e-9
+            tol = 1e-3 if dt in (np.float32, np.complex64) else 1e-9
+            flops = 4.0 if dt.kind == "c" else 1.0  # a complex multiply-add is 8 flops, not 2
             for n in sizes:
                 rng = np.random.default_rng(n)
-                A = rng.uniform(-1, 1, (n, n)).astype(dt)
-                B = rng.uniform(-1, 1, (n, n)).astype(dt)
-                x = rng.uniform(-1, 1, n).astype(dt)
+                A, B, x = (_random(rng, shape, dt) for shape in ((n, n), (n, n), (n,)))
                 dA, dB, dx = (cla.to_device(q, v) for v in (A, B, x))
                 item = dt.itemsize
                 if op == "gemm":
                     dC = cla.empty(q, (n, n), dt).fill(np.nan)
                     lk = lambda: session.gemm(dA, dB, dC)  # noqa: E731
-                    want, amount, unit = A.astype(np.float64) @ B, 2.0 * n ** 3, "GFLOP/s"
+                    want, amount, unit = _wide(A) @ B, flops * 2.0 * n ** 3, "GFLOP/s"
                     rf = (lambda a, b, v: a @ b), (A, B, x)
                 elif op == "gemv":
                     dy = cla.empty(q, (n,), dt).fill(np.nan)
                     lk = lambda: session.gemv(dA, dx, dy)  # noqa: E731
-                    want, amount, unit = A.astype(np.float64) @ x, 2.0 * n * n, "GFLOP/s"
+                    want, amount, unit = _wide(A) @ x, flops * 2.0 * n * n, "GFLOP/s"
                     rf = (lambda a, b, v: a @ v), (A, B, x)
                 elif op == "transpose":
                     dT = cla.empty(q, (n, n), dt).fill(np.nan)
                     lk = lambda: session.transpose(dA, dT)  # noqa: E731
-                    want, amount, unit = A.T.astype(np.float64), 2.0 * n * n * item, "GB/s"
+                    want, amount, unit = _wide(A.T), 2.0 * n * n * item, "GB/s"
                     rf = (lambda a, b, v: a.T.copy()), (A, B, x)
                 else:  # dot over n² elements
                     v1, v2 = A.reshape(-1), B.reshape(-1)
                     dv1, dv2 = cla.to_device(q, v1), cla.to_device(q, v2)
                     lk = lambda: session.dot(dv1, dv2)  # noqa: E731
-                    want, amount, unit = np.array(v1.astype(np.float64) @ v2), 2.0 * n * n, "GFLOP/s"
+                    want, amount, unit = np.array(_wide(v1) @ v2), flops * 2.0 * n * n, "GFLOP/s"
                     rf = (lambda a, b, v: a.reshape(-1) @ b.reshape(-1)), (A, B, x)
                 got = lk().result()
                 got_np = got.get() if hasattr(got, "get") else np.asarray(got)
@@ -143,6 +149,13 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
                     log(f"{op:9s} {dt_name:7s} n={n:5d}  liftkit {row.liftkit:9.2f} {unit}  "
                         f"{ref_name} {row.reference or 0:9.2f}  ratio {ratio}  [{variant}]")
     return rows
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    x = rng.uniform(-1, 1, shape)
+    if dt.kind == "c":
+        x = x + 1j * rng.uniform(-1, 1, shape)
+    return x.astype(dt)
 
 
 def _reference_library(gpu: bool) -> tuple[Any, str]:
@@ -211,9 +224,10 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
     if bad:
         raise CliError(f"--ops: unknown {', '.join(bad)} (known: {', '.join(OPS)})")
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
-    bad = [d for d in dtypes if d not in ("float32", "float64")]
+    known = ("float32", "float64", "complex64", "complex128")
+    bad = [d for d in dtypes if d not in known]
     if bad:
-        raise CliError(f"--dtypes: unknown {', '.join(bad)} (known: float32, float64)")
+        raise CliError(f"--dtypes: unknown {', '.join(bad)} (known: {', '.join(known)})")
     import warnings
 
     import pyopencl as cl

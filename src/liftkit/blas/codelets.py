@@ -24,9 +24,9 @@ from liftkit.rewrite.derivation import Derivation
 from liftkit.rewrite.strategies import Strategy, at, rule, seq, topdown, try_
 
 # the operations (kernel families) and the high-level program each derives from
-OPS = ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy", "dot", "asum", "sumsq")
+OPS = ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy", "dot", "dotc", "asum", "sumsq")
 MAP1 = ("scal", "axpy")
-REDUCTIONS = ("dot", "asum", "sumsq")
+REDUCTIONS = ("dot", "dotc", "asum", "sumsq")
 BODY = (0,)  # the position of a program's body call
 
 
@@ -64,7 +64,8 @@ class Variant:
 @dataclass(frozen=True)
 class Kind:
     """What a kernel computes: an operation, its element type and its layout
-    (mm: NN/NT/TN; gemv and axpby2d: N/T; others: '-')."""
+    (mm: NN/NT/TN, for complex types also with R/C letters, `programs.COMPLEX_LAYOUTS`;
+    gemv: N/T, complex also R/C; axpby2d: N/T; others: '-')."""
 
     op: str
     dtype: str
@@ -76,10 +77,10 @@ class Kind:
     def program(self) -> Lambda:
         t, lay = self.dtype, self.layout
         builders: dict[str, Callable[[], Lambda]] = {
-            "mm": lambda: bp.mm(t, lay), "gemv": lambda: bp.gemv(t, lay == "T"),
+            "mm": lambda: bp.mm(t, lay), "gemv": lambda: bp.gemv(t, lay in "TC", lay in "RC"),
             "transpose": lambda: bp.transpose_prog(t), "axpby2d": lambda: bp.axpby2d(t, lay == "T"),
             "scal": lambda: bp.scal(t), "axpy": lambda: bp.axpy(t), "dot": lambda: bp.dot(t),
-            "asum": lambda: bp.asum(t), "sumsq": lambda: bp.sumsq(t)}
+            "dotc": lambda: bp.dotc(t), "asum": lambda: bp.asum(t), "sumsq": lambda: bp.sumsq(t)}
         if self.op not in builders:
             raise CodeletError(f"unknown operation {self.op!r} (known: {', '.join(OPS)})")
         return builders[self.op]()
@@ -140,23 +141,23 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
             lambda dev: [{"w": w} for w in (1, 4, 8)],
-            lambda kind, w: {"N" if kind.layout == "N" else "M": w}),
+            lambda kind, w: {"N" if kind.layout in "NR" else "M": w}),
     Codelet("group-rows", ("gemv",), "one work-group of L work-items per row, a tree in local "
             "memory (the gpu-rows macro, CLBlast-style)",
             lambda kind, L, w: rule(mc.GPU_ROWS, L=L, w=w),
             lambda dev: [{"L": L, "w": w} for L in (32, 64, 128, 256) for w in (1, 4)],
-            lambda kind, L, w: {"N" if kind.layout == "N" else "M": L * w}),
+            lambda kind, L, w: {"N" if kind.layout in "NR" else "M": L * w}),
     Codelet("vec", ("scal",), "float vectors of w per work-item (map-glb-vec)",
             lambda kind, w: rule(mc.MAP_GLB_VEC, w=w),
             lambda dev: [{"w": w} for w in (2, 4, 8)],
             lambda kind, w: {"N": w}),
-    Codelet("chunks", ("scal", "axpy", "dot", "asum", "sumsq"),
+    Codelet("chunks", ("scal", "axpy", "dot", "dotc", "asum", "sumsq"),
             "n consecutive elements per work-item (maps: split-join; reductions: fuse-partial "
             "and one work-item per chunk, seed 004 Fig. 9c)",
             lambda kind, n: _reduce_chunks(kind, n) if kind.op in REDUCTIONS else _chunks1d(kind, n),
             lambda dev: [{"n": n} for n in (_pow2(4, 64) if dev == "gpu" else _pow2(64, 4096))],
             lambda kind, n: {"N": n}),
-    Codelet("tree", ("dot", "asum", "sumsq"),
+    Codelet("tree", ("dot", "dotc", "asum", "sumsq"),
             "float4, n elements per work-item, L per work-group, local-memory trees in two "
             "stages (the gpu-reduction macro, seed 004 Fig. 9a/b)",
             _reduce_gpu,
@@ -169,6 +170,18 @@ def codelets_for(op: str) -> list[Codelet]:
     return [c for c in CODELETS.values() if op in c.ops]
 
 
+# codelets that read complex numbers as OpenCL vectors, which do not exist for them
+_VECTOR_CODELETS = ("vec", "tree")
+
+
+def fits(kind: Kind, variant: Variant) -> bool:
+    """Whether the variant can derive the kind's element type: complex numbers have no vector
+    forms, so no vector codelet and no vector width above 1."""
+    if kind.dtype not in bp.COMPLEX:
+        return True
+    return variant.codelet not in _VECTOR_CODELETS and variant.kw.get("w", 1) == 1
+
+
 def get_codelet(variant: Variant, kind: Kind) -> Codelet:
     c = CODELETS.get(variant.codelet)
     if c is None:
@@ -176,6 +189,9 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
     if kind.op not in c.ops:
         raise CodeletError(f"codelet {c.name} does not derive {kind.op} (it derives "
                            f"{', '.join(c.ops)})")
+    if not fits(kind, variant):
+        raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
+                           f"numbers have none of (vector width 1 only)")
     return c
 
 
@@ -195,7 +211,8 @@ def multiples(kind: Kind, variant: Variant) -> dict[str, int]:
 
 def space(kind: Kind, device_kind: str) -> list[Variant]:
     """Every variant the tuner tries for `kind` on a device of `device_kind`."""
-    return [Variant.of(c.name, **p) for c in codelets_for(kind.op) for p in c.space(device_kind)]
+    return [v for c in codelets_for(kind.op) for p in c.space(device_kind)
+            if fits(kind, v := Variant.of(c.name, **p))]
 
 
 def default_variant(kind: Kind, device_kind: str = "cpu") -> Variant:

@@ -3,8 +3,10 @@ four-step API of seed 003 §8.3.3) and as one call.
 
 Every case is reduced to a derived `mm` kernel on row-major buffers. A column-major matrix is
 its transpose stored row by row, so layouts and transposition flags combine into one flag per
-operand; a column-major C is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ. Of the four flag pairs, NN, NT
-and TN have kernels of their own; TT is NN with the operands swapped, giving the transposed
+operand; a column-major C is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ. A conjugate transpose
+(`trans_a="C"`, complex types) adds a conjugation flag, which travels with its operand through
+these rewritings into the kernel's layout (`programs.COMPLEX_LAYOUTS`). Of the four
+transposition pairs, NN, NT and TN have kernels of their own; TT is NN with the operands swapped, giving the transposed
 product, which the epilogue (α·Pᵀ + β·C, a derived kernel too) reads transposed. Sizes that are
 not multiples of the kernel's tiles are padded with zeros into caller-owned workspace.
 """
@@ -12,7 +14,7 @@ not multiples of the kernel's tiles are padded with zeros into caller-owned work
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 import pyopencl as cl
@@ -44,7 +46,7 @@ class GemmPlan:
     m: int
     n: int
     k: int
-    trans_a: bool
+    trans_a: bool  # op(A) is a transpose (trans_a "T" or "C")
     trans_b: bool
     orders: tuple[str, str, str]  # memory orders of A, B, C
     layout: str  # the kernel's layout
@@ -65,8 +67,8 @@ class GemmPlan:
         """The row-major shape the kernel reads for operand `role` at `sizes`."""
         M, N, K = sizes["M"], sizes["N"], sizes["K"]
         if role == self.first:
-            return (M, K) if self.layout[0] == "N" else (K, M)
-        return (K, N) if self.layout[1] == "N" else (N, K)
+            return (M, K) if self.layout[0] in "NR" else (K, M)
+        return (K, N) if self.layout[1] in "NR" else (N, K)
 
     @property
     def workspace_bytes(self) -> int:
@@ -175,15 +177,17 @@ def _order_name(order: str) -> str:
 
 
 def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, int],
-              dtype: Any, *, trans_a: bool = False, trans_b: bool = False,
+              dtype: Any, *, trans_a: Trans = False, trans_b: Trans = False,
               order_a: str = "C", order_b: str = "C", order_c: str = "C",
               variant: Optional[Variant] = None) -> GemmPlan:
     """Step 1 of the low-level API: check the shapes, choose the kernel (the profile's best for
     this size class, or `variant`), and say how much workspace it needs."""
     dt = np.dtype(dtype)
     if dt not in DTYPES:
-        raise BlasError(f"gemm: dtype {dt} is not supported (float32 and float64 are"
-                        f"{'; complex types are not supported yet' if dt.kind == 'c' else ''})")
+        raise BlasError(f"gemm: dtype {dt} is not supported (float32, float64, complex64 and "
+                        f"complex128 are)")
+    trans_a, ca = op_flag("gemm", "trans_a", trans_a, dt)
+    trans_b, cb = op_flag("gemm", "trans_b", trans_b, dt)
     for o, name in ((order_a, "A"), (order_b, "B"), (order_c, "C")):
         if o not in ("C", "F"):
             raise BlasError(f"gemm: the order of {name} must be 'C' (row-major) or 'F' "
@@ -196,13 +200,14 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
     ta = trans_a != (order_a == "F")  # op(A) is the transpose of A's stored row-major matrix
     tb = trans_b != (order_b == "F")
     if order_c == "F":  # compute Cᵀ = op(B)ᵀ·op(A)ᵀ into C's row-major storage
-        fst, t1, snd, t2, rows, cols = "B", not tb, "A", not ta, n, m
+        fst, t1, c1, snd, t2, c2, rows, cols = "B", not tb, cb, "A", not ta, ca, n, m
     else:
-        fst, t1, snd, t2, rows, cols = "A", ta, "B", tb, m, n
+        fst, t1, c1, snd, t2, c2, rows, cols = "A", ta, ca, "B", tb, cb, m, n
     if t1 and t2:  # TT: (S1ᵀ·S2ᵀ) = (S2·S1)ᵀ, NN with the operands swapped
-        layout, first, transposed, sizes = "NN", snd, True, {"M": cols, "N": rows, "K": ka}
+        layout = _LETTER[False, c2] + _LETTER[False, c1]
+        first, transposed, sizes = snd, True, {"M": cols, "N": rows, "K": ka}
     else:
-        layout = ("T" if t1 else "N") + ("T" if t2 else "N")
+        layout = _LETTER[t1, c1] + _LETTER[t2, c2]
         first, transposed, sizes = fst, False, {"M": rows, "N": cols, "K": ka}
     kind = Kind("mm", DTYPES[dt], layout)
     built = session.kernel(kind, sizes, variant)
@@ -210,10 +215,11 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
                     (order_a, order_b, order_c), layout, first, transposed, sizes, built)
 
 
-def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: float = 1.0,
-         beta: float = 0.0, trans_a: bool = False, trans_b: bool = False) -> Future:
-    """C = α·op(A)·op(B) + β·C (op(X) = Xᵀ when trans_x); C is updated in place when given,
-    else a new array (NumPy, or pyopencl when an input is one). Returns a Future."""
+def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
+         beta: Any = 0.0, trans_a: Trans = False, trans_b: Trans = False) -> Future:
+    """C = α·op(A)·op(B) + β·C (op(X) = X for False/"N", Xᵀ for True/"T", Xᴴ for "C"); C is
+    updated in place when given, else a new array (NumPy, or pyopencl when an input is one).
+    Returns a Future."""
     a = session.operand(A, "A", "gemm", 2)
     b = session.operand(B, "B", "gemm", 2, a.dtype)
     order_c = "C"
@@ -221,8 +227,8 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: float = 1.0,
         c_order = getattr(C, "flags", None)
         order_c = "F" if c_order is not None and c_order.f_contiguous and not c_order.c_contiguous \
             else "C"
-    _check_scalar("gemm", "alpha", alpha)
-    _check_scalar("gemm", "beta", beta)
+    _check_scalar("gemm", "alpha", alpha, a.dtype)
+    _check_scalar("gemm", "beta", beta, a.dtype)
     plan = plan_gemm(session, a.shape, b.shape, a.dtype, trans_a=trans_a, trans_b=trans_b,
                      order_a=a.order, order_b=b.order, order_c=order_c)
     ws = session.workspace()
@@ -230,6 +236,28 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: float = 1.0,
                     workspace=ws)
 
 
-def _check_scalar(op: str, name: str, v: Any) -> None:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise BlasError(f"{op}: {name} must be a real number, got {v!r}")
+def _check_scalar(op: str, name: str, v: Any, dtype: Optional[np.dtype] = None) -> None:
+    """α, β: real numbers; complex ones too for complex operands."""
+    numbers: tuple[type, ...] = (int, float, np.integer, np.floating)
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        numbers += (complex, np.complexfloating)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers):
+        what = "a number" if dtype is not None and np.dtype(dtype).kind == "c" else "a real number"
+        raise BlasError(f"{op}: {name} must be {what}, got {v!r}")
+
+
+Trans = Union[bool, str]  # False/"N", True/"T", "C" (conjugate transpose)
+# a kernel operand's layout letter from (read transposed, conjugated)
+_LETTER = {(False, False): "N", (True, False): "T", (True, True): "C", (False, True): "R"}
+
+
+def op_flag(op: str, name: str, v: Any, dtype: np.dtype) -> tuple[bool, bool]:
+    """(transposed, conjugated) from a BLAS op flag: False/"N", True/"T" or "C" (Xᴴ; for real
+    types the same as "T")."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v), False
+    if isinstance(v, str) and v.upper() in ("N", "T", "C"):
+        u = v.upper()
+        return u != "N", u == "C" and np.dtype(dtype).kind == "c"
+    raise BlasError(f"{op}: {name} must be False/'N', True/'T' or 'C' (conjugate transpose), "
+                    f"got {v!r}")

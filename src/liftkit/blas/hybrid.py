@@ -60,8 +60,8 @@ def hybrid_gemm(gpu: Session, A: Any, B: Any, C: Any = None, *, cpu: Optional[Se
     if A.ndim != 2 or B.ndim != 2:
         raise BlasError(f"hybrid gemm: A and B must be matrices, got shapes {A.shape} and {B.shape}")
     if A.dtype != B.dtype or A.dtype not in DTYPES:
-        raise BlasError(f"hybrid gemm: A and B must both be float32 or both float64, got "
-                        f"{A.dtype} and {B.dtype}")
+        raise BlasError(f"hybrid gemm: A and B must have one dtype of float32, float64, "
+                        f"complex64 and complex128, got {A.dtype} and {B.dtype}")
     opA = A.T if trans_a else A
     opB = B.T if trans_b else B
     m, k = opA.shape

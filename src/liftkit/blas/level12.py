@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 
 from liftkit.blas.codelets import Kind, padded_sizes
-from liftkit.blas.gemm import _check_scalar
+from liftkit.blas.gemm import Trans, _check_scalar, op_flag
 from liftkit.blas.kernels import BlasError
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
 
@@ -39,13 +39,15 @@ def _pad2d(s: Session, buf: Any, events: list[Any], have: tuple[int, int],
 
 
 # -- GEMV ----------------------------------------------------------------------------------------
-def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta: float = 0.0,
-         trans: bool = False) -> Future:
-    """y = α·op(A)·x + β·y (op(A) = Aᵀ when trans); y is updated in place when given."""
+def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,
+         trans: Trans = False) -> Future:
+    """y = α·op(A)·x + β·y (op(A) = A for False/"N", Aᵀ for True/"T", Aᴴ for "C"); y is
+    updated in place when given."""
     a = s.operand(A, "A", "gemv", 2)
     xv = s.operand(x, "x", "gemv", 1, a.dtype)
-    _check_scalar("gemv", "alpha", alpha)
-    _check_scalar("gemv", "beta", beta)
+    _check_scalar("gemv", "alpha", alpha, a.dtype)
+    _check_scalar("gemv", "beta", beta, a.dtype)
+    trans, conj = op_flag("gemv", "trans", trans, a.dtype)
     rows, cols = (a.shape[1], a.shape[0]) if trans else a.shape
     if xv.shape[0] != cols:
         raise BlasError(f"gemv: op(A) is {rows}×{cols} but x has length {xv.shape[0]}")
@@ -58,7 +60,8 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: float = 1.0, beta:
             raise BlasError(f"gemv: op(A) is {rows}×{cols} but y has length {out.shape[0]}")
     t = trans != (a.order == "F")  # the kernel reads A's stored row-major matrix transposed
     sm, sn = a.stored
-    kind = Kind("gemv", DTYPES[dt], "T" if t else "N")
+    kind = Kind("gemv", DTYPES[dt], {(False, False): "N", (True, False): "T",
+                                     (True, True): "C", (False, True): "R"}[t, conj])
     sizes = {"M": sm, "N": sn}
     built = s.kernel(kind, sizes)
     p = padded_sizes(sizes, built.multiples)
@@ -138,17 +141,17 @@ def _vector_kernel(s: Session, op: str, n: int, dt: np.dtype) -> tuple[Any, int]
     return built, padded_sizes({"N": n}, built.multiples)["N"]
 
 
-def scal(s: Session, alpha: float, x: Any, out: Any = None) -> Future:
+def scal(s: Session, alpha: Any, x: Any, out: Any = None) -> Future:
     """α·x (into `out` when given; out=x scales in place)."""
-    _check_scalar("scal", "alpha", alpha)
     xv = s.operand(x, "x", "scal", 1)
+    _check_scalar("scal", "alpha", alpha, xv.dtype)
     return _map1(s, "scal", [xv], alpha, out)
 
 
-def axpy(s: Session, alpha: float, x: Any, y: Any, out: Any = None) -> Future:
+def axpy(s: Session, alpha: Any, x: Any, y: Any, out: Any = None) -> Future:
     """α·x + y (into `out` when given; out=y is BLAS's in-place axpy)."""
-    _check_scalar("axpy", "alpha", alpha)
     xv = s.operand(x, "x", "axpy", 1)
+    _check_scalar("axpy", "alpha", alpha, xv.dtype)
     yv = s.operand(y, "y", "axpy", 1, xv.dtype)
     if xv.shape != yv.shape:
         raise BlasError(f"axpy: x has length {xv.shape[0]} but y has length {yv.shape[0]}")
@@ -190,8 +193,9 @@ def _reduction(s: Session, op: str, vs: list[Operand],
     for i, v in enumerate(vs):
         bufs[i], w = _pad1d(s, v, n_pad, ws, f"v{i}")
         waits += w
-    res = np.empty(1, dt)
-    dest = ws.buffer("result", dt.itemsize)
+    # asum and the sum of squares of complex vectors are real
+    res = np.empty(1, _REAL.get(dt, dt) if op in ("asum", "sumsq") else dt)
+    dest = ws.buffer("result", res.itemsize)
     ev, temps = built.launch(s.queue, bufs, {}, dest, {"N": n_pad}, waits)
     ev2 = cl.enqueue_copy(s.queue, res, dest, is_blocking=False, wait_for=[ev])
     value = (lambda: post(res[0])) if post is not None else (lambda: res[0])
@@ -199,25 +203,38 @@ def _reduction(s: Session, op: str, vs: list[Operand],
 
 
 def dot(s: Session, x: Any, y: Any) -> Future:
-    """x·y (a NumPy scalar of the vectors' dtype)."""
-    xv = s.operand(x, "x", "dot", 1)
-    yv = s.operand(y, "y", "dot", 1, xv.dtype)
+    """Σ xᵢ·yᵢ (a NumPy scalar of the vectors' dtype; BLAS's dotu for complex vectors)."""
+    return _dot(s, "dot", x, y)
+
+
+def dotc(s: Session, x: Any, y: Any) -> Future:
+    """Σ conj(xᵢ)·yᵢ (NumPy's vdot; the same as dot for real vectors)."""
+    return _dot(s, "dotc", x, y)
+
+
+def _dot(s: Session, op: str, x: Any, y: Any) -> Future:
+    xv = s.operand(x, "x", op, 1)
+    yv = s.operand(y, "y", op, 1, xv.dtype)
     if xv.shape != yv.shape:
-        raise BlasError(f"dot: x has length {xv.shape[0]} but y has length {yv.shape[0]}")
-    return _reduction(s, "dot", [xv, yv])
+        raise BlasError(f"{op}: x has length {xv.shape[0]} but y has length {yv.shape[0]}")
+    return _reduction(s, "dotc" if op == "dotc" and xv.dtype.kind == "c" else "dot", [xv, yv])
+
+
+# the real type of a complex type's parts (asum and nrm2 of complex vectors are real)
+_REAL = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 def asum(s: Session, x: Any) -> Future:
-    """Σ|xᵢ|."""
+    """Σ|xᵢ|; for complex x, BLAS's Σ(|re xᵢ| + |im xᵢ|) (scasum/dzasum), a real."""
     return _reduction(s, "asum", [s.operand(x, "x", "asum", 1)])
 
 
 def nrm2(s: Session, x: Any) -> Future:
-    """‖x‖₂ = √Σxᵢ², without overflow or underflow: when the plain sum of squares leaves the
-    floating-point range, x is scaled by a power of two first (from Σ|xᵢ|, which bounds
-    max|xᵢ|) and the result scaled back."""
+    """‖x‖₂ = √Σ|xᵢ|², without overflow or underflow: when the plain sum of squares leaves the
+    floating-point range, x is scaled by a power of two first (from asum, which bounds
+    max|xᵢ|) and the result scaled back. Real for complex x (scnrm2/dznrm2)."""
     xv = s.operand(x, "x", "nrm2", 1)
-    dt = xv.dtype
+    dt = _REAL.get(xv.dtype, xv.dtype)
     info = np.finfo(dt)
 
     def finish(sumsq: Any) -> Any:

@@ -3,7 +3,10 @@ element type.
 
 Matrices are row-major Lift arrays `[[T]_cols]_rows`; a transposed operand is the row-major
 array of the transposed matrix, read through `transpose` (TN: A given as K×M, NT: B given as
-N×K). Nothing here is OpenCL-specific: the kernels come from rewriting these programs
+N×K). Complex operands may also be conjugated: a layout letter per operand says how the kernel
+reads it, N (as stored), T (transposed), C (conjugate-transposed) or R (conjugated), and the
+conjugation goes into the product's user function (`multConj`, ...), not a pass of its own.
+Nothing here is OpenCL-specific: the kernels come from rewriting these programs
 (`liftkit.blas.codelets`).
 """
 
@@ -17,30 +20,63 @@ import numpy as np
 # ruff: noqa: F405
 from liftkit.dsl import *  # noqa: F403  (program files read like the papers)
 from liftkit.ir.nodes import Lambda, UserFun
-from liftkit.ir.userfuns import scalar_funs
-from liftkit.types import ScalarType
+from liftkit.ir.userfuns import complex_funs, scalar_funs
+from liftkit.types import ScalarType, complex64, complex128
 
 M, N, K = size("M"), size("N"), size("K")
 
-DTYPES: dict[str, ScalarType] = {"float32": float32, "float64": float64}
+DTYPES: dict[str, ScalarType] = {"float32": float32, "float64": float64,
+                                 "complex64": complex64, "complex128": complex128}
+COMPLEX = ("complex64", "complex128")
 LAYOUTS = ("NN", "NT", "TN")
+# complex kernels' layouts: a letter per operand, N/T as above, R = conjugated, C = conjugated
+# and transposed; never both operands transposed (TT is NN with the operands swapped)
+COMPLEX_LAYOUTS = tuple(a + b for a in "NTRC" for b in "NTRC" if not (a in "TC" and b in "TC"))
 
 
 def scalar_type(dtype: str) -> ScalarType:
     return DTYPES[dtype]
 
 
+def layouts(dtype: str) -> tuple[str, ...]:
+    """The mm kernels' layouts for an element type."""
+    return COMPLEX_LAYOUTS if dtype in COMPLEX else LAYOUTS
+
+
 @functools.cache
-def _sq_and_sum_up(t: ScalarType) -> UserFun:
-    """acc + x·x (the sum of squares under nrm2)."""
-    tag = "" if t == float32 else f"_{t.name}"
-    return user_fun(f"sqAndSumUp{tag}", [("acc", t), ("x", t)], t, "return acc + x * x;",
-                    lambda acc, x: acc + x * x)
+def _mult(t: ScalarType, conj_x: bool, conj_y: bool) -> UserFun:
+    """x·y with either factor conjugated (complex types; reals have only x·y)."""
+    if not t.is_complex:
+        return scalar_funs(t).mult
+    f = complex_funs(t)
+    if conj_x and conj_y:  # conj(x)·conj(y) = conj(x·y)
+        c = t.name
+        return user_fun(f"multConjBoth_{c}", [("x", t), ("y", t)], t,
+                        f"return {c}_mul({c}_new(x.x, -x.y), {c}_new(y.x, -y.y));",
+                        lambda x, y: f.mult.impl(np.conjugate(x), np.conjugate(y)))
+    if conj_y:  # x·conj(y) = conj(y)·x
+        c = t.name
+        return user_fun(f"multConjY_{c}", [("x", t), ("y", t)], t,
+                        f"return {c}_mul(x, {c}_new(y.x, -y.y));",
+                        lambda x, y: f.mult.impl(x, np.conjugate(y)))
+    return f.multConj if conj_x else f.mult
+
+
+def _add(t: ScalarType) -> UserFun:
+    return complex_funs(t).add if t.is_complex else scalar_funs(t).add
+
+
+def _id(t: ScalarType) -> UserFun:
+    return complex_funs(t).id if t.is_complex else scalar_funs(t).id
 
 
 @functools.cache
 def _axpy_fun(t: ScalarType) -> UserFun:
     tag = "" if t == float32 else f"_{t.name}"
+    if t.is_complex:
+        m = complex_funs(t).mult.impl
+        return user_fun(f"axpyElem{tag}", [("a", t), ("x", t), ("y", t)], t,
+                        f"return {t}_add({t}_mul(a, x), y);", lambda a, x, y: m(a, x) + y)
     return user_fun(f"axpyElem{tag}", [("a", t), ("x", t), ("y", t)], t, "return a * x + y;",
                     lambda a, x, y: a * x + y)
 
@@ -48,6 +84,11 @@ def _axpy_fun(t: ScalarType) -> UserFun:
 @functools.cache
 def _axpby_fun(t: ScalarType) -> UserFun:
     tag = "" if t == float32 else f"_{t.name}"
+    if t.is_complex:
+        m = complex_funs(t).mult.impl
+        return user_fun(f"axpbyElem{tag}", [("a", t), ("x", t), ("b", t), ("y", t)], t,
+                        f"return {t}_add({t}_mul(a, x), {t}_mul(b, y));",
+                        lambda a, x, b, y: m(a, x) + m(b, y))
     return user_fun(f"axpbyElem{tag}", [("a", t), ("x", t), ("b", t), ("y", t)], t,
                     "return a * x + b * y;", lambda a, x, b, y: a * x + b * y)
 
@@ -56,44 +97,48 @@ def _zero(t: ScalarType) -> Any:
     return lit(0.0, t)
 
 
-def _dot(t: ScalarType, xs: Any, ys: Any) -> Any:
-    f = scalar_funs(t)
-    return reduce(f.add, _zero(t)) << map(f.mult) << zip(xs, ys)
+def _dot(t: ScalarType, xs: Any, ys: Any, conj_x: bool = False, conj_y: bool = False) -> Any:
+    return reduce(_add(t), _zero(t)) << map(_mult(t, conj_x, conj_y)) << zip(xs, ys)
 
 
 def mm(dtype: str, layout: str) -> Lambda:
     """P = op(X)·op(Y) for the layouts NN (X: M×K, Y: K×N), NT (Y: N×K) and TN (X: K×M)."""
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
-    x_t = t[K][M] if layout[0] == "N" else t[M][K]
-    y_t = t[N][K] if layout[1] == "N" else t[K][N]
+    t = scalar_type(dtype)
+    if layout not in layouts(dtype):
+        raise ValueError(f"mm: layout {layout!r} is not one of {', '.join(layouts(dtype))}")
+    tx, ty = layout[0] in "TC", layout[1] in "TC"  # read transposed
+    x_t = t[M][K] if tx else t[K][M]
+    y_t = t[K][N] if ty else t[N][K]
 
     def body(X: Any, Y: Any) -> Any:
-        rows = X if layout[0] == "N" else transpose << X
-        cols = transpose << Y if layout[1] == "N" else Y
-        return map(lambda row: join << map(lambda col: _dot(t, row, col)) << cols) << rows
+        rows = transpose << X if tx else X
+        cols = Y if ty else transpose << Y
+        return map(lambda row: join << map(
+            lambda col: _dot(t, row, col, layout[0] in "CR", layout[1] in "CR")) << cols) << rows
 
-    if layout not in LAYOUTS:
-        raise ValueError(f"mm: layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     return fun([x_t, y_t], body)
 
 
-def gemv(dtype: str, trans: bool) -> Lambda:
-    """y' = α·op(A)·x + β·y; A: M×N row-major, op(A) = A (x: N, y: M) or Aᵀ (x: M, y: N)."""
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
+def gemv(dtype: str, trans: bool, conj: bool = False) -> Lambda:
+    """y' = α·op(A)·x + β·y; A: M×N row-major, op(A) = A (x: N, y: M) or Aᵀ (x: M, y: N);
+    `conj`: A's elements conjugated (complex types: op(A) = Aᴴ with trans)."""
+    t = scalar_type(dtype)
+    mult, add = _mult(t, False, False), _add(t)
     xlen, ylen = (M, N) if trans else (N, M)
 
     def body(A: Any, x: Any, y: Any, alpha: Any, beta: Any) -> Any:
         rows = transpose << A if trans else A
-        ax = join << map(lambda row: map(lambda d: f.mult(alpha, d)) << _dot(t, row, x)) << rows
-        return map(lambda p: f.add(p[0], p[1])) << zip(ax, map(lambda v: f.mult(beta, v)) << y)
+        ax = join << map(lambda row: map(lambda d: mult(alpha, d)) << _dot(t, row, x, conj)) \
+            << rows
+        return map(lambda p: add(p[0], p[1])) << zip(ax, map(lambda v: mult(beta, v)) << y)
 
     return fun([t[N][M], t[xlen], t[ylen], t, t], body)
 
 
 def transpose_prog(dtype: str) -> Lambda:
     """Aᵀ (out of place) for A: M×N row-major."""
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
-    return fun([t[N][M]], lambda A: map(map(f.id)) << transpose << A)
+    t = scalar_type(dtype)
+    return fun([t[N][M]], lambda A: map(map(_id(t))) << transpose << A)
 
 
 def axpby2d(dtype: str, trans: bool) -> Lambda:
@@ -111,8 +156,9 @@ def axpby2d(dtype: str, trans: bool) -> Lambda:
 
 
 def scal(dtype: str) -> Lambda:
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
-    return fun([t, t[N]], lambda a, x: map(lambda v: f.mult(a, v)) << x)
+    t = scalar_type(dtype)
+    mult = _mult(t, False, False)
+    return fun([t, t[N]], lambda a, x: map(lambda v: mult(a, v)) << x)
 
 
 def axpy(dtype: str) -> Lambda:
@@ -122,20 +168,33 @@ def axpy(dtype: str) -> Lambda:
 
 
 def dot(dtype: str) -> Lambda:
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
+    t = scalar_type(dtype)
     return fun([t[N], t[N]], lambda x, y: _dot(t, x, y))
 
 
+def dotc(dtype: str) -> Lambda:
+    """Σ conj(xᵢ)·yᵢ (complex types)."""
+    t = scalar_type(dtype)
+    return fun([t[N], t[N]], lambda x, y: _dot(t, x, y, conj_x=True))
+
+
 def asum(dtype: str) -> Lambda:
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
-    return fun([t[N]], lambda x: reduce(f.add, _zero(t)) << map(f.abs) << x)
+    """Σ|xᵢ|; for complex x BLAS's Σ(|re xᵢ| + |im xᵢ|) (scasum), a real."""
+    t = scalar_type(dtype)
+    r = t.real
+    absf = complex_funs(t).abs1 if t.is_complex else scalar_funs(t).abs
+    return fun([t[N]], lambda x: reduce(scalar_funs(r).add, _zero(r)) << map(absf) << x)
 
 
 def sumsq(dtype: str) -> Lambda:
-    """Σ x² (nrm2 is its square root, taken on the host, of the scaled vector)."""
-    t, f = scalar_type(dtype), scalar_funs(scalar_type(dtype))
-    sq = user_fun(f"sq{'' if t == float32 else '_' + t.name}", [("x", t)], t, "return x * x;",
-                  lambda x: x * x)
-    return fun([t[N]], lambda x: reduce(f.add, _zero(t)) << map(sq) << x)
+    """Σ |xᵢ|² (nrm2 is its square root, taken on the host, of the scaled vector), a real."""
+    t = scalar_type(dtype)
+    r = t.real
+    if t.is_complex:
+        sq = complex_funs(t).absSq
+    else:
+        sq = user_fun(f"sq{'' if t == float32 else '_' + t.name}", [("x", t)], t,
+                      "return x * x;", lambda x: x * x)
+    return fun([t[N]], lambda x: reduce(scalar_funs(r).add, _zero(r)) << map(sq) << x)
 
 

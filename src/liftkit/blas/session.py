@@ -22,7 +22,8 @@ from liftkit.blas.codelets import Kind, Variant, default_variant, multiples
 from liftkit.blas.kernels import BlasError, Built, KernelStore
 from liftkit.blas.profile import Profile, ProfileError, find_profile
 
-DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+DTYPES = {np.dtype(t): np.dtype(t).name
+          for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 
 class NoProfileWarning(UserWarning):
@@ -260,10 +261,10 @@ def _caller_level() -> int:
 
 def _check_dtype(op: str, name: str, got: np.dtype, want: Optional[np.dtype]) -> None:
     if got not in DTYPES:
-        kind = "complex types are not supported yet" if got.kind == "c" else \
-            "convert it with .astype(np.float32) or .astype(np.float64)"
-        raise BlasError(f"{op}: {name} has dtype {got}; liftkit.blas computes in float32 and "
-                        f"float64 ({kind})")
+        to = "complex64) or .astype(np.complex128" if got.kind == "c" else \
+            "float32) or .astype(np.float64"
+        raise BlasError(f"{op}: {name} has dtype {got}; liftkit.blas computes in float32, "
+                        f"float64, complex64 and complex128 (convert it with .astype(np.{to}))")
     if want is not None and got != want:
         raise BlasError(f"{op}: {name} is {got} but the other operands are {want}; convert it "
                         f"(e.g. {name}.astype(np.{want}))")
