@@ -1,0 +1,123 @@
+"""The patterns beyond OpenCL on an NVIDIA GPU (issue 12 item 4), each beside the kernel it
+replaces and the library a user would pick, all in one run. Prints a table; details go to
+$OUT/cuda_patterns.json (or --json).
+
+    python benchmarks/cuda_patterns.py warp [--n 67108864] [--repeat 50]
+
+warp: asum and dot as bundled (asum_gpu/dot_gpu: float4 loads, a tree of 8 levels through
+local memory per work-group, two kernels) and as derived by `rewrite.rules.cuda.
+warp_reductions` (the tree's first five levels become warp shuffles), on the CUDA backend,
+against cuBLAS (cupy.cublas.asum/dot) and CuPy's copy bandwidth.
+
+Method: inputs live on the GPU (CuPy arrays, no transfers in the timings); every result is
+checked against a float64 NumPy reference before it is timed; CUDA events, medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from liftkit.bench.timing import cupy_times, median
+
+
+def _runner() -> Any:
+    from liftkit.backends.cuda import CUDARunner, ModuleCache, list_devices
+
+    devices = list_devices()
+    if not devices:
+        sys.exit("no CUDA GPU")
+    return CUDARunner(devices[0], ModuleCache(disk=False))
+
+
+def _host(v: Any) -> np.ndarray:
+    return np.asarray(v.get() if hasattr(v, "get") else v)
+
+
+def warp(n: int, repeat: int) -> list[dict[str, Any]]:
+    import cupy as cp
+    from cupy import cublas
+
+    from liftkit.codegen import CompileOptions, compile_program
+    from liftkit.programs.gpu import reduction_gpu
+    from liftkit.rewrite.rules.cuda import warp_reductions
+
+    runner = _runner()
+    rng = np.random.default_rng(12)
+    host = [rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2)]
+    dev = [cp.asarray(h) for h in host]
+    copy_dst = cp.empty_like(dev[0])
+    copy_s = median(cupy_times(lambda: cp.copyto(copy_dst, dev[0]), repeat))
+    copy_gbs = 2 * 4 * n / copy_s / 1e9
+    rows = []
+    for kind in ("asum", "dot"):
+        k_in = 1 if kind == "asum" else 2
+        ref = (np.abs(host[0].astype(np.float64)).sum() if kind == "asum"
+               else host[0].astype(np.float64) @ host[1].astype(np.float64))
+        nbytes = 4 * n * k_in
+        base = reduction_gpu(kind)
+        variants = [("tree (asum_gpu/dot_gpu)" if kind == "asum" else "tree (dot_gpu)", base),
+                    ("warp shuffles (derived)", warp_reductions(base).final)]
+        for label, prog in variants:
+            compiled = compile_program(prog, CompileOptions(dialect="cuda"))
+            out, info = runner.run_with_info(compiled, *dev[:k_in], timing=True, repeat=repeat)
+            got = float(_host(out).reshape(-1)[0])
+            err = abs(got - ref) / abs(ref)
+            if not err < 1e-5:
+                raise SystemExit(f"{kind} {label}: relative error {err:.2e} against float64 NumPy")
+            rows.append({"program": kind, "version": label, "ms": info.total_seconds * 1e3,
+                         "gbs": nbytes / info.total_seconds / 1e9, "rel_err": err,
+                         "kernels": len(compiled.kernels)})
+        lib = "cuBLAS (cupy.cublas)"
+        fn = (lambda: cublas.asum(dev[0])) if kind == "asum" else (lambda: cublas.dot(dev[0], dev[1]))
+        try:
+            got = float(_host(fn()))
+        except Exception as err:  # noqa: BLE001 - an older CuPy without the BLAS-1 wrappers
+            print(f"cupy.cublas.{kind} failed ({type(err).__name__}: {err}); CuPy's reduction instead")
+            lib = "CuPy reduction"
+            fn = (lambda: cp.abs(dev[0]).sum()) if kind == "asum" else (lambda: cp.dot(dev[0], dev[1]))
+            got = float(_host(fn()))
+        err = abs(got - ref) / abs(ref)
+        s = median(cupy_times(fn, repeat))
+        rows.append({"program": kind, "version": lib, "ms": s * 1e3,
+                     "gbs": nbytes / s / 1e9, "rel_err": err, "kernels": None})
+    for r in rows:
+        r["of_copy"] = r["gbs"] / copy_gbs
+    rows.append({"program": "copy", "version": "cupy.copyto (read + write)", "ms": copy_s * 1e3,
+                 "gbs": copy_gbs, "rel_err": 0.0, "of_copy": 1.0, "kernels": None})
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'program':8} {'version':30} {'ms':>9} {'GB/s':>8} {'x copy':>7} {'rel err':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['program']:8} {r['version']:30} {r['ms']:9.4f} {r['gbs']:8.0f} "
+                     f"{r['of_copy']:7.2f} {r['rel_err']:9.1e}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["warp"])
+    ap.add_argument("--n", type=int, default=1 << 26)
+    ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "cuda_patterns.json"))
+    a = ap.parse_args(argv)
+    import cupy as cp
+
+    rows = warp(a.n, a.repeat)
+    device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    with open(a.json, "w") as f:
+        json.dump({"device": device, "n": a.n, "repeat": a.repeat, "rows": rows}, f, indent=1)
+    print(f"device: {device}, n = {a.n}, medians of {a.repeat}")
+    print(_table(rows))
+
+
+if __name__ == "__main__":
+    main()
