@@ -1,4 +1,5 @@
-"""A CPU-device session shared by the liftkit.blas tests (kernels are built once per variant)."""
+"""A CPU-device session shared by the liftkit.blas tests (kernels are built once per variant),
+and a GPU-device one for the tests marked `gpu` (skipped where no OpenCL GPU exists)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,16 @@ def session():  # type: ignore[no-untyped-def]
 
     dev = select_device("cpu")
     return Session(dev, profile=Profile(dev.fingerprint, dev.label, "cpu"))
+
+
+@pytest.fixture(scope="session")
+def gpu_session():  # type: ignore[no-untyped-def]
+    from liftkit.backends.opencl.devices import select_device
+
+    try:
+        dev = select_device("gpu")
+    except Exception:  # noqa: BLE001 - no GPU: the tests skip
+        pytest.skip("needs an OpenCL GPU")
+    from liftkit.blas import Profile, Session
+
+    return Session(dev, profile=Profile(dev.fingerprint, dev.label, "gpu"))

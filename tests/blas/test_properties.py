@@ -36,9 +36,16 @@ PADDED_COMPLEX = {
 }
 
 
+@pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def dev_session(request: Any) -> Session:
+    """The CPU device's session, and (tests marked gpu) the GPU's."""
+    return request.getfixturevalue("session" if request.param == "cpu" else "gpu_session")
+
+
 @pytest.fixture(scope="module")
-def padded_session(session: Session) -> Session:
-    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+def padded_session(dev_session: Session) -> Session:
+    session = dev_session
+    prof = Profile(session.device.fingerprint, session.device.label, session.device_kind)
     prof.add(Entry(Kind(op, dt, lay), cls, {"N": 1}, v, 1.0, 1e9)
              for dt in ("float32", "float64", "complex64", "complex128")
              for (op, lay), v in (PADDED if dt in REAL else PADDED_COMPLEX).items()
@@ -98,7 +105,7 @@ def _check(failures: list[str], what: str, got: Any, want: Any, **tol: float) ->
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_gemm(session: Session, seed: int) -> None:
+def test_gemm(dev_session: Session, seed: int) -> None:
     """120 random GEMMs per seed: dtypes, op flags (N, T, C), row/column-major A, B and C, α,
     β (complex ones for complex types)."""
     rng = np.random.default_rng(100 + seed)
@@ -116,7 +123,7 @@ def test_gemm(session: Session, seed: int) -> None:
         C0 = _mat(rng, (m, n), dt, oc)
         want = alpha * _op(A, ta) @ _op(B, tb) + (beta * _wide(C0) if with_c else 0)
         C = C0.copy(order=oc) if with_c else None
-        got = session.gemm(A, B, C, alpha=alpha, beta=beta if with_c else 0.0, trans_a=ta,
+        got = dev_session.gemm(A, B, C, alpha=alpha, beta=beta if with_c else 0.0, trans_a=ta,
                            trans_b=tb).result()
         what = f"case {case}: {dt.__name__} {m}x{n}x{k} ta={ta} tb={tb} orders={oa}{ob}{oc} " \
                f"alpha={alpha} beta={beta} C={'given' if with_c else 'new'}"
@@ -127,8 +134,8 @@ def test_gemm(session: Session, seed: int) -> None:
 
 
 @pytest.mark.parametrize("padded", [False, True])
-def test_gemv(session: Session, padded_session: Session, padded: bool) -> None:
-    s = padded_session if padded else session
+def test_gemv(dev_session: Session, padded_session: Session, padded: bool) -> None:
+    s = padded_session if padded else dev_session
     rng = np.random.default_rng(7 + padded)
     failures: list[str] = []
     for case in range(120):
@@ -148,23 +155,23 @@ def test_gemv(session: Session, padded_session: Session, padded: bool) -> None:
     assert not failures, "\n".join(failures)
 
 
-def test_transpose(session: Session) -> None:
+def test_transpose(dev_session: Session) -> None:
     rng = np.random.default_rng(3)
     failures: list[str] = []
     for case in range(120):
         dt, order = DTYPES[case % 4], str(rng.choice(["C", "F"]))
         A = _mat(rng, (_size(rng), _size(rng)), dt, order)
-        got = session.transpose(A).result()
+        got = dev_session.transpose(A).result()
         if not np.array_equal(got, A.T):
             failures.append(f"case {case}: {A.shape} {order}")
     assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("padded", [False, True])
-def test_blas1(session: Session, padded_session: Session, padded: bool) -> None:
+def test_blas1(dev_session: Session, padded_session: Session, padded: bool) -> None:
     """scal, axpy, dot, dotc, asum, nrm2: 240 random vectors per session (complex asum and
     nrm2 are BLAS's scasum = Σ|re|+|im| and scnrm2, reals)."""
-    s = padded_session if padded else session
+    s = padded_session if padded else dev_session
     rng = np.random.default_rng(11 + padded)
     failures: list[str] = []
     for case in range(240):
