@@ -25,7 +25,7 @@ from liftkit.codegen.constraints import Divides, divisibility_checks
 from liftkit.codegen.kernel import CompiledProgram, Kernel, NDRange
 from liftkit.semantics.interpreter import bind_sizes
 from liftkit.semantics.values import to_numpy
-from liftkit.types import SCALARS, TupleType
+from liftkit.types import SCALARS, TupleType, Type
 
 INT32_MAX = 2**31 - 1
 HINT_SEARCH_LIMIT = 1 << 20  # sizes tried when looking for values that would work
@@ -163,9 +163,7 @@ class HostPipeline(ABC):
         upload_seconds = transfers.upload_seconds
         del transfers  # kept alive until the uploads completed
 
-        value = results[0] if len(results) == 1 and not isinstance(compiled.result_type, TupleType) \
-            else tuple(results)
-        result = self.result_value(value, compiled)
+        result = self.result_value(nest_results(results, compiled.result_type), compiled)
         info = RunInfo(
             device=self.device, sizes=dict(bound), launches=tuple(launches),
             kernel_times=tuple(statistics.median(r[i] for r in runs) for i in range(len(launches))),
@@ -360,6 +358,17 @@ class HostPipeline(ABC):
 
     def result_value(self, value: Any, compiled: CompiledProgram) -> Any:
         return to_numpy(value, compiled.result_type)
+
+
+def nest_results(results: Sequence[Any], t: Type) -> Any:
+    """The result buffers' values (one per array, depth first) in the nesting of the result
+    type: a tuple result of any nesting comes back as nested tuples."""
+    leaves = iter(results)
+
+    def build(t: Type) -> Any:
+        return tuple(build(e) for e in t.elems) if isinstance(t, TupleType) else next(leaves)
+
+    return build(t)
 
 
 def in_dialect(compiled: CompiledProgram, dialect: str) -> CompiledProgram:

@@ -10,7 +10,7 @@ index simplification, control-flow simplification, unrolling) and the host-side 
 from __future__ import annotations
 
 import time
-from typing import Mapping, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 from liftkit.arith import ArithExpr, cst
 from liftkit.codegen import views as V
@@ -188,19 +188,22 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
                 raise CodegenError(f"parameter {p.name}: bool is not allowed as a kernel argument")
             args.append(KernelArg("scalar", p.name, ctype(p.type), param_index=None))  # type: ignore[arg-type]
 
-    outs = list(out_t.elems) if isinstance(out_t, TupleType) and len(out_names) > 1 else [out_t]
+    outs = result_leaves(out_t)
+    if len(outs) != len(out_names):
+        raise CodegenError(f"an intermediate result must be an array, got {out_t}")
     out_views: list[View] = []
     out_buffers: list[Buffer] = []
     for oname, ot in zip(out_names, outs):
         if not isinstance(ot, ArrayType):
-            raise CodegenError(f"a kernel's result must be an array, got {ot}")
+            raise CodegenError(f"a kernel's result must be an array or a tuple of arrays (of any "
+                               f"nesting), got {ot} in {out_t}")
         m = Memory(em.names.fresh("out" if len(outs) == 1 else oname), "global",
                    storage_elem(ot, "global"), element_count(ot, "global"), "param")
         em.note_type(ot)
         out_views.append(V.MemoryView(m, ot))
         args.append(KernelArg("buffer", m.name, dialect.pointer("global", ctype(m.elem)), buffer=oname))
         out_buffers.append(Buffer(oname, ot, bytes_of(ot), "output"))
-    dest = out_views[0] if len(out_views) == 1 else V.TupleView(tuple(out_views), out_t)
+    dest = _nested(iter(out_views), out_t)
 
     result = gen.gen(body, env, Ctx(), dest)
     if result is not dest:
@@ -216,6 +219,21 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         args.append(KernelArg("size", s, "int", size=_var(s)))
     source = _assemble(em, name, args)
     return Kernel(name, source, tuple(args), ndrange), buffers, out_t
+
+
+def result_leaves(t: Type) -> list[Type]:
+    """The parts of a result that get an output buffer each, depth first: the result itself, or
+    every array of a tuple result of any nesting."""
+    if isinstance(t, TupleType):
+        return [leaf for e in t.elems for leaf in result_leaves(e)]
+    return [t]
+
+
+def _nested(views: Iterator[View], t: Type) -> View:
+    """The output buffers' views in the nesting of the result type."""
+    if isinstance(t, TupleType):
+        return V.TupleView(tuple(_nested(views, e) for e in t.elems), t)
+    return next(views)
 
 
 def _product(xs: Sequence[int]) -> int:
@@ -282,7 +300,7 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
         kname = options.kernel_name if len(stages) == 1 else f"{options.kernel_name}_{k}"
         if st.param is None:
             rt = result_type
-            names = ([f"output{j}" for j in range(len(rt.elems))]
+            names = ([f"output{j}" for j in range(len(result_leaves(rt)))]
                      if isinstance(rt, TupleType) else ["output"])
             result_names = tuple(names)
         else:

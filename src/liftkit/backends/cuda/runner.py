@@ -25,7 +25,7 @@ from liftkit.backends.hostdata import buffer_layout, host_buffer, pack_array, un
 from liftkit.backends.pipeline import HostPipeline, Launch, Transfers, in_dialect
 from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel
 from liftkit.ir.nodes import Lambda
-from liftkit.semantics.values import to_numpy
+from liftkit.semantics.values import leaves, to_numpy
 from liftkit.types import ArrayType, bool_
 
 DEFAULT_BLOCK = 256  # threads per block for kernels without work-groups
@@ -236,8 +236,7 @@ class CUDARunner(HostPipeline):
         return results, (t1 - t0) * 1e-3
 
     def result_value(self, value: Any, compiled: CompiledProgram) -> Any:
-        parts = value if isinstance(value, tuple) else (value,)
-        if any(not isinstance(p, (np.ndarray, tuple, bool, int, float, np.generic)) for p in parts):
+        if any(not isinstance(p, (np.ndarray, bool, int, float, np.generic)) for p in leaves(value)):
             return value  # GPU arrays, made in place: returned as they are
         return to_numpy(value, compiled.result_type)
 
