@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from liftkit.codegen import compile_program
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import unwrap_eta
 from liftkit.ir.printer import show
 from liftkit.ir.typecheck import is_low_level
 from liftkit.programs import PROGRAMS
@@ -130,6 +132,26 @@ def test_the_rewritten_programs_are_the_hand_written_kernels() -> None:
         q = apply_choice(p, c[0], RULES)
         assert is_low_level(q)
         assert compile_program(q).source == compile_program(ref).source
+
+
+def test_the_tiled_kernels_pass_the_search_filters() -> None:
+    """The register blocks are toPrivate(mapLcl(1)(mapLcl(0)(…))) over the whole work-group:
+    each work-item holds only its rm×rn block, so the private-memory filter counts that."""
+    from liftkit.explore import filters as F
+    from liftkit.explore.filters import DeviceLimits, FilterContext
+    from liftkit.explore.macros import MACROS_BY_NAME
+
+    p = normal_form(PROGRAMS["mm"].program)
+    sizes = {"M": 4096, "N": 4096, "K": 4096}
+    for params in ({"tm": 64, "tn": 64, "tk": 16, "rm": 8, "rn": 8},
+                   {"tm": 128, "tn": 128, "tk": 16, "rm": 8, "rn": 8}):
+        q = MACROS_BY_NAME["mm-tiles"].apply(p, (0,), rules=RULES, **params).program
+        for gpu in (True, False):
+            ctx = FilterContext(q, sizes, DeviceLimits(gpu, 1 << 16, 1024))
+            assert F.first_rejection(ctx) is None
+            blocks = [s for s in ctx.sites_of(P.ToPrivate) if isinstance(unwrap_eta(s.f.f), P.MapLcl)]
+            bytes_ = F._bytes(ctx, blocks[0], "private")
+            assert [F._shared_out(ctx, s, bytes_) for s in blocks] == [8 * 8 * 4]  # rm·rn floats
 
 
 # ---------------------------------------------------------------------------------------------

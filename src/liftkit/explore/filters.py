@@ -195,10 +195,32 @@ def private_memory_too_large(ctx: FilterContext) -> Optional[str]:
         b, m = _bytes(ctx, s, "private"), ctx.multiplicity(s, (P.ParallelMap,))
         if b is None or m is None:
             continue
-        total += b * m
+        total += _shared_out(ctx, s, b) * m
     if total > ctx.limits.max_private_bytes:
         return f"{total} bytes of private memory per work-item (limit {ctx.limits.max_private_bytes})"
     return None
+
+
+def _shared_out(ctx: FilterContext, site: Site, total: int) -> int:
+    """The bytes of toPrivate(mapLcl(d1)(mapLcl(d2)(…))) one work-item holds: the leading
+    mapLcl dimensions are shared out among the work-items (the code generator keeps only each
+    work-item's part: Generator.thread_dims), e.g. the register blocks of a tiled MM."""
+    from liftkit.ir.nodes import FunCall, Lambda, unwrap_eta
+
+    f: object = unwrap_eta(site.f.f)  # type: ignore[attr-defined]
+    t, dims = site.type, set()
+    while isinstance(f, P.MapLcl) and isinstance(t, ArrayType) and f.dim not in dims:
+        n = ctx.value(t.length)
+        if not n:
+            break
+        total, t = -(-total // n), t.elem
+        dims.add(f.dim)
+        g: object = unwrap_eta(f.f)
+        if isinstance(g, Lambda):
+            body = g.body if len(g.params) == 1 else None
+            g = body.f if isinstance(body, FunCall) and body.args == g.params else None
+        f = g
+    return total
 
 
 def too_few_work_items(ctx: FilterContext) -> Optional[str]:
