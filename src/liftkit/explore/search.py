@@ -256,7 +256,8 @@ class Search:
         """All choices when few. Else every macro-rule choice (seed 002 §6.1: macros are there
         to shorten the search, so each step considers them all; when more than `max_choices`,
         one per (macro, position) group first, see `_sample_groups`), and the room left for
-        `max_choices` (rule, position) groups of plain rules at random (one parameter each; more parameters of the same groups if room is left)."""
+        `max_choices` (rule, position) groups of plain rules at random (one parameter each;
+        more parameters of the same groups if room is left)."""
         n = self.settings.max_choices
         if len(choices) <= n:
             return list(choices)
