@@ -8,6 +8,7 @@ values (out of range, not integral, complex). Empty arrays are refused like `--s
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,11 +20,27 @@ from liftkit.ir.printer import show_type
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
 
+NPY_MAGIC = b"\x93NUMPY"  # every .npy file starts so (NEP 1)
+ZIP_MAGIC = b"PK\x03\x04"  # .npz files are zip archives
+
+
 def load_array(path: str, what: str) -> Any:
     """An input file: .npy gives an array; .npz gives a tuple of its arrays in stored order."""
     p = Path(path)
+    if p.is_dir():
+        raise CliError(f"input {what}: {path} is a directory, not a .npy or .npz file")
     if not p.is_file():
         raise CliError(f"input {what}: no such file: {path}")
+    try:
+        with open(p, "rb") as f:
+            head = f.read(6)
+    except OSError as err:
+        raise CliError(f"input {what}: cannot read {path} ({err.strerror or err})") from None
+    if not (head.startswith(NPY_MAGIC) or head.startswith(ZIP_MAGIC)):
+        # np.load would take any other file for a pickle and talk about pickled data
+        kind = "an empty file" if not head else "neither a .npy nor an .npz file"
+        raise CliError(f"input {what}: {path} is {kind} (save arrays with numpy.save or "
+                       f"numpy.savez)")
     try:
         data = np.load(p, allow_pickle=False)
         if isinstance(data, np.lib.npyio.NpzFile):
@@ -32,7 +49,7 @@ def load_array(path: str, what: str) -> Any:
         return data
     except MemoryError:
         raise CliError(f"input {what}: {path} does not fit in memory") from None
-    except (OSError, ValueError, EOFError) as err:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CliError(f"input {what}: cannot read {path} as NumPy data ({detail})") from None
 
@@ -43,6 +60,14 @@ def _scalar_of(t: Type) -> Optional[ScalarType]:
     if isinstance(t, VectorType):
         return t.elem
     return t if isinstance(t, ScalarType) else None
+
+
+def _dims(t: Type) -> int:
+    """Dimensions of the NumPy array holding a value of type `t` (vectors add their lanes)."""
+    n = 0
+    while isinstance(t, ArrayType):
+        n, t = n + 1, t.elem
+    return n + (1 if isinstance(t, VectorType) else 0)
 
 
 def _has_tuples(t: Type) -> bool:
@@ -88,6 +113,10 @@ def conform(x: Any, t: Type, what: str, path: str, cast: bool, notes: list[str])
     if arr.dtype.names:
         raise CliError(f"input {what}: {show_type(t)} takes plain values, but {path} holds a "
                        f"structured array ({', '.join(arr.dtype.names)})")
+    dims = _dims(t)
+    if arr.ndim != dims:
+        raise CliError(f"input {what}: {show_type(t)} takes a {dims}-dimensional array, but "
+                       f"{path} holds one of shape {arr.shape}")
     if isinstance(t, ArrayType) and arr.size == 0:
         raise empty_input_error(what, path, arr.shape)
     scalar = _scalar_of(t)

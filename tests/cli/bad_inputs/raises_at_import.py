@@ -1,0 +1,1 @@
+raise RuntimeError("this module fails while it is imported")
