@@ -1,5 +1,5 @@
 """Every operation against NumPy on random shapes 1…300, every layout, op flag (N, T and the
-conjugate transpose C) and dtype, real and complex (≥ 500 cases per run: 1,240). Kernels are
+conjugate transpose C) and dtype, real and complex (≥ 500 cases per run: 1,300). Kernels are
 built once per derivation, so a case costs an upload, a launch and a check.
 
 Two sessions run the cases: the default derivations (any size, no padding) and one whose
@@ -24,6 +24,9 @@ PADDED = {  # op -> variant ranked first in the "padded" session
     ("sumsq", "-"): Variant.of("chunks", n=64), ("scal", "-"): Variant.of("vec", w=8),
     ("axpy", "-"): Variant.of("chunks", n=16),
 }
+# float32 GEMMs: the tiled derivations (rules/mm.py), padded to their tiles at every size
+PADDED_SGEMM = {("mm", "NN"): Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4),
+                ("mm", "TN"): Variant.of("blocks", rm=4, rn=8, wx=8, wy=8)}
 # complex numbers have no vector forms: padded derivations of vector width 1
 PADDED_COMPLEX = {
     ("gemv", "N"): Variant.of("group-rows", L=16, w=1),
@@ -50,6 +53,8 @@ def padded_session(dev_session: Session) -> Session:
              for dt in ("float32", "float64", "complex64", "complex128")
              for (op, lay), v in (PADDED if dt in REAL else PADDED_COMPLEX).items()
              for cls in ("small", "medium", "large"))
+    prof.add(Entry(Kind(op, "float32", lay), cls, {"N": 1}, v, 1.0, 1e9)
+             for (op, lay), v in PADDED_SGEMM.items() for cls in ("small", "medium", "large"))
     # padding may add any amount here: the point is to run the padded paths
     import liftkit.blas.profile as pm
 
@@ -130,6 +135,26 @@ def test_gemm(dev_session: Session, seed: int) -> None:
         if with_c and got is not C:
             failures.append(f"{what}: C was not updated in place")
         _check(failures, what, got, want, **_tol(dt, k))
+    assert not failures, "\n".join(failures)
+
+
+def test_sgemm_tiled_at_any_size(padded_session: Session) -> None:
+    """60 random float32 GEMMs on the tiled derivations (local-memory tiles, register blocks),
+    every size padded to the tiles; NT runs the default derivation."""
+    rng = np.random.default_rng(42)
+    failures: list[str] = []
+    for case in range(60):
+        ta, tb = _flag(rng), _flag(rng)
+        oa, ob, oc = (str(rng.choice(["C", "F"])) for _ in range(3))
+        m, n, k = _size(rng), _size(rng), _size(rng)
+        A = _mat(rng, (m, k) if ta in (False, "N") else (k, m), np.float32, oa)
+        B = _mat(rng, (k, n) if tb in (False, "N") else (n, k), np.float32, ob)
+        C0 = _mat(rng, (m, n), np.float32, oc)
+        got = padded_session.gemm(A, B, C0.copy(order=oc), alpha=-0.5, beta=0.25, trans_a=ta,
+                                  trans_b=tb).result()
+        want = -0.5 * _op(A, ta) @ _op(B, tb) + 0.25 * _wide(C0)
+        _check(failures, f"case {case}: {m}x{n}x{k} ta={ta} tb={tb} orders={oa}{ob}{oc}", got,
+               want, **_tol(np.float32, k))
     assert not failures, "\n".join(failures)
 
 

@@ -13,7 +13,9 @@ rows/columns add nothing to products and sums and are cut off the result).
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -122,6 +124,32 @@ def _reduce_gpu(kind: Kind, n: int, L: int) -> Strategy:
     return rule(mc.GPU_REDUCTION, n=n, L=L)
 
 
+def _mm_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1
+              ) -> Strategy:
+    return rule(mc.MM_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll)
+
+
+def _mm_blocks(kind: Kind, rm: int, rn: int, wx: int, wy: int) -> Strategy:
+    return rule(mc.MM_BLOCKS, rm=rm, rn=rn, wx=wx, wy=wy)
+
+
+def _tiled_multiples(kind: Kind, variant: "Variant", declared: Mapping[str, int]
+                     ) -> dict[str, int]:
+    """What a tiled codelet's work-group grid divides (`declared`), joined with the multiples
+    the derived program's splits and float4 reads state."""
+    out = dict(declared)
+    for k, m in _derived_multiples(kind, variant).items():
+        out[k] = math.lcm(out.get(k, 1), m)
+    return out
+
+
+@functools.cache
+def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
+    from liftkit.codegen.constraints import size_multiples
+
+    return dict(size_multiples(derive(kind, variant).final))
+
+
 def _pow2(lo: int, hi: int) -> list[int]:
     out, v = [], lo
     while v <= hi:
@@ -137,6 +165,25 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                           else rule("map-mapGlb", dim=0) if kind.op in MAP1
                           else rule(mc.CPU_ROWS, w=1)),
             lambda dev: [{}]),
+    Codelet("tiles", ("mm",), "tm×tn tiles of C per work-group, A and B tiles of depth tk in "
+            "local memory, rm×rn float4 register blocks per work-item (the mm-tiles macro, "
+            "rules/mm.py; float32, layouts NN and TN)",
+            _mm_tiles,
+            lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn"), p)) for p in (
+                ((64, 64, 16, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8), (64, 64, 32, 8, 8))
+                if dev == "gpu" else
+                ((64, 64, 16, 8, 8), (32, 32, 16, 4, 4), (64, 64, 32, 8, 8), (64, 64, 16, 4, 8)))],
+            lambda kind, tm, tn, tk, rm, rn, unroll=1: _tiled_multiples(
+                kind, Variant.of("tiles", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn),
+                {"M": tm, "N": tn, "K": tk})),
+    Codelet("blocks", ("mm",), "wx×wy work-items per group, each an rm×rn float4 register block "
+            "of C, no local memory (the mm-blocks macro, rules/mm.py; float32, NN and TN)",
+            _mm_blocks,
+            lambda dev: [{"rm": rm, "rn": rn, "wx": wx, "wy": wy}
+                         for rm, rn, wx, wy in ((4, 4, 8, 8), (8, 8, 8, 8), (4, 8, 8, 8))],
+            lambda kind, rm, rn, wx, wy: _tiled_multiples(
+                kind, Variant.of("blocks", rm=rm, rn=rn, wx=wx, wy=wy),
+                {"M": rm * wy, "N": rn * wx, "K": 4})),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
@@ -209,14 +256,37 @@ def multiples(kind: Kind, variant: Variant) -> dict[str, int]:
     return dict(get_codelet(variant, kind).multiples(kind, **variant.kw))
 
 
+@functools.cache
+def _multiples_if_derives(kind: Kind, variant: Variant) -> Optional[dict[str, int]]:
+    """The variant's size multiples for this kind, None where it does not derive it."""
+    try:
+        return multiples(kind, variant)
+    except CodeletError:
+        return None
+
+
 def space(kind: Kind, device_kind: str) -> list[Variant]:
     """Every variant the tuner tries for `kind` on a device of `device_kind`."""
     return [v for c in codelets_for(kind.op) for p in c.space(device_kind)
             if fits(kind, v := Variant.of(c.name, **p))]
 
 
-def default_variant(kind: Kind, device_kind: str = "cpu") -> Variant:
-    """The derivation used when no profile says better: correct for any size."""
+# untuned GEMMs large enough for tiles: the tiled derivation measured fastest on each device
+# kind (the PoCL CPU device: docs/blas.md; the H100: the mm search's best, docs/perf.md)
+DEFAULT_TILES = {"cpu": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8),
+                 "gpu": Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8)}
+DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
+
+
+def default_variant(kind: Kind, device_kind: str = "cpu",
+                    sizes: Optional[Mapping[str, int]] = None) -> Variant:
+    """The derivation used when no profile says better: correct for any size (with `sizes`,
+    a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
+    if kind.op == "mm" and sizes is not None and device_kind in DEFAULT_TILES:
+        tiled = DEFAULT_TILES[device_kind]
+        mult = _multiples_if_derives(kind, tiled)
+        if mult is not None and padding_ratio(sizes, mult) <= DEFAULT_MAX_PADDING:
+            return tiled
     if kind.op in REDUCTIONS:
         return Variant.of("chunks", n=64 if device_kind == "gpu" else 256)
     if kind.op == "gemv":

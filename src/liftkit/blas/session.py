@@ -160,7 +160,7 @@ class Session:
                 f"run (slower). Tune it once with `liftkit blas tune --device "
                 f"{self.device_kind}` or import a profile with `liftkit blas profile import FILE`.",
                 NoProfileWarning, stacklevel=_caller_level())
-        return default_variant(kind, self.device_kind)
+        return default_variant(kind, self.device_kind, sizes)
 
     def kernel(self, kind: Kind, sizes: dict[str, int], variant: Optional[Variant] = None) -> Built:
         return self.store.get(kind, variant or self.choose(kind, sizes))
