@@ -83,6 +83,18 @@ CASES: dict[str, Bad] = {
                                    "--plot {d}/f32.npy/plot.png: cannot be created"),
     "explore-out-is-file": Bad("explore asum --out {d}/f32.npy",
                                "--out {d}/f32.npy: exists and is not a directory"),
+    "explore-walks-zero": Bad("explore asum --walks 0", "argument --walks: must be at least 1"),
+    "explore-size-beyond-memory": Bad("explore asum --size N=1000000000000 --db {d}/new.sqlite",
+                                      "of memory is available; use smaller --size values"),
+    "explore-size-not-divisible": Bad("explore partial_dot --size N=100 --db {d}/new.sqlite",
+                                      "split 128 needs a length divisible by 128, but N = 100"),
+    "explore-size-unknown-name": Bad("explore asum --size X=4", "asum has no size X"),
+    "check-unknown-program": Bad("check nosuch", "no bundled program named 'nosuch'"),
+    "show-without-program": Bad("show", "required: PROGRAM", 2),
+    "compile-high-level": Bad("compile asum", "map is a high-level pattern: lower it first"),
+    "size-wrong-case": Bad("run gemv --size m=8", "gemv has no size m (its sizes: M, N); did you "
+                                                   "mean M?"),
+    "bench-device-empty": Bad("bench --device=", "argument --device: empty", 2),
     "bench-unknown-program": Bad("bench --programs nosuch", "unknown benchmark(s) nosuch", 2),
     "bench-few-runs": Bad("bench --repeat 1", "argument --repeat: at least", 2),
     "blas-unknown-op": Bad("blas tune --ops gemmm", "unknown operation gemmm", 2),
@@ -127,6 +139,10 @@ CASES: dict[str, Bad] = {
                             "complex64 values cannot be converted to float32"),
     "npy-overflow-cast": Bad("run asum --input x={d}/huge.npy --cast",
                              "value(s) beyond the float32 range"),
+    "npy-fraction-cast-to-int": Bad(f"run {P}:ints --input x={{d}}/f64.npy --cast",
+                                    "not integers within the int32 range"),
+    "npy-int64-for-int32": Bad(f"run {P}:ints --input x={{d}}/i64.npy", "holds int64 values, "
+                                                                         "but [int]_N takes int32"),
     "npy-2d-for-1d": Bad("run asum --input x={d}/f32_2d.npy",
                          "[float]_N takes a 1-dimensional array, but {d}/f32_2d.npy holds one "
                          "of shape (8, 8)"),
@@ -173,6 +189,7 @@ CASES: dict[str, Bad] = {
                             "nothing is tuned for asum at --size N=4096"),
     # -- caches and profiles ---------------------------------------------------------------------
     "profile-not-json": Bad("blas profile show {d}/profile.json", "not JSON"),
+    "profile-missing": Bad("blas profile show {d}/absent.json", "cannot read {d}/absent.json"),
     "profile-import-not-json": Bad("blas profile import {d}/profile.json", "not JSON"),
 }
 
@@ -186,6 +203,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     np.save(d / "f32_5.npy", f32[:5])
     np.save(d / "f64.npy", f32.astype(np.float64))
     np.save(d / "i32.npy", np.arange(64, dtype=np.int32))
+    np.save(d / "i64.npy", np.arange(64, dtype=np.int64))
     np.save(d / "f16.npy", f32.astype(np.float16))
     np.save(d / "c64.npy", f32.astype(np.complex64) * 1j)
     np.save(d / "huge.npy", np.array([1e300, 1.0]))

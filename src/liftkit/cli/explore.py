@@ -95,6 +95,7 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     res = resolve(args.program)
     check_size_names(res, sizes)
     problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
+    _check_sizes(res, problem.sizes)
     space = load_rule_space(args.rules)
     backend = resolve_backend(args.backend, args.device)
     # everything written after the search is checked before it: minutes of search are not lost
@@ -255,6 +256,19 @@ def _db_errors(db: Any) -> Iterator[None]:
         yield
     except sqlite3.DatabaseError as err:
         raise CliError(f"tuning database {db.path}: {err}") from None
+
+
+def _check_sizes(res: Resolved, sizes: Mapping[str, int]) -> None:
+    """The checks `run` makes before generating inputs (divisibility facts of the types, the
+    inputs and result fitting in memory), so that a search does not start on sizes no
+    candidate can run at."""
+    from liftkit.cli.sizes import check_memory, check_size_facts, size_facts
+    from liftkit.ir.typecheck import check_program
+
+    out_type = check_program(res.program)
+    rule = getattr(res.spec, "size_rule", "") if res.spec is not None else ""
+    check_size_facts(size_facts(res.program, out_type), sizes, res.name, rule)
+    check_memory(res.program, out_type, sizes, [p.name for p in res.program.params], res.name)
 
 
 def _check_plotting() -> None:

@@ -25,3 +25,4 @@ not_a_program = 42
 halves = fun([float32[N]], lambda x: join << map(map(neg)) << split(2) << x)
 dot = fun([float32[N], float32[N]], lambda x, y: reduce(add, 0.0) << map(mult) << zip(x, y))
 pairs = fun([ArrayType(tuple_of(float32, float32), N)], lambda x: map(add) << x)
+ints = fun([int32[N]], lambda x: map(INT.neg) << x)
