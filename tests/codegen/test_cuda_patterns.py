@@ -138,6 +138,108 @@ def test_cuda_sources_compile_to_ptx() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# tensor cores: reduceMmaTF32 / reduceMmaBF16 / reduceMmaF64
+
+M, K = size("M"), size("K")
+MMA = {"tf32": (reduceMmaTF32, float32, toTF32), "bf16": (reduceMmaBF16, float32, toBF16),
+       "f64": (reduceMmaF64, float64, None)}
+
+
+def mm_high(kind: str):  # type: ignore[no-untyped-def]
+    """The high-level product, with the operands rounded by the program where it says so."""
+    _, T, cast = MMA[kind]
+    c = (lambda X: map(map(cast)) << X) if cast else (lambda X: X)
+    add_, mult_ = (add, mult) if T == float32 else (DOUBLE.add, DOUBLE.mult)
+    return fun([T[K][M], T[N][K]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(add_, lit(0.0, T)) << map(mult_) << zip(rowA, colB)) << transpose << c(B)) << c(A))
+
+
+def mm_low(kind: str, tm: int = 32, tn: int = 16, tk: int = 16, warps: int = 2, staged: int = 1):  # type: ignore[no-untyped-def]
+    from liftkit.ir.nodes import Lambda, Param
+    from liftkit.ir import patterns as P
+    from liftkit.rewrite.rules.cuda import mm_tensor_cores
+
+    cls = {"tf32": P.ReduceMmaTF32, "bf16": P.ReduceMmaBF16, "f64": P.ReduceMmaF64}[kind]
+    T = MMA[kind][1]
+    A, B = Param("A", T[K][M]), Param("B", T[N][K])
+    return Lambda((A, B), mm_tensor_cores(A, B, cls, tm, tn, tk, warps, staged))
+
+
+def test_casts_round_as_the_hardware_does() -> None:
+    from liftkit.ir.patterns.cuda import round_bf16, round_tf32
+
+    x = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -12, -(1 + 2 ** -11), 1 + 2 ** -8, 1 + 3 * 2 ** -8,
+                  np.inf, 3e38], np.float32)
+    np.testing.assert_array_equal(round_tf32(x)[:3], np.float32([1 + 2 ** -10, 1 + 2 ** -10, -(1 + 2 ** -10)]))
+    np.testing.assert_array_equal(round_bf16(x)[3:5], np.float32([1, 1 + 4 * 2 ** -8]))  # ties to even
+    assert np.isinf(round_tf32(x)[5]) and round_bf16(x[6:]).dtype == np.float32
+    r = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(interpret(fun([float32[N]], lambda v: map(toTF32) << v), r), round_tf32(r))
+
+
+@pytest.mark.parametrize("kind", ["tf32", "bf16", "f64"])
+@pytest.mark.parametrize("staged", [0, 1])
+def test_mma_means_the_product_of_the_rounded_operands(kind: str, staged: int) -> None:
+    T = MMA[kind][1]
+    rng = np.random.default_rng(5)
+    A, B = rng.integers(-8, 9, (64, 48)).astype(T.dtype), rng.integers(-8, 9, (48, 32)).astype(T.dtype)
+    got = interpret(mm_low(kind, staged=staged), A, B)
+    assert got.dtype == T.dtype
+    np.testing.assert_array_equal(got, A @ B)
+    np.testing.assert_array_equal(got, interpret(mm_high(kind), A, B))
+    p = mm_low(kind, staged=staged)
+    assert show(parse_program(show(p))) == show(p)
+    # non-integer data: the pattern rounds its operands exactly as the casts do
+    A, B = rng.standard_normal((64, 48)).astype(T.dtype), rng.standard_normal((48, 32)).astype(T.dtype)
+    want = interpret(mm_high(kind), A, B).astype(np.float64)
+    np.testing.assert_allclose(interpret(mm_low(kind, staged=staged), A, B), want,
+                               rtol=1e-5 if kind != "f64" else 1e-12, atol=1e-4 if kind != "f64" else 1e-12)
+
+
+@pytest.mark.parametrize("tiles,message", [
+    ((24, 16, 16, 2, 0), "do not fit the 16×8×8 instruction"),
+    ((32, 16, 12, 2, 0), "do not fit"),
+])
+def test_mma_type_errors_in_words(tiles, message) -> None:  # type: ignore[no-untyped-def]
+    from liftkit.ir import patterns as P
+    from liftkit.ir.nodes import Lambda, Param
+
+    tm, tn, tk, w, _ = tiles
+    A, B = Param("A", float32[K][M]), Param("B", float32[N][K])
+    tiles_of = lambda t: compose(map(compose(transpose, map(split(tk)))), split(t))  # noqa: E731
+    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
+        lambda bc: join << reduceMmaTF32(w, lambda p: p, 0.0) << zip(ar, bc)) << tiles_of(tn) << transpose << B) \
+        << tiles_of(tm) << A
+    with pytest.raises(LiftTypeError, match=message):
+        _check(Lambda((A, B), body))
+    assert P.ReduceMmaTF32.shape == (16, 8, 8)
+
+
+def test_mma_cuda_code_and_ptx() -> None:
+    for kind, instr in (("tf32", "m16n8k8.row.col.f32.tf32.tf32.f32"), ("bf16", "m16n8k16.row.col.f32.bf16.bf16.f32"),
+                        ("f64", "m8n8k4.row.col.f64.f64.f64.f64")):
+        for staged in (0, 1):
+            src = compile_program(mm_low(kind, 64, 32, 16, 2, staged), CUDA).source
+            assert f"mma.sync.aligned.{instr}" in src
+            assert ("cvt.rna.tf32.f32" in src) == (kind == "tf32")
+            assert ("__shared__" in src) == bool(staged)
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    for kind in MMA:
+        for k in compile_program(mm_low(kind, 64, 64, 16, 4, 1), CUDA).kernels:
+            ptx = compile_cuda(k.source, "compute_90a", name=f"{k.name}.cu").ptx
+            assert "mma.sync.aligned" in ptx
+
+
+def test_mma_refused_on_opencl_and_for_wrong_work_groups() -> None:
+    with pytest.raises(CodegenError, match=r"^reduceMmaTF32 needs the CUDA backend \(tensor cores"):
+        compile_program(mm_low("tf32"))
+    with pytest.raises(CodegenError, match="runs on 2 warps \\(64 threads\\), but the work-group has 128"):
+        compile_program(mm_low("tf32"), CompileOptions(dialect="cuda", local_size=(128,)))
+
+
+# ---------------------------------------------------------------------------------------------
 # on a GPU
 
 
@@ -158,3 +260,26 @@ def test_warp_reductions_on_the_gpu_match_the_interpreter() -> None:
         xs = xs[:1 if kind == "asum" else 2]
         ref = interpret(reduction_gpu(kind), *xs)
         np.testing.assert_allclose(runner.run(compile_program(p, CUDA), *xs), ref, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["tf32", "bf16", "f64"])
+def test_mma_on_the_gpu_matches_the_interpreter(kind: str) -> None:
+    """Integer-valued inputs: every precision is exact, so the kernel must match bit for bit;
+    then random normal data within the precision's tolerance of float64 NumPy."""
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices:
+        pytest.skip("no CUDA GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    T = MMA[kind][1]
+    rng = np.random.default_rng(7)
+    for staged in (0, 1):
+        p = mm_low(kind, 64, 64, 16, 4, staged)
+        A, B = rng.integers(-8, 9, (128, 96)).astype(T.dtype), rng.integers(-8, 9, (96, 192)).astype(T.dtype)
+        np.testing.assert_array_equal(runner.run(compile_program(p, CUDA), A, B), A @ B)
+        A, B = rng.standard_normal((128, 96)).astype(T.dtype), rng.standard_normal((96, 192)).astype(T.dtype)
+        got = runner.run(compile_program(p, CUDA), A, B).astype(np.float64)
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        tol = {"tf32": 2e-3, "bf16": 1e-2, "f64": 1e-13}[kind]
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol

@@ -17,6 +17,7 @@ from liftkit.dsl import INT
 from liftkit.ir.nodes import FunCall, alpha_equal, FunDecl, Lambda, Literal, Node, Param, UserFun, walk
 from liftkit.ir.parser import ParseError, parse, parse_program, parse_type
 from liftkit.ir.patterns import PATTERNS_BY_NAME, Kind, PartRed, Pattern
+from liftkit.ir.patterns.cuda import MMA_PATTERNS
 from liftkit.ir.printer import pretty, show
 from liftkit.ir.typecheck import check_program
 from liftkit.ir.userfuns import standard_user_funs
@@ -117,7 +118,17 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
     "warp_reduction": lambda: program(  # a pattern beyond OpenCL (ir/patterns/cuda.py)
         [float32[N]], lambda x: join << mapWrg(0)(reduceWarp(add, 0.0) << toLocal(mapLcl(0)(id)))
         << split(64) << x),
+    **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
 }
+
+
+def _tensor_cores(cls: Any) -> Lambda:
+    """C = A·B on the tensor cores (rewrite/rules/cuda.py builds it), staged through local memory."""
+    from liftkit.rewrite.rules.cuda import mm_tensor_cores
+
+    T = cls.operand
+    A, B = Param("A", T[N][M]), Param("B", T[M][N])
+    return Lambda((A, B), mm_tensor_cores(A, B, cls, 32, 16, 16, 2, 1))
 
 
 # what to run each program on (size bindings and input makers); the rest are only checked as text

@@ -74,7 +74,10 @@ HARNESS = Soundness({**RULES_BY_NAME, **CUDA_RULES_BY_NAME}, base_case, lambda r
                     _walk_order, SEED, per_step=2, walk=6, max_bases=400, patience=3)
 
 
-@pytest.mark.parametrize("rule", CUDA_RULES, ids=[r.name for r in CUDA_RULES])
+REDUCTION_RULES = [r for r in CUDA_RULES if r.name != "mm-tensor-cores"]  # that one: below
+
+
+@pytest.mark.parametrize("rule", REDUCTION_RULES, ids=[r.name for r in REDUCTION_RULES])
 def test_rule_is_sound(rule: Rule) -> None:
     try:
         stats = HARNESS.exercise(rule, TARGET)
@@ -100,3 +103,64 @@ def test_the_rules_keep_off_what_they_must_not_touch() -> None:
         join << mapLcl(0)(reduceSeq(sub, 0.0)) << split(32) << toLocal(mapLcl(0)(id))) << split(64) << x)) == set()
     assert offered(fun([float32[N]], lambda x: join << mapWrg(1)(
         join << mapLcl(1)(reduceSeq(add, 0.0)) << split(32) << toLocal(mapLcl(1)(id))) << split(64) << x)) == set()
+
+
+# ---------------------------------------------------------------------------------------------
+# mm-tensor-cores: over matrix products of each precision (rounded by the program for TF32/BF16)
+
+M, K = size("M"), size("K")
+MM_SHAPES = [(32, 16, 16), (64, 32, 32), (16, 8, 8), (32, 32, 64), (128, 64, 32)]
+
+
+def _mm(T, cast, sizes):  # type: ignore[no-untyped-def]
+    m, n, k = sizes if sizes else (M, N, K)
+    c = (lambda X: map(map(cast)) << X) if cast else (lambda X: X)
+    add_, mult_ = (add, mult) if T == float32 else (DOUBLE.add, DOUBLE.mult)
+    return fun([T[k][m], T[n][k]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(add_, lit(0.0, T)) << map(mult_) << zip(rowA, colB)) << transpose << c(B)) << c(A))
+
+
+_mm_cases: dict[int, Case] = {}
+
+
+def mm_case(i: int) -> Case:
+    if i not in _mm_cases:
+        T, cast = [(float32, toTF32), (float32, toBF16), (float64, None)][i % 3]
+        shape = MM_SHAPES[(i // 3) % len(MM_SHAPES)]
+        prog = normal_form(_mm(T, cast, shape if (i // 15) % 2 == 0 else None))
+        rng = np.random.default_rng(SEED + i)
+        m, n, k = shape
+        xs = [rng.integers(-8, 9, (m, k)).astype(T.dtype), rng.integers(-8, 9, (k, n)).astype(T.dtype)]
+        sizes = {} if (i // 15) % 2 == 0 else {"M": m, "N": n, "K": k}
+        _mm_cases[i] = Case(prog, xs, run(prog, xs, sizes), SEED + i, f"cuda-rules mm {i}", sizes)
+    return _mm_cases[i]
+
+
+MM_HARNESS = Soundness({**RULES_BY_NAME, **CUDA_RULES_BY_NAME}, mm_case, lambda r: [],
+                       lambda r, rng: [], SEED, per_step=3, walk=1, max_bases=200, patience=1)
+
+
+def test_mm_tensor_cores_is_sound() -> None:
+    try:
+        stats = MM_HARNESS.exercise(CUDA_RULES_BY_NAME["mm-tensor-cores"], TARGET)
+    except SoundnessError as err:
+        pytest.fail(str(err), pytrace=False)
+    assert stats["applications"] >= TARGET
+
+
+def test_mm_tensor_cores_keeps_fp32_products_fp32() -> None:
+    """No tensor-core product for an FP32 program, nor for one rounding only one operand or
+    the two differently: the precision change must be the program's own."""
+    from liftkit.rewrite import enumerate_choices
+
+    rule = CUDA_RULES_BY_NAME["mm-tensor-cores"]
+    assert not enumerate_choices(normal_form(_mm(float32, None, (64, 64, 64))), [rule])
+    one = fun([float32[K][M], float32[N][K]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(add, 0.0) << map(mult) << zip(rowA, colB)) << transpose << B)
+        << map(map(toTF32)) << A)
+    assert not enumerate_choices(normal_form(one), [rule])
+    mixed = fun([float32[K][M], float32[N][K]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(add, 0.0) << map(mult) << zip(rowA, colB)) << transpose
+        << map(map(toBF16)) << B) << map(map(toTF32)) << A)
+    assert not enumerate_choices(normal_form(mixed), [rule])
+    assert enumerate_choices(normal_form(_mm(float32, toTF32, (64, 64, 64))), [rule])

@@ -106,8 +106,8 @@ class _Recorder(TypeChecker):
         out = super().apply(f, arg_types, env, enclosing)
         if isinstance(f, P.ParallelMap) and isinstance(out, ArrayType):
             self.maps.append((f, out.length, enclosing))
-        if isinstance(f, P.ReduceWarp) and isinstance(arg_types[1], ArrayType):  # a thread per element
-            self.maps.append((P.MapLcl(f.f, 0), arg_types[1].length, enclosing))
+        if isinstance(f, P.CudaPattern) and (n := f.threads(arg_types)) is not None:
+            self.maps.append((P.MapLcl(f.f, 0), n, enclosing))  # runs on n threads of dimension 0
         return out
 
 

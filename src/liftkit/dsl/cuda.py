@@ -1,12 +1,15 @@
-"""The DSL names of the patterns only the CUDA backend compiles (`liftkit.ir.patterns.cuda`)."""
+"""The DSL names of the patterns only the CUDA backend compiles (`liftkit.ir.patterns.cuda`)
+and of the casts that give up precision for the tensor cores (`toTF32`, `toBF16`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from liftkit.arith import cst
 from liftkit.dsl.core import FunLike, _with_init, fn
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunDecl
+from liftkit.ir.patterns.cuda import toBF16, toTF32
 
 
 def reduceWarp(f: FunLike, init: Any = None) -> FunDecl:
@@ -14,4 +17,18 @@ def reduceWarp(f: FunLike, init: Any = None) -> FunDecl:
     return _with_init(P.ReduceWarp(fn(f)), init)
 
 
-__all__ = ["reduceWarp"]
+def _mma(cls: type[P.ReduceMma]) -> Any:
+    def build(warps: int, f: FunLike, init: Any = None) -> FunDecl:
+        return _with_init(cls(cst(warps), fn(f)), init)
+
+    build.__name__ = cls.name
+    build.__doc__ = (f"{cls.name}(warps, f, z): the K loop over tile pairs on the tensor cores; "
+                     "f stages each pair (a, b) into the operands a'·b'ᵀ reads.")
+    return build
+
+
+reduceMmaTF32 = _mma(P.ReduceMmaTF32)
+reduceMmaBF16 = _mma(P.ReduceMmaBF16)
+reduceMmaF64 = _mma(P.ReduceMmaF64)
+
+__all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toTF32", "toBF16"]

@@ -9,7 +9,9 @@ from liftkit.ir.patterns.base import (
     PatternError,
     index_fun,
 )
-from liftkit.ir.patterns.cuda import CUDA_PATTERNS, CudaPattern, ReduceWarp
+from liftkit.ir.patterns.cuda import (
+    CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaTF32, ReduceWarp,
+)
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
     AsScalar,
@@ -64,4 +66,5 @@ __all__ = [
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
+    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64",
 ]

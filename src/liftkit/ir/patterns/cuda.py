@@ -8,6 +8,16 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   register shuffles (a butterfly, `__shfl_xor_sync`: every lane ends with the total, so the
   result is broadcast for free) instead of a tree through local memory and barriers. It means
   `join ∘ map(reduce(⊕, z)) ∘ split 32`; the interpreter folds in the butterfly's order.
+- `reduceMmaTF32 w (f, z)`, `reduceMmaBF16 w (f, z)`, `reduceMmaF64 w (f, z)`: the K loop of a
+  work-group's matrix tile on the tensor cores (`mma.sync`), run by w warps. Over tile pairs
+  `[(a: [[T]_k]_m, b: [[T]_k]_n)]_KT` it means `reduceSeq(λ(acc, t). acc + a'·b'ᵀ, z)` with
+  `(a', b') = f(t)` (f stages the operands, e.g. into local memory, or is the identity), the
+  accumulator `z: [[C]_n]_m` living in the warps' registers across the whole loop. The
+  precision is in the name, never implied: TF32 and BF16 round their float operands (to nearest,
+  ties away for TF32 as `cvt.rna.tf32.f32`, ties to even for BF16) and accumulate in float; F64
+  is IEEE double throughout (DMMA). Programs say where they round with `toTF32`/`toBF16` (user
+  functions with the same rounding, so the same program runs, in FP32 arithmetic, on OpenCL),
+  and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
 """
 
 from __future__ import annotations
@@ -17,13 +27,13 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
-from liftkit.arith import cst, divides
-from liftkit.ir.nodes import FunDecl, UserFun, unwrap_eta
+from liftkit.arith import ArithExpr, cst, divides
+from liftkit.ir.nodes import FunDecl, UserFun, unwrap_eta, user_fun
 from liftkit.ir.patterns.base import Kind, Pattern, PatternError, expect_args, param
 from liftkit.ir.patterns.maps import MapGlb, MapLcl, MapSeq, MapSeqUnroll, MapWrg
 from liftkit.ir.patterns.reductions import AbstractReduce
-from liftkit.semantics.values import axis_len
-from liftkit.types import ArrayType, ScalarType, Type, same_type
+from liftkit.semantics.values import axis_len, expand, take
+from liftkit.types import ArrayType, ScalarType, TupleType, Type, float32, float64, same_type
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.ir.typecheck import Typing
@@ -41,6 +51,11 @@ class CudaPattern(Pattern):
 
     feature: ClassVar[str] = ""
     refusal: ClassVar[str] = ""
+
+    def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
+        """Threads along dimension 0 the pattern runs on (the launch geometry counts them as a
+        mapLcl(0) of that length); None when it needs no particular number."""
+        return None
 
 
 def _in_work_group(p: Pattern, t: "Typing") -> None:
@@ -89,6 +104,10 @@ class ReduceWarp(AbstractReduce, CudaPattern):
                                f"has type {init}")
         return ArrayType(init, xs.length // cst(WARP))
 
+    def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
+        xs = arg_types[1] if len(arg_types) == 2 else None
+        return xs.length if isinstance(xs, ArrayType) else None
+
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
         init, xs = args
         b = ev.brank
@@ -105,5 +124,156 @@ class ReduceWarp(AbstractReduce, CudaPattern):
         return per_warp.call(self.f, [per_warp.lift(init, b), lanes[..., 0]], env)
 
 
-CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,)
+# ---------------------------------------------------------------------------------------------
+# tensor cores
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32).view(np.int32).astype(np.int64)
+
+
+def _float(bits: np.ndarray, like: np.ndarray) -> np.ndarray:
+    out = (bits & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(like), out, like).astype(np.float32)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to TF32 (10 mantissa bits), to nearest with ties away from zero, as
+    `cvt.rna.tf32.f32`; infinities and NaNs unchanged."""
+    x = np.asarray(x, dtype=np.float32)
+    return _float((_bits(x) + 0x1000) & ~0x1FFF, x)
+
+
+def round_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to bfloat16 (7 mantissa bits), to nearest with ties to even, as
+    `cvt.rn.bf16.f32`; infinities and NaNs unchanged."""
+    x = np.asarray(x, dtype=np.float32)
+    b = _bits(x)
+    return _float((b + 0x7FFF + ((b >> 16) & 1)) & ~0xFFFF, x)
+
+
+# the casts a program writes where it gives up precision (the same bit arithmetic in OpenCL C and
+# CUDA C: as_int/as_float are OpenCL built-ins the CUDA prelude provides)
+toTF32 = user_fun("toTF32", [("x", float32)], float32,
+                  "int b = as_int(x);\n  if ((b & 0x7f800000) != 0x7f800000) b = (b + 0x1000) & -8192;\n"
+                  "  return as_float(b);", round_tf32)
+toBF16 = user_fun("toBF16", [("x", float32)], float32,
+                  "int b = as_int(x);\n  if ((b & 0x7f800000) != 0x7f800000) "
+                  "b = (b + 0x7fff + ((b >> 16) & 1)) & -65536;\n  return as_float(b);", round_bf16)
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceMma(CudaPattern):
+    """reduceMma<P> w (f, z) over tile pairs (see the module docstring); `shape` is the mma
+    instruction's m×n×k, `operand`/`acc` the element types, `rounding` the operands' cast."""
+
+    warps: ArithExpr = param(Kind.SIZE, default=cst(4))
+    f: FunDecl = param(Kind.FUN, default=None)  # type: ignore[assignment]
+    arity = 2
+    inline_init = True
+    high_level = False
+    feature = "mma"
+    shape: ClassVar[tuple[int, int, int]] = (16, 8, 8)
+    operand: ClassVar[ScalarType] = float32
+    acc: ClassVar[ScalarType] = float32
+    rounding: ClassVar[str] = ""  # the cast user function the operands are rounded with
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("warps", Kind.SIZE), ("f", Kind.FUN)]
+
+    @property
+    def refusal(self) -> str:  # type: ignore[override]
+        return (f"{self.name} needs the CUDA backend (tensor cores, mma.sync); OpenCL C has no "
+                "matrix instructions: compile with --backend cuda, or multiply the tiles with "
+                "reduceSeq(add) ∘ mapSeq(mult)")
+
+    def warp_count(self) -> int:
+        if not self.warps.is_constant or not 1 <= self.warps.value <= 32:
+            raise PatternError(f"{self.name} {self.warps}: the number of warps must be a "
+                               "constant from 1 to 32")
+        return self.warps.value
+
+    def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
+        return cst(WARP * self.warp_count())
+
+    def tile_shape(self, t: "Typing", tiles: Type) -> tuple[int, int, int, Type]:
+        """(m, n, k, the tile pair type) after checking the staged operands' shapes."""
+        if not isinstance(tiles, ArrayType):
+            raise PatternError(f"{self.name}: expects an array of tile pairs, got {tiles}")
+        return self.check_tiles(t.apply(self.f, [tiles.elem], enter=self))
+
+    def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
+        """(m, n, k, ops) for the staged operands' type `ops`, or a PatternError in words."""
+        im, in_, ik = self.shape
+        ok = isinstance(ops, TupleType) and len(ops.elems) == 2
+        dims = []
+        for k, (rows, step) in enumerate(((im, ik), (in_, ik))):
+            o = ops.elems[k] if ok else None  # type: ignore[union-attr]
+            if not (isinstance(o, ArrayType) and isinstance(o.elem, ArrayType) and o.elem.elem == self.operand
+                    and o.length.is_constant and o.elem.length.is_constant):
+                raise PatternError(
+                    f"{self.name}: the function must give a pair of constant-size tiles "
+                    f"([[{self.operand}]_k]_m, [[{self.operand}]_k]_n), got {ops}")
+            dims.append((o.length.value, o.elem.length.value))
+        (m, ka), (n, kb) = dims
+        if ka != kb or m % im or n % in_ or ka % ik:
+            raise PatternError(f"{self.name}: tiles {m}×{ka} and {n}×{kb} do not fit the "
+                               f"{im}×{in_}×{ik} instruction (m a multiple of {im}, n of {in_}, "
+                               f"the same k, a multiple of {ik})")
+        return m, n, ka, ops
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        expect_args(self, args)
+        init, tiles = args
+        self.warp_count()
+        _in_work_group(self, t)
+        m, n, _, _ = self.tile_shape(t, tiles)
+        want = ArrayType(ArrayType(self.acc, cst(n)), cst(m))
+        if not (same_type(init, want) or same_type(init, self.acc)):
+            raise PatternError(f"{self.name}: the initial value has type {init}; the products are "
+                               f"{want} (or give one {self.acc} for every element)")
+        return ArrayType(want, cst(1))
+
+    def round(self, x: np.ndarray) -> np.ndarray:
+        return {"toTF32": round_tf32, "toBF16": round_bf16}.get(self.rounding, np.asarray)(x)
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        init, tiles = args
+        b = ev.brank
+        acc = np.asarray(init).astype(np.float64)
+        for i in range(axis_len(tiles, b)):
+            a, bt = ev.call(self.f, [take(tiles, i, b)], env)  # type: ignore[misc]
+            prod = np.einsum("...ik,...jk->...ij", self.round(a).astype(np.float64),
+                             self.round(bt).astype(np.float64))
+            if acc.ndim < prod.ndim:  # one initial value for every element
+                acc = np.broadcast_to(acc.reshape(acc.shape + (1, 1)), prod.shape)
+            acc = (acc + prod).astype(self.acc.dtype).astype(np.float64)
+        return expand(acc.astype(self.acc.dtype), b)
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceMmaTF32(ReduceMma):
+    name = "reduceMmaTF32"
+    shape = (16, 8, 8)
+    rounding = "toTF32"
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceMmaBF16(ReduceMma):
+    name = "reduceMmaBF16"
+    shape = (16, 8, 16)
+    rounding = "toBF16"
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceMmaF64(ReduceMma):
+    name = "reduceMmaF64"
+    shape = (8, 8, 4)
+    operand = float64
+    acc = float64
+
+
+MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64)
+CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,) + MMA_PATTERNS
 

@@ -9,7 +9,16 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   associative and commutative ⊕ on shuffle-able scalars (dimension 0: warps are runs of 32
   consecutive thread ids along it).
 
-Both change the order of the reduction (exact on the integer-valued inputs of the soundness
+- `mm-tensor-cores` (tm, tn, tk, warps, staged): the high-level matrix product
+  `map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A`
+  → tm×tn tiles of C per work-group (`mapWrg(1) ∘ mapWrg(0)`), the K loop split by tk into
+  tile pairs reduced by `reduceMma… warps` on the tensor cores, each pair copied into local
+  memory by the work-group first (`staged`, coalesced rounds of `mapLcl(0)`) or read in place.
+  For double: DMMA (`reduceMmaF64`). For float only where both operands were rounded by the
+  program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
+  FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
+
+All change the order of the reduction (exact on the integer-valued inputs of the soundness
 tests, reassociated rounding on floats, as every reduce rule).
 """
 
@@ -17,14 +26,14 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from liftkit.arith import cst
+from liftkit.arith import ArithExpr, cst
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, UserFun, unwrap_eta, walk
 from liftkit.ir.patterns.cuda import SHUFFLE_TYPES, WARP
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import assoc_comm, call, const, fresh, is_identity, lam, type_checks
-from liftkit.types import ArrayType, ScalarType
+from liftkit.types import ArrayType, ScalarType, float32, float64, same_type
 
 Options = list[dict[str, Any]]
 TREE_LEVELS = 5  # log2 of the warp size: the tree levels one warp replaces
@@ -113,7 +122,175 @@ REDUCE_WARP = make_rule(
     "issue 12 (warp reduction)", _warp_choices, _warp_build, lowering=True)
 
 
-CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP)
+# ---------------------------------------------------------------------------------------------
+# matrix products on the tensor cores
+
+# (tm, tn, tk) offered, largest first; warps from WARPS; tk a multiple of the instruction's k
+MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 64, 32),
+             (64, 64, 16), (64, 64, 8), (32, 32, 16), (32, 32, 8), (32, 16, 8), (16, 16, 16),
+             (16, 8, 8), (16, 8, 4), (8, 8, 4))
+WARPS = (8, 4, 2, 1)
+MAX_MMA_CHOICES = 8
+_CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
+
+
+def _user_named(f: FunDecl, name: str, elem: ScalarType, arity: int) -> bool:
+    g = unwrap_eta(f)
+    if isinstance(g, Lambda) and isinstance(g.body, FunCall) and g.body.args == g.params:
+        g = g.body.f
+    names = (name, f"{name}_{elem.name}")  # add, add_double (ir.userfuns' scalar families)
+    return (isinstance(g, UserFun) and g.name in names and len(g.param_types) == arity
+            and all(t == elem for t in g.param_types) and g.out_type == elem)
+
+
+def _cast_rows(e: Expr) -> Optional[tuple[str, Expr]]:
+    """(cast name, X) when e is map(map(cast)) $ X (any spelling of the two maps)."""
+    if not (isinstance(e, FunCall) and type(e.f) is P.Map and len(e.args) == 1):
+        return None
+    f = unwrap_eta(e.f.f)
+    if isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall) \
+            and f.body.args == f.params:
+        f = f.body.f
+    if type(f) is not P.Map:
+        return None
+    for name in _CASTS:
+        if _user_named(f.f, name, float32, 1):
+            return name, e.args[0]
+    return None
+
+
+def mm_nest(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, ArithExpr, type]]:
+    """(A, B, M, N, K, the reduceMma class) when the site is the high-level matrix product of
+    A: [[T]_K]_M and B: [[T]_N]_K that a tensor-core product may compute (see the docstring)."""
+    f = site.f
+    if type(f) is not P.Map or not isinstance(f.f, Lambda) or len(f.f.params) != 1 or site.enclosing:
+        return None
+    row, j = f.f.params[0], f.f.body
+    if not (isinstance(j, FunCall) and type(j.f) is P.Join and isinstance(j.args[0], FunCall)):
+        return None
+    cols = j.args[0]
+    if not (type(cols.f) is P.Map and isinstance(cols.f.f, Lambda) and len(cols.f.f.params) == 1):
+        return None
+    t = cols.args[0]
+    if not (isinstance(t, FunCall) and type(t.f) is P.Transpose) or any(n is row for n in walk(t)):
+        return None
+    col, red = cols.f.f.params[0], cols.f.f.body
+    a_t = site.arg_types[0]
+    if not (isinstance(a_t, ArrayType) and isinstance(a_t.elem, ArrayType)
+            and isinstance(a_t.elem.elem, ScalarType)):
+        return None
+    elem = a_t.elem.elem
+    if elem not in (float32, float64):
+        return None
+    if not (isinstance(red, FunCall) and type(red.f) is P.Reduce and _user_named(red.f.f, "add", elem, 2)):
+        return None
+    z, prods = red.args
+    if not (isinstance(z, Literal) and z.type == elem and float(z.value) == 0.0):
+        return None
+    if not (isinstance(prods, FunCall) and type(prods.f) is P.Map
+            and _user_named(prods.f.f, "mult", elem, 2)):
+        return None
+    zp = prods.args[0]
+    if not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and zp.args == (row, col)):
+        return None
+    a, b = site.call.args[0], t.args[0]
+    b_t = site.type_of(b)
+    if not (isinstance(b_t, ArrayType) and isinstance(b_t.elem, ArrayType) and b_t.elem.elem == elem
+            and same_type(ArrayType(elem, a_t.elem.length), ArrayType(elem, b_t.length))):
+        return None
+    if elem == float64:
+        cls: type = P.ReduceMmaF64
+    else:
+        ca, cb = _cast_rows(a), _cast_rows(b)
+        if ca is None or cb is None or ca[0] != cb[0]:
+            return None  # an FP32 product stays FP32
+        cls = _CASTS[ca[0]]
+        a, b = ca[1], cb[1]
+    return a, b, a_t.length, b_t.elem.length, a_t.elem.length, cls
+
+
+def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bool:
+    from liftkit.codegen.cuda_patterns import warp_grid
+
+    im, in_, ik = cls.shape
+    if tm % im or tn % in_ or tk % ik:
+        return False
+    if not warp_grid(tm // im, tn // in_, warps, cls.shape)[0]:
+        return False
+    frags = (tm // im) * (tn // in_) // warps
+    if frags > 32:  # accumulators per lane beyond a register file's share
+        return False
+    threads = 32 * warps
+    local_bytes = (tm + tn) * tk * cls.operand.dtype.itemsize
+    return not staged or (tm * tk % threads == 0 and tn * tk % threads == 0
+                          and local_bytes <= 48 * 1024)  # CUDA's static shared-memory limit
+
+
+def _mma_choices(site: Site) -> Options:
+    found = mm_nest(site)
+    if found is None:
+        return []
+    _, _, m, n, k, cls = found
+    cm, cn, ck = const(m), const(n), const(k)
+    out = []
+    for tm, tn, tk in MMA_TILES:
+        if not all(c is None and t >= 32 or c is not None and c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk))):
+            continue
+        for warps in WARPS:
+            for staged in (1, 0):
+                if _mma_ok(cls, tm, tn, tk, warps, staged):
+                    out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged})
+    return out[:MAX_MMA_CHOICES]
+
+
+def _stage(rows: int, cols: int, threads: int, elem: ScalarType, transposed: bool) -> Any:
+    """A rows×cols tile copied into local memory in coalesced rounds of `threads` (a transposed
+    tile is copied in its source's order and read back transposed)."""
+    from liftkit import dsl as D
+
+    copy = D.toLocal(D.mapSeqUnroll(D.mapLcl(0)(D.id_of(elem))))
+    if transposed:
+        return D.compose(D.transpose, D.split(rows), D.join, copy, D.split(threads), D.join, D.transpose)
+    return D.compose(D.split(cols), D.join, copy, D.split(threads), D.join)
+
+
+def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
+                    staged: int) -> Expr:
+    """C = A·B with `cls` over tm×tn×tk tiles (see the module docstring)."""
+    from liftkit import dsl as D
+    from liftkit.ir.nodes import Literal as Lit
+
+    if not _mma_ok(cls, tm, tn, tk, warps, staged):
+        raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
+    elem = cls.operand
+    tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
+    if staged:
+        sa, sb = _stage(tm, tk, 32 * warps, elem, False), _stage(tn, tk, 32 * warps, elem, True)
+        op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
+    else:
+        op = lambda pair: pair  # noqa: E731
+    mma = cls(cst(warps), D.fn(op))
+    zero = Lit(0.0, cls.acc)
+    return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.mapWrg(0)(
+        lambda b_col: D.join << FunCall(mma, (zero, D.zip(a_row, b_col))))
+        << tiles(tn) << D.transpose << b) << tiles(tm) << a)
+
+
+def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int) -> Expr:
+    a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
+    return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged)
+
+
+MM_TENSOR_CORES = make_rule(
+    "mm-tensor-cores",
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A "
+    "→ join ∘ mapWrg(1)(λaRow. map(join) ∘ transpose ∘ mapWrg(0)(λbCol. join ∘ reduceMma<P> w "
+    "(stage, 0) $ zip(aRow, bCol)) ∘ tiles(tn, tk) ∘ transpose $ B) ∘ tiles(tm, tk) $ A   (P = F64 "
+    "for double; TF32/BF16 only where A and B are map(map(toTF32/toBF16)) of the inputs)",
+    "issue 12 (tensor cores)", _mma_choices, _mma_build, lowering=True, reshapes=True, opaque=False)
+
+
+CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES)
 CUDA_RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in CUDA_RULES}
 
 
@@ -129,7 +306,8 @@ def warp_reductions(program: Any) -> Any:
     return strategy.derive(program, rules=CUDA_RULES_BY_NAME, name="warp-reductions")
 
 
-__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "REDUCE_WARP", "TREE_CHUNKS_32", "warp_reductions"]
+__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "REDUCE_WARP", "TREE_CHUNKS_32",
+           "mm_nest", "mm_tensor_cores", "warp_reductions"]
 
 
 def _search_rules() -> tuple[Rule, ...]:
