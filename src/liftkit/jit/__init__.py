@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lang import PAR, Domain, prange
+from .lang import PAR, Domain, gpu, gpu_begin, gpu_end, prange
 
 _LAZY = {"JitFunction": "dispatch", "JitError": "errors", "JitTypeError": "errors",
          "Array": "types", "bool_": "types", "int32": "types", "int64": "types",
@@ -36,4 +36,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'liftkit.jit' has no attribute {name!r}")
 
 
-__all__ = ["jit", "prange", "PAR", "Domain", *_LAZY]
+__all__ = ["jit", "prange", "PAR", "Domain", "gpu", "gpu_begin", "gpu_end", *_LAZY]

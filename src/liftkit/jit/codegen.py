@@ -48,6 +48,7 @@ class ModuleContext:
     options: Options
     raises: list = field(default_factory=list)  # (kind, message) of Raise statements
     functions: dict = field(default_factory=dict)
+    gpu: Any = None                  # the GpuPlan of the module's accelerated sections
     counter: int = 0
 
     def function(self, name: str) -> ir.Function:
@@ -90,6 +91,7 @@ class FunctionCodegen:
         self.symtab = f.symtab()
         self.line = f.line
         self.loops: list[tuple[ir.Block, ir.Block]] = []
+        self.gpu_sid: int | None = None  # inside an accelerated section (cg_gpu)
 
     # -- setup
     def build(self) -> ir.Function:
@@ -317,6 +319,10 @@ class FunctionCodegen:
                 self.b.position_at_end(self.b.append_basic_block("dead"))
             self.line = s.line
             try:
+                if self.gpu_sid is not None:
+                    from . import cg_gpu
+                    if cg_gpu.statement(self, s):
+                        continue
                 getattr(self, "s_" + type(s).__name__)(s)
             except NotSupported as e:
                 raise JitError(f"line {self.line}: {e}") from None
@@ -357,6 +363,9 @@ class FunctionCodegen:
         self.b.branch(head)
         self.b.position_at_end(head)
         self.line = s.line
+        if self.gpu_sid is not None:
+            from . import cg_gpu
+            cg_gpu.host(self, s)
         self.b.cbranch(self.value(s.cond), body, end)
         self.b.position_at_end(body)
         self.loops.append((head, end))
@@ -435,7 +444,14 @@ class FunctionCodegen:
     def s_Return(self, s: V.Return) -> None:
         if s.value is not None:
             self.to_slots(self.f.result, self.value(s.value), self.result)
+        if self.gpu_sid is not None:
+            from . import cg_gpu
+            cg_gpu.end(self)
         self.b.ret(ir.Constant(ir.IntType(32), 0))
+
+    def s_GpuSection(self, s: V.GpuSection) -> None:
+        from . import cg_gpu
+        cg_gpu.section(self, s)
 
     def s_Raise(self, s: V.Raise) -> None:
         if (s.kind, s.message) not in self.ctx.raises:

@@ -144,6 +144,7 @@ class Compiled:
     from_cache: bool
     llvm_ir: str = ""
     info: dict = field(default_factory=dict)
+    gpu: Any = None  # GpuHost: the task-runtime side of the accelerated sections
 
     @property
     def nres(self) -> int:
@@ -156,8 +157,13 @@ class JitFunction:
 
     def __init__(self, fn: Callable, *, cache: bool = True, parallel: bool = True,
                  passes: dict | None = None, threads: int | None = None,
-                 runtime: Runtime | None = None) -> None:
+                 runtime: Runtime | None = None, target: str = "cpu",
+                 gpu_runtime: Any = None) -> None:
+        if target not in ("cpu", "gpu"):
+            raise ValueError(f"@jit(target={target!r}): choose 'cpu' or 'gpu'")
         functools.update_wrapper(self, fn)
+        self.target = target
+        self.gpu_runtime = gpu_runtime
         self.py_func = fn
         self.cache = cache
         self.parallel = parallel
@@ -246,9 +252,14 @@ class JitFunction:
         if c.blas:
             env[8:12] = self.runtime.blas
         env[7] = c.pool
+        if c.gpu is not None:
+            env[12] = c.gpu.address
         st = c.entry(env, block, res)
         try:
+            kept = c.gpu.finish(env) if c.gpu is not None else None
             if st != 0:
+                if kept is not None:
+                    raise kept
                 raise _error(list(env), c.raises)
             return _unpack(c.result, res, 0, _Arena(env))[0]
         finally:
@@ -265,6 +276,13 @@ class JitFunction:
         from .pipeline import passed
         from .sexpr import dumps
         return dumps(passed(self, self._last()))
+
+    def inspect_gpu(self, dialect: str = "opencl") -> str:
+        """The GPU kernels of the most recent specialisation (OpenCL C or CUDA C)."""
+        c = self._last()
+        if c.gpu is None:
+            return ""
+        return "\n".join(k.source(dialect) for k in c.gpu.plan.kernels)
 
     def inspect_llvm(self) -> str:
         """The optimised LLVM IR of the most recent specialisation."""
@@ -458,7 +476,9 @@ def jit(fn: Callable | None = None, **options: Any) -> Any:
 
     Options: ``cache`` (disk cache, default on), ``parallel`` (run prange/PAR loops on all
     cores, default on), ``threads``, ``passes`` (dict switching passes off for ablation:
-    simplify, inline, bounds, specialise, alias)."""
+    simplify, inline, bounds, specialise, alias), ``target`` ("gpu": the whole function is an
+    accelerated section), ``gpu_runtime`` (a :class:`liftkit.runtime.Runtime` for its sections
+    instead of the process's default one)."""
     if fn is None:
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)

@@ -125,7 +125,7 @@ class ExprLowerer:
 
     def resolve_global(self, name: str) -> V.Expr | Ref:
         from .dispatch import JitFunction
-        from .lang import PAR, Domain, prange
+        from .lang import PAR, Domain, gpu, gpu_begin, gpu_end, prange
         g = self.globals[name] if name in self.globals else getattr(builtins, name, _MISSING)
         if g is _MISSING:
             raise self.err(f"name '{name}' is not defined")
@@ -135,8 +135,11 @@ class ExprLowerer:
             return Ref("module", "math")
         if isinstance(g, JitFunction):
             return Ref("jit", g)
-        if g is prange or g is PAR or g is Domain:
+        if g is prange or g is PAR or g is Domain or g is gpu or g is gpu_begin or g is gpu_end:
             return Ref("marker", g.__name__)
+        if getattr(g, "__name__", None) in ("liftkit", "liftkit.jit") and \
+                type(g).__name__ == "module":
+            return Ref("module", g.__name__)
         if g is range or g is len or g is abs or g is min or g is max or g is int or \
                 g is float or g is bool or g is complex or g is round:
             return Ref("builtin", g.__name__)
@@ -162,6 +165,10 @@ class ExprLowerer:
         if isinstance(base, Ref):
             if base.kind == "module":
                 mod = base.value
+                if mod in ("liftkit", "liftkit.jit"):
+                    if a in ("gpu", "gpu_begin", "gpu_end", "prange", "PAR", "Domain"):
+                        return Ref("marker", a)
+                    raise self.err(f"{mod}.{a} cannot be used inside @jit")
                 if a in ("pi", "e", "inf", "nan"):
                     return V.Const(float(getattr(math, a)), T.FLOAT64)
                 if mod == "numpy" and a in _DTYPE_NAMES:
@@ -401,6 +408,11 @@ class ExprLowerer:
             mod, name = f.value
             return self.library_call(mod, name, node.args, kw)
         if f.kind == "marker":
+            if f.value in ("gpu_begin", "gpu_end"):
+                raise self.err(f"{f.value}() is a statement of its own (it marks where an "
+                               "accelerated section begins or ends)")
+            if f.value == "gpu":
+                raise self.err("gpu() marks an accelerated section: write 'with gpu():'")
             raise self.err(f"{f.value}() can only be used as the iterable of a for loop")
         raise self.err(f"{_describe_ref(f)} cannot be called")
 

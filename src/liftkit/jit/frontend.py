@@ -44,6 +44,7 @@ class ModuleBuilder:
         self.in_progress: set[tuple[int, tuple]] = set()
         self.names: dict[tuple[int, tuple], str] = {}
         self.order: list[tuple[int, tuple]] = []
+        self.dispatchers: dict[str, Any] = {}
 
     def specialise(self, disp: Any, argtypes: tuple[T.Type, ...], line: int) -> tuple[str, T.Type]:
         key = (id(disp), argtypes)
@@ -55,6 +56,7 @@ class ModuleBuilder:
             self.order.append(key)
             name = f"{disp.py_func.__name__}__{len(self.names)}" if self.names else disp.py_func.__name__
             self.names[key] = name
+            self.dispatchers[name] = disp
             self.functions[key] = FunctionLowerer(disp.py_func, argtypes, self, name).lower()
             self.in_progress.discard(key)
         f = self.functions[key]
@@ -75,6 +77,7 @@ class FunctionLowerer(ExprLowerer):
     def __init__(self, fn: Callable, argtypes: tuple[T.Type, ...], mb: ModuleBuilder,
                  name: str) -> None:
         self.fn, self.mb, self.fname = fn, mb, name
+        self.disp = mb.dispatchers.get(name)
         self.tree, self.line_offset, _ = parse_function(fn)
         self.line = self.tree.lineno + self.line_offset
         self.globals = dict(fn.__globals__)
@@ -105,7 +108,11 @@ class FunctionLowerer(ExprLowerer):
             self.vars = dict(env)
             self.result, self.changed, self.tmp = result, False, 0
             self.loops: list[str] = []
-            body = self.block(self.tree.body)
+            self.in_gpu = 0
+            if getattr(self.disp, "target", "cpu") == "gpu":
+                body = tuple(self.section(self.tree.body, self.line))
+            else:
+                body = self.block(self.tree.body)
             if not self.changed and self.result == result:
                 break
             env = {k: v for k, v in self.vars.items()}
@@ -176,13 +183,72 @@ class FunctionLowerer(ExprLowerer):
     # -- statements
     def block(self, stmts: list[ast.stmt]) -> tuple[V.Stmt, ...]:
         out: list[V.Stmt] = []
-        for s in stmts:
+        k = 0
+        while k < len(stmts):
+            s = stmts[k]
+            k += 1
             self.line = s.lineno + self.line_offset
+            mark = self._gpu_mark(s)
+            if mark == "gpu_begin":
+                end = next((j for j in range(k, len(stmts))
+                            if self._gpu_mark(stmts[j]) in ("gpu_begin", "gpu_end")), None)
+                if end is None or self._gpu_mark(stmts[end]) != "gpu_end":
+                    raise self.err("gpu_begin() needs a gpu_end() later in the same block "
+                                   "(sections do not nest)")
+                out.extend(self.section(stmts[k:end], self.line))
+                k = end + 1
+                continue
+            if mark == "gpu_end":
+                raise self.err("gpu_end() without a gpu_begin() before it in the same block")
             meth = getattr(self, "s_" + type(s).__name__, None)
             if meth is None:
                 raise self.err(f"{construct_name(s)} are not supported inside @jit")
             out.extend(meth(s))
         return tuple(out)
+
+    def _gpu_mark(self, s: ast.stmt) -> str | None:
+        """"gpu_begin"/"gpu_end" when ``s`` is such a call statement."""
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)):
+            return None
+        from .fe_expr import Ref
+        try:
+            f = self.value(s.value.func)
+        except JitError:
+            return None
+        if isinstance(f, Ref) and f.kind == "marker" and f.value in ("gpu_begin", "gpu_end"):
+            if s.value.args or s.value.keywords:
+                raise self.err(f"{f.value}() takes no arguments")
+            return f.value
+        return None
+
+    def section(self, stmts: list[ast.stmt], line: int) -> list:
+        """An accelerated section (§4.5.4); one inside another is part of the outer one."""
+        if "par" in self.loops:
+            raise self.err("an accelerated section cannot be inside a parallel loop "
+                           "(put the loop inside the section)")
+        saved, self.loops = self.loops, self.loops + ["section"]
+        self.in_gpu += 1
+        try:
+            body = self.block(stmts)
+        finally:
+            self.in_gpu -= 1
+            self.loops = saved
+        return list(body) if self.in_gpu else [V.GpuSection(body, line)]
+
+    def s_With(self, s: ast.With) -> list:
+        from .fe_expr import Ref
+        line = self.line
+        ce = s.items[0].context_expr if len(s.items) == 1 else None
+        try:
+            f = self.value(ce.func) if isinstance(ce, ast.Call) else None
+        except JitError:
+            f = None
+        self.line = line
+        if not (isinstance(f, Ref) and f.kind == "marker" and f.value == "gpu") or \
+                s.items[0].optional_vars is not None or ce.args or ce.keywords:  # type: ignore[union-attr]
+            raise self.err("with statements are not supported inside @jit "
+                           "(except 'with gpu():', an accelerated section)")
+        return self.section(s.body, line)
 
     def s_Pass(self, s: ast.Pass) -> list:
         return []
@@ -340,9 +406,13 @@ class FunctionLowerer(ExprLowerer):
     def s_Break(self, s: ast.Break) -> list:
         if self.loops and self.loops[-1] == "par":
             raise self.err("break is not allowed in a parallel loop")
+        if self.loops and self.loops[-1] == "section":
+            raise self.err("break cannot leave an accelerated section (gpu)")
         return [V.Break(self.line)]
 
     def s_Continue(self, s: ast.Continue) -> list:
+        if self.loops and self.loops[-1] == "section":
+            raise self.err("continue cannot leave an accelerated section (gpu)")
         return [V.Continue(self.line)]
 
     def s_Return(self, s: ast.Return) -> list:

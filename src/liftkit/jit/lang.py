@@ -31,3 +31,23 @@ def PAR(domain: Domain, shared: Sequence[object] = ()) -> Iterator[tuple[int, ..
     if len(domain.ranges) == 1:
         return (t[0] for t in it)
     return it
+
+
+class gpu:
+    """``with liftkit.gpu():`` marks an accelerated section (seed 003 §4.5.4): inside ``@jit``
+    its parallel loops and element-wise array statements run on the GPU through the task
+    runtime. In plain Python it does nothing."""
+
+    def __enter__(self) -> "gpu":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def gpu_begin() -> None:
+    """PyRaptor's spelling of the start of an accelerated section (ended by ``gpu_end()``)."""
+
+
+def gpu_end() -> None:
+    """The end of the accelerated section ``gpu_begin()`` started."""

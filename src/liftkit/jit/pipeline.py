@@ -13,6 +13,8 @@ from .cg_runtime import build_entry, build_free
 from .codegen import ModuleContext, Options
 from .engine import DiskCache, Target, load_object
 from .frontend import lower_module
+from .gpu_codegen import GpuPlan, plan_sections
+from .gpu_lower import has_sections, lower_sections
 from .passes import PassReport, run_passes
 from .passes.inline import inline_calls
 from .passes.walk import nodes
@@ -41,12 +43,16 @@ def collect_raises(m: V.Module) -> list:
     return out
 
 
-def build_ir(m: V.Module, options: Options, raises: list, target: Target) -> str:
+def build_ir(m: V.Module, options: Options, raises: list, target: Target,
+             plan: "GpuPlan | None" = None) -> str:
     """LLVM IR text of a VRIR module (entry ``lk_entry``, arena release ``lk_free``)."""
     mod = ir.Module(name=m.name)
     mod.triple = target.triple
     mod.data_layout = target.data_layout
     ctx = ModuleContext(mod, m, options, raises=list(raises))
+    if plan is None and has_sections(m):
+        plan = plan_sections(m, options.noalias, raises)
+    ctx.gpu = plan
     build_entry(ctx)
     build_free(mod)
     return str(mod)
@@ -77,6 +83,7 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
     m = an.module
     options = Options(noalias=noalias, threads=jf.parallel)
     raises = collect_raises(m)
+    sections = has_sections(m)
     switches = tuple(sorted(jf.passes.items()))
     key = DiskCache.key(dumps(m), switches, repr(spec), options, target.cpu, target.features)
     cache = jf.runtime.cache
@@ -84,12 +91,24 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
     hit = obj is not None
     report = PassReport()
     opt = None
+    plan = None
+
+    def optimise() -> V.Module:
+        o = run_passes(m, jf.passes, spec, report)
+        if sections:
+            o = lower_sections(o)
+        verify(o)
+        return o
+    if sections:  # the kernels are needed on a cache hit too (they are not in the object code)
+        opt = optimise()
+        raises += [r for r in collect_raises(opt) if r not in raises]
+        plan = plan_sections(opt, noalias, raises)
 
     def build() -> tuple[bytes, str]:
         nonlocal opt
-        opt = run_passes(m, jf.passes, spec, report)
-        verify(opt)
-        llmod = target.optimise(build_ir(opt, options, raises, target))
+        if opt is None:
+            opt = optimise()
+        llmod = target.optimise(build_ir(opt, options, raises, target, plan))
         return target.emit_object(llmod), str(llmod)
     text = ""
     if obj is None:
@@ -112,6 +131,9 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
                for n in nodes(m.functions))
     c = Compiled(opt or m, loaded, entry, free, types, m.functions[0].result, raises, key, pool,
                  blas, hit, text)
+    if plan is not None:
+        from .gpu_host import GpuHost
+        c.gpu = GpuHost(plan, raises, jf.gpu_runtime)
     c.info = {"passes": report, "spec": spec, "optimised": opt is not None}
     return c
 
@@ -127,7 +149,8 @@ def passed(jf: "JitFunction", c: "Compiled") -> V.Module:
 def llvm_ir(jf: "JitFunction", c: "Compiled") -> str:
     target = jf.runtime.target
     opts = Options(noalias=False, threads=jf.parallel)
-    return str(target.optimise(build_ir(passed(jf, c), opts, c.raises, target)))
+    plan = c.gpu.plan if c.gpu is not None else None
+    return str(target.optimise(build_ir(passed(jf, c), opts, c.raises, target, plan)))
 
 
 __all__ = ["compile_spec", "llvm_ir", "build_ir", "analyse"]

@@ -62,6 +62,8 @@ class _Function:
                     self.fail(f"storing {el} values into a slice of {tt.elem}", s)
         elif isinstance(s, V.ExprStmt):
             self.expr(s.value)
+        elif isinstance(s, V.GpuSection):
+            self.block(s.body, 0, par)  # break/continue may not leave a section
         elif isinstance(s, V.If):
             self.cond(s.cond, s)
             self.block(s.then, loops, par)

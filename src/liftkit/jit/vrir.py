@@ -239,7 +239,15 @@ class Raise:
     line: int
 
 
-Stmt = Union[Assign, ExprStmt, If, For, ParFor, While, Break, Continue, Return, Raise]
+@dataclass(frozen=True)
+class GpuSection:
+    """An accelerated section (§4.5.4): its parallel loops and element-wise array statements
+    run as kernels on the GPU through the task runtime; everything else runs on the host."""
+    body: tuple["Stmt", ...]
+    line: int
+
+
+Stmt = Union[Assign, ExprStmt, If, For, ParFor, While, Break, Continue, Return, Raise, GpuSection]
 
 
 # ----------------------------------------------------------------------------- top level
@@ -279,6 +287,7 @@ class Module:
 
 NODE_CLASSES = (Const, Name, BinOp, UnOp, Compare, Logical, Cast, Select, Check, Slice, Index,
                 Dim, LibCall, Call, TupleExpr, TupleGet, DomainExpr, Assign, ExprStmt, If, For,
-                ParFor, While, Break, Continue, Return, Raise, Sym, Function, Module)
+                ParFor, While, Break, Continue, Return, Raise, GpuSection, Sym, Function, Module)
 
-STMT_CLASSES = (Assign, ExprStmt, If, For, ParFor, While, Break, Continue, Return, Raise)
+STMT_CLASSES = (Assign, ExprStmt, If, For, ParFor, While, Break, Continue, Return, Raise,
+                GpuSection)

@@ -223,6 +223,21 @@ class Runtime:
                 buf.dev_valid = False
                 buf.host_valid = True
 
+    def host_range(self, lo: int, hi: int, write: bool = False) -> None:
+        """The host is about to read (or write) host memory [lo, hi): every buffer mirroring
+        part of it is brought up to date there (and, for a write, marked stale on the device)."""
+        with self.lock:
+            for buf in list(self.buffers.values()):
+                if not (buf.registered and buf.lo < hi and lo < buf.hi):  # type: ignore[operator]
+                    continue
+                if write:
+                    for vid in list(buf.vars):
+                        if vid in self.vars and self.vars[vid].buffer == buf.id:
+                            self._before_write(self.vars[vid])
+                self._to_host(buf)
+                if write:
+                    buf.dev_valid = False
+
     def read(self, v: ArrayVar) -> np.ndarray:
         """The array's values on the host (a read-only view; blocks on the tasks writing it)."""
         with self.lock:

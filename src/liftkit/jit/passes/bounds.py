@@ -180,6 +180,8 @@ class _BCE:
             d = s.domain
             dims = list(zip(s.vars, d.starts, d.stops, d.steps))
             return self.loop(s, dims, s.body)
+        if isinstance(s, V.GpuSection):
+            return dataclasses.replace(s, body=self.block(s.body))
         if isinstance(s, V.While):
             saved = set(ctx.unstable)
             ctx.unstable |= assigned(s.body)

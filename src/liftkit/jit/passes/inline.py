@@ -57,7 +57,7 @@ class _Inliner:
                                     step=self.expr(s.step, pre), body=self.block(s.body))
         elif isinstance(s, V.While):
             s = dataclasses.replace(s, body=self.block(s.body))
-        elif isinstance(s, V.ParFor):
+        elif isinstance(s, (V.ParFor, V.GpuSection)):
             s = dataclasses.replace(s, body=self.block(s.body))
         return pre + [s]
 

@@ -61,7 +61,10 @@ def critical(m: V.Module) -> Critical:
             elif isinstance(s, V.If):
                 visit(s.then, in_loop)
                 visit(s.orelse, in_loop)
-            for n in nodes(s if not isinstance(s, (V.For, V.ParFor, V.While, V.If)) else ()):
+            elif isinstance(s, V.GpuSection):
+                visit(s.body, in_loop)
+            for n in nodes(s if not isinstance(s, (V.For, V.ParFor, V.While, V.If, V.GpuSection))
+                           else ()):
                 if isinstance(n, V.LibCall) and n.fn in ("zeros", "ones", "empty", "full"):
                     bound_exprs(n.args)
                 elif isinstance(n, V.Index) and isinstance(n.array, V.Name) and in_loop:

@@ -56,6 +56,8 @@ def _body(stmts: tuple) -> tuple:
             continue
         if isinstance(s, (V.If,)):
             s = dataclasses.replace(s, then=_body(s.then), orelse=_body(s.orelse))
+        elif isinstance(s, V.GpuSection):
+            s = dataclasses.replace(s, body=_body(s.body))
         elif isinstance(s, (V.For, V.While, V.ParFor)):
             if isinstance(s, V.While) and isinstance(s.cond, V.Const) and not s.cond.value:
                 continue

@@ -1,0 +1,203 @@
+"""The task-runtime side of accelerated sections: the callback compiled code calls (cg_gpu).
+
+Per call of a compiled function (keyed by its environment block) it keeps the section's array
+variables and its error buffer. LAUNCH attaches the captured arrays to the runtime by address
+(the same array is one variable, views share their allocation's buffer) and enqueues the kernel
+with what it reads and writes — asynchronously; HOST synchronises the arrays a host statement
+touches; END waits, checks the error buffer once and writes back what kernels changed, then
+releases the section's buffers. Any exception is kept and the callback returns 1; the
+dispatcher raises it after cleaning up (``finish``), so the runtime holds nothing stale.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from liftkit.runtime import Kernel, Runtime
+
+from . import types as T
+from .gpu_codegen import GpuPlan
+
+ERR_HOST = 12  # environment slot 0: the error is a Python exception the callback kept
+CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
+                            ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+
+CLEAR = Kernel("lk_clear", {
+    "opencl": "kernel void lk_clear(global int* e, long eo) { e[eo + get_global_id(0)] = 0; }\n",
+    "cuda": 'extern "C" __global__ void lk_clear(int* e, long eo) '
+            "{ e[eo + blockIdx.x * blockDim.x + threadIdx.x] = 0; }\n"})
+
+_Q2D = struct.Struct("<d")
+_I2F = struct.Struct("<f")
+
+
+@dataclass
+class _Call:
+    rt: Runtime
+    err: Any
+    vars: dict = field(default_factory=dict)
+    error: Optional[BaseException] = None
+
+
+class GpuHost:
+    """The host side of one specialisation's sections (its kernels, host accesses, raises)."""
+
+    def __init__(self, plan: GpuPlan, raises: list, runtime: Optional[Runtime] = None) -> None:
+        self.plan = plan
+        self.raises = raises
+        self.runtime = runtime
+        self.kernels = [Kernel(k.name, dict(k.sources)) for k in plan.kernels]
+        self.calls: dict[int, _Call] = {}
+        self.errors: dict[int, BaseException] = {}
+        self.cfunc = CALLBACK(self._callback)
+        self.address = ctypes.cast(self.cfunc, ctypes.c_void_p).value
+
+    # -- the callback
+    def _callback(self, env: Any, op: int, ident: int, block: Any) -> int:
+        key = ctypes.addressof(env.contents)
+        try:
+            if op == 1:
+                self.begin(key)
+            elif op == 2:
+                self.launch(key, ident, block)
+            elif op == 3:
+                self.host(key, ident, block)
+            elif op == 4:
+                self.end(key)
+            return 0
+        except BaseException as e:  # noqa: BLE001 - handed to the dispatcher, never lost
+            self.errors[key] = e
+            env[0] = ERR_HOST
+            return 1
+
+    def begin(self, key: int) -> None:
+        if self.runtime is None:
+            from liftkit.runtime import default_runtime
+            self.runtime = default_runtime()
+        rt = self.runtime
+        err = rt.empty((8,), np.int32)
+        rt.launch(CLEAR, (8,), [err], writes=[err], overwrites=[err])
+        self.calls[key] = _Call(rt, err)
+
+    def _arrays(self, call: _Call, block: Any, k: int, t: T.ArrayType) -> tuple[Any, int]:
+        nd = t.ndim
+        ptr = block[k]
+        shape = tuple(block[k + 1 + j] for j in range(nd))
+        item = t.elem.dtype.itemsize
+        strides = tuple(block[k + 1 + nd + j] * item for j in range(nd))
+        return (ptr, shape, strides, t.elem.dtype), k + 1 + 2 * nd
+
+    def _attach(self, call: _Call, spec: tuple) -> Any:
+        v = call.rt.attach(*spec)
+        call.vars[v.id] = v
+        return v
+
+    def launch(self, key: int, kid: int, block: Any) -> None:
+        call = self.calls[key]
+        rt = call.rt
+        k = self.plan.kernels[kid]
+        args: list = [call.err]
+        named: dict[str, Any] = {}
+        slot = 0
+        for name, t in k.captured:
+            if isinstance(t, T.ArrayType):
+                spec, slot = self._arrays(call, block, slot, t)
+                ptr, shape, strides, dtype = spec
+                if name in k.data:
+                    v = named[name] = self._attach(call, spec)
+                    args.append(v)
+                args += [np.int64(n) for n in shape]
+                if name in k.data:
+                    args += [np.int64(s // dtype.itemsize) for s in strides]
+            else:
+                args.append(_scalar(block[slot], t))  # type: ignore[arg-type]
+                slot += 1
+        counts = []
+        for d in range(k.ndim):
+            start, step, count = block[slot], block[slot + 1], block[slot + 2]
+            slot += 3
+            args += [np.int64(start), np.int64(step), np.int64(count)]
+            counts.append(count)
+        if any(c <= 0 for c in counts):
+            return
+        reads = [named[n] for n in k.reads if n in named]
+        writes = [named[n] for n in k.writes if n in named] + [call.err]
+        temps = []
+        if k.mode == "slice":  # operands sharing the target's memory are read from a copy
+            target = {v.buffer for n, v in named.items() if n in k.writes}
+            for n in list(named):
+                v = named[n]
+                if n not in k.writes and rt.vars[v.id].buffer in target:
+                    c = rt.copy(v)
+                    temps.append(c)
+                    args = [c if a is v else a for a in args]
+                    reads = [c if a is v else a for a in reads]
+        over = [named[n] for n in k.writes] if k.mode == "whole" else []
+        rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
+                  overwrites=over)
+        for c in temps:
+            rt.release(c, writeback=False)
+
+    def host(self, key: int, aid: int, block: Any) -> None:
+        call = self.calls[key]
+        slot = 0
+        for _, t, write in self.plan.accesses[aid].arrays:
+            spec, slot = self._arrays(call, block, slot, t)
+            ptr, shape, strides, dtype = spec
+            if 0 in shape:
+                continue
+            lo = ptr + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+            hi = ptr + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
+            call.rt.host_range(lo, hi, write)
+
+    def end(self, key: int) -> None:
+        call = self.calls.pop(key)
+        flags = self._close(call)
+        if flags[0]:
+            from .dispatch import _error
+            a = (int(flags[3]) << 32) | (int(flags[2]) & 0xFFFFFFFF)
+            c = (int(flags[6]) << 32) | (int(flags[5]) & 0xFFFFFFFF)
+            a, c = (x - (1 << 64) if x >= 1 << 63 else x for x in (a, c))
+            raise _error([int(flags[0]), int(flags[1]), a, int(flags[4]), c], self.raises)
+
+    def _close(self, call: _Call) -> np.ndarray:
+        """Wait, read the error buffer, write back what kernels changed, release everything."""
+        rt = call.rt
+        try:
+            flags = np.array(rt.read(call.err))
+        finally:
+            for v in call.vars.values():
+                if v.id in rt.vars:
+                    rt.release(v, writeback=True)
+            if call.err.id in rt.vars:
+                rt.release(call.err, writeback=False)
+        return flags
+
+    # -- the dispatcher's side
+    def finish(self, env: Any) -> Optional[BaseException]:
+        """After a call: close a section an error left open; the error the callback kept."""
+        key = ctypes.addressof(env)
+        call = self.calls.pop(key, None)
+        if call is not None:
+            try:
+                self._close(call)
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+        return self.errors.pop(key, None)
+
+
+def _scalar(raw: int, t: T.ScalarType) -> Any:
+    if t.is_bool:
+        return np.int32(raw != 0)
+    if t.name == "int32":
+        return np.int32(np.int64(raw).astype(np.int32))
+    if t.name == "int64":
+        return np.int64(raw)
+    if t.name == "float64":
+        return np.float64(_Q2D.unpack(struct.pack("<q", raw))[0])
+    return np.float32(_I2F.unpack(struct.pack("<I", raw & 0xFFFFFFFF))[0])

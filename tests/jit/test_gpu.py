@@ -1,0 +1,269 @@
+"""Accelerated sections of @jit (seed 003 §4.5.4, §5.8) through the task runtime, on the CPU
+OpenCL device standing in for a GPU: kernels from parallel loops and element-wise statements,
+host statements synchronised, errors at the host with the source line, the runtime's laziness
+and its memory-pressure fallback seen through jitted code; CUDA with the `gpu` marker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+from liftkit.backends.opencl import list_devices  # noqa: E402
+from liftkit.jit import JitError  # noqa: E402
+from liftkit.runtime import Runtime  # noqa: E402
+
+from .helpers import compile_source  # noqa: E402
+
+HAS_CPU = any(d.type == "cpu" for d in list_devices())
+pytestmark = pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
+
+
+@pytest.fixture(scope="module")
+def rt():
+    r = Runtime("opencl", "cpu")
+    yield r
+    r.close()
+
+
+def gpu_fn(src: str, rt, name: str = "f", **kw):
+    return compile_source(src, name, gpu_runtime=rt, **kw)
+
+
+STENCIL = """
+import liftkit
+def f(A, B):
+    m, n = A.shape
+    with liftkit.gpu():
+        for i in prange(1, m - 1):
+            for j in range(1, n - 1):
+                B[i, j] = (A[i, j] + A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]) / 5
+    return B
+"""
+
+
+def test_parallel_loop_in_a_section_runs_as_a_kernel(rt):
+    f = gpu_fn(STENCIL, rt)
+    A = np.random.default_rng(1).random((40, 30))
+    B = np.zeros_like(A)
+    ref = B.copy()
+    ref[1:-1, 1:-1] = (A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:]) / 5
+    before = rt.stats()["kernels"]
+    out = f(A, B)
+    assert out is not None and rt.stats()["kernels"] > before
+    np.testing.assert_allclose(B, ref)
+    assert "kernel void" in f.inspect_gpu() and "__global__" in f.inspect_gpu("cuda")
+    assert not rt.buffers  # the section released everything
+
+
+def test_par_domain_and_elementwise_chain_fused_into_one_kernel(rt):
+    f = gpu_fn("""
+import liftkit
+def f(A, b, c):
+    m, n = A.shape
+    with liftkit.gpu():
+        for i, j in PAR(Domain(m, n), shared=[A]):
+            A[i, j] = A[i, j] * 2.0 + i - j
+        D = A * b + c * 0.5 - np.sqrt(np.abs(A))
+    return D
+""", rt)
+    A = np.random.default_rng(2).random((17, 9))
+    b, c = np.arange(9.0), np.random.default_rng(3).random((17, 1))
+    i, j = np.indices(A.shape)
+    A2 = A * 2 + i - j
+    ref = A2 * b + c * 0.5 - np.sqrt(np.abs(A2))
+    np.testing.assert_allclose(f(A.copy(), b, c), ref)
+    # the element-wise chain is one kernel (plus the user's loop)
+    assert f.inspect_gpu().count("kernel void") == 2
+
+
+def test_slice_store_reads_its_own_array_like_numpy(rt):
+    f = gpu_fn("""
+import liftkit
+def f(a):
+    with liftkit.gpu():
+        a[1:] = a[:-1] + 1.0
+    return a
+""", rt)
+    a = np.arange(8.0)
+    ref = a.copy()
+    ref[1:] = ref[:-1] + 1.0
+    np.testing.assert_allclose(f(a.copy()), ref)
+
+
+def test_gpu_begin_end_and_target_gpu(rt):
+    f = gpu_fn("""
+from liftkit.jit import gpu_begin, gpu_end
+def f(x, y):
+    n = x.shape[0]
+    gpu_begin()
+    for i in prange(n):
+        y[i] = x[i] * x[i]
+    gpu_end()
+    s = 0.0
+    for i in range(n):
+        s += y[i]
+    return s
+""", rt)
+    x = np.arange(6.0)
+    assert f(x, np.zeros(6)) == pytest.approx(float((x * x).sum()))
+    g = gpu_fn("""
+def g(x):
+    y = np.empty(x.shape[0])
+    for i in prange(x.shape[0]):
+        y[i] = math.exp(x[i]) if x[i] > 0 else -x[i]
+    return y + 1.0
+""", rt, "g", target="gpu")
+    x = np.linspace(-1, 1, 11)
+    np.testing.assert_allclose(g(x), np.where(x > 0, np.exp(x), -x) + 1.0)
+
+
+def test_host_statements_in_a_section_see_kernel_results(rt):
+    f = gpu_fn("""
+import liftkit
+def f(x, steps):
+    n = x.shape[0]
+    total = 0.0
+    with liftkit.gpu():
+        k = 0
+        while x[0] < steps:
+            for i in prange(n):
+                x[i] = x[i] + 1.0
+            total += x[n - 1]
+            k += 1
+    return total
+""", rt)
+    x = np.zeros(5)
+    assert f(x, 3.0) == pytest.approx(6.0)
+    np.testing.assert_allclose(x, 3.0)
+
+
+def test_read_only_input_is_uploaded_once_and_dispatch_is_asynchronous(rt):
+    f = gpu_fn("""
+import liftkit
+def f(a, out):
+    n = a.shape[0]
+    with liftkit.gpu():
+        for k in range(10):
+            for i in prange(n):
+                out[i] = out[i] + a[i] * k
+    return out
+""", rt)
+    a, out = np.arange(64.0), np.zeros(64)
+    f(a, out.copy())  # compile and build first
+    rt.reset_stats()
+    f(a, out)
+    s = rt.stats()
+    np.testing.assert_allclose(out, a * 45)
+    assert s["kernels"] >= 10 and s["uploads"] == 2  # a and out once each, not per kernel
+    assert s["downloads"] == 2  # out and the error flag, once, at the end of the section
+
+
+def test_out_of_bounds_inside_a_section_is_an_index_error_with_the_line(rt):
+    f = gpu_fn("""
+import liftkit
+def f(a, b, k):
+    n = a.shape[0]
+    with liftkit.gpu():
+        for i in prange(n):
+            b[i] = a[i + k]
+    return b
+""", rt)
+    a = np.arange(10.0)
+    np.testing.assert_allclose(f(a, np.zeros(10), 0), a)
+    with pytest.raises(IndexError, match=r"line 10: index 1[0-9] is out of bounds for axis 0 "
+                                         r"with size 10"):
+        f(a, np.zeros(10), 3)
+    assert not rt.buffers and not rt.vars  # nothing stale
+    np.testing.assert_allclose(f(a, np.zeros(10), 0), a)  # the next call works
+
+
+def test_raise_and_zero_division_inside_a_kernel(rt):
+    f = gpu_fn("""
+import liftkit
+def f(a, d):
+    with liftkit.gpu():
+        for i in prange(a.shape[0]):
+            if a[i] < 0:
+                raise ValueError("negative input")
+            a[i] = a[i] // d
+    return a
+""", rt)
+    np.testing.assert_allclose(f(np.array([4, 9, -7 + 8]), 2), [2, 4, 0])
+    with pytest.raises(ValueError, match="negative input"):
+        f(np.array([1, -1]), 2)
+    with pytest.raises(ZeroDivisionError, match="line 11"):
+        f(np.array([1, 2]), 0)
+    np.testing.assert_array_equal(f(np.array([-7 + 0, 7]) * 0 + np.array([7, -7]) * 0 + 7, -2),
+                                  [-4, -4])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("for i in prange(n):\n            t = a[i:]\n            b[i] = t[0]",
+     "line 10: array operations and views cannot run inside a GPU parallel loop"),
+    ("for i in prange(n):\n            b[i] = np.sum(a)",
+     "line 10: np.sum of arrays cannot run inside a GPU parallel loop (line 9)"),
+    ("for i in prange(n):\n            t = np.zeros(3)",
+     "line 10: arrays cannot be allocated inside a parallel loop"),
+    ("for i in prange(n):\n            z = a[i] * 1j\n            b[i] = z.real",
+     "line 10: complex numbers cannot be used in a GPU kernel"),
+])
+def test_code_that_cannot_run_on_a_gpu_is_one_error_naming_the_line(rt, body, message):
+    f = gpu_fn(f"""
+import liftkit
+def f(a, b):
+    n = a.shape[0]
+    with liftkit.gpu():
+        {body}
+    return b
+""", rt)
+    with pytest.raises(JitError) as e:
+        f(np.ones(4), np.zeros(4))
+    assert message in str(e.value) and "Traceback" not in str(e.value)
+
+
+def test_section_markers_misused(rt):
+    f = gpu_fn("""
+from liftkit.jit import gpu_begin
+def f(a):
+    gpu_begin()
+    a[0] = 1.0
+    return a
+""", rt)
+    with pytest.raises(JitError, match="line 7: gpu_begin\\(\\) needs a gpu_end\\(\\)"):
+        f(np.zeros(2))
+    g = gpu_fn("""
+import liftkit
+def g(a):
+    for k in range(3):
+        with liftkit.gpu():
+            break
+    return a
+""", rt, "g")
+    with pytest.raises(JitError, match="line 9: break cannot leave an accelerated section"):
+        g(np.zeros(2))
+
+
+def test_memory_pressure_through_a_section_completes_on_the_cpu():
+    small = Runtime("opencl", "cpu", memory_limit=3 * 256 * 8)
+    try:
+        f = gpu_fn("""
+import liftkit
+def f(a, b, c, d):
+    n = a.shape[0]
+    with liftkit.gpu():
+        for i in prange(n):
+            d[i] = a[i] + b[i] + c[i]
+        for i in prange(n):
+            a[i] = d[i] * 2.0
+    return d
+""", small)
+        a, b, c = (np.full(256, float(k + 1)) for k in range(3))
+        d = np.zeros(256)
+        f(a, b, c, d)  # four arrays never fit in room for three: the first loop runs on the CPU
+        np.testing.assert_allclose(d, 6.0)
+        np.testing.assert_allclose(a, 12.0)
+        assert small.stats()["cpu_tasks"] >= 1 and not small.buffers
+    finally:
+        small.close()
