@@ -74,7 +74,9 @@ def test_reduce_types():
 
 def test_reduce_wrong_init_type():
     assert "the initial value has type int but the elements are float" in err(
-        [float32[N]], lambda x: reduce(add, 0) << x)
+        [float32[N]], lambda x: reduce(add, lit(0, int32)) << x)
+    # a bare number takes the type the reduction asks for (issue 11)
+    assert ty([float32[N]], lambda x: reduce(add, 0) << x) == float32[1]
 
 
 def test_reduce_wrong_operator_type():
@@ -145,7 +147,8 @@ def test_transpose_slide_pad():
     assert ty([float32[N]], lambda x: pad(1, 2, "clamp") << x) == float32[N + 3]
     assert ty([float32[N]], lambda x: pad(1, 1, 0.0) << x) == float32[N + 2]
     assert "pad: constant 0 has type int but the elements are float" in err(
-        [float32[N]], lambda x: pad(1, 1, 0) << x)
+        [float32[N]], lambda x: pad(1, 1, lit(0, int32)) << x)
+    assert ty([float32[N]], lambda x: pad(1, 1, 0) << x) == float32[N + 2]  # a bare 0 is a float
     with pytest.raises(LiftTypeError, match="unknown boundary"):
         pad(1, 1, "reflect")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+import numpy as np
+
 from liftkit.arith import ArithExpr, cst, divides, size_var
 from liftkit.codegen.cast import Barrier, Block, Deferred, For, If, Line, Stmt, render
 from liftkit.codegen.dialect import OPENCL, Dialect
@@ -83,6 +85,13 @@ def literal_c(value: object, t: Type, dialect: Dialect = OPENCL) -> str:
     if isinstance(t, TupleType):
         return dialect.tuple_literal(ctype(t), [literal_c(v, e, dialect) for v, e in zip(value, t.elems)])  # type: ignore[call-overload]
     raise CodegenError(f"array literals are not supported in kernels ({t})")
+
+
+def _elements(value: object, t: Type) -> list[object]:
+    """The scalar, vector or tuple elements of an array literal, in memory order."""
+    if not isinstance(t, ArrayType):
+        return [value]
+    return [x for v in value for x in _elements(v, t.elem)]  # type: ignore[attr-defined]
 
 
 class Emitter:
@@ -189,6 +198,31 @@ class Emitter:
         self.deferred(lambda: (f"{ctype(elem)} " + ", ".join(self.scalar_name(m, k) for k in range(n))
                                + ";") if m.constant_offsets else f"{ctype(elem)} {m.name}[{n}];")
         return m
+
+    def constant_array(self, value: object, t: ArrayType, hint: str = "lit") -> Memory:
+        """An array literal whose elements differ: a const array declared at the top of the
+        kernel with its initialiser (the same C in both dialects), read like a buffer."""
+        elem, count = storage_elem(t, "private"), element_count(t, "private")
+        nbytes = bytes_of(t, "private")
+        if not (count.is_constant and nbytes.is_constant) or nbytes.value > PRIVATE_BYTES_LIMIT:
+            raise CodegenError(f"an array literal of type {t} ({nbytes} bytes) is too large to "
+                               f"live in a kernel (at most {PRIVATE_BYTES_LIMIT}): give it as an "
+                               "input")
+        parts = [self._initialiser(v, elem) for v in _elements(value, t)]
+        self.note_type(elem)
+        m = Memory(self.names.fresh(hint), "private", elem, count, "param", readonly=True)
+        self.root.stmts.insert(0, Line(f"const {ctype(elem)} {m.name}[{count.value}] = "
+                                       f"{{{', '.join(parts)}}};"))
+        return m
+
+    def _initialiser(self, v: object, t: Type) -> str:
+        """C initialiser of one element: braces for a struct (valid C and C++ alike)."""
+        if isinstance(t, TupleType):
+            return "{" + ", ".join(self._initialiser(v[k], e)  # type: ignore[index]
+                                   for k, e in enumerate(t.elems)) + "}"
+        if isinstance(t, VectorType):
+            return literal_c(tuple(np.asarray(v).reshape(-1).tolist()), t, self.dialect)
+        return literal_c(np.asarray(v).item(), t, self.dialect)
 
     def scalar_name(self, m: Memory, k: int) -> str:
         """The variable holding element k of a private array kept in registers: `name_k`,

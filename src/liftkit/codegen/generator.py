@@ -118,7 +118,10 @@ class Generator:
             return self.finish_value(env[e], dest)
         if isinstance(e, Literal):
             self.em.note_type(e.type)
-            return self.finish_value(constant_view(e, self.em.dialect), dest)
+            view = constant_view(e, self.em.dialect)
+            if view is None:  # an array literal whose elements differ: a const array
+                view = V.MemoryView(self.em.constant_array(e.value, e.type), e.type)  # type: ignore[arg-type]
+            return self.finish_value(view, dest)
         assert isinstance(e, FunCall)
         args = [self.expr_arg(a, env, ctx) for a in e.args]
         return self.call(e.f, args, env, ctx, dest, id(e))
@@ -537,16 +540,16 @@ class Generator:
         return invert
 
 
-def constant_view(e: Literal, dialect: Dialect = OPENCL) -> View:
-    """A literal as a view; arrays only when every element is the same value."""
+def constant_view(e: Literal, dialect: Dialect = OPENCL) -> Optional[View]:
+    """A literal as a view without memory: a value, or an array whose elements are all the same
+    value; None for an array whose elements differ (it needs memory: `Emitter.constant_array`)."""
     import numpy as np
 
     if isinstance(e.type, ArrayType):
         arr = np.asarray(e.value)
         flat = arr.reshape(arr.shape[0], -1) if arr.ndim else arr
         if arr.size == 0 or not (arr == arr.reshape(-1)[0]).all():
-            raise CodegenError("array literals in kernels must have all elements equal "
-                               "(use an input for other constant arrays)")
+            return None
         elem: Type = e.type
         while isinstance(elem, ArrayType):
             elem = elem.elem

@@ -16,6 +16,7 @@ import inspect
 from typing import Any, Callable, Sequence, Union
 
 from liftkit.arith import ArithExpr, cst, size_var
+from liftkit.ir.literals import settle_literals
 from liftkit.ir.nodes import FunCall, FunDecl, Lambda, Literal, Param, as_expr, lit
 from liftkit.ir import patterns as P
 from liftkit.types import LiftTypeError, Type
@@ -67,12 +68,13 @@ def fn(f: FunLike) -> FunDecl:
 
 
 def fun(types: Sequence[Type], body: Callable[..., Any]) -> Lambda:
-    """A program: typed parameters and a body, `fun([float32[N]], lambda x: map(abs) << x)`."""
+    """A program: typed parameters and a body, `fun([float32[N]], lambda x: map(abs) << x)`.
+    Bare numbers in it take the type their use asks for (`reduce(add_double, 0.0)`)."""
     names = _names(body)
     if len(names) != len(types):
         raise LiftTypeError(f"fun: {len(types)} type(s) for {len(names)} parameter(s)")
     params = tuple(Param(n, t) for n, t in builtins.zip(names, types))
-    return Lambda(params, as_expr(body(*params)))
+    return settle_literals(Lambda(params, as_expr(body(*params))))
 
 
 # -- maps ---------------------------------------------------------------------------------------

@@ -79,6 +79,9 @@ class Literal(Expr):
 
     value: Any
     type: Type
+    # written as a bare number without a type (`0.0`, `lit(1)`): `settle_literals` may give it
+    # the type its use asks for (`reduce(add_double, 0.0)` makes the 0.0 a double)
+    inferred: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         check_literal(self.value, self.type)
@@ -263,7 +266,8 @@ def literal_key(value: Any) -> Any:
 
 
 def lit(value: Any, t: Optional[Type] = None) -> Literal:
-    """A literal; Python floats default to float (as in the papers' `0.0f`), ints to int."""
+    """A literal; Python floats default to float (as in the papers' `0.0f`), ints to int,
+    unless their use asks for another type (see `liftkit.ir.literals`)."""
     if t is None:
         if isinstance(value, (bool, np.bool_)):
             t = bool_
@@ -275,6 +279,7 @@ def lit(value: Any, t: Optional[Type] = None) -> Literal:
             t = complex64
         else:
             raise LiftTypeError(f"cannot infer the type of literal {value!r}; give it explicitly")
+        return Literal(value, t, inferred=True)
     return Literal(value, t)
 
 

@@ -71,6 +71,9 @@ def constant(value: Any, t: Type, batch: tuple[int, ...]) -> Value:
     """A literal broadcast over the current batch."""
     if isinstance(t, TupleType):
         return tuple(constant(v, et, batch) for v, et in zip(value, t.elems))
+    if isinstance(t, ArrayType) and _tuple_elem(t):  # an array of tuples: one array per component
+        return tuple(constant(_component(value, t, k), part, batch)
+                     for k, part in enumerate(_split_tuple_type(t)))
     if isinstance(t, ArrayType):
         arr = np.asarray(value, dtype=_dtype_of(t))
         return np.broadcast_to(arr, batch + arr.shape)
@@ -78,6 +81,13 @@ def constant(value: Any, t: Type, batch: tuple[int, ...]) -> Value:
     if isinstance(t, VectorType) and arr.ndim == 0:
         arr = np.full((t.width,), arr)
     return np.broadcast_to(arr, batch + arr.shape)
+
+
+def _component(value: Any, t: Type, k: int) -> Any:
+    """Component k of every tuple of an array-of-tuples literal (tuples, records or rows)."""
+    if isinstance(t, ArrayType):
+        return [_component(v, t.elem, k) for v in value]
+    return value[k]
 
 
 def _dtype_of(t: Type) -> np.dtype:
