@@ -293,6 +293,30 @@ def test_corrupt_kernel_cache_entries_are_rebuilt_quietly(
     assert all(e.read_bytes() != b"\x00garbage, not a device binary" for e in entries)
 
 
+def test_kernel_cache_entry_copied_over_another_is_rebuilt(
+        isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cache entry swapped for another kernel's (same kernel name, other arguments) used to
+    fail the launch (clSetKernelArg: INVALID_ARG_SIZE) and blame the size rule."""
+    from liftkit.backends.opencl import list_devices
+
+    if not any(d.type == "cpu" for d in list_devices()):
+        pytest.skip("no CPU OpenCL device")
+    cache = isolated / "kernels"
+    monkeypatch.setenv("LIFTKIT_CACHE_DIR", str(cache))
+    first = ["run", "partial_dot", "--size", "N=1024", "--device", "cpu"]
+    second = ["run", "vector_scal", "--size", "N=1024", "--device", "cpu"]
+    assert main(first) == 0
+    (other,) = list(cache.glob("*.bin"))
+    assert main(second) == 0
+    (mine,) = [e for e in cache.glob("*.bin") if e != other]
+    mine.write_bytes(other.read_bytes())
+    capsys.readouterr()
+    assert main(second) == 0
+    out, err = capsys.readouterr()
+    assert "matches the NumPy reference" in out and err == ""
+    assert mine.read_bytes() != other.read_bytes()
+
+
 def test_unwritable_kernel_cache_is_no_error(data: Path, isolated: Path,
                                              monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ are renamed into place, so processes sharing the directory never see half an ent
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -96,7 +97,11 @@ class KernelCache:
         if path is None or not path.is_file():
             return None
         try:
-            binary = path.read_bytes()
+            binary = _unwrap(path.read_bytes(), key)
+            if binary is None:
+                log.info("kernel cache: %s is not this kernel's entry (renamed, copied over, "
+                         "truncated or from an older liftkit); rebuilding from source", path)
+                return None
             prog = cl.Program(context, [device.cl_device], [binary])
             with quiet_build(f"loading {path.name}"):
                 prog.build(options=list(options), devices=[device.cl_device])
@@ -117,9 +122,27 @@ class KernelCache:
                           binaries[0] if binaries else b"")
             if not binary:
                 return
-            atomic_write(path, binary)
+            atomic_write(path, _wrap(binary, key))
         except (OSError, cl.Error) as err:  # a read-only or full disk must not fail the run
             log.warning("kernel cache: cannot write %s (%s)", path, err)
+
+
+# A disk entry is MAGIC, its key, the sha256 of the binary, then the binary: an entry copied
+# over another's file, or cut short, is rebuilt instead of launched with the wrong arguments.
+ENTRY_MAGIC = b"liftkit-cl-entry-1\n"
+
+
+def _wrap(binary: bytes, key: str) -> bytes:
+    return ENTRY_MAGIC + key.encode() + b"\n" + hashlib.sha256(binary).digest() + binary
+
+
+def _unwrap(data: bytes, key: str) -> Optional[bytes]:
+    """The binary of an entry written for `key`, or None for anything else."""
+    head = ENTRY_MAGIC + key.encode() + b"\n"
+    if not data.startswith(head):
+        return None
+    digest, binary = data[len(head):len(head) + 32], data[len(head) + 32:]
+    return binary if binary and hashlib.sha256(binary).digest() == digest else None
 
 
 def build_from_source(context: Any, device: Device, source: str, options: Sequence[str] = ()) -> Any:
