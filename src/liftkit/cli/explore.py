@@ -18,7 +18,7 @@ from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Optional, Sequence, TextIO
 
-from liftkit.cli.common import check_writable
+from liftkit.cli.common import check_common_values, check_writable
 from liftkit.cli.resolve import CliError, Resolved, resolve
 from liftkit.cli.sizes import check_size_names
 
@@ -309,7 +309,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _report(str(e), sys.stderr)
         return 2
     try:
+        check_common_values(args)
         return cmd_explore(args, sys.stdout)
+    except UsageError as e:
+        _report(str(e), sys.stderr)
+        return 2
     except _user_errors() as e:
         if args.debug:
             raise
