@@ -3,11 +3,18 @@ replaces and the library a user would pick, all in one run. Prints a table; deta
 $OUT/cuda_patterns.json (or --json).
 
     python benchmarks/cuda_patterns.py warp [--n 67108864] [--repeat 50]
+    python benchmarks/cuda_patterns.py mma [--size 4096] [--repeat 20]
 
 warp: asum and dot as bundled (asum_gpu/dot_gpu: float4 loads, a tree of 8 levels through
 local memory per work-group, two kernels) and as derived by `rewrite.rules.cuda.
 warp_reductions` (the tree's first five levels become warp shuffles), on the CUDA backend,
 against cuBLAS (cupy.cublas.asum/dot) and CuPy's copy bandwidth.
+
+mma: C = A·B derived from the high-level product by the rule mm-tensor-cores (a replayable
+derivation: `rewrite.rules.cuda.tensor_core_mm`), TF32 (the program rounds A and B with
+toTF32) and FP64 (DMMA), several tilings, beside cuBLAS with TF32 allowed (PyTorch,
+allow_tf32) and cuBLAS SGEMM without it, and cuBLAS DGEMM (CuPy float64). Checked against a
+float64 product by ‖C − ref‖/‖ref‖: TF32 < 2e-3, FP64 < 1e-12.
 
 Method: inputs live on the GPU (CuPy arrays, no transfers in the timings); every result is
 checked against a float64 NumPy reference before it is timed; CUDA events, medians.
@@ -93,6 +100,84 @@ def warp(n: int, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+MMA_VARIANTS = {
+    "tf32": [(128, 128, 32, 8, 1), (128, 128, 16, 8, 1), (128, 64, 16, 4, 1), (64, 64, 16, 4, 1),
+             (128, 128, 32, 8, 0)],
+    "f64": [(128, 128, 16, 8, 1), (128, 64, 16, 8, 1), (64, 64, 32, 4, 1), (64, 64, 16, 4, 1),
+            (64, 64, 16, 4, 0)],
+}
+
+
+def mma(size: int, repeat: int) -> list[dict[str, Any]]:
+    import cupy as cp
+    import torch
+
+    from liftkit.codegen import CompileOptions, compile_program
+    from liftkit.rewrite.rules.cuda import tensor_core_mm
+
+    runner = _runner()
+    n = size
+    flops = 2.0 * n ** 3
+    rows = []
+    rng = np.random.default_rng(3)
+    for kind, dtype, tol in (("tf32", np.float32, 2e-3), ("f64", np.float64, 1e-12)):
+        A = cp.asarray(rng.standard_normal((n, n)).astype(dtype))
+        B = cp.asarray(rng.standard_normal((n, n)).astype(dtype))
+        ref = A.astype(cp.float64) @ B.astype(cp.float64)
+        ref_norm = float(cp.linalg.norm(ref))
+
+        def check(C: Any, label: str) -> float:
+            err = float(cp.linalg.norm(cp.asarray(C).astype(cp.float64) - ref)) / ref_norm
+            if not err < tol:
+                raise SystemExit(f"{kind} {label}: relative error {err:.2e} (tolerance {tol:.0e})")
+            return err
+
+        for tm, tn, tk, warps, staged in MMA_VARIANTS[kind]:
+            label = f"{tm}x{tn}x{tk} w{warps}" + (" local" if staged else " global")
+            d = tensor_core_mm(kind, tm, tn, tk, warps, staged)
+            compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
+            try:
+                out, info = runner.run_with_info(compiled, A, B, timing=True, repeat=repeat)
+            except Exception as err:  # noqa: BLE001 - one variant failing (resources) is a row
+                rows.append({"kind": kind, "version": label, "ms": float("nan"), "tflops": 0.0,
+                             "rel_err": float("nan"), "error": f"{type(err).__name__}: {err}"[:300]})
+                continue
+            err = check(out, label)
+            rows.append({"kind": kind, "version": label, "ms": info.total_seconds * 1e3,
+                         "tflops": flops / info.total_seconds / 1e12, "rel_err": err})
+        if kind == "tf32":
+            ta, tb = torch.as_tensor(A, device="cuda"), torch.as_tensor(B, device="cuda")
+            for allow, label in ((True, "cuBLAS TF32 (torch, allow_tf32)"), (False, "cuBLAS SGEMM FP32 (torch)")):
+                torch.backends.cuda.matmul.allow_tf32 = allow
+                tc = torch.empty_like(ta)
+                err = check(torch.matmul(ta, tb), label)
+                from liftkit.bench.timing import torch_times
+
+                s = median(torch_times(lambda: torch.matmul(ta, tb, out=tc), repeat))
+                rows.append({"kind": kind, "version": label, "ms": s * 1e3, "tflops": flops / s / 1e12,
+                             "rel_err": err})
+            torch.backends.cuda.matmul.allow_tf32 = False
+        else:
+            C = cp.empty_like(A)
+            err = check(A @ B, "cuBLAS DGEMM")
+            s = median(cupy_times(lambda: cp.matmul(A, B, out=C), repeat))
+            rows.append({"kind": kind, "version": "cuBLAS DGEMM (cupy)", "ms": s * 1e3,
+                         "tflops": flops / s / 1e12, "rel_err": err})
+    for r in rows:
+        lib = [x for x in rows if x["kind"] == r["kind"] and x["version"].startswith("cuBLAS")][0]
+        r["of_cublas"] = lib["ms"] / r["ms"] if r["ms"] == r["ms"] else 0.0
+    return rows
+
+
+def _mma_table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'kind':5} {'version':34} {'ms':>8} {'TFLOP/s':>8} {'x cuBLAS':>8} {'rel err':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['kind']:5} {r['version']:34} {r['ms']:8.3f} {r['tflops']:8.1f} "
+                     f"{r['of_cublas']:8.2f} {r['rel_err']:9.1e}" + (f"  {r['error']}" if "error" in r else ""))
+    return "\n".join(lines)
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     head = f"{'program':8} {'version':30} {'ms':>9} {'GB/s':>8} {'x copy':>7} {'rel err':>9}"
     lines = [head, "-" * len(head)]
@@ -104,19 +189,27 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["warp"])
+    ap.add_argument("what", choices=["warp", "mma"])
+    ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--n", type=int, default=1 << 26)
     ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "cuda_patterns.json"))
+    ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    a.json = a.json or os.path.join(os.environ.get("OUT", "."), f"cuda_patterns_{a.what}.json")
     import cupy as cp
 
-    rows = warp(a.n, a.repeat)
     device = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    if a.what == "warp":
+        rows = warp(a.n, a.repeat)
+        print(f"device: {device}, n = {a.n}, medians of {a.repeat}")
+        print(_table(rows))
+    else:
+        rows = mma(a.size, a.repeat)
+        print(f"device: {device}, {a.size}³, medians of {a.repeat}")
+        print(_mma_table(rows))
     with open(a.json, "w") as f:
-        json.dump({"device": device, "n": a.n, "repeat": a.repeat, "rows": rows}, f, indent=1)
-    print(f"device: {device}, n = {a.n}, medians of {a.repeat}")
-    print(_table(rows))
+        json.dump({"device": device, "what": a.what, "n": a.n, "size": a.size, "repeat": a.repeat,
+                   "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 
              (64, 64, 16), (64, 64, 8), (32, 32, 16), (32, 32, 8), (32, 16, 8), (16, 16, 16),
              (16, 8, 8), (16, 8, 4), (8, 8, 4))
 WARPS = (8, 4, 2, 1)
-MAX_MMA_CHOICES = 8
+MAX_MMA_CHOICES = 64
 _CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
 
 
@@ -234,7 +234,7 @@ def _mma_choices(site: Site) -> Options:
     cm, cn, ck = const(m), const(n), const(k)
     out = []
     for tm, tn, tk in MMA_TILES:
-        if not all(c is None and t >= 32 or c is not None and c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk))):
+        if not all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk))):
             continue
         for warps in WARPS:
             for staged in (1, 0):
@@ -307,7 +307,7 @@ def warp_reductions(program: Any) -> Any:
 
 
 __all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "REDUCE_WARP", "TREE_CHUNKS_32",
-           "mm_nest", "mm_tensor_cores", "warp_reductions"]
+           "mm_nest", "mm_tensor_cores", "tensor_core_mm", "warp_reductions"]
 
 
 def _search_rules() -> tuple[Rule, ...]:
@@ -318,3 +318,23 @@ def _search_rules() -> tuple[Rule, ...]:
 
 # `liftkit explore … --backend cuda --rules liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES`
 CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
+
+
+def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int) -> Any:
+    """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
+    the program rounds A and B with toTF32 first; "bf16" likewise with toBF16; "f64": double):
+    one application of mm-tensor-cores with these parameters, replayable."""
+    from liftkit import dsl as D
+    from liftkit.ir.patterns.cuda import toBF16, toTF32
+    from liftkit.rewrite.strategies import rule, topdown
+
+    T = float64 if kind == "f64" else float32
+    cast = {"tf32": toTF32, "bf16": toBF16}.get(kind)
+    rows = (lambda X: D.map(D.map(cast)) << X) if cast else (lambda X: X)
+    add_, mult_ = (D.add, D.mult) if T == float32 else (D.DOUBLE.add, D.DOUBLE.mult)
+    M, N, K = D.size("M"), D.size("N"), D.size("K")
+    program = D.fun([T[K][M], T[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
+        lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
+        << D.transpose << rows(B)) << rows(A))
+    step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
+    return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
