@@ -20,6 +20,28 @@ def test_measure_checks_then_times(session: Session) -> None:
     assert not t.error and t.rate > 0 and t.seconds > 0 and t.unit == "GFLOP/s"
 
 
+@pytest.mark.parametrize("kind, variant, sizes", [
+    (Kind("mm", "complex64", "CN"), Variant.of("glb"), {"M": 16, "N": 24, "K": 8}),
+    (Kind("gemv", "complex128", "C"), Variant.of("group-rows", L=32, w=1), {"M": 40, "N": 64}),
+    (Kind("dotc", "complex64"), Variant.of("chunks", n=64), {"N": 4096}),
+    (Kind("asum", "complex128"), Variant.of("chunks", n=64), {"N": 4096}),
+    (Kind("sumsq", "complex64"), Variant.of("chunks", n=64), {"N": 4096}),
+])
+def test_measure_complex_kinds(session: Session, kind: Kind, variant: Variant, sizes) -> None:  # type: ignore[no-untyped-def]
+    t = measure(session, kind, variant, sizes)
+    assert not t.error and t.rate > 0
+
+
+def test_conjugating_complex_kernels_use_the_plain_layouts_tuned_variant(session: Session) -> None:
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    rows = Variant.of("group-rows", L=32, w=1)
+    prof.add([Entry(Kind("gemv", "complex64", "T"), "small", {"M": 96, "N": 96}, rows, 1e-5, 1.0)])
+    s = Session(session.device, profile=prof)
+    assert s.choose(Kind("gemv", "complex64", "C"), {"M": 64, "N": 64}) == rows
+    assert s.choose(Kind("gemv", "complex64", "R"), {"M": 64, "N": 64}).codelet == "glb"
+    assert {k.layout for k in kinds(["mm"], ["complex128"])} == {"NN", "NT", "TN"}
+
+
 def test_tune_is_resumable_and_profiles_choose(session: Session) -> None:
     prof = Profile(session.device.fingerprint, session.device.label, "cpu")
     saved: list[int] = []

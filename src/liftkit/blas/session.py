@@ -150,9 +150,10 @@ class Session:
         """The profile's best variant for these sizes, else the default derivation (with the one
         warning that says how to tune)."""
         if self.profile is not None:
-            v = self.profile.choose(kind, sizes, multiples)
-            if v is not None:
-                return v
+            for k in _tuned_kinds(kind):
+                v = self.profile.choose(k, sizes, multiples)
+                if v is not None:
+                    return v
         elif self._warn:
             self._warn = False
             warnings.warn(
@@ -246,6 +247,14 @@ class Session:
     def fill_zero(self, buf: Any, nbytes: int, wait_for: Sequence[Any] = ()) -> Any:
         return cl.enqueue_fill_buffer(self.queue, buf, np.uint8(0), 0, nbytes,
                                       wait_for=list(wait_for) or None)
+
+
+def _tuned_kinds(kind: Kind) -> list[Kind]:
+    """Where a profile's choice for `kind` may come from: the kind itself, then for a complex
+    kernel that conjugates (layout letters R, C) the same kernel without conjugation, which
+    tuning measures (the derivations do not depend on the conjugation)."""
+    plain = kind.layout.replace("R", "N").replace("C", "T")
+    return [kind] if plain == kind.layout else [kind, Kind(kind.op, kind.dtype, plain)]
 
 
 def _caller_level() -> int:

@@ -21,8 +21,11 @@ from liftkit.blas.kernels import Built
 from liftkit.blas.profile import Entry, Profile, find_profile, size_class
 from liftkit.blas.session import Session
 
+# complex kernels that conjugate (layout letters R, C) run the variants tuned for the same
+# layout without conjugation (Session.choose): the derivations are the same
 LAYOUTS = {"mm": ("NN", "NT", "TN"), "gemv": ("N", "T"), "axpby2d": ("N", "T")}
-DTYPES = ("float32", "float64")
+DTYPES = ("float32", "float64", "complex64", "complex128")
+COMPLEX = ("complex64", "complex128")
 # representative sizes per size class and device kind (n: square matrices n×n, vectors n)
 SIZES = {
     "cpu": {"mm": {"small": 64, "medium": 256, "large": 1024},
@@ -59,16 +62,20 @@ def sizes_for(kind: Kind, cls: str, device_kind: str) -> dict[str, int]:
 
 def work(kind: Kind, sizes: dict[str, int]) -> tuple[float, str]:
     """(amount, unit) per run: floating-point operations, or bytes for the copies."""
-    item = 4 if kind.dtype == "float32" else 8
+    item = np.dtype(kind.dtype).itemsize
+    # a complex multiply-add is 8 flops (4 multiplies, 4 adds), a real one 2
+    c = 4.0 if kind.dtype in COMPLEX else 1.0
     if kind.op == "mm":
-        return 2.0 * sizes["M"] * sizes["N"] * sizes["K"], "GFLOP/s"
+        return c * 2.0 * sizes["M"] * sizes["N"] * sizes["K"], "GFLOP/s"
     if kind.op == "gemv":
-        return 2.0 * sizes["M"] * sizes["N"], "GFLOP/s"
+        return c * 2.0 * sizes["M"] * sizes["N"], "GFLOP/s"
     if kind.op == "transpose":
         return 2.0 * sizes["M"] * sizes["N"] * item, "GB/s"
     if kind.op == "axpby2d":
         return 3.0 * sizes["M"] * sizes["N"] * item, "GB/s"
-    return (1.0 if kind.op == "scal" else 2.0) * sizes["N"], "GFLOP/s"
+    if kind.op in ("asum", "sumsq"):
+        return (2.0 if kind.dtype in COMPLEX else 1.0) * 2.0 * sizes["N"], "GFLOP/s"
+    return c * (1.0 if kind.op == "scal" else 2.0) * sizes["N"], "GFLOP/s"
 
 
 # -- inputs and references ----------------------------------------------------------------------
@@ -78,16 +85,18 @@ def inputs_for(kind: Kind, sizes: dict[str, int], rng: np.random.Generator) -> l
     M, N, K = sizes.get("M", 1), sizes.get("N", 1), sizes.get("K", 1)
 
     def arr(*shape: int) -> np.ndarray:
-        return rng.uniform(-1, 1, shape).astype(dt)
+        x = rng.uniform(-1, 1, shape)
+        return (x + 1j * rng.uniform(-1, 1, shape) if dt.kind == "c" else x).astype(dt)
 
-    a, b = dt.type(1.5), dt.type(-0.5)
+    a, b = (dt.type(1.5 - 0.5j), dt.type(-0.5 + 1j)) if dt.kind == "c" else \
+        (dt.type(1.5), dt.type(-0.5))
     if kind.op == "mm":
-        x = arr(M, K) if kind.layout[0] == "N" else arr(K, M)
-        y = arr(K, N) if kind.layout[1] == "N" else arr(N, K)
+        x = arr(M, K) if kind.layout[0] in "NR" else arr(K, M)
+        y = arr(K, N) if kind.layout[1] in "NR" else arr(N, K)
         return [x, y]
     if kind.op == "gemv":
-        return [arr(M, N), arr(M if kind.layout == "T" else N), arr(N if kind.layout == "T" else M),
-                a, b]
+        t = kind.layout in "TC"
+        return [arr(M, N), arr(M if t else N), arr(N if t else M), a, b]
     if kind.op == "transpose":
         return [arr(M, N)]
     if kind.op == "axpby2d":
@@ -96,21 +105,25 @@ def inputs_for(kind: Kind, sizes: dict[str, int], rng: np.random.Generator) -> l
         return [a, arr(N)]
     if kind.op == "axpy":
         return [a, arr(N), arr(N)]
-    if kind.op == "dot":
+    if kind.op in ("dot", "dotc"):
         return [arr(N), arr(N)]
     return [arr(N)]
 
 
+def _read(x: np.ndarray, letter: str) -> np.ndarray:
+    """An operand as a kernel of layout letter N, T, R (conjugated) or C reads it."""
+    x = x.conj() if letter in "RC" else x
+    return x.T if letter in "TC" else x
+
+
 def reference(kind: Kind, xs: list[Any]) -> np.ndarray:
-    f = [x.astype(np.float64) if isinstance(x, np.ndarray) else float(x) for x in xs]
+    wide = np.complex128 if kind.dtype in COMPLEX else np.float64
+    f = [x.astype(wide) if isinstance(x, np.ndarray) else wide(x) for x in xs]
     op, lay = kind.op, kind.layout
     if op == "mm":
-        x = f[0] if lay[0] == "N" else f[0].T
-        y = f[1] if lay[1] == "N" else f[1].T
-        return x @ y
+        return _read(f[0], lay[0]) @ _read(f[1], lay[1])
     if op == "gemv":
-        A = f[0].T if lay == "T" else f[0]
-        return f[3] * (A @ f[1]) + f[4] * f[2]
+        return f[3] * (_read(f[0], lay) @ f[1]) + f[4] * f[2]
     if op == "transpose":
         return f[0].T
     if op == "axpby2d":
@@ -121,9 +134,11 @@ def reference(kind: Kind, xs: list[Any]) -> np.ndarray:
         return f[0] * f[1] + f[2]
     if op == "dot":
         return np.array([f[0] @ f[1]])
+    if op == "dotc":
+        return np.array([np.vdot(f[0], f[1])])
     if op == "asum":
-        return np.array([np.abs(f[0]).sum()])
-    return np.array([(f[0] * f[0]).sum()])
+        return np.array([np.abs(f[0].real).sum() + np.abs(f[0].imag).sum()])
+    return np.array([(np.abs(f[0]) ** 2).sum()])
 
 
 # -- measuring one variant ----------------------------------------------------------------------
@@ -158,14 +173,17 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
         out, run = _launcher(session, built, xs, p)
         run()
         session.queue.finish()
-        got = np.empty(out[1], np.dtype(kind.dtype))
+        dt = np.dtype(kind.dtype)
+        if kind.op in ("asum", "sumsq"):  # reals, also for complex vectors
+            dt = np.empty(0, dt).real.dtype
+        got = np.empty(out[1], dt)
         cl.enqueue_copy(session.queue, got, out[0], is_blocking=True)
     except cl.Error as err:
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
     want = reference(kind, xs)
     k = sizes.get("K", sizes.get("N", 1))
-    tol = (1e-3, 1e-4 * k) if kind.dtype == "float32" else (1e-9, 1e-11 * k)
+    tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
     if not np.allclose(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
         t.error = "wrong result"
         return t
