@@ -127,3 +127,29 @@ def test_cli_bench_checks_and_prints(session: Session, monkeypatch, tmp_path: Pa
     assert [(r["op"], r["n"]) for r in rows] == [("gemm", 16), ("gemm", 33), ("transpose", 16),
                                                   ("transpose", 33)]
     assert all(r["reference_name"] == "NumPy BLAS" and r["liftkit"] > 0 for r in rows)
+
+
+def test_cli_bench_on_a_device_that_cannot_build_is_one_line(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pyopencl as cl
+
+    import liftkit.blas.bench as bench
+
+    def broken(*a, **k):  # type: ignore[no-untyped-def]
+        raise cl.RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE - clBuildProgram "
+                              "failed\n\nBuild on <dev>:\n\nerror: unknown target CPU 'generic'")
+
+    monkeypatch.setattr(bench, "run_bench", broken)
+    code, text = _cli("blas", "bench", "--device", "cpu", "--sizes", "8")
+    assert code != 0 and "Traceback" not in text
+    assert text.strip().splitlines()[-1] == (
+        "liftkit: error: blas bench: the OpenCL device failed (clBuildProgram failed: "
+        "BUILD_PROGRAM_FAILURE; error: unknown target CPU 'generic')")
+
+
+def test_cli_bench_complex(session: Session) -> None:
+    code, text = _cli("blas", "bench", "--device", "cpu", "--sizes", "16", "--ops", "gemm,dot",
+                      "--dtypes", "complex64,complex128", "--repeat", "1")
+    assert code == 0, text
+    assert "complex128" in text and "GFLOP/s" in text
+    code, text = _cli("blas", "bench", "--dtypes", "complex32")
+    assert code != 0 and "known: float32, float64, complex64, complex128" in text

@@ -234,8 +234,14 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
 
     with warnings.catch_warnings():  # pyopencl's own fill kernels: driver build logs
         warnings.simplefilter("ignore", cl.CompilerWarning)
-        rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
-                         log=lambda line: print(line, file=out, flush=True))
+        try:
+            rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
+                             log=lambda line: print(line, file=out, flush=True))
+        except cl.Error as err:  # a driver that cannot build or run: one line, its own words
+            lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+            why = "; ".join(dict.fromkeys([lines[0].split(" - ")[0]] + [
+                ln for ln in lines[1:] if "error" in ln.lower()][:2]))
+            raise CliError(f"blas bench: the OpenCL device failed ({why})") from None
     print_table(rows, out)
     if args.out:
         Path(args.out).write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
