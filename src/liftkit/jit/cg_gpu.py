@@ -21,7 +21,7 @@ from .cg_scalar import I32, I64, I64P
 if TYPE_CHECKING:
     from .codegen import FunctionCodegen
 
-OP_BEGIN, OP_LAUNCH, OP_HOST, OP_END = 1, 2, 3, 4
+OP_BEGIN, OP_LAUNCH, OP_HOST, OP_END, OP_LIBRARY = 1, 2, 3, 4, 5
 ENV_CALLBACK = 12
 CALLBACK_TY = ir.FunctionType(I32, [I64P, I64, I64, I64P])
 
@@ -79,6 +79,9 @@ def statement(cg: "FunctionCodegen", s: V.Stmt) -> bool:
     if isinstance(s, V.ParFor):
         launch(cg, s, plan.kernel_ids[id(s)])
         return True
+    if id(s) in plan.library_ids:
+        library(cg, s, plan.library_ids[id(s)])
+        return True
     if not isinstance(s, (V.While, V.GpuSection)):
         host(cg, s)
     return False
@@ -119,3 +122,18 @@ def launch(cg: "FunctionCodegen", s: V.ParFor, kid: int) -> None:
         for j, v in enumerate((starts[d], steps[d], counts[d])):
             b.store(v, b.gep(blk, [_c(k + 3 * d + j)]))
     _call(cg, OP_LAUNCH, kid, blk)
+
+
+def library(cg: "FunctionCodegen", s: V.Stmt, lid: int) -> None:
+    """A library operator on Lift kernels: its arrays packed, a scalar result read back."""
+    from .codegen import nslots
+    call = cg.ctx.gpu.libraries[lid]
+    n = sum(nslots(t) for _, t in call.arrays)
+    blk = _block(cg, n + 1)
+    k = 0
+    for name, t in call.arrays:
+        cg.to_slots(t, cg.load_var(name), cg.b.gep(blk, [_c(k)]))
+        k += nslots(t)
+    _call(cg, OP_LIBRARY, lid, blk)
+    if call.result is not None and isinstance(s, V.Assign) and isinstance(s.target, V.Name):
+        cg.store_var(s.target.name, cg.from_slots(call.result, cg.b.gep(blk, [_c(n)])))

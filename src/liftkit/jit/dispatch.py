@@ -38,6 +38,7 @@ class Runtime:
         self._pool: int | None = None
         self._blas: list[int] | None = None
         self._pool_code: Loaded | None = None
+        self._library: Any = None
         self.cache = DiskCache()
         self.lock = threading.Lock()
         env = os.environ.get("LIFTKIT_JIT_THREADS")
@@ -64,6 +65,14 @@ class Runtime:
                 if cap is not None:
                     self._blas[k] = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap)) or 0
         return self._blas
+
+    @property
+    def library(self) -> Any:
+        """Compiled Lift pipelines for library operators of GPU sections (gpu_library)."""
+        if self._library is None:
+            from .gpu_library import LiftLibrary
+            self._library = LiftLibrary()
+        return self._library
 
     @property
     def pool(self) -> int:

@@ -17,8 +17,9 @@ not inlined, complex numbers, tuples) are one ``JitError`` naming the line.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from liftkit.codegen.dialect import dialect_named
 
@@ -56,6 +57,7 @@ class GpuKernel:
     ndim: int
     mode: str
     sources: tuple[tuple[str, str], ...]
+    dead: frozenset[str] = frozenset()  # arrays nothing reads after the section
 
     def source(self, dialect: str) -> str:
         return dict(self.sources)[dialect]
@@ -478,15 +480,38 @@ class HostAccess:
     arrays: tuple[tuple[str, T.ArrayType, bool], ...]
 
 
+@dataclass(frozen=True)
+class LibraryCall:
+    """A library operator of a section run on Lift kernels (gpu_library): ``op`` (mm, dot,
+    sum), its array operands (for mm the result first) and the scalar result's type."""
+    op: str
+    arrays: tuple[tuple[str, T.ArrayType], ...]
+    result: T.ScalarType | None
+    line: int
+    dead: frozenset[str] = frozenset()
+
+
 @dataclass
 class GpuPlan:
-    """Every kernel and host access of a module's sections, numbered in module order (the
-    numbers are compiled into the machine code, so a disk-cache hit gets the same plan)."""
+    """Every kernel, library call and host access of a module's sections, numbered in module
+    order (the numbers are compiled into the machine code, so a disk-cache hit gets the same
+    plan)."""
     kernels: list[GpuKernel]
     accesses: list[HostAccess]
     kernel_ids: dict[int, int]
     access_ids: dict[int, int]
     sections: dict[int, int]
+    libraries: list[LibraryCall] = field(default_factory=list)
+    library_ids: dict[int, int] = field(default_factory=dict)
+
+
+def library_call(s: V.Stmt) -> V.LibCall | None:
+    """The ``lift_*`` library call statement ``s`` is, if it is one."""
+    v = s.value if isinstance(s, V.ExprStmt) or (isinstance(s, V.Assign) and
+                                                  isinstance(s.target, V.Name)) else None
+    if isinstance(v, V.LibCall) and v.fn.startswith("lift_"):
+        return v
+    return None
 
 
 def _fresh_arrays(f: V.Function) -> set[str]:
@@ -500,6 +525,55 @@ def _fresh_arrays(f: V.Function) -> set[str]:
             new = isinstance(v, V.LibCall) and v.fn in alloc
             fresh[n.target.name] = fresh.get(n.target.name, True) and new
     return {k for k, ok in fresh.items() if ok and k not in f.params}
+
+
+def _owned_arrays(f: V.Function) -> set[str]:
+    """Array variables holding only memory the function allocated (copies of such names
+    included): nothing outside the function can see them."""
+    alloc = ("zeros", "ones", "empty", "full", "arange", "copy")
+    assigns: dict[str, list] = {}
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.target.type, T.ArrayType):
+            assigns.setdefault(n.target.name, []).append(n.value)
+    owned = {k for k in assigns if k not in f.params}
+    changed = True
+    while changed:
+        changed = False
+        for k in list(owned):
+            if not all((isinstance(v, V.LibCall) and v.fn in alloc) or
+                       (isinstance(v, V.Name) and v.name in owned) for v in assigns[k]):
+                owned.discard(k)
+                changed = True
+    return owned
+
+
+def _dead_after(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[str]:
+    """Owned arrays whose memory nothing outside ``section`` can reach: neither they nor any
+    array variable copied from or to them (``x = y``) is mentioned outside it."""
+    outside: set[str] = set()
+
+    def walk(x: object) -> None:
+        if x is section:
+            return
+        if isinstance(x, V.Name):
+            outside.add(x.name)
+        if isinstance(x, tuple):
+            for i in x:
+                walk(i)
+        elif hasattr(x, "__dataclass_fields__") and not isinstance(
+                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType)):
+            for fld in x.__dataclass_fields__:
+                walk(getattr(x, fld))
+    walk(f.body)
+    group = {k: {k} for k in owned}  # names sharing memory through copies
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.value, V.Name) and n.target.name in owned and n.value.name in owned:
+            merged = group[n.target.name] | group[n.value.name]
+            for k in merged:
+                group[k] = merged
+    return frozenset(k for k in owned if not group[k] & outside)
 
 
 def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
@@ -565,29 +639,56 @@ def _reads_target(body: tuple, name: str) -> bool:
 
 
 def host_arrays(parts: tuple, written: set) -> tuple[tuple[str, T.ArrayType, bool], ...]:
-    """Arrays whose data the host expressions ``parts`` touch (not those only asked their
-    shape), with whether they may be written."""
+    """Arrays whose data the host expressions ``parts`` touch, with whether they may be written.
+    Pointer operations do not count: copying an array variable, taking a view, asking a shape,
+    packing arrays into a tuple or returning them."""
     seen: dict[str, tuple] = {}
 
-    def walk(x: object, under_dim: bool) -> None:
-        if isinstance(x, V.Name) and isinstance(x.type, T.ArrayType) and not under_dim:
-            seen[x.name] = (x.name, x.type, x.name in written)
-        if isinstance(x, V.Dim):
-            walk(x.array, isinstance(x.array, V.Name))
+    def root(x: object) -> object:
+        while isinstance(x, V.Index):
+            x = x.array
+        return x
+
+    def walk(x: object, data: bool) -> None:
+        if isinstance(x, V.Name):
+            if data and isinstance(x.type, T.ArrayType):
+                seen[x.name] = (x.name, x.type, x.name in written)
             return
-        if isinstance(x, V.Assign) and isinstance(x.target, V.Name):
-            walk(x.value, False)  # the variable assigned is not read
+        if isinstance(x, V.Dim):
+            if not isinstance(x.array, V.Name):
+                walk(x.array, False)
+            return
+        if isinstance(x, V.Index):
+            element = not isinstance(x.type, T.ArrayType)
+            walk(x.array, element)
+            for i in x.indices:
+                walk(i, True)
+            return
+        if isinstance(x, V.Assign):
+            if isinstance(x.target, V.Index):
+                walk(root(x.target), True)
+                walk(x.target, False)
+                walk(x.value, True)
+            else:
+                walk(x.value, False)
+            return
+        if isinstance(x, (V.Return, V.ExprStmt)):
+            walk(x.value, False)
+            return
+        if isinstance(x, (V.TupleExpr, V.TupleGet)):
+            for c in (x.items if isinstance(x, V.TupleExpr) else (x.tuple,)):
+                walk(c, data)
             return
         if isinstance(x, (V.Function, V.ParFor, V.GpuSection)):
             return
         if isinstance(x, tuple):
             for i in x:
-                walk(i, False)
+                walk(i, data)
         elif hasattr(x, "__dataclass_fields__") and not isinstance(
-                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType)):
+                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType, V.Check)):
             for fld in x.__dataclass_fields__:
-                walk(getattr(x, fld), False)
-    walk(parts, False)
+                walk(getattr(x, fld), True)
+    walk(parts, True)
     return tuple(seen.values())
 
 
@@ -596,17 +697,29 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
     plan = GpuPlan([], [], {}, {}, {})
     for f in m.functions:
         fresh = _fresh_arrays(f)
+        owned = _owned_arrays(f)
+        dead: frozenset[str] = frozenset()
 
         def stmts(body: tuple, gpu: bool) -> None:
+            nonlocal dead
             for s in body:
                 if isinstance(s, V.GpuSection):
                     if not gpu:
                         plan.sections[id(s)] = len(plan.sections)
+                        dead = _dead_after(f, s, owned)
                     stmts(s.body, True)
                     continue
                 if gpu and isinstance(s, V.ParFor):
                     plan.kernel_ids[id(s)] = len(plan.kernels)
-                    plan.kernels.append(_kernel(s, f, len(plan.kernels), raises, noalias, fresh))
+                    k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh)
+                    plan.kernels.append(dataclasses.replace(k, dead=dead))
+                    continue
+                lib = library_call(s) if gpu else None
+                if lib is not None:
+                    plan.library_ids[id(s)] = len(plan.libraries)
+                    plan.libraries.append(LibraryCall(
+                        lib.fn[5:], tuple((a.name, a.type) for a in lib.args),  # type: ignore
+                        lib.type if isinstance(lib.type, T.ScalarType) else None, s.line, dead))
                     continue
                 if gpu:
                     plan.access_ids[id(s)] = len(plan.accesses)

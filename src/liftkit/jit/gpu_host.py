@@ -41,14 +41,17 @@ class _Call:
     rt: Runtime
     err: Any
     vars: dict = field(default_factory=dict)
+    live: dict = field(default_factory=dict)   # var id -> read after the section
     error: Optional[BaseException] = None
 
 
 class GpuHost:
     """The host side of one specialisation's sections (its kernels, host accesses, raises)."""
 
-    def __init__(self, plan: GpuPlan, raises: list, runtime: Optional[Runtime] = None) -> None:
+    def __init__(self, plan: GpuPlan, raises: list, runtime: Optional[Runtime] = None,
+                 library: Any = None) -> None:
         self.plan = plan
+        self.library = library
         self.raises = raises
         self.runtime = runtime
         self.kernels = [Kernel(k.name, dict(k.sources)) for k in plan.kernels]
@@ -69,6 +72,8 @@ class GpuHost:
                 self.host(key, ident, block)
             elif op == 4:
                 self.end(key)
+            elif op == 5:
+                self.run_library(key, ident, block)
             return 0
         except BaseException as e:  # noqa: BLE001 - handed to the dispatcher, never lost
             self.errors[key] = e
@@ -92,9 +97,10 @@ class GpuHost:
         strides = tuple(block[k + 1 + nd + j] * item for j in range(nd))
         return (ptr, shape, strides, t.elem.dtype), k + 1 + 2 * nd
 
-    def _attach(self, call: _Call, spec: tuple) -> Any:
+    def _attach(self, call: _Call, spec: tuple, live: bool = True) -> Any:
         v = call.rt.attach(*spec)
         call.vars[v.id] = v
+        call.live[v.id] = call.live.get(v.id, False) or live
         return v
 
     def launch(self, key: int, kid: int, block: Any) -> None:
@@ -109,7 +115,7 @@ class GpuHost:
                 spec, slot = self._arrays(call, block, slot, t)
                 ptr, shape, strides, dtype = spec
                 if name in k.data:
-                    v = named[name] = self._attach(call, spec)
+                    v = named[name] = self._attach(call, spec, name not in k.dead)
                     args.append(v)
                 args += [np.int64(n) for n in shape]
                 if name in k.data:
@@ -143,6 +149,49 @@ class GpuHost:
         for c in temps:
             rt.release(c, writeback=False)
 
+    def run_library(self, key: int, lid: int, block: Any) -> None:
+        """A library operator on Lift kernels through the runtime; NumPy on the host copies for
+        operands Lift's kernels cannot index (strided views, views inside larger arrays)."""
+        call = self.calls[key]
+        rt = call.rt
+        lib = self.plan.libraries[lid]
+        specs, slot = [], 0
+        for _, t in lib.arrays:
+            spec, slot = self._arrays(call, block, slot, t)
+            specs.append(spec)
+        dtype = specs[-1][3]
+        if lib.op == "mm":
+            sizes = {"M": specs[1][1][0], "K": specs[1][1][1], "N": specs[2][1][1]}
+        else:
+            sizes = {"N": specs[0][1][0]}
+        # Lift's reductions split N in chunks of a power of two: odd lengths stay on the host
+        plain = all(sp[2] == _c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
+            all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0)
+        vs = [self._attach(call, sp, name not in lib.dead)
+              for (name, _), sp in zip(lib.arrays, specs)] if plain else []
+        if plain and all(rt.vars[v.id].offset == 0 for v in vs):
+            if self.library is None:
+                from .gpu_library import LiftLibrary
+                self.library = LiftLibrary()
+            if lib.op == "mm":
+                self.library.run(rt, "mm", vs[1:], vs[0], sizes, dtype.name)
+                return
+            value = self.library.run(rt, lib.op, vs, None, sizes, dtype.name)
+        else:
+            views = []
+            for k, sp in enumerate(specs):
+                lo, hi = _extent(sp)
+                rt.host_range(lo, hi, write=lib.op == "mm" and k == 0)
+                views.append(_host_array(sp))
+            if lib.op == "mm":
+                np.matmul(views[1], views[2], out=views[0])
+                return
+            value = float(np.dot(views[0], views[1]) if lib.op == "dot" else np.sum(views[0]))
+        if dtype == np.float64:
+            block[slot] = struct.unpack("<q", _Q2D.pack(value))[0]
+        else:
+            block[slot] = struct.unpack("<I", _I2F.pack(value))[0]
+
     def host(self, key: int, aid: int, block: Any) -> None:
         call = self.calls[key]
         slot = 0
@@ -151,9 +200,7 @@ class GpuHost:
             ptr, shape, strides, dtype = spec
             if 0 in shape:
                 continue
-            lo = ptr + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-            hi = ptr + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
-            call.rt.host_range(lo, hi, write)
+            call.rt.host_range(*_extent(spec), write)
 
     def end(self, key: int) -> None:
         call = self.calls.pop(key)
@@ -170,10 +217,10 @@ class GpuHost:
         rt = call.rt
         try:
             flags = np.array(rt.read(call.err))
-        finally:
-            for v in call.vars.values():
+        finally:  # dead arrays first: a buffer only they use is freed without a download
+            for v in sorted(call.vars.values(), key=lambda v: call.live.get(v.id, True)):
                 if v.id in rt.vars:
-                    rt.release(v, writeback=True)
+                    rt.release(v, writeback=call.live.get(v.id, True))
             if call.err.id in rt.vars:
                 rt.release(call.err, writeback=False)
         return flags
@@ -201,3 +248,26 @@ def _scalar(raw: int, t: T.ScalarType) -> Any:
     if t.name == "float64":
         return np.float64(_Q2D.unpack(struct.pack("<q", raw))[0])
     return np.float32(_I2F.unpack(struct.pack("<I", raw & 0xFFFFFFFF))[0])
+
+
+def _extent(spec: tuple) -> tuple[int, int]:
+    ptr, shape, strides, dtype = spec
+    lo = ptr + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = ptr + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + dtype.itemsize
+    return lo, hi
+
+
+def _host_array(spec: tuple) -> np.ndarray:
+    """A NumPy view of host memory described by (pointer, shape, byte strides, dtype)."""
+    ptr, shape, strides, dtype = spec
+    lo, hi = _extent(spec)
+    buf = (ctypes.c_char * max(hi - lo, 1)).from_address(lo)
+    return np.ndarray(shape, dtype, buffer=buf, offset=ptr - lo, strides=strides)
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))

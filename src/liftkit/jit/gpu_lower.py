@@ -61,6 +61,10 @@ class _Lowerer:
             return [s]
         if isinstance(s.target, V.Name) and is_elementwise(s.value):
             return self.elementwise_into_new(s.target, s.value, s.line)
+        if isinstance(s.target, V.Name) and isinstance(s.value, V.LibCall):
+            lib = self.library(s.target, s.value, s.line)
+            if lib is not None:
+                return lib
         if isinstance(s.target, V.Index) and isinstance(s.target.type, T.ArrayType) and \
                 (is_elementwise(s.value) or isinstance(s.value.type, T.ScalarType)
                  or isinstance(s.value, V.Name)):
@@ -79,7 +83,7 @@ class _Lowerer:
             return dataclasses.replace(e, args=kids)
         if isinstance(e.type, T.ArrayType) and not isinstance(e, V.Name):
             t = self.tmp(e.type, "gv")
-            pre.append(V.Assign(t, e, line))
+            pre += self.stmt(V.Assign(t, e, line), True)  # a library call may go to the GPU
             return t
         if isinstance(e.type, T.ScalarType) and not isinstance(e, (V.Name, V.Const)):
             t = self.tmp(e.type, "gs")  # evaluated once, on the host
@@ -117,6 +121,58 @@ class _Lowerer:
             return V.Cast(kids[0], et)
         return V.LibCall(e.fn, kids, e.axis, et)  # type: ignore[union-attr]
 
+    # -- library operators on Lift kernels (gpu_library)
+    def operand(self, e: V.Expr, pre: list, line: int) -> V.Name:
+        """``e`` as a Name (element-wise operands computed on the GPU first)."""
+        if isinstance(e, V.Name):
+            return e
+        t = self.tmp(e.type, "gv")
+        pre += self.stmt(V.Assign(t, e, line), True)
+        return t
+
+    def library(self, target: V.Name, e: V.LibCall, line: int) -> list | None:
+        """``x = A @ B`` (matrices), ``s = np.dot(x, y)`` (vectors), ``s = np.sum(x)`` (a
+        vector) as library calls ``lift_mm``/``lift_dot``/``lift_sum``; None for the others."""
+        args = e.args
+        if not all(isinstance(a.type, T.ArrayType) and a.type.elem.name in ("float32", "float64")
+                   for a in args):
+            return None
+        elems = {a.type.elem for a in args}  # type: ignore[union-attr]
+        nds = [a.type.ndim for a in args]  # type: ignore[union-attr]
+        t = e.type
+        ok_elem = len(elems) == 1 and (t.elem if isinstance(t, T.ArrayType) else t) in elems
+        pre: list = []
+        if e.fn == "dot" and nds == [2, 2] and ok_elem:
+            a, b = (self.operand(x, pre, line) for x in args)
+            pre.append(V.If(V.Compare("ne", V.Dim(a, 1), V.Dim(b, 0), T.BOOL),
+                            (V.Raise("ValueError", f"line {line}: shapes not aligned for "
+                                     "matrix multiplication", line),), (), line))
+            fresh = self.tmp(T.ArrayType(t.elem, 2, "C"), "ga")  # type: ignore[union-attr]
+            pre.append(V.Assign(fresh, V.LibCall("empty", (V.Dim(a, 0), V.Dim(b, 1)), -1,
+                                                 fresh.type), line))
+            pre.append(V.ExprStmt(V.LibCall("lift_mm", (fresh, a, b), -1, T.VOID), line))
+            tt = self.syms[target.name]
+            pre.append(V.Assign(V.Name(target.name, tt), fresh if tt == fresh.type
+                                else V.Cast(fresh, tt), line))
+            return pre
+        if e.fn == "dot" and nds == [1, 1] and ok_elem:
+            a, b = (self.operand(x, pre, line) for x in args)
+            pre.append(V.If(V.Compare("ne", V.Dim(a, 0), V.Dim(b, 0), T.BOOL),
+                            (V.Raise("ValueError", f"line {line}: shapes not aligned for dot",
+                                     line),), (), line))
+            call = V.LibCall("lift_dot", (a, b), -1, t)
+        elif e.fn == "sum" and e.axis == -1 and nds == [1] and ok_elem:
+            call = V.LibCall("lift_sum", (self.operand(args[0], pre, line),), -1, t)
+        else:
+            return None
+        tt = self.syms[target.name]
+        if tt == t:
+            pre.append(V.Assign(V.Name(target.name, tt), call, line))
+        else:
+            r = self.tmp(t, "gs")
+            pre += [V.Assign(r, call, line), V.Assign(V.Name(target.name, tt), V.Cast(r, tt), line)]
+        return pre
+
     def shape_of(self, arrays: list[V.Name], nd: int, pre: list, line: int) -> list[V.Expr]:
         """Host code computing (and checking) the broadcast shape; its extents as Names."""
         dims: list[V.Expr] = []
@@ -135,8 +191,8 @@ class _Lowerer:
                     n = V.Dim(a, k)
                     bad = V.Logical("and", V.Compare("ne", n, V.Const(1, _I), T.BOOL),
                                     V.Compare("ne", n, r, T.BOOL))
-                    pre.append(V.If(bad, (V.Raise("ValueError", "operands could not be "
-                                                  "broadcast together", line),), (), line))
+                    pre.append(V.If(bad, (V.Raise("ValueError", f"line {line}: operands could "
+                                                  "not be broadcast together", line),), (), line))
             dims.append(r)
         return dims
 
@@ -183,8 +239,8 @@ class _Lowerer:
                 n = V.Dim(a, k)
                 bad = V.Logical("and", V.Compare("ne", n, V.Const(1, _I), T.BOOL),
                                 V.Compare("ne", n, dims[d] if d >= 0 else V.Const(-1, _I), T.BOOL))
-                pre.append(V.If(bad, (V.Raise("ValueError", "could not broadcast input array "
-                                              "into the slice's shape", line),), (), line))
+                pre.append(V.If(bad, (V.Raise("ValueError", f"line {line}: could not broadcast "
+                                              "input array into the slice's shape", line),), (), line))
         pre.append(self.loop(tv, dims, e, line, False))
         return pre
 

@@ -133,7 +133,7 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
                  blas, hit, text)
     if plan is not None:
         from .gpu_host import GpuHost
-        c.gpu = GpuHost(plan, raises, jf.gpu_runtime)
+        c.gpu = GpuHost(plan, raises, jf.gpu_runtime, jf.runtime.library)
     c.info = {"passes": report, "spec": spec, "optimised": opt is not None}
     return c
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 from .core import STAT_KEYS, Runtime, RuntimeError_
 from .devices import CUDADevice, OpenCLDevice, RuntimeBackendError, open_device
-from .tables import ArrayVar, Kernel
+from .tables import ArrayVar, Kernel, Whole
 
 
 class _Default:
@@ -63,7 +63,7 @@ def reset_stats() -> None:
         _DEFAULT.runtime.reset_stats()
 
 
-__all__ = ["Runtime", "Kernel", "ArrayVar", "RuntimeError_", "RuntimeBackendError",
+__all__ = ["Runtime", "Kernel", "ArrayVar", "Whole", "RuntimeError_", "RuntimeBackendError",
            "OpenCLDevice", "CUDADevice", "open_device", "default_runtime", "set_default_runtime",
            "stats", "reset_stats"]
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from .devices import OpenCLDevice, OutOfDeviceMemory, Ref, open_device
-from .tables import ArrayVar, Buffer, EventRow, Kernel
+from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole
 
 STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
              "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
@@ -332,7 +332,8 @@ class Runtime:
         may read or write (default: every array argument both); ``overwrites`` are written
         whole without being read (their stale contents are not uploaded)."""
         with self.lock:
-            arrays = [self._var(a) for a in args if isinstance(a, ArrayVar)]
+            arrays = [self._var(a.var if isinstance(a, Whole) else a) for a in args
+                      if isinstance(a, (ArrayVar, Whole))]
             ow = {self._var(a).id for a in overwrites}
             rd = [self._var(a) for a in reads] if reads is not None else \
                 [a for a in arrays if a.id not in ow]
@@ -388,7 +389,12 @@ class Runtime:
     def _kernel_args(self, args: Sequence[Any]) -> list:
         out: list = []
         for a in args:
-            if isinstance(a, ArrayVar):
+            if isinstance(a, Whole):
+                var = self._var(a.var)
+                if var.offset:
+                    raise RuntimeError_(f"{var} does not start its buffer (offset {var.offset})")
+                out.append(Ref(self.buffers[var.buffer].handle))
+            elif isinstance(a, ArrayVar):
                 var = self._var(a)
                 buf = self.buffers[var.buffer]
                 if var.offset % var.dtype.itemsize:
@@ -511,8 +517,8 @@ class Runtime:
         made: dict[int, Any] = {}
         vals: list = []
         for a in args:
-            if isinstance(a, ArrayVar):
-                var = self._var(a)
+            if isinstance(a, (ArrayVar, Whole)):
+                var = self._var(a.var if isinstance(a, Whole) else a)
                 buf = self.buffers[var.buffer]
                 if buf.borrowed:
                     raise RuntimeError_("a GPU-resident (borrowed) array cannot run on the CPU")
@@ -521,7 +527,9 @@ class Runtime:
                     assert buf.host is not None
                     made[buf.id] = cl.Buffer(cpu.context, mf.READ_WRITE | mf.USE_HOST_PTR,
                                              hostbuf=buf.host)
-                vals += [made[buf.id], np.int64(var.offset // var.dtype.itemsize)]
+                vals.append(made[buf.id])
+                if not isinstance(a, Whole):
+                    vals.append(np.int64(var.offset // var.dtype.itemsize))
             else:
                 vals += self._kernel_args([a])
         ev = cpu.launch(kern, global_size, local_size, vals)

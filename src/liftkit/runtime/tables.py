@@ -83,6 +83,13 @@ class ArrayVar:
         return f"ArrayVar({self.id}, shape={self.shape}, dtype={self.dtype.name})"
 
 
+@dataclass(frozen=True)
+class Whole:
+    """A kernel argument that is an array variable's buffer alone, for kernels that index from
+    the start of their buffers (Lift's); the array must begin at the buffer's first byte."""
+    var: ArrayVar
+
+
 @dataclass
 class EventRow:
     """A row of the event table (§7.2.3): the backend's event of a task and what it touched;

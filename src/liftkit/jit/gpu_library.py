@@ -1,0 +1,159 @@
+"""Library operators of GPU sections on Lift kernels (seed 003 §5.8: library calls go to the
+runtime, which runs tuned kernels — RaijinCL in the thesis, Lift's derivations here).
+
+``A @ B`` (matrices), ``np.dot(x, y)`` (vectors) and ``np.sum(x)`` in a section are Lift
+high-level programs (``liftkit.blas.programs``: ``mm``, ``dot``; a ``reduce(add) ∘ map(id)``
+for the sum). Each runs on the best derivation the tuning database holds for the program, its
+sizes and the device (``liftkit explore``'s result, ``liftkit.explore.tuned``); without one, on
+the default derivation of ``liftkit.blas`` (tiled GEMM where the sizes divide, one work-item per
+chunk for reductions), saying so once per operation and device. The pipeline's kernels are
+enqueued through the task runtime like any other task.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from liftkit.runtime import Kernel, Runtime, Whole
+
+
+class TuningNotice(UserWarning):
+    """A library operation runs on a default derivation (nothing tuned for it here)."""
+
+
+@dataclass
+class Pipeline:
+    """A compiled Lift pipeline in both dialects, ready to enqueue."""
+    compiled: Any                 # CompiledProgram in the runtime's dialect
+    kernels: list[Kernel]         # the same kernels with their OpenCL source too (CPU fallback)
+    origin: str                   # "tuned" or the default variant's name
+
+
+class LiftLibrary:
+    """Compiled library pipelines by (operation, dtype, sizes, device, dialect)."""
+
+    def __init__(self) -> None:
+        self.pipelines: dict[tuple, Pipeline] = {}
+        self.noticed: set[tuple] = set()
+        self.lock = threading.Lock()
+
+    def pipeline(self, rt: Runtime, op: str, dtype: str, sizes: dict[str, int]) -> Pipeline:
+        dev = rt.device.device
+        key = (op, dtype, tuple(sorted(sizes.items())), dev.fingerprint, rt.dialect)
+        with self.lock:
+            p = self.pipelines.get(key)
+            if p is None:
+                p = self.pipelines[key] = self._build(rt, op, dtype, sizes)
+            return p
+
+    def _build(self, rt: Runtime, op: str, dtype: str, sizes: dict[str, int]) -> Pipeline:
+        from liftkit.codegen.compiler import compile_program
+        from liftkit.codegen.kernel import CompileOptions
+        program, derived, variant = _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu")
+        low, origin = None, str(variant)
+        try:
+            from liftkit.explore.tuned import best_for
+            found = best_for(program, sizes, rt.device.device)
+            if found is not None:
+                low, origin = found[0], "tuned"
+        except Exception:  # noqa: BLE001 - no database, or an unreadable one: use the default
+            low = None
+        if low is None:
+            low = derived()
+            note = (op, dtype, rt.device.device.fingerprint)
+            if note not in self.noticed:
+                self.noticed.add(note)
+                warnings.warn(f"liftkit: nothing tuned for {op} ({dtype}, "
+                              f"{', '.join(f'{k}={v}' for k, v in sorted(sizes.items()))}) on "
+                              f"{rt.device.label}; using the default derivation {variant} "
+                              "(tune with 'liftkit explore')", TuningNotice, stacklevel=2)
+        compiled = compile_program(low, CompileOptions(dialect=rt.dialect))
+        ocl = compiled if rt.dialect == "opencl" else \
+            compile_program(low, CompileOptions(dialect="opencl"))
+        kernels = [Kernel(k.name, {rt.dialect: k.source, "opencl": o.source})
+                   for k, o in zip(compiled.kernels, ocl.kernels)]
+        return Pipeline(compiled, kernels, origin)
+
+    def run(self, rt: Runtime, op: str, arrays: list, out: Any, sizes: dict[str, int],
+            dtype: str) -> Optional[float]:
+        """Enqueue the pipeline of ``op`` on the runtime's variables ``arrays`` (inputs, in the
+        program's order) writing ``out`` (a variable), or returning a scalar result."""
+        p = self.pipeline(rt, op, dtype, sizes)
+        c = p.compiled
+        temps: dict[str, Any] = {}
+        result = None
+        for b in c.buffers:
+            if b.role in ("intermediate", "temporary"):
+                temps[b.name] = rt.empty((max(int(b.nbytes.eval(sizes)), 1),), np.uint8)
+            elif b.role == "output":
+                if out is None:
+                    result = temps[b.name] = rt.empty((1,), np.dtype(dtype))
+                else:
+                    temps[b.name] = out
+        try:
+            for k, kern in zip(c.kernels, p.kernels):
+                args, reads, writes = [], [], []
+                for a in k.args:
+                    if a.kind == "buffer":
+                        buf = c.buffer(a.buffer)
+                        v = arrays[buf.param_index] if buf.role == "input" else temps[buf.name]
+                        args.append(Whole(v))
+                        (writes if "const" not in a.ctype else reads).append(v)
+                    elif a.kind == "size":
+                        args.append(_size(a.ctype, int(a.size.eval(sizes))))
+                    else:
+                        raise ValueError(f"library kernel {k.name}: unexpected scalar argument")
+                glob = tuple(int(g.eval(sizes)) if hasattr(g, "eval") else int(g)
+                             for g in k.ndrange.global_size)
+                over = [temps[n] for n in c.result if n in temps and temps[n] in writes]
+                rt.launch(kern, glob, args, reads=reads, writes=writes, overwrites=over,
+                          local_size=k.ndrange.local_size)
+            if result is not None:
+                return rt.read(result)[0].item()
+            return None
+        finally:
+            for name, v in temps.items():
+                if v is not out and v.id in rt.vars:
+                    rt.release(v, writeback=False)
+
+
+def _size(ctype: str, v: int) -> Any:
+    t = ctype.strip().split()[-1]
+    return {"int": np.int32, "long": np.int64, "uint": np.uint32, "ulong": np.uint64}.get(
+        t, np.int32)(v)
+
+
+def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str) -> tuple:
+    """(high-level program, its default low-level program (lazily), the variant's name)."""
+    from liftkit.blas import codelets as cd
+    from liftkit.blas import programs as bp
+    from liftkit.rewrite.derivation import Derivation
+    if op == "mm":
+        kind = cd.Kind("mm", dtype, "NN")
+        variant = cd.default_variant(kind, devkind, sizes)
+        mult = cd.multiples(kind, variant)
+        if any(sizes[k] % m for k, m in mult.items()):
+            variant = cd.Variant.of("glb")
+        return kind.program(), lambda: cd.derive(kind, variant).final, variant
+    n = sizes["N"]
+    chunk = math.gcd(n, 64 if devkind == "gpu" else 256)  # a chunk length that divides N
+    variant = cd.Variant.of("chunks", n=chunk)
+    if op == "dot":
+        kind = cd.Kind("dot", dtype)
+        return kind.program(), lambda: cd.derive(kind, variant).final, variant
+    t = bp.scalar_type(dtype)
+    from liftkit.dsl import fun, map as lmap, reduce as lreduce, size
+    N = size("N")
+    prog = fun([t[N]], lambda x: lreduce(bp._add(t), bp._zero(t)) << lmap(bp._id(t)) << x)
+
+    def derived() -> Any:
+        return Derivation(prog, name=f"sum/{dtype}").then(
+            cd._reduce_chunks(cd.Kind("asum", dtype), chunk), cd.BODY).final
+    return prog, derived, variant
+
