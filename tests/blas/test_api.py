@@ -109,6 +109,9 @@ def test_untuned_sgemm_takes_the_tiles_where_they_fit(session: Session) -> None:
     assert session.choose(Kind("mm", "float32", "NT"), big).codelet == "glb"
     assert session.choose(Kind("mm", "float64", "NN"), big).codelet == "glb"
     assert session.choose(Kind("mm", "float32", "NN"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
+    assert session.choose(Kind("gemv", "float64", "N"), {"M": 100, "N": 256}) == \
+        Variant.of("group-rows", L=32, w=1)
+    assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 256}).codelet == "glb"
     A, B = _f32(256, 320), _f32(320, 192)
     np.testing.assert_allclose(session.gemm(A, B).result(), A.astype(np.float64) @ B,
                                rtol=1e-4, atol=1e-4)

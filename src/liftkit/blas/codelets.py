@@ -275,6 +275,9 @@ def space(kind: Kind, device_kind: str) -> list[Variant]:
 # kind (the PoCL CPU device: docs/blas.md; the H100: the mm search's best, docs/perf.md)
 DEFAULT_TILES = {"cpu": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8),
                  "gpu": Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8)}
+# untuned GEMVs reading A's rows: a work-group of 32 per row (the CPU device, docs/blas.md:
+# 2.3x the one-work-item-per-row derivation at 1024, whose reads stride across SIMD lanes)
+DEFAULT_ROWS = {"cpu": Variant.of("group-rows", L=32, w=1)}
 DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
 
 
@@ -282,11 +285,12 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
                     sizes: Optional[Mapping[str, int]] = None) -> Variant:
     """The derivation used when no profile says better: correct for any size (with `sizes`,
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
-    if kind.op == "mm" and sizes is not None and device_kind in DEFAULT_TILES:
-        tiled = DEFAULT_TILES[device_kind]
-        mult = _multiples_if_derives(kind, tiled)
+    better = (DEFAULT_TILES.get(device_kind) if kind.op == "mm" else
+              DEFAULT_ROWS.get(device_kind) if kind.op == "gemv" and kind.layout in "NR" else None)
+    if better is not None and sizes is not None:
+        mult = _multiples_if_derives(kind, better)
         if mult is not None and padding_ratio(sizes, mult) <= DEFAULT_MAX_PADDING:
-            return tiled
+            return better
     if kind.op in REDUCTIONS:
         return Variant.of("chunks", n=64 if device_kind == "gpu" else 256)
     if kind.op == "gemv":
