@@ -16,6 +16,8 @@ toTF32) and FP64 (DMMA), several tilings, beside cuBLAS with TF32 allowed (PyTor
 allow_tf32) and cuBLAS SGEMM without it, and cuBLAS DGEMM (CuPy float64). Checked against a
 float64 product by ‖C − ref‖/‖ref‖: TF32 < 2e-3, FP64 < 1e-12.
 
+async: the same as mma (its rows with staged > 1 are the cp.async pipelines).
+
 Method: inputs live on the GPU (CuPy arrays, no transfers in the timings); every result is
 checked against a float64 NumPy reference before it is timed; CUDA events, medians.
 """
@@ -100,11 +102,14 @@ def warp(n: int, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+# (tm, tn, tk, warps, staged): staged 0 reads the operands in place, 1 copies each tile into
+# local memory, s > 1 pipelines the copies s deep with cp.async (toLocalAsync)
 MMA_VARIANTS = {
-    "tf32": [(128, 128, 32, 8, 1), (128, 128, 16, 8, 1), (128, 64, 16, 4, 1), (64, 64, 16, 4, 1),
+    "tf32": [(128, 128, 32, 8, 1), (128, 128, 16, 8, 1), (128, 128, 16, 8, 3), (128, 128, 16, 8, 2),
+             (128, 64, 16, 4, 1), (128, 64, 16, 4, 3), (64, 64, 16, 4, 1), (64, 64, 16, 4, 3),
              (128, 128, 32, 8, 0)],
-    "f64": [(128, 128, 16, 8, 1), (128, 64, 16, 8, 1), (64, 64, 32, 4, 1), (64, 64, 16, 4, 1),
-            (64, 64, 16, 4, 0)],
+    "f64": [(128, 128, 16, 8, 1), (128, 64, 16, 8, 1), (128, 64, 16, 8, 2), (64, 64, 32, 4, 1),
+            (64, 64, 16, 4, 1), (64, 64, 16, 4, 3), (64, 64, 16, 4, 0)],
 }
 
 
@@ -133,7 +138,8 @@ def mma(size: int, repeat: int) -> list[dict[str, Any]]:
             return err
 
         for tm, tn, tk, warps, staged in MMA_VARIANTS[kind]:
-            label = f"{tm}x{tn}x{tk} w{warps}" + (" local" if staged else " global")
+            label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
+                f"cp.async x{staged}" if staged > 1 else "")
             d = tensor_core_mm(kind, tm, tn, tk, warps, staged)
             compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
             try:

@@ -178,7 +178,7 @@ def test_casts_round_as_the_hardware_does() -> None:
 
 
 @pytest.mark.parametrize("kind", ["tf32", "bf16", "f64"])
-@pytest.mark.parametrize("staged", [0, 1])
+@pytest.mark.parametrize("staged", [0, 1, 3])
 def test_mma_means_the_product_of_the_rounded_operands(kind: str, staged: int) -> None:
     T = MMA[kind][1]
     rng = np.random.default_rng(5)
@@ -227,9 +227,43 @@ def test_mma_cuda_code_and_ptx() -> None:
     from liftkit.backends.cuda import compile_cuda
 
     for kind in MMA:
-        for k in compile_program(mm_low(kind, 64, 64, 16, 4, 1), CUDA).kernels:
-            ptx = compile_cuda(k.source, "compute_90a", name=f"{k.name}.cu").ptx
-            assert "mma.sync.aligned" in ptx
+        for staged in (1, 2):
+            for k in compile_program(mm_low(kind, 64, 64, 16, 4, staged), CUDA).kernels:
+                ptx = compile_cuda(k.source, "compute_90a", name=f"{k.name}.cu").ptx
+                assert "mma.sync.aligned" in ptx and ("cp.async" in ptx) == (staged > 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# toLocalAsync: cp.async pipelines
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_async_pipeline_code(stages: int) -> None:
+    """s-1 tiles issued before the loop; in it, tile k+s-1 issued (guarded), one commit per
+    tile, wait_group s-1, a barrier before and after the products; s buffers per operand."""
+    src = compile_program(mm_low("tf32", 32, 16, 16, 2, stages), CUDA).source
+    loop = src[src.index("for (int i = 0;"):]
+    before = src[:src.index("for (int i = 0;")]
+    assert before.count("cp.async.commit_group") == stages - 1
+    assert f"if (i + {stages - 1} < K/16)" in loop
+    assert loop.count("cp.async.commit_group") == 1
+    assert f"cp.async.wait_group {stages - 1};" in loop
+    assert loop.count("__syncthreads();") == 2
+    assert f"__shared__ float stage[{32 * 16 * stages}];" in src
+    assert "cp.async.ca.shared.global [%0], [%1], 4;" in src
+
+
+def test_async_copies_in_words() -> None:
+    from liftkit.ir.patterns.cuda import ToLocalAsync
+
+    with pytest.raises(LiftTypeError, match="use it in the staging function of a reduceMma"):
+        _check(fun([float32[N]], lambda x: join << mapWrg(0)(toLocalAsync(2, mapLcl(0)(id))) << split(64) << x))
+    with pytest.raises(LiftTypeError, match="the pipeline depth must be a constant from 2 to 8"):
+        _check(mm_low("tf32", staged=9))
+    with pytest.raises(CodegenError, match="^reduceMmaTF32 needs the CUDA backend"):
+        compile_program(mm_low("tf32", staged=2))
+    assert ToLocalAsync.refusal.startswith("toLocalAsync needs the CUDA backend (cp.async); OpenCL C "
+                                           "has no asynchronous copy into local memory")
 
 
 def test_mma_refused_on_opencl_and_for_wrong_work_groups() -> None:
@@ -274,7 +308,7 @@ def test_mma_on_the_gpu_matches_the_interpreter(kind: str) -> None:
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
     T = MMA[kind][1]
     rng = np.random.default_rng(7)
-    for staged in (0, 1):
+    for staged in (0, 1, 3):
         p = mm_low(kind, 64, 64, 16, 4, staged)
         A, B = rng.integers(-8, 9, (128, 96)).astype(T.dtype), rng.integers(-8, 9, (96, 192)).astype(T.dtype)
         np.testing.assert_array_equal(runner.run(compile_program(p, CUDA), A, B), A @ B)

@@ -123,12 +123,13 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
 
 
 def _tensor_cores(cls: Any) -> Lambda:
-    """C = A·B on the tensor cores (rewrite/rules/cuda.py builds it), staged through local memory."""
+    """C = A·B on the tensor cores (rewrite/rules/cuda.py builds it), staged through local memory
+    (by cp.async, two deep, for double)."""
     from liftkit.rewrite.rules.cuda import mm_tensor_cores
 
     T = cls.operand
     A, B = Param("A", T[N][M]), Param("B", T[M][N])
-    return Lambda((A, B), mm_tensor_cores(A, B, cls, 32, 16, 16, 2, 1))
+    return Lambda((A, B), mm_tensor_cores(A, B, cls, 32, 16, 16, 2, 2 if cls.name.endswith("F64") else 1))
 
 
 # what to run each program on (size bindings and input makers); the rest are only checked as text

@@ -10,15 +10,16 @@ and its result lands in whatever destination the consumer owns.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst, divides
 from liftkit.codegen import views as V
 from liftkit.codegen.emit import space_of_view
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Param
-from liftkit.ir.patterns.cuda import WARP
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, walk
+from liftkit.codegen.stages import is_layout
+from liftkit.ir.patterns.cuda import WARP, copy_levels
 from liftkit.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +38,9 @@ def generate(g: "Generator", p: P.CudaPattern, args: Sequence["Arg"], env: dict[
         return reduce_warp(g, p, args, env, ctx, dest)
     if isinstance(p, P.ReduceMma):
         return reduce_mma(g, p, args, env, ctx, dest)
+    if isinstance(p, P.ToLocalAsync):
+        raise CodegenError("toLocalAsync: its copies are pipelined by the reduceMma loop around it; "
+                           "use it only in the staging function of a reduceMma, around the copy")
     raise CodegenError(f"{p.name}: no code generator")  # every CudaPattern has one above
 
 
@@ -207,10 +211,8 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                     f': "f"({elems[1]}), "f"({elems[0]}));')
         return name
 
-    body = replace(ctx, write_to=None)
-    for i, c in g.loop("seq", 0, tt.length, body, p, False):
-        ops = g.apply(p.f, [tiles.access(i)], env, c, None)
-        a, b = ops.get(0), ops.get(1)
+    def products(a: View, b: View) -> None:
+        """Every k-step of one tile pair: fragments through the operands' views, then mma.sync."""
         for kk in range(k // ik):
             k0 = cst(kk * ik)
             a_frag = {(fm, r): operand([em.load(a.access(row0[fm] + row).access(k0 + kcol))
@@ -231,8 +233,20 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                     ins = ", ".join(f'"{ab_con}"({x})' for x in ab)
                     em.line(f'asm volatile("{instr} {{{c_ph}}}, {{{a_ph}}}, {{{b_ph}}}, {{{c_ph}}};" '
                             f': {outs} : {ins});')
-        if "local" in (space_of_view(a), space_of_view(b)):
-            em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles
+
+    body = replace(ctx, write_to=None)
+    staging = async_staging(p)
+    if staging is not None:
+        if "cp.async" not in em.dialect.features:
+            raise CodegenError(P.ToLocalAsync.refusal)
+        pipelined_loop(g, p, staging, tiles, env, body, products)
+    else:
+        for i, c in g.loop("seq", 0, tt.length, body, p, False):
+            ops = g.apply(p.f, [tiles.access(i)], env, c, None)
+            a, b = ops.get(0), ops.get(1)
+            products(a, b)
+            if "local" in (space_of_view(a), space_of_view(b)):
+                em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles
     out = dest.access(cst(0))
     for (fm, fn, r), name in acc.items():
         em.store(c_elem(out, fm, fn, r), name)
@@ -244,3 +258,127 @@ def _prod(xs: Sequence[int]) -> int:
     for x in xs:
         out *= x
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# toLocalAsync: cp.async copies pipelined over a reduceMma's tile loop
+
+Chain = tuple[list[FunDecl], P.ToLocalAsync, list[FunDecl]]  # (after it, it, before it): outer first
+
+
+def _flatten(e: Expr) -> tuple[list[FunDecl], Expr]:
+    """A chain of unary calls f(g(h(x))) as ([f, g, h], x), looking through λx. f(g(x))."""
+    funs: list[FunDecl] = []
+    while isinstance(e, FunCall) and len(e.args) == 1 and not isinstance(e.f, P.Get):
+        f = e.f
+        if isinstance(f, Lambda) and len(f.params) == 1:
+            inner, end = _flatten(f.body)
+            if end is not f.params[0]:
+                raise CodegenError("toLocalAsync: the staging function must be a chain of data "
+                                   "layout patterns around the copy")
+            funs += inner
+        else:
+            funs.append(f)
+        e = e.args[0]
+    return funs, e
+
+
+def async_staging(p: P.ReduceMma) -> Optional[list[Chain]]:
+    """For a staging function λpair. tuple(post_a ∘ toLocalAsync s (copy) ∘ pre_a $ get 0 pair,
+    … get 1 pair) with layout-only pre/post: the two chains; None without toLocalAsync."""
+    if not any(isinstance(n, P.ToLocalAsync) for n in walk(p.f)):
+        return None
+    f = p.f
+    why = ("toLocalAsync: the staging function of a pipelined reduceMma must be λpair. tuple(… ∘ "
+           "toLocalAsync s (copy) ∘ … $ get 0 pair, … $ get 1 pair), the other steps data layout")
+    if not (isinstance(f, Lambda) and len(f.params) == 1 and isinstance(f.body, FunCall)
+            and isinstance(f.body.f, P.Tuple) and len(f.body.args) == 2):
+        raise CodegenError(why)
+    chains: list[Chain] = []
+    stages = set()
+    for k, e in enumerate(f.body.args):
+        funs, end = _flatten(e)
+        if not (isinstance(end, FunCall) and isinstance(end.f, P.Get) and end.f.i == k
+                and end.args[0] is f.params[0]):
+            raise CodegenError(why)
+        where = [j for j, h in enumerate(funs) if isinstance(h, P.ToLocalAsync)]
+        if len(where) != 1 or not all(is_layout(h) for j, h in enumerate(funs) if j != where[0]):
+            raise CodegenError(why)
+        it: P.ToLocalAsync = funs[where[0]]  # type: ignore[assignment]
+        stages.add(it.stage_count())
+        chains.append((funs[:where[0]], it, funs[where[0] + 1:]))
+    if len(stages) != 1:
+        raise CodegenError("toLocalAsync: both operands' copies need the same pipeline depth")
+    return chains
+
+
+def _through(g: "Generator", funs: Sequence[FunDecl], v: View, env: dict[Param, View], ctx: "Ctx") -> View:
+    for h in reversed(funs):  # innermost first
+        v = g.apply(h, [v], env, ctx, None)
+    return v
+
+
+def _async_copy(g: "Generator", levels: Sequence[P.Pattern], src: View, dst: View, ctx: "Ctx") -> None:
+    """cp.async of every element of src into dst, the copy's maps as loops (mapLcl(0) over the
+    threads, mapSeqUnroll unrolled, mapSeq a loop)."""
+    em = g.em
+    if not levels:
+        elem = src.type
+        size = elem.dtype.itemsize  # type: ignore[union-attr]
+        em.line(f'asm volatile("cp.async.ca.shared.global [%0], [%1], {size};" :: '
+                f'"r"((unsigned)__cvta_generic_to_shared(&{em.load(dst)})), "l"(&{em.load(src)}));')
+        return
+    lv, rest = levels[0], levels[1:]
+    n = V.array_view_type(src.type).length
+    if isinstance(lv, P.MapLcl):
+        loop = g.loop("lcl", 0, n, ctx, lv, False)
+    else:
+        loop = g.loop("seq", 0, n, ctx, lv, isinstance(lv, P.MapSeqUnroll))
+    for i, c in loop:
+        _async_copy(g, rest, src.access(i), dst.access(i), c)
+
+
+def pipelined_loop(g: "Generator", p: P.ReduceMma, chains: list[Chain], tiles: View,
+                   env: dict[Param, View], ctx: "Ctx", products: Any) -> None:
+    """s local buffers per operand; the first s-1 tiles' copies issued before the loop; at
+    iteration k the copy of tile k+s-1 is issued (one commit group per tile, empty past the
+    end), then the group of tile k is waited for (`wait_group s-1` leaves the s-1 younger ones
+    in flight), a barrier makes every thread's copies visible, the warps compute on buffer k % s,
+    and a barrier frees that buffer for the copy issued at iteration k+1."""
+    em = g.em
+    stages = chains[0][1].stage_count()
+    kt = V.array_view_type(tiles.type).length
+    buffers = []
+    pair_t = V.array_view_type(tiles.type).elem
+    for k, (_, it, pre) in enumerate(chains):
+        src_t = pair_t.elems[k]  # type: ignore[attr-defined]
+        for h in reversed(pre):
+            src_t = g.result_type(h, [src_t], env, ctx)
+        levels = copy_levels(it.f)
+        if levels is None:
+            raise CodegenError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
+                               "mapLcl(0) of id)")
+        buffers.append((g.allocate(ArrayType(src_t, cst(stages)), "local", ctx, "stage"), levels))
+
+    def issue(j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
+        for k, ((_, _, pre), (buf, levels)) in enumerate(zip(chains, buffers)):
+            src = _through(g, pre, tiles.access(j).get(k), env, c)
+            _async_copy(g, levels, src, buf.access(slot), c)
+
+    commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
+    for s in range(stages - 1):
+        with em.if_(f"{s} < {kt.to_c()}"):
+            issue(cst(s), cst(s), ctx)
+        em.line(commit)
+    for i, c in g.loop("seq", 0, kt, ctx, p, False):
+        ahead = i + cst(stages - 1)
+        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+            issue(ahead, ahead % cst(stages), c)
+        em.line(commit)
+        em.line(f'asm volatile("cp.async.wait_group {stages - 1};" ::: "memory");')
+        em.barrier({"CLK_LOCAL_MEM_FENCE"})
+        slot = i % cst(stages)
+        ops = [_through(g, post, buf.access(slot), env, c) for (post, _, _), (buf, _) in zip(chains, buffers)]
+        products(ops[0], ops[1])
+        em.barrier({"CLK_LOCAL_MEM_FENCE"})
+

@@ -150,7 +150,7 @@ CUDA = Dialect(
     complex_type=lambda c, r: [
         f"struct __align__({2 * (4 if r == 'float' else 8)}) {c} {{ {r} x, y; }};",
         f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
-    features=frozenset({"warp-shuffle", "mma"}),
+    features=frozenset({"warp-shuffle", "mma", "cp.async"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
 )
 

@@ -31,4 +31,10 @@ reduceMmaTF32 = _mma(P.ReduceMmaTF32)
 reduceMmaBF16 = _mma(P.ReduceMmaBF16)
 reduceMmaF64 = _mma(P.ReduceMmaF64)
 
-__all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toTF32", "toBF16"]
+
+def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
+    """toLocalAsync(s, copy): the copy pipelined s deep with cp.async over a reduceMma's tiles."""
+    return P.ToLocalAsync(cst(stages), fn(f))
+
+__all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toLocalAsync", "toTF32",
+           "toBF16"]

@@ -11,6 +11,7 @@ from liftkit.ir.patterns.base import (
 )
 from liftkit.ir.patterns.cuda import (
     CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaTF32, ReduceWarp,
+    ToLocalAsync,
 )
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
@@ -66,5 +67,5 @@ __all__ = [
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
-    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64",
+    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ToLocalAsync",
 ]

@@ -18,6 +18,11 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   is IEEE double throughout (DMMA). Programs say where they round with `toTF32`/`toBF16` (user
   functions with the same rounding, so the same program runs, in FP32 arithmetic, on OpenCL),
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
+- `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl(0) of id) that
+  is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it: the
+  copies become `cp.async` into s local buffers, the copy of tile k+s-1 in flight while the warps
+  compute on tile k (`cp.async.commit_group` / `wait_group s-2`). It means the identity of its
+  copy, as toLocal does.
 """
 
 from __future__ import annotations
@@ -275,5 +280,75 @@ class ReduceMmaF64(ReduceMma):
 
 
 MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64)
-CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,) + MMA_PATTERNS
+
+
+# ---------------------------------------------------------------------------------------------
+# asynchronous copies
+
+
+def copy_levels(f: FunDecl) -> "list[Pattern] | None":
+    """The maps of a copy (outermost first) when f is nested mapSeqUnroll/mapSeq/mapLcl(0) of a
+    copying identity user function; None otherwise."""
+    levels: list[Pattern] = []
+    g = unwrap_eta(f)
+    while True:
+        if isinstance(g, (MapSeqUnroll, MapSeq)) or (isinstance(g, MapLcl) and g.dim == 0):
+            levels.append(g)
+            g = unwrap_eta(g.f)
+            if not isinstance(g, Pattern) and not isinstance(g, UserFun):
+                inner = getattr(g, "body", None)  # λx. h(x)
+                params = getattr(g, "params", ())
+                if inner is None or len(params) != 1 or getattr(inner, "args", None) != params:
+                    return None
+                g = inner.f
+            continue
+        ok = (isinstance(g, UserFun) and g.arity == 1 and g.param_types[0] == g.out_type
+              and g.body.replace(" ", "") == f"return{g.param_names[0]};")
+        return levels if ok and levels else None
+
+
+@dataclass(frozen=True, repr=False)
+class ToLocalAsync(CudaPattern):
+    """toLocalAsync s (copy): see the module docstring."""
+
+    name = "toLocalAsync"
+    stages: ArithExpr = param(Kind.SIZE, default=cst(2))
+    f: FunDecl = param(Kind.FUN, default=None)  # type: ignore[assignment]
+    high_level = False
+    feature = "cp.async"
+    refusal = ("toLocalAsync needs the CUDA backend (cp.async); OpenCL C has no asynchronous copy "
+               "into local memory: compile with --backend cuda, or copy with toLocal")
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("stages", Kind.SIZE), ("f", Kind.FUN)]
+
+    def stage_count(self) -> int:
+        if not self.stages.is_constant or not 2 <= self.stages.value <= 8:
+            raise PatternError(f"toLocalAsync {self.stages}: the pipeline depth must be a constant "
+                               "from 2 to 8")
+        return self.stages.value
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        expect_args(self, args)
+        self.stage_count()
+        if not any(isinstance(e, ReduceMma) for e in t.enclosing):
+            raise PatternError("toLocalAsync pipelines the copies of a loop over tiles: use it in "
+                               "the staging function of a reduceMma")
+        if copy_levels(self.f) is None:
+            raise PatternError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
+                               "mapLcl(0) of id)")
+        out = t.apply(self.f, list(args), enter=self)
+        elem = out
+        while isinstance(elem, ArrayType):
+            elem = elem.elem
+        if elem not in (float32, float64):
+            raise PatternError(f"toLocalAsync copies float or double elements, not {elem}")
+        return out
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        return ev.call(self.f, list(args), env)
+
+
+CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,) + MMA_PATTERNS + (ToLocalAsync,)
 

@@ -13,7 +13,8 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   `map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A`
   → tm×tn tiles of C per work-group (`mapWrg(1) ∘ mapWrg(0)`), the K loop split by tk into
   tile pairs reduced by `reduceMma… warps` on the tensor cores, each pair copied into local
-  memory by the work-group first (`staged`, coalesced rounds of `mapLcl(0)`) or read in place.
+  memory by the work-group first (staged = 1, coalesced rounds of `mapLcl(0)`), or by cp.async
+  pipelined `staged` tiles deep (staged > 1, `toLocalAsync`), or read in place (staged = 0).
   For double: DMMA (`reduceMmaF64`). For float only where both operands were rounded by the
   program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
   FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
@@ -130,6 +131,8 @@ MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 
              (64, 64, 16), (64, 64, 8), (32, 32, 16), (32, 32, 8), (32, 16, 8), (16, 16, 16),
              (16, 8, 8), (16, 8, 4), (8, 8, 4))
 WARPS = (8, 4, 2, 1)
+# staged: 0 operands read in place, 1 copied into local memory, s > 1 copied by cp.async s deep
+STAGINGS = (3, 2, 1, 0)
 MAX_MMA_CHOICES = 64
 _CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
 
@@ -221,7 +224,7 @@ def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bo
     if frags > 32:  # accumulators per lane beyond a register file's share
         return False
     threads = 32 * warps
-    local_bytes = (tm + tn) * tk * cls.operand.dtype.itemsize
+    local_bytes = (tm + tn) * tk * cls.operand.dtype.itemsize * max(staged, 1)
     return not staged or (tm * tk % threads == 0 and tn * tk % threads == 0
                           and local_bytes <= 48 * 1024)  # CUDA's static shared-memory limit
 
@@ -237,18 +240,20 @@ def _mma_choices(site: Site) -> Options:
         if not all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk))):
             continue
         for warps in WARPS:
-            for staged in (1, 0):
+            for staged in STAGINGS:
                 if _mma_ok(cls, tm, tn, tk, warps, staged):
                     out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged})
     return out[:MAX_MMA_CHOICES]
 
 
-def _stage(rows: int, cols: int, threads: int, elem: ScalarType, transposed: bool) -> Any:
+def _stage(rows: int, cols: int, threads: int, elem: ScalarType, transposed: bool, staged: int) -> Any:
     """A rows×cols tile copied into local memory in coalesced rounds of `threads` (a transposed
-    tile is copied in its source's order and read back transposed)."""
+    tile is copied in its source's order and read back transposed); by cp.async `staged` deep
+    when staged > 1."""
     from liftkit import dsl as D
 
-    copy = D.toLocal(D.mapSeqUnroll(D.mapLcl(0)(D.id_of(elem))))
+    rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(elem)))
+    copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
     if transposed:
         return D.compose(D.transpose, D.split(rows), D.join, copy, D.split(threads), D.join, D.transpose)
     return D.compose(D.split(cols), D.join, copy, D.split(threads), D.join)
@@ -265,7 +270,8 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     elem = cls.operand
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     if staged:
-        sa, sb = _stage(tm, tk, 32 * warps, elem, False), _stage(tn, tk, 32 * warps, elem, True)
+        sa = _stage(tm, tk, 32 * warps, elem, False, staged)
+        sb = _stage(tn, tk, 32 * warps, elem, True, staged)
         op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
     else:
         op = lambda pair: pair  # noqa: E731
