@@ -309,3 +309,77 @@ def test_library_shape_errors_are_numpy_errors(rt):
     f = gpu_fn(LIBRARY, rt)
     with pytest.raises(ValueError, match="line 8: shapes not aligned"):
         f(np.ones((3, 4)), np.ones((3, 4)), np.ones(3), np.ones(3))
+
+
+def _cuda_gpus():
+    try:
+        from liftkit.backends.cuda import list_devices as cuda_devices
+        return cuda_devices()
+    except Exception:  # noqa: BLE001
+        return ()
+
+
+@pytest.mark.parametrize("src", [STENCIL, LIBRARY, """
+import liftkit
+def f(a, b, k):
+    with liftkit.gpu():
+        for i in prange(a.shape[0]):
+            x = a[i] // k + a[i] % k + a[i] ** 2 + min(a[i], k) + abs(a[i])
+            while x > 100:
+                x = x // 2
+            b[i] = x if x > 0 else -x
+    return b
+"""])
+def test_cuda_dialect_kernels_compile_with_nvrtc(rt, src):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+    f = gpu_fn(src, rt)
+    args = {STENCIL: (np.ones((6, 5)), np.zeros((6, 5))),
+            LIBRARY: (np.ones((4, 4)), np.ones((4, 4)), np.ones(4), np.ones(4))}.get(
+        src, (np.arange(8), np.zeros(8, dtype=np.int64), 3))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(*args)
+    sources = [k.source("cuda") for k in f._last().gpu.plan.kernels]
+    assert sources
+    for s in sources:
+        assert compile_cuda(s, "compute_90a").ptx  # NVRTCError with the log otherwise
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_gpus(), reason="no CUDA GPU")
+def test_sections_on_cuda():
+    import warnings
+    cu = Runtime("cuda")
+    try:
+        f = gpu_fn(STENCIL, cu)
+        A = np.random.default_rng(7).random((300, 200))
+        B = np.zeros_like(A)
+        f(A, B)
+        ref = np.zeros_like(A)
+        ref[1:-1, 1:-1] = (A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2]
+                           + A[1:-1, 2:]) / 5
+        np.testing.assert_allclose(B, ref)
+        g = gpu_fn(LIBRARY, cu)
+        X, Y = np.random.default_rng(8).random((256, 128)), np.random.default_rng(9).random((128, 64))
+        x = np.random.default_rng(10).random(4096)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            D, s, t = g(X, Y, x, x)
+        np.testing.assert_allclose(D, (X @ Y) * 2 + 1, rtol=1e-10)
+        assert s == pytest.approx(float(x @ x)) and t == pytest.approx(3 * float(x.sum()))
+        h = gpu_fn("""
+import liftkit
+def h(a, b, k):
+    with liftkit.gpu():
+        for i in prange(a.shape[0]):
+            b[i] = a[i + k]
+    return b
+""", cu, "h")
+        with pytest.raises(IndexError, match="line 9: index"):
+            h(np.arange(10.0), np.zeros(10), 1)
+        np.testing.assert_allclose(h(np.arange(10.0), np.zeros(10), 0), np.arange(10.0))
+        assert not cu.buffers
+    finally:
+        cu.close()

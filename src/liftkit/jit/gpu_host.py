@@ -99,6 +99,8 @@ class GpuHost:
 
     def _attach(self, call: _Call, spec: tuple, live: bool = True) -> Any:
         v = call.rt.attach(*spec)
+        if v.id in call.vars:  # attached once per section
+            call.rt.release(v, writeback=False)
         call.vars[v.id] = v
         call.live[v.id] = call.live.get(v.id, False) or live
         return v

@@ -121,6 +121,7 @@ class Runtime:
             vid = self._by_key.get(key)
             if vid is not None and vid in self.vars:
                 v = self.vars[vid]
+                v.refs += 1
                 if owner is not None:
                     self.buffers[v.buffer].owners.append(owner)
                 return v
@@ -190,11 +191,15 @@ class Runtime:
 
     def release(self, v: ArrayVar, writeback: bool = True) -> None:
         """Mark ``v`` dead (§7.1.3): with ``writeback`` its host memory is brought up to date
-        first; its device buffer is freed once no variable uses it."""
+        first; its device buffer is freed once no variable uses it. A variable attached n
+        times (the same host array submitted twice) lives until released n times."""
         with self.lock:
             var = self._var(v)
             if writeback:
                 self.sync_host(var)
+            var.refs -= 1
+            if var.refs > 0:
+                return
             buf = self.buffers[var.buffer]
             buf.vars.discard(var.id)
             del self.vars[var.id]

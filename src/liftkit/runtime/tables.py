@@ -66,6 +66,7 @@ class ArrayVar:
     cow_of: Optional[int] = None        # a deferred copy of that variable (§7.3.2)
     events: list = field(default_factory=list)
     key: Any = None                     # (address, shape, strides, dtype) when attached from host
+    refs: int = 1                       # attachments not yet released
 
     @property
     def nbytes(self) -> int:
