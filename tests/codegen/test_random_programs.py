@@ -131,3 +131,29 @@ def test_the_default_window_covers_every_pattern() -> None:
             "pad[constant]", "transpose", "asVector", "asScalar", "mapVec", "vector userfun",
             "iterate", "toLocal", "toGlobal", "toPrivate", "let"}
     assert want <= seen, f"never generated: {sorted(want - seen)}"
+
+
+def test_the_default_window_covers_the_shapes_of_issue_11() -> None:
+    """The shapes that once compiled wrong or were refused: iterate over parallel maps of the
+    whole array (one kernel per step), nested tuple results, double literals settled from bare
+    numbers, and array literals whose elements differ."""
+    from liftkit.ir.literals import settle_literals  # noqa: F401 - the pass the generator uses
+    from liftkit.ir.nodes import Literal
+    from liftkit.ir.typecheck import check_program
+    from liftkit.types import ArrayType, TupleType, float64
+
+    counts = dict.fromkeys(["iterate over global maps", "nested tuple result", "double literal",
+                            "array literal"], 0)
+    for seed in range(DEFAULT_BASE, DEFAULT_BASE + 200):
+        prog = generate(seed).program
+        nodes = list(walk(prog))
+        counts["iterate over global maps"] += any(
+            isinstance(n, P.Iterate) and any(isinstance(m, (P.MapGlb, P.MapWrg)) for m in walk(n.f))
+            for n in nodes)
+        rt = check_program(prog)
+        counts["nested tuple result"] += isinstance(rt, TupleType) and any(
+            isinstance(e, TupleType) for e in rt.elems)
+        lits = [n for n in nodes if isinstance(n, Literal)]
+        counts["double literal"] += any(n.type == float64 for n in lits)
+        counts["array literal"] += any(isinstance(n.type, ArrayType) for n in lits)
+    assert min(counts.values()) >= 5, counts
