@@ -89,10 +89,10 @@ def _choices(prog: Any, rule: Rule) -> list[dict[str, Any]]:
 def test_the_rules_offer_only_dividing_tiles_for_constant_sizes() -> None:
     for m, n, k in ((64, 128, 32), (96, 64, 48), (32, 32, 16)):
         tiles = _choices(mm_program(m, n, k), MM_LOCAL_TILES)
-        assert tiles, (m, n, k)
+        assert tiles and {p["w"] for p in tiles} == {1, 4}, (m, n, k)
         for p in tiles:
             assert m % p["tm"] == 0 and n % p["tn"] == 0 and k % p["tk"] == 0
-            assert p["tm"] % p["rm"] == 0 and p["tn"] % p["rn"] == 0 and p["rn"] % 4 == 0
+            assert p["tm"] % p["rm"] == 0 and p["tn"] % p["rn"] == 0 and p["rn"] % p["w"] == 0
         for p in _choices(mm_program(m, n, k), MM_PRIVATE_BLOCKS):
             assert m % (p["wy"] * p["rm"]) == 0 and n % (p["wx"] * p["rn"]) == 0
     assert _choices(mm_program(30, 64, 16), MM_LOCAL_TILES) == []  # no tile divides 30 rows
@@ -126,7 +126,7 @@ def test_the_rewritten_programs_are_the_hand_written_kernels() -> None:
 
     p = normal_form(PROGRAMS["mm"].program)
     for rule, params, ref in ((MM_LOCAL_TILES, {"tm": 64, "tn": 64, "tk": 16, "rm": 8, "rn": 8,
-                                                "unroll": 1}, mm_nvidia()),
+                                                "unroll": 1, "w": 4}, mm_nvidia()),
                               (MM_PRIVATE_BLOCKS, {"rm": 4, "rn": 4, "wx": 8, "wy": 8}, mm_amd())):
         c = [c for c in enumerate_choices(p, [rule]) if dict(c.params) == params]
         q = apply_choice(p, c[0], RULES)
@@ -170,6 +170,8 @@ needs_cpu = pytest.mark.skipif(not HAS_CPU, reason="no OpenCL CPU device")
     ("mm-tiles", {"tm": 64, "tn": 32, "tk": 16, "rm": 8, "rn": 4}, {"M": 128, "N": 96, "K": 48}),
     ("mm-tiles", {"tm": 32, "tn": 64, "tk": 16, "rm": 2, "rn": 8, "unroll": 0},
      {"M": 32, "N": 192, "K": 48}),
+    ("mm-tiles", {"tm": 16, "tn": 16, "tk": 16, "rm": 1, "rn": 1, "w": 1}, {"M": 48, "N": 32, "K": 64}),
+    ("mm-tiles", {"tm": 32, "tn": 32, "tk": 16, "rm": 4, "rn": 1, "w": 1}, {"M": 64, "N": 96, "K": 32}),
     ("mm-blocks", {"rm": 4, "rn": 4, "wx": 8, "wy": 8}, {"M": 64, "N": 64, "K": 64}),
     ("mm-blocks", {"rm": 2, "rn": 8, "wx": 4, "wy": 8}, {"M": 48, "N": 96, "K": 20}),
 ])

@@ -30,9 +30,9 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
   map-mapGlb): scal.
 * `map-wrg` : map(f) → mapWrg(0)(f) for a map over rows whose body holds a reduction
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
-* `mm-tiles` (tm, tn, tk, rm, rn): matrix multiplication in the CLBlast/NVIDIA shape through
+* `mm-tiles` (tm, tn, tk, rm, rn, w): matrix multiplication in the CLBlast/NVIDIA shape through
   `mm-local-tiles` (rules/mm.py: 2D tiles in local memory, the K loop split by tk, rm×rn register
-  blocks, float4, unrolled); `mm-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape through
+  blocks, float4 (w = 4) or scalar (w = 1), unrolled); `mm-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape through
   `mm-private-blocks` (register blocks, no local memory). The search's parameter families are
   the tile and block shapes of `GPU_PARAMS` / `CPU_PARAMS`.
 """
@@ -215,9 +215,9 @@ def _map_glb_vec(w: int) -> Strategy:
     return seq(rule("vectorize-map", w=w), at((1,), rule("map-mapGlb", dim=0)))
 
 
-def _mm_tiles(tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1) -> Strategy:
+def _mm_tiles(tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1, w: int = 4) -> Strategy:
     """The parameters must be among those mm-local-tiles offers (rules/mm.py SYMBOLIC_TILES)."""
-    return rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll)
+    return rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll, w=w)
 
 
 def _mm_blocks(rm: int, rn: int, wx: int, wy: int) -> Strategy:
@@ -321,11 +321,14 @@ CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "to-groups-seq": [{}],
     "vectorize-fused": [{"w": 4}, {"w": 8}],
     "map-glb-vec": [{"w": 4}, {"w": 8}],
-    "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn}
-                 for tm, tn, tk, rm, rn in ((64, 64, 16, 8, 8), (32, 32, 16, 4, 4),
-                                            (64, 64, 32, 8, 8))],
+    # scalar (w = 1) tiles with small register blocks suit CPU OpenCL compilers, which
+    # vectorise across work-items themselves (benchmarks/mm_search.py on the CPU device)
+    "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "w": w}
+                 for tm, tn, tk, rm, rn, w in ((64, 64, 16, 4, 4, 1), (32, 32, 16, 2, 2, 1),
+                                               (16, 16, 16, 1, 1, 1), (64, 64, 32, 8, 8, 4),
+                                               (64, 64, 16, 8, 8, 4))],
     "mm-blocks": [{"rm": rm, "rn": rn, "wx": wx, "wy": wy}
-                  for rm, rn, wx, wy in ((4, 4, 8, 8), (8, 8, 8, 8), (4, 8, 8, 8))],
+                  for rm, rn, wx, wy in ((4, 4, 8, 8), (4, 8, 8, 8))],
 }
 
 

@@ -3,7 +3,8 @@
 Starting from the high-level program, each step lists the applicable choices (rules, macro
 rules, and their numeric parameters: split factors, vector widths, ...). For each choice — or a
 sample of them when there are many — R random walks go from the rewritten program down to a
-terminal (OpenCL-level, compilable) program; the terminals are evaluated; the choice whose walks
+terminal (OpenCL-level, compilable) program; the terminals (and the rewritten program itself when
+it is already OpenCL-level, as a macro's result often is) are evaluated; the choice whose walks
 gave the best time is fixed, and the next step starts from it. Rules keep applying to OpenCL-level
 programs (vectorisation, local memory, ...), so "terminal" means: the fixed program is OpenCL-level
 and valid, and no sampled choice's walks beat it (a sample whose walks found nothing valid is
@@ -231,6 +232,13 @@ class Search:
             if not self._divisible(child):
                 continue
             best, reached = math.inf, 0
+            if is_low_level(child) and self._generable(child):
+                # the choice's own result is its first terminal (a macro's kernel is measured
+                # as the macro made it, not only after random walks changed it)
+                reached += 1
+                rec = self._evaluate(child, fixed + list(steps))
+                if rec.ok and rec.time is not None:
+                    best = rec.time
             for r in range(s.walks):
                 end = self._walk(child, _rng(s.seed, "walk", self._step, attempt, i, r, text))
                 if end is None:
@@ -282,15 +290,17 @@ class Search:
         return [c for c in choices if id(c) in chosen]
 
     def _sample_groups(self, choices: Sequence[Choice], n: int, rng: random.Random) -> list[Choice]:
-        """n of the choices: one of each (rule, position) group first (groups at random when
-        there are more than n), then more parameters at random, so a macro with many parameter
-        values (gpu-reduction's 8) does not crowd out one with a few (mm-tiles)."""
-        groups = list(self._groups(choices).values())
-        if len(groups) >= n:
-            return [rng.choice(g) for g in rng.sample(groups, n)]
-        picked = [rng.choice(g) for g in groups]
-        rest = [c for c in choices if c not in picked]
-        return picked + rng.sample(rest, n - len(picked))
+        """n of the choices, taken round-robin from the (rule, position) groups in random order
+        (one parameter of each group, then a second of each, ...), so a macro with many
+        parameter values (gpu-reduction's 8) does not crowd out one with a few (mm-tiles)."""
+        groups = [rng.sample(g, len(g)) for g in self._groups(choices).values()]
+        rng.shuffle(groups)
+        picked: list[Choice] = []
+        while len(picked) < n:
+            for g in groups:
+                if g and len(picked) < n:
+                    picked.append(g.pop())
+        return picked
 
     def _kind(self, choice: Choice) -> str:
         if self.space.is_macro(choice):

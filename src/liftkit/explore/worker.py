@@ -448,4 +448,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run the imported module's main, so the exceptions it sends back (RemoteError) pickle as
+    # liftkit.explore.worker.RemoteError, not as __main__.RemoteError the parent cannot find
+    from liftkit.explore.worker import main as _main
+
+    _main()

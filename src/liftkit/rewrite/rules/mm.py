@@ -9,14 +9,15 @@ Each rule below rewrites that whole nest in one step into a kernel shape of the 
 stencil rules of rules/stencil.py tile and lower in one step), with every size a constant
 parameter, so the tiles and register blocks have constant sizes:
 
-* `mm-local-tiles` (tm, tn, tk, rm, rn, unroll): the CLBlast/NVIDIA shape (seed 001 Listing 1
+* `mm-local-tiles` (tm, tn, tk, rm, rn, unroll, w): the CLBlast/NVIDIA shape (seed 001 Listing 1
   with local memory; the bundled `mm_nvidia`). 2D tiling of C into tm×tn tiles, one work-group
   each (`mapWrg(1) ∘ mapWrg(0)`); the K loop split by the constant tk (`split tk` of A's rows and
   B's columns: a `reduceSeq` over the K/tk tile pairs); each tile pair copied into local memory
   cooperatively (`toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id))))`, coalesced float4 rounds);
   2D register blocking: (tn/rn)×(tm/rm) work-items each accumulate an rm×rn block of C in
-  private memory (rm = 1 or rn = 4 give the 1D blockings), A and B read from local memory as
-  float4 (asVector 4, aligned vector loads); the tk/4 float4 steps of a tile and the block
+  private memory (rm = 1 or rn = w give the 1D blockings), A and B read from local memory as
+  float4 (asVector 4, aligned vector loads; w = 4) or as scalars (w = 1, rm = rn = 1: no register
+  blocking, the bundled `mm_tiled`'s shape with the accumulator in a register); the tk/w steps of a tile and the block
   update fully unrolled (`reduceSeqUnroll`, `mapSeqUnroll`: the private arrays become
   registers); unroll=0 keeps the K steps of a tile a loop.
 * `mm-private-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape (the bundled `mm_amd`): 2D
@@ -25,7 +26,7 @@ parameter, so the tiles and register blocks have constant sizes:
   neighbouring float4 of B (coalesced on GPUs, one cache line on CPUs).
 
 Both need the reduction to be `add` with 0 and the products `mult`, over float32 (the float4
-multiply-add `madS4` replaces them: acc + a·b, a broadcast over b's lanes). The sizes must be
+multiply-add `madS4` replaces them: acc + a·b, a broadcast over b's lanes; `madS` for w = 1). The sizes must be
 multiples of the tiles; for constant sizes the rules offer only dividing parameters, for
 symbolic ones a fixed list (the exploration's filters check the splits at the real sizes).
 Both results are OpenCL-level programs.
@@ -41,7 +42,7 @@ from liftkit import dsl as D
 from liftkit.arith import ArithExpr
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, walk
-from liftkit.ir.userfuns import id4
+from liftkit.ir.userfuns import FLOAT, id4
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
@@ -55,21 +56,29 @@ SOURCE = "seed 001 (matrix-multiplication fragments: tiling, register blocking),
 MAD_S4 = D.user_fun("madS4", [("acc", D.float4), ("a", float32), ("b", D.float4)], D.float4,
                     "return fma((float4)(a), b, acc);",
                     lambda acc, a, b: acc + (np.asarray(a)[..., None] if np.ndim(a) else a) * b)
+# the scalar form (vector width 1): acc + a·b
+MAD = D.user_fun("madS", [("acc", float32), ("a", float32), ("b", float32)], float32,
+                 "return fma(a, b, acc);", lambda acc, a, b: acc + a * b)
 
 # the parameter sets offered where a size is symbolic: (tm, tn, tk, rm, rn, unroll) and (rm, rn,
 # wx, wy); they include every set the macros of explore/macros.py try
-SYMBOLIC_TILES = ((64, 64, 16, 8, 8, 1), (64, 128, 16, 8, 8, 1), (128, 64, 16, 8, 8, 1),
-                  (64, 64, 32, 8, 8, 1), (64, 128, 32, 8, 8, 1), (128, 128, 16, 8, 8, 1),
-                  (64, 64, 16, 4, 8, 1), (128, 64, 16, 8, 4, 1), (64, 32, 16, 8, 4, 1),
-                  (32, 32, 16, 4, 4, 1), (32, 64, 16, 2, 8, 0), (64, 64, 16, 8, 8, 0))
+SYMBOLIC_TILES = ((64, 64, 16, 8, 8, 1, 4), (64, 128, 16, 8, 8, 1, 4), (128, 64, 16, 8, 8, 1, 4),
+                  (64, 64, 32, 8, 8, 1, 4), (64, 128, 32, 8, 8, 1, 4), (128, 128, 16, 8, 8, 1, 4),
+                  (64, 64, 16, 4, 8, 1, 4), (128, 64, 16, 8, 4, 1, 4), (64, 32, 16, 8, 4, 1, 4),
+                  (32, 32, 16, 4, 4, 1, 4), (32, 64, 16, 2, 8, 0, 4), (64, 64, 16, 8, 8, 0, 4),
+                  # scalar (w = 1): 1×1 (no register blocking, the bundled mm_tiled), 1D, 2D
+                  (16, 16, 16, 1, 1, 1, 1), (32, 32, 16, 2, 2, 1, 1), (64, 64, 16, 4, 4, 1, 1),
+                  (32, 32, 32, 2, 2, 1, 1), (32, 32, 16, 4, 1, 1, 1), (64, 64, 16, 8, 8, 1, 1))
 SYMBOLIC_BLOCKS = ((4, 4, 8, 8), (4, 8, 8, 8), (8, 8, 8, 8), (4, 4, 16, 16), (8, 4, 8, 8),
                    (2, 4, 16, 8), (2, 8, 4, 8))
 # the candidates for constant sizes (filtered by divisibility)
 TILE_SIZES = (8, 16, 32, 64, 128)
 K_TILES = (4, 8, 16, 32)
-BLOCKS = ((8, 8), (4, 8), (8, 4), (4, 4), (2, 4), (1, 4))
+BLOCKS = ((8, 8), (4, 8), (8, 4), (4, 4), (2, 4), (1, 4), (2, 2), (1, 1))
 GROUPS = ((8, 8), (16, 16), (8, 4), (4, 4), (16, 8), (2, 2))
 MAX_GROUP = 256
+MIN_GROUP = 16
+WIDTHS = (4, 1)  # float4 or scalar loads and blocks
 MAX_CHOICES = 8
 _NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapVec, P.Iterate)
 
@@ -154,37 +163,39 @@ def _fits(n: Optional[int], d: int) -> bool:
 # shared pieces of both shapes
 
 
-def _private_copy4(depth: int) -> Any:
-    """toPrivate of a fully unrolled copy of a depth-dimensional array of float4 (registers)."""
-    f: Any = id4
+def _private_copy4(depth: int, w: int = 4) -> Any:
+    """toPrivate of a fully unrolled copy of a depth-dimensional array of float4 (w = 4) or
+    float (w = 1): registers."""
+    f: Any = id4 if w == 4 else FLOAT.id
     for _ in range(depth):
         f = D.mapSeqUnroll(f)
     return D.toPrivate(f)
 
 
-def _block_update(acc: Any, a_cols: Any, b_rows: Any) -> Any:
+def _block_update(acc: Any, a_cols: Any, b_rows: Any, w: int = 4) -> Any:
     """acc[r][c] += Σ_kk a_cols[r][kk] · b_rows[kk][c] for a register block (all unrolled)."""
+    mad = MAD_S4 if w == 4 else MAD
     return D.mapSeqUnroll(lambda acc_a: D.join << D.mapSeqUnroll(
-        lambda acc_b: D.reduceSeqUnroll(lambda s, ab: MAD_S4(s, ab[0], ab[1]), acc_b[0])
+        lambda acc_b: D.reduceSeqUnroll(lambda s, ab: mad(s, ab[0], ab[1]), acc_b[0])
         << D.zip(acc_a[1], acc_b[1])) << D.zip(acc_a[0], D.transpose << b_rows)) << D.zip(acc, a_cols)
 
 
-def _zeros4(shape: tuple[int, ...]) -> Any:
-    t: Any = D.float4
+def _zeros4(shape: tuple[int, ...], w: int = 4) -> Any:
+    t: Any = D.float4 if w == 4 else float32
     for n in reversed(shape):
         t = t[n]
-    return D.lit(np.zeros(shape + (4,), np.float32), t)
+    return D.lit(np.zeros(shape + ((4,) if w == 4 else ()), np.float32), t)
 
 
 # ---------------------------------------------------------------------------------------------
 # mm-local-tiles
 
 
-def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int) -> bool:
-    if tm % rm or tn % rn or rn % 4 or tk % 4:
+def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int, w: int = 4) -> bool:
+    if w not in WIDTHS or tm % rm or tn % rn or rn % w or tk % w:
         return False
     nt = (tm // rm) * (tn // rn)
-    return 32 <= nt <= MAX_GROUP and (tm * tk // 4) % nt == 0 and (tk * tn // 4) % nt == 0
+    return MIN_GROUP <= nt <= MAX_GROUP and (tm * tk // w) % nt == 0 and (tk * tn // w) % nt == 0
 
 
 def _choices_tiles(site: Site) -> Options:
@@ -195,52 +206,58 @@ def _choices_tiles(site: Site) -> Options:
     cm, cn, ck = const(m), const(n), const(k)
     if cm is None or cn is None or ck is None:
         combos = [c for c in SYMBOLIC_TILES if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
+        combos = list(dict.fromkeys(combos))
     else:
-        combos = [(tm, tn, tk, rm, rn, 1) for tm in TILE_SIZES for tn in TILE_SIZES for tk in K_TILES
-                  for rm, rn in BLOCKS
-                  if _fits(cm, tm) and _fits(cn, tn) and _fits(ck, tk) and _tiles_ok(tm, tn, tk, rm, rn)]
-        combos.sort(key=lambda c: (-(c[0] * c[1]), -c[3] * c[4], -c[2]))
-        combos = combos[:MAX_CHOICES]
-    return [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u}
-            for tm, tn, tk, rm, rn, u in combos if _tiles_ok(tm, tn, tk, rm, rn)]
+        combos = [(tm, tn, tk, rm, rn, 1, w) for w in WIDTHS for tm in TILE_SIZES for tn in TILE_SIZES
+                  for tk in K_TILES for rm, rn in BLOCKS
+                  if _fits(cm, tm) and _fits(cn, tn) and _fits(ck, tk) and _tiles_ok(tm, tn, tk, rm, rn, w)]
+        combos.sort(key=lambda c: (-c[6], -(c[0] * c[1]), -c[3] * c[4], -c[2]))
+        combos = combos[:MAX_CHOICES] + [c for c in combos if c[6] == 1][:MAX_CHOICES // 2]
+    return [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w}
+            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w)]
 
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
-                unroll: int = 1) -> Expr:
-    """C = A·B in the CLBlast/NVIDIA shape (see the module docstring)."""
-    if not _tiles_ok(tm, tn, tk, rm, rn):
-        raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn}")
+                unroll: int = 1, w: int = 4) -> Expr:
+    """C = A·B in the CLBlast/NVIDIA shape (see the module docstring); w = 1: scalar loads and
+    register blocks instead of float4."""
+    if not _tiles_ok(tm, tn, tk, rm, rn, w):
+        raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w}")
     wy, wx = tm // rm, tn // rn
+    idw = id4 if w == 4 else FLOAT.id
+    vec: tuple[Any, ...] = (D.map(D.asVector(4)),) if w == 4 else ()
     a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(tm))
     b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(tn))), D.split(tk))
-    init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(id4)))))
-    from_local = lambda len4: D.compose(D.split(len4), D.join, D.map(D.join))  # noqa: E731
-    a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // 4))
-    b_threads = D.compose(D.transpose, D.map(D.transpose), D.map(D.split(wx)), from_local(tn // 4))
-    # a tile as float4 in rounds of WX·WY work-items: neighbouring work-items read neighbours
-    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, D.map(D.asVector(4)))
+    init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
+    from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
+    a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
+    b_threads = D.compose(D.transpose, D.map(D.transpose), D.map(D.split(wx)), from_local(tn // w))
+    # a tile (as float4) in rounds of WX·WY work-items: neighbouring work-items read neighbours
+    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
     over_k = D.reduceSeqUnroll if unroll else D.reduceSeq
+    a_cols = D.compose(D.map(D.asScalar), D.split(1)) if w == 4 else D.split(1)
 
     def thread(acc: Any, a_t: Any, b_t: Any) -> Any:
         def chunk(regs: Any, ab: Any) -> Any:
-            return D.let(_private_copy4(1) << ab[0], _private_copy4(2) << ab[1], lambda aP, bP:
-                         _block_update(regs, D.map(D.asScalar) << D.split(1) << aP, bP))
+            return D.let(_private_copy4(1, w) << ab[0], _private_copy4(2, w) << ab[1], lambda aP, bP:
+                         _block_update(regs, a_cols << aP, bP, w))
 
-        return (D.mapSeqUnroll(D.mapSeqUnroll(id4)) << D.join
-                << over_k(chunk, _private_copy4(2) << acc)
-                << D.zip(D.transpose << a_t, D.split(4) << b_t))
+        return (D.mapSeqUnroll(D.mapSeqUnroll(idw)) << D.join
+                << over_k(chunk, _private_copy4(2, w) << acc)
+                << D.zip(D.transpose << a_t, D.split(w) << b_t))
 
     def step(acc: Any, tiles: Any) -> Any:
-        copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(id4))))  # noqa: E731
+        copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(idw))))  # noqa: E731
         return D.let(copy() << rounds(tiles[0]), copy() << rounds(tiles[1]), lambda lA, lB:
                      D.mapLcl(1)(lambda acc_a: D.mapLcl(0)(
                          lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
                          << D.zip(acc_a[0], b_threads(lB))) << D.zip(acc, a_threads(lA)))
 
-    out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(id4)))))
+    out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     by_block = D.compose(D.map(D.transpose), D.transpose, D.map(D.map(D.transpose)), D.map(D.transpose))
-    wg_rows = D.compose(D.map(D.asScalar), D.join, D.map(D.map(D.join)), D.map(D.transpose), by_block)
-    zeros = _zeros4((wy, wx, rm, rn // 4))
+    scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w == 4 else ()
+    wg_rows = D.compose(*scalars, D.join, D.map(D.map(D.join)), D.map(D.transpose), by_block)
+    zeros = _zeros4((wy, wx, rm, rn // w), w)
     return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.map(wg_rows)
                                   << D.mapWrg(0)(lambda b_col: out << D.join
                                                  << D.reduceSeq(step, init << zeros)
@@ -248,11 +265,12 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                                   << b_tiles(b)) << a_tiles(a))
 
 
-def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1) -> Expr:
+def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
+                 w: int = 4) -> Expr:
     parts = mm_parts(site)
     assert parts is not None
     a, b = parts[0], parts[1]
-    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll)
+    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w)
 
 
 MM_LOCAL_TILES = make_rule(
