@@ -225,7 +225,7 @@ def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bo
         return False
     threads = 32 * warps
     local_bytes = (tm + tn) * tk * cls.operand.dtype.itemsize * max(staged, 1)
-    return not staged or (tm * tk % threads == 0 and tn * tk % threads == 0
+    return not staged or (tm * tk % threads == 0 and tn * tk % threads == 0 and tk % 4 == 0
                           and local_bytes <= 48 * 1024)  # CUDA's static shared-memory limit
 
 
@@ -247,16 +247,26 @@ def _mma_choices(site: Site) -> Options:
 
 
 def _stage(rows: int, cols: int, threads: int, elem: ScalarType, transposed: bool, staged: int) -> Any:
-    """A rows×cols tile copied into local memory in coalesced rounds of `threads` (a transposed
-    tile is copied in its source's order and read back transposed); by cp.async `staged` deep
-    when staged > 1."""
+    """A tile copied into local memory in rounds of `threads` by cp.async `staged` deep (staged >
+    1) or by plain copies, in a blocked layout whose fragment reads hit 32 different banks.
+
+    A (rows×cols = m×k, row-major in memory) is kept as [k/4][m][4]: lane (g, t) of an mma reads
+    element (g, t) of a 4-wide column block, word 4g + t. B arrives as the n×k view of a k×n
+    row-major matrix and is kept as [n/8][k][8]: lane (g, t) reads (k = t, n = g), word 8t + g;
+    its copy reads runs of 8 consecutive floats (a 32-byte sector) per k. Plain row-major tiles
+    put the 8 groups' reads of one column 4 ways into each bank."""
     from liftkit import dsl as D
 
     rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(elem)))
     copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
-    if transposed:
-        return D.compose(D.transpose, D.split(rows), D.join, copy, D.split(threads), D.join, D.transpose)
-    return D.compose(D.split(cols), D.join, copy, D.split(threads), D.join)
+    flat = D.compose(D.join, copy, D.split(threads), D.join, D.join)  # copied in its own order
+    if transposed:  # [n][k] ← [n/8][k][8] ← B's rows [k][n]
+        blocked = D.compose(D.transpose, D.map(D.split(8)), D.transpose)
+        back = D.compose(D.transpose, D.map(D.join), D.transpose, D.split(cols), D.split(8))
+    else:  # [m][k] ← [k/4][m][4]
+        blocked = D.compose(D.transpose, D.map(D.split(4)))
+        back = D.compose(D.map(D.join), D.transpose, D.split(rows), D.split(4))
+    return D.compose(back, flat, blocked)
 
 
 def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
