@@ -20,6 +20,7 @@ from liftkit.codegen.views import CodegenError
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, apply, substitute, walk
 from liftkit.ir.typecheck import TypeChecker, layout_only
+from liftkit.ir.userfuns import id_of
 from liftkit.types import ArrayType, TupleType, Type
 
 LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
@@ -50,9 +51,10 @@ def split_stages(program: Lambda) -> list[Stage]:
     Top level means outside every map's function: code there runs in every thread of a
     kernel, so a sequential reduction of a parallel map's result must run after it, in a kernel
     of its own (one work-item). An iterate whose function contains a mapGlb or mapWrg becomes
-    one kernel per step; a top-level loop (iterate, reduceSeq) that is not its kernel's whole
-    result gets a kernel of its own, since every work-item of a kernel runs top-level code and
-    a loop reads back what the previous step wrote."""
+    one kernel per step; a top-level loop that reads back what its previous step wrote to
+    memory (iterate, reduceSeq over an array) and is not its kernel's whole result gets a
+    kernel of its own, since every work-item of a kernel runs top-level code (the final kernel
+    copies its result with a mapGlb)."""
     stages: list[Stage] = []
     types = {p: p.type for p in program.params}
 
@@ -79,31 +81,52 @@ def split_stages(program: Lambda) -> list[Stage]:
         if is_layout(f):
             return FunCall(f, tuple(visit(a, feeds_compute, root and len(e.args) == 1)
                                     for a in e.args))
-        if isinstance(f, P.Iterate) and global_map_in(f.f) is not None:
+        loop = _unwrapped(f)
+        if isinstance(loop, P.Iterate) and global_map_in(loop.f) is not None:
+            # each step's result is a kernel's output in global memory, whatever an address
+            # space wrapper around the iterate asked for
             cur = visit(e.args[0], True, False)
-            k = f.count()
+            k = loop.count()
             for step in range(k):
                 last = step == k - 1
-                cur = visit(apply(f.f, [cur]), feeds_compute if last else True, root and last)
+                cur = visit(apply(loop.f, [cur]), feeds_compute if last else True, root and last)
                 if not last and not _is_view(cur):
                     cur = stage(cur)
             return cur
         call = FunCall(f, tuple(visit(a, True, False) for a in e.args))
         if not feeds_compute and (root or not _state_in_memory(call, types)):
             return call
-        return stage(call)
+        done = stage(call)
+        return done if feeds_compute else _copied(done)
 
     final = visit(program.body, False, True)
     stages.append(Stage(None, final))
     return stages
 
 
+def _copied(p: Param) -> Expr:
+    """A stage's result as part of the final kernel's result: copied by a mapGlb."""
+    assert isinstance(p.type, ArrayType)
+    return FunCall(P.MapGlb(_copy_fn(p.type.elem), 0), (p,))
+
+
+def _copy_fn(t: Type) -> FunDecl:
+    return P.MapSeq(_copy_fn(t.elem)) if isinstance(t, ArrayType) else id_of(t)
+
+
+def _unwrapped(f: FunDecl) -> FunDecl:
+    while isinstance(f, P.AddressSpaceWrapper):
+        f = f.f  # type: ignore[assignment]
+    return f
+
+
 def _state_in_memory(call: FunCall, types: dict[Param, Type]) -> bool:
     """A loop that reads back what its previous step wrote to memory: an iterate (its two
     buffers), or a reduction whose accumulator holds an array (updated in place)."""
-    if isinstance(call.f, P.Iterate):
+    f = _unwrapped(call.f)
+    if isinstance(f, P.Iterate):
         return True
-    if not isinstance(call.f, P.AbstractReduce):
+    if not isinstance(f, P.AbstractReduce):
         return False
     acc = TypeChecker().expr(call.args[0], types)
     return _holds_array(acc)
