@@ -376,3 +376,49 @@ def test_env_and_data_files_are_not_touched(data: Path) -> None:
     assert (data / "profile.json").read_text() == "{not json"
     assert zipfile.is_zipfile(data / "two.npz") and not zipfile.is_zipfile(data / "broken.npz")
     assert os.path.getsize(data / "zero_bytes.npy") == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the Python API: the same mistakes give the same kind of one-line error
+
+
+API_CASES = {
+    "float64": ((np.ones(256),), "input x: float64 values, but [float]_N takes float32"),
+    "int32": ((np.ones(256, np.int32),), "input x: int32 values, but [float]_N takes float32"),
+    "complex": ((np.ones(256, np.complex64),), "input x: complex64 values"),
+    "rank": ((np.ones((16, 16), np.float32),), "expected 1 dimension(s) for type [float]_N"),
+    "count": ((), "the program takes 2 input(s) (x, y), got 0"),
+    "lengths": ((np.ones(256, np.float32), np.ones(128, np.float32)),
+                "input y: length N = 256 but the array has 128 elements"),
+    "not-divisible": ((np.ones(100, np.float32),), "100"),  # split 128 / N a multiple of 128
+}
+
+
+@pytest.mark.parametrize("case", list(API_CASES), ids=list(API_CASES))
+@pytest.mark.parametrize("api", ["interpret", "opencl"])
+def test_python_api_errors_are_one_clear_line(case: str, api: str) -> None:
+    from liftkit.programs import PROGRAMS
+    from liftkit.semantics import EvaluationError
+
+    args, says = API_CASES[case]
+    if len(args) == 1:
+        args = (args[0], np.ones(len(args[0]), np.float32))
+    program = PROGRAMS["partial_dot"].program
+    if api == "interpret":
+        from liftkit.semantics import interpret
+
+        call = lambda: interpret(program, *args)  # noqa: E731
+    else:
+        from liftkit.backends.opencl import OpenCLError, OpenCLRunner, list_devices
+        from liftkit.codegen import compile_program
+
+        if not any(d.type == "cpu" for d in list_devices()):
+            pytest.skip("no CPU OpenCL device")
+        compiled = compile_program(program)
+        call = lambda: OpenCLRunner("cpu").run(compiled, *args)  # noqa: E731
+    with pytest.raises((EvaluationError, ValueError)) as err:
+        call()
+    text = str(err.value)
+    assert len(text.strip().splitlines()) == 1 and says in text, text
+    if case == "not-divisible":
+        assert "128" in text

@@ -178,5 +178,14 @@ def test_input_errors():
         run([float32[M][N]], lambda a: a, vec(4))
     with pytest.raises(EvaluationError, match="split 4: 4 does not divide the length 6"):
         run([float32[N]], lambda a: split(4) << a, vec(6))
-    with pytest.raises(EvaluationError, match="dtype <U1 cannot be used as \\[float\\]_N"):
+    with pytest.raises(EvaluationError, match="<U1 values, but \\[float\\]_N takes float32"):
         run([float32[N]], lambda a: a, np.array(["a", "b"]))
+    # NumPy data is never rounded without a word (issue 11, defect 5): float64 or int32 arrays
+    # for float32 are refused with both dtypes; conversions that keep every value are made
+    with pytest.raises(EvaluationError, match="float64 values, but \\[float\\]_N takes float32; "
+                                              "convert them with .astype\\(numpy.float32\\)"):
+        run([float32[N]], lambda a: a, np.ones(4))
+    with pytest.raises(EvaluationError, match="int32 values, but \\[float\\]_N takes float32"):
+        run([float32[N]], lambda a: a, np.ones(4, np.int32))
+    assert run([float32[N]], lambda a: a, np.ones(4, np.float16)).dtype == np.float32
+    assert run([float32[N]], lambda a: a, [1, 2.5]).dtype == np.float32  # Python numbers

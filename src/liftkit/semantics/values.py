@@ -137,10 +137,18 @@ def to_value(x: Any, t: Type, what: str) -> Value:
     dt = _dtype_of(t)
     arr = np.asarray(x)
     if arr.dtype != dt:
-        if np.can_cast(arr.dtype, dt, casting="same_kind") or arr.dtype.kind in "iub" and dt.kind == "f":
-            arr = arr.astype(dt)
-        else:
-            raise ValueError(f"input {what}: dtype {arr.dtype} cannot be used as {t}")
+        if isinstance(x, (np.ndarray, np.generic)):
+            # a NumPy array's dtype is the caller's statement: its values are never rounded or
+            # truncated without a word (float64 or int32 data for a float parameter); only
+            # conversions that keep every value (NumPy's "safe" casting) are made
+            if not np.can_cast(arr.dtype, dt, casting="safe"):
+                raise ValueError(f"input {what}: {arr.dtype} values, but {t} takes {dt}; convert "
+                                 f"them with .astype(numpy.{dt}) if that is what you mean")
+        elif not (np.can_cast(arr.dtype, dt, casting="same_kind")
+                  or arr.dtype.kind in "iub" and dt.kind == "f"):
+            # Python numbers and lists take the parameter's type, within the same kind
+            raise ValueError(f"input {what}: {arr.dtype} values, but {t} takes {dt}")
+        arr = arr.astype(dt)
     return arr
 
 
