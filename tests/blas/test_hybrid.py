@@ -32,6 +32,25 @@ def test_every_split_is_correct(session: Session, second: Session, host_blas: bo
         np.testing.assert_allclose(C, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("host_blas", [False, True])
+def test_complex_conjugate_transposes_at_every_split(session: Session, second: Session,
+                                                     host_blas: bool) -> None:
+    rng = np.random.default_rng(9)
+    for pg in range(PARTS + 1):
+        m, n, k = (int(v) for v in rng.integers(1, 40, 3))
+        dt = (np.complex64, np.complex128)[pg % 2]
+        ta, tb = ("C", False, "T")[pg % 3], ("N", "C")[pg % 2]
+        A = (rng.uniform(-1, 1, (m, k) if ta is False else (k, m)) * (1 - 2j)).astype(dt)
+        B = (rng.uniform(-1, 1, (k, n) if tb == "N" else (n, k)) * (2 + 1j)).astype(dt)
+        C = (rng.uniform(-1, 1, (m, n)) + 1j).astype(dt)
+        opA = A.conj().T if ta == "C" else A.T if ta == "T" else A
+        opB = B.conj().T if tb == "C" else B
+        want = (1 - 1j) * opA.astype(np.complex128) @ opB + 0.5j * C
+        r = hybrid_gemm(session, A, B, C, cpu=None if host_blas else second, alpha=1 - 1j,
+                        beta=0.5j, trans_a=ta, trans_b=tb, gpu_parts=pg)
+        np.testing.assert_allclose(r.C, want, rtol=1e-4, atol=1e-4)
+
+
 def test_tune_hybrid_stores_the_fastest_split(session: Session, second: Session) -> None:
     times = tune_hybrid(session, second, "float32", n=32, repeat=1)
     assert sorted(times) == list(range(PARTS + 1))

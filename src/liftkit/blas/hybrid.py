@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from liftkit.blas.codelets import Kind
+from liftkit.blas.gemm import Trans, op_flag
 from liftkit.blas.kernels import BlasError
 from liftkit.blas.profile import size_class
 from liftkit.blas.session import DTYPES, Session
@@ -51,8 +52,8 @@ def gpu_parts_from_rates(gpu: Session, cpu: Optional[Session], kind: Kind,
 
 
 def hybrid_gemm(gpu: Session, A: Any, B: Any, C: Any = None, *, cpu: Optional[Session] = None,
-                alpha: float = 1.0, beta: float = 0.0, trans_a: bool = False,
-                trans_b: bool = False, gpu_parts: Optional[int] = None) -> HybridResult:
+                alpha: Any = 1.0, beta: Any = 0.0, trans_a: Trans = False,
+                trans_b: Trans = False, gpu_parts: Optional[int] = None) -> HybridResult:
     """C = α·op(A)·op(B) + β·C for NumPy operands, rows split between `gpu` (a session) and
     `cpu` (a session; None: NumPy's BLAS on the host). gpu_parts: p_g of P = 8 parts (None:
     from the devices' profiles, else the split `tune_hybrid` stored, else half)."""
@@ -62,8 +63,10 @@ def hybrid_gemm(gpu: Session, A: Any, B: Any, C: Any = None, *, cpu: Optional[Se
     if A.dtype != B.dtype or A.dtype not in DTYPES:
         raise BlasError(f"hybrid gemm: A and B must have one dtype of float32, float64, "
                         f"complex64 and complex128, got {A.dtype} and {B.dtype}")
-    opA = A.T if trans_a else A
-    opB = B.T if trans_b else B
+    ta, ca = op_flag("hybrid gemm", "trans_a", trans_a, A.dtype)
+    tb, cb = op_flag("hybrid gemm", "trans_b", trans_b, B.dtype)
+    opA = (A.conj() if ca else A).T if ta else A
+    opB = (B.conj() if cb else B).T if tb else B
     m, k = opA.shape
     if opB.shape[0] != k:
         raise BlasError(f"hybrid gemm: op(A) is {m}×{k} and op(B) is {opB.shape[0]}×{opB.shape[1]}:"
