@@ -40,6 +40,7 @@ def test_conjugating_complex_kernels_use_the_plain_layouts_tuned_variant(session
     assert s.choose(Kind("gemv", "complex64", "C"), {"M": 64, "N": 64}) == rows
     assert s.choose(Kind("gemv", "complex64", "R"), {"M": 64, "N": 50}).codelet == "glb"
     assert {k.layout for k in kinds(["mm"], ["complex128"])} == {"NN", "NT", "TN"}
+    assert [k.dtype for k in kinds(["dotc"], ["float32", "complex64"])] == ["complex64"]
 
 
 def test_tune_is_resumable_and_profiles_choose(session: Session) -> None:

@@ -43,6 +43,8 @@ def kinds(ops: Sequence[str] = OPS, dtypes: Sequence[str] = DTYPES,
     out = []
     for op in ops:
         for dt in dtypes:
+            if op == "dotc" and dt not in COMPLEX:  # the same kernel as dot for reals
+                continue
             for lay in LAYOUTS.get(op, ("-",)):
                 if layouts is None or lay in layouts or lay == "-":
                     out.append(Kind(op, dt, lay))
