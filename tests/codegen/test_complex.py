@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from liftkit.codegen import CompileOptions, compile_program
-from liftkit.dsl import fun, lit, map, mapGlb, reduce, reduceSeq, size, split, toGlobal, zip
+from liftkit.dsl import (
+    fun, lit, map, mapGlb, reduce, reduceSeq, size, split, toGlobal, tuple_of, user_fun, zip,
+)
 from liftkit.ir.parser import parse_program
 from liftkit.ir.printer import show
 from liftkit.ir.userfuns import CDOUBLE, CFLOAT, complex_funs, scalar_funs, standard_user_funs
@@ -153,3 +155,28 @@ def test_complex_user_functions_on_cuda() -> None:
             got = runner.run(compile_program(_program(t, F, name), CompileOptions(dialect="cuda")),
                              x, y)
             np.testing.assert_allclose(got, _numpy(name, x, y), **_tol(t), err_msg=name)
+
+
+def test_tuples_of_complex_and_real_keep_numpys_layout_on_the_device() -> None:
+    """(cdouble, float) structs: the complex part 16-byte aligned in C and in the host's
+    structured arrays alike."""
+    runner = _cpu_runner()
+    F, t = CDOUBLE, complex128
+    mk = user_fun("withNorm", [("z", t)], tuple_of(t, float32),
+                  "Tuple r = {cdouble_mul(z, z), (float)hypot(z.x, z.y)}; return r;",
+                  lambda z: (z * z, np.abs(z).astype(np.float32)))
+    prog = fun([t[N]], lambda x: mapGlb(mk) << x)
+    x, _ = _data(t, 32)
+    got = runner.run(compile_program(prog), x)
+    want = interpret(prog, x)
+    assert got.dtype.names == want.dtype.names
+    np.testing.assert_allclose(got["f0"], x * x, rtol=1e-14)
+    np.testing.assert_allclose(got["f1"], np.abs(x), rtol=1e-6)
+    np.testing.assert_allclose(want["f0"], x * x, rtol=1e-14)
+    cu = compile_program(prog, CompileOptions(dialect="cuda")).kernels[0].source
+    assert "struct __align__(16) cdouble" in cu and "Tuple2_cdouble_float" in cu
+    try:
+        from liftkit.backends.cuda import compile_cuda
+    except ImportError:  # no cuda-python: the C text is all there is to check
+        return
+    assert ".entry KERNEL" in compile_cuda(cu, "compute_90a", name="k.cu").ptx
