@@ -86,3 +86,13 @@ def test_other_warnings_are_not_swallowed() -> None:
     with pytest.warns(UserWarning, match="not a compiler's"):
         with quiet_build("test build"):
             warnings.warn("not a compiler's", UserWarning)
+
+
+def test_stderr_can_be_kept_for_a_log_reader(capfd: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's worker keeps fd 2: its log holds a crashing driver's last words."""
+    monkeypatch.delenv("PYOPENCL_COMPILER_OUTPUT", raising=False)
+    monkeypatch.setenv("LIFTKIT_DRIVER_STDERR", "keep")
+    with quiet_build("test build"):
+        os.write(2, b"driver: about to crash\n")
+    assert "about to crash" in capfd.readouterr().err

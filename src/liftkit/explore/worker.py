@@ -441,6 +441,7 @@ def main() -> None:
 
     # pyopencl's "non-empty compiler output" warnings would crowd the driver's last words out
     warnings.simplefilter("ignore")
+    os.environ["LIFTKIT_DRIVER_STDERR"] = "keep"  # builds leave fd 2 (our log) as it is
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr

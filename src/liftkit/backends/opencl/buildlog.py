@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
 import pyopencl as cl
@@ -23,6 +23,10 @@ import pyopencl as cl
 log = logging.getLogger("liftkit.opencl.build")
 
 ENV_SHOW = "PYOPENCL_COMPILER_OUTPUT"
+# "keep": leave fd 2 alone during builds. For processes whose stderr is a log someone reads,
+# such as the search's worker: a driver that crashes mid-build leaves its last words there
+# instead of in a capture file that dies with the process.
+ENV_KEEP_STDERR = "LIFTKIT_DRIVER_STDERR"
 
 # fd 2 is one per process: redirections by two threads at once would restore each other's
 # stand-in, so builds that capture it take turns (a process-wide resource, hence process-wide)
@@ -65,9 +69,10 @@ def quiet_build(what: str) -> Iterator[None]:
     if compiler_output_requested():
         yield
         return
+    keep = os.environ.get(ENV_KEEP_STDERR, "") == "keep"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with _stderr_captured() as driver:
+        with (nullcontext([]) if keep else _stderr_captured()) as driver:
             yield
     for w in caught:
         if issubclass(w.category, cl.CompilerWarning):
