@@ -55,6 +55,18 @@ def test_iterate_over_a_global_stencil_runs_one_kernel_per_step(runner, n, steps
 
 
 @needs_pocl
+def test_the_steps_share_one_source_and_build(runner) -> None:
+    prog = fun([float32[N]], lambda x: iterate(12, _stencil()) << x)
+    compiled = compile_program(prog)
+    assert len({k.name for k in compiled.kernels}) == 12
+    assert len({k.source for k in compiled.kernels}) == 3  # the first step, the others, the last
+    assert compiled.source.count("kernel void") == 3
+    built = runner.cache.stats().misses
+    _check(runner, prog, _inputs(3000))
+    assert runner.cache.stats().misses - built <= 3
+
+
+@needs_pocl
 def test_an_address_space_wrapper_around_the_iterate_is_no_obstacle(runner) -> None:
     prog = fun([float32[N]], lambda x: toGlobal(iterate(3, _stencil("wrap"))) << x)
     assert _check(runner, prog, _inputs(2000)) == 3

@@ -10,6 +10,7 @@ index simplification, control-flow simplification, unrolling) and the host-side 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Iterator, Mapping, Optional, Sequence
 
 from liftkit.arith import ArithExpr, cst
@@ -26,7 +27,7 @@ from liftkit.codegen.stages import (  # noqa: F401 - re-exported: the compiler's
 )
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, walk
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, substitute, walk
 from liftkit.ir.typecheck import TypeChecker, check_program
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
@@ -294,9 +295,19 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
     kernels: list[Kernel] = []
     available = list(program.params)
     result_names: tuple[str, ...] = ()
+    steps: list[Kernel] = []
     for k, st in enumerate(stages):
         check_no_unsynchronised_reads(st.body)
-        used = [p for p in available if any(n is p for n in walk(st.body))]
+        body = st.body
+        used = [p for p in available if any(n is p for n in walk(body))]
+        if st.step:  # one name for a step's input (a previous step's output): equal sources
+            inner = [p for p in used if p not in program.params]
+            renamed = {p: Param(f"step_in{j}" if len(inner) > 1 else "step_in", p.type)
+                       for j, p in enumerate(inner)}
+            for old, new in renamed.items():
+                buffer_of[new] = buffer_of[old]
+            body = substitute(body, renamed)  # type: ignore[arg-type]
+            used = [renamed.get(p, p) for p in used]
         kname = options.kernel_name if len(stages) == 1 else f"{options.kernel_name}_{k}"
         if st.param is None:
             rt = result_type
@@ -306,9 +317,12 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
         else:
             names = [st.param.name]
             buffer_of[st.param] = st.param.name
-        kernel, bufs, _ = compile_kernel(used, st.body, names, options, kname, buffer_of, size_names,
+        kernel, bufs, _ = compile_kernel(used, body, names, options, kname, buffer_of, size_names,
                                          multiples)
         kernel = _with_scalar_indices(kernel, program)
+        if st.step:
+            kernel = _shared_step(kernel, steps)
+            steps.append(kernel)
         kernels.append(kernel)
         for b in bufs:
             if st.param is not None and b.role == "output":
@@ -320,8 +334,17 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
                            options, time.perf_counter() - t0)
 
 
+def _shared_step(kernel: Kernel, steps: Sequence[Kernel]) -> Kernel:
+    """The kernel launching an earlier step's function when their sources differ only in the
+    function's name: an iterate of k steps builds one program, not k."""
+    for q in steps:
+        if kernel.source.replace(f" {kernel.name}(\n", f" {q.function}(\n", 1) == q.source:
+            return replace(kernel, source=q.source, entry=q.function)
+    return kernel
+
+
 def _with_scalar_indices(kernel: Kernel, program: Lambda) -> Kernel:
     index = {p.name: k for k, p in enumerate(program.params)}
     args = tuple(KernelArg(a.kind, a.name, a.ctype, a.buffer, index.get(a.name), a.size)
                  if a.kind == "scalar" else a for a in kernel.args)
-    return Kernel(kernel.name, kernel.source, args, kernel.ndrange, kernel.build_options)
+    return replace(kernel, args=args)

@@ -91,11 +91,20 @@ class NDRange:
 
 @dataclass(frozen=True)
 class Kernel:
+    """One launch of the pipeline. `entry` names the C function when it is another kernel's:
+    the steps of an iterate that runs as one kernel per step share one source, built once."""
+
     name: str
     source: str  # complete OpenCL C or CUDA C translation unit
     args: tuple[KernelArg, ...]
     ndrange: NDRange
     build_options: tuple[str, ...] = ()
+    entry: str = ""
+
+    @property
+    def function(self) -> str:
+        """The C function to launch."""
+        return self.entry or self.name
 
 
 @dataclass(frozen=True)
@@ -122,5 +131,5 @@ class CompiledProgram:
 
     @property
     def source(self) -> str:
-        """All kernels' sources, for printing (`liftkit compile`)."""
-        return "\n\n".join(k.source for k in self.kernels)
+        """All kernels' sources (each shared one once), for printing (`liftkit compile`)."""
+        return "\n\n".join(dict.fromkeys(k.source for k in self.kernels))

@@ -13,7 +13,7 @@ that every work-item of a group runs over the group's shared memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from liftkit.codegen.views import CodegenError
@@ -43,6 +43,7 @@ def global_map_in(f: FunDecl) -> Optional[P.ParallelMap]:
 class Stage:
     param: Optional[Param]  # the intermediate result it produces (None for the final stage)
     body: Expr
+    step: bool = False  # a step of an iterate run as one kernel per step
 
 
 def split_stages(program: Lambda) -> list[Stage]:
@@ -58,11 +59,11 @@ def split_stages(program: Lambda) -> list[Stage]:
     stages: list[Stage] = []
     types = {p: p.type for p in program.params}
 
-    def stage(call: Expr) -> Param:
+    def stage(call: Expr, step: bool = False) -> Param:
         t = TypeChecker().expr(call, types)
         p = Param(f"stage{len(stages)}", t)
         types[p] = t
-        stages.append(Stage(p, call))
+        stages.append(Stage(p, call, step))
         return p
 
     def visit(e: Expr, feeds_compute: bool, root: bool) -> Expr:
@@ -89,9 +90,12 @@ def split_stages(program: Lambda) -> list[Stage]:
             k = loop.count()
             for step in range(k):
                 last = step == k - 1
+                first = len(stages)
                 cur = visit(apply(loop.f, [cur]), feeds_compute if last else True, root and last)
                 if not last and not _is_view(cur):
                     cur = stage(cur)
+                for j in range(first, len(stages)):
+                    stages[j] = replace(stages[j], step=True)
             return cur
         call = FunCall(f, tuple(visit(a, True, False) for a in e.args))
         if not feeds_compute and (root or not _state_in_memory(call, types)):

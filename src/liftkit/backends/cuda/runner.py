@@ -89,9 +89,9 @@ class CUDARunner(HostPipeline):
 
     def get_kernel(self, k: Kernel) -> Any:
         self._dev.set_current()
-        mod = self.cache.get(self.device, k.source, k.build_options, name=k.name)
+        mod = self.cache.get(self.device, k.source, k.build_options, name=k.function)
         try:
-            return mod.get_kernel(k.name)
+            return mod.get_kernel(k.function)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise CUDAError(f"kernel {k.name}: cannot load it from its module ({err})") from None
 

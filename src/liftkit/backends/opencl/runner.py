@@ -56,7 +56,7 @@ class OpenCLRunner(HostPipeline):
     def get_kernel(self, k: Kernel) -> Any:
         prog = self.cache.get(self.context, self.device, k.source, k.build_options)
         try:
-            return cl.Kernel(prog, k.name)
+            return cl.Kernel(prog, k.function)
         except cl.Error as err:
             raise OpenCLError(f"kernel {k.name}: not found in its built source ({err})") from None
 
