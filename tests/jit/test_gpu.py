@@ -383,3 +383,32 @@ def h(a, b, k):
         assert not cu.buffers
     finally:
         cu.close()
+
+
+def test_np_empty_results_are_not_uploaded_but_loops_keep_earlier_writes(rt):
+    f = gpu_fn("""
+import liftkit
+def f(x):
+    n = x.shape[0]
+    y = np.empty(n)
+    with liftkit.gpu():
+        for i in prange(n):
+            y[i] = x[i] * 2.0
+    return y
+""", rt)
+    x = np.arange(16.0)
+    f(x)
+    rt.reset_stats()
+    np.testing.assert_allclose(f(x), 2 * x)
+    assert rt.stats()["uploads"] == 1  # x only: y's contents are undefined until written
+    g = gpu_fn("""
+import liftkit
+def g(n):
+    d = np.empty(n)
+    for it in range(2):
+        with liftkit.gpu():
+            for i in prange(it, n, 2):
+                d[i] = i * 1.0
+    return d
+""", rt, "g")
+    np.testing.assert_allclose(g(9), np.arange(9.0))

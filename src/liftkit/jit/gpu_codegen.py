@@ -58,6 +58,7 @@ class GpuKernel:
     mode: str
     sources: tuple[tuple[str, str], ...]
     dead: frozenset[str] = frozenset()  # arrays nothing reads after the section
+    undefined: frozenset[str] = frozenset()  # np.empty arrays nothing wrote yet: no upload
 
     def source(self, dialect: str) -> str:
         return dict(self.sources)[dialect]
@@ -576,6 +577,58 @@ def _dead_after(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[s
     return frozenset(k for k in owned if not group[k] & outside)
 
 
+def _undefined_arrays(f: V.Function, owned: set) -> set[str]:
+    """Arrays allocated by ``np.empty`` (or copies of such names) that the host never reads or
+    writes and that only one section, outside any loop, uses: their first kernel's writes need
+    no upload of the (undefined) host contents."""
+    def empty(v: object) -> bool:
+        return isinstance(v, V.LibCall) and v.fn == "empty"
+    cand = {k for k in owned if all(empty(n.value) or isinstance(n.value, V.Name)
+                                    for n in nodes(f.body) if isinstance(n, V.Assign)
+                                    and isinstance(n.target, V.Name) and n.target.name == k)}
+    changed = True
+    while changed:
+        changed = False
+        for k in list(cand):
+            for n in nodes(f.body):
+                if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                        n.target.name == k and isinstance(n.value, V.Name) and \
+                        n.value.name not in cand:
+                    cand.discard(k)
+                    changed = True
+                    break
+    touched = {a for a, _, _ in host_arrays(f.body, set())}
+    seen: dict[str, int] = {}
+
+    def host_stmts(body: tuple) -> None:
+        """What the host statements of a section touch (kernels and library calls apart)."""
+        for st in body:
+            if isinstance(st, V.ParFor) or library_call(st) is not None:
+                continue
+            touched.update(a for a, _, _ in host_arrays(_header(st), set()))
+            if isinstance(st, V.If):
+                host_stmts(st.then)
+                host_stmts(st.orelse)
+            elif isinstance(st, (V.For, V.While, V.GpuSection)):
+                host_stmts(st.body)
+
+    def visit(body: tuple, loop: bool) -> None:
+        for st in body:
+            if isinstance(st, V.GpuSection):
+                names = {n.name for n in nodes(st.body) if isinstance(n, V.Name)}
+                for nm in names:
+                    seen[nm] = seen.get(nm, 0) + (2 if loop else 1)
+                host_stmts(st.body)
+                continue
+            if isinstance(st, V.If):
+                visit(st.then, loop)
+                visit(st.orelse, loop)
+            elif isinstance(st, (V.For, V.While, V.ParFor)):
+                visit(st.body, True)
+    visit(f.body, False)
+    return {k for k in cand if k not in touched and seen.get(k, 0) == 1}
+
+
 def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
             fresh: set) -> GpuKernel:
     symtab = f.symtab()
@@ -698,6 +751,7 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
     for f in m.functions:
         fresh = _fresh_arrays(f)
         owned = _owned_arrays(f)
+        undefined = frozenset(_undefined_arrays(f, owned))
         dead: frozenset[str] = frozenset()
 
         def stmts(body: tuple, gpu: bool) -> None:
@@ -712,7 +766,8 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
                 if gpu and isinstance(s, V.ParFor):
                     plan.kernel_ids[id(s)] = len(plan.kernels)
                     k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh)
-                    plan.kernels.append(dataclasses.replace(k, dead=dead))
+                    plan.kernels.append(dataclasses.replace(k, dead=dead,
+                                                            undefined=undefined & k.writes))
                     continue
                 lib = library_call(s) if gpu else None
                 if lib is not None:

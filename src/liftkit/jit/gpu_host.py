@@ -145,7 +145,8 @@ class GpuHost:
                     temps.append(c)
                     args = [c if a is v else a for a in args]
                     reads = [c if a is v else a for a in reads]
-        over = [named[n] for n in k.writes] if k.mode == "whole" else []
+        over = [named[n] for n in k.writes] if k.mode == "whole" else \
+            [named[n] for n in k.undefined if n in named and n not in k.reads]
         rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
                   overwrites=over)
         for c in temps:

@@ -306,7 +306,11 @@ class Runtime:
                         self._to_host(buf)
 
     def _retire(self) -> None:
-        done = [eid for eid, row in self.events.items() if self.device.done(row.event)]
+        done = []
+        for eid, row in self.events.items():  # one in-order queue: done in submission order
+            if not self.device.done(row.event):
+                break
+            done.append(eid)
         for eid in done:
             del self.events[eid]
         if done:
