@@ -5,6 +5,8 @@ at sizes below and well above one work-group and is compared with the interprete
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -26,7 +28,8 @@ needs_pocl = pytest.mark.skipif(not any(d.type == "cpu" for d in list_devices())
 
 @pytest.fixture(scope="module")
 def runner() -> OpenCLRunner:
-    return OpenCLRunner("cpu", KernelCache(disk=False))
+    """PoCL (or Intel's CPU runtime); LIFTKIT_TEST_DEVICE=gpu runs the same checks on a GPU."""
+    return OpenCLRunner(os.environ.get("LIFTKIT_TEST_DEVICE", "cpu"), KernelCache(disk=False))
 
 
 def _stencil(boundary: str = "clamp"):

@@ -3,6 +3,8 @@ returned in the result type's nesting, through the Python API and `liftkit run`.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,8 @@ needs_pocl = pytest.mark.skipif(not any(d.type == "cpu" for d in list_devices())
 
 @pytest.fixture(scope="module")
 def runner() -> OpenCLRunner:
-    return OpenCLRunner("cpu", KernelCache(disk=False))
+    """PoCL (or Intel's CPU runtime); LIFTKIT_TEST_DEVICE=gpu runs the same checks on a GPU."""
+    return OpenCLRunner(os.environ.get("LIFTKIT_TEST_DEVICE", "cpu"), KernelCache(disk=False))
 
 
 def _signs(x):
