@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
