@@ -164,3 +164,12 @@ def test_mm_tensor_cores_keeps_fp32_products_fp32() -> None:
         << map(map(toBF16)) << B) << map(map(toTF32)) << A)
     assert not enumerate_choices(normal_form(mixed), [rule])
     assert enumerate_choices(normal_form(_mm(float32, toTF32, (64, 64, 64))), [rule])
+
+
+def test_the_search_finds_the_rules_by_name() -> None:
+    """`liftkit explore … --rules liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES` loads them."""
+    from liftkit.explore.space import load_rule_space
+
+    space = load_rule_space("liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES")
+    names = {r.name for r in space.rules}
+    assert {r.name for r in CUDA_RULES} <= names and "split-join" in names
