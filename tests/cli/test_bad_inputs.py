@@ -390,6 +390,7 @@ API_CASES = {
     "count": ((), "the program takes 2 input(s) (x, y), got 0"),
     "lengths": ((np.ones(256, np.float32), np.ones(128, np.float32)),
                 "input y: length N = 256 but the array has 128 elements"),
+    "empty": ((np.zeros(0, np.float32),), "input x is empty (N = 0); sizes are at least 1"),
     "not-divisible": ((np.ones(100, np.float32),), "100"),  # split 128 / N a multiple of 128
 }
 
@@ -409,7 +410,7 @@ def test_python_api_errors_are_one_clear_line(case: str, api: str) -> None:
 
         call = lambda: interpret(program, *args)  # noqa: E731
     else:
-        from liftkit.backends.opencl import OpenCLError, OpenCLRunner, list_devices
+        from liftkit.backends.opencl import OpenCLRunner, list_devices
         from liftkit.codegen import compile_program
 
         if not any(d.type == "cpu" for d in list_devices()):

@@ -123,13 +123,19 @@ def bind_sizes(program: Lambda, inputs: Sequence[Any], sizes: Optional[Mapping[s
     Bare variables (`N`) are read off the shapes; every other length (`2*N`, `N/4`) is then
     evaluated and compared, so a mismatch is reported in the program's own terms."""
     bound: dict[str, int] = {k: int(v) for k, v in (sizes or {}).items()}
+    for k, v in bound.items():
+        if v < 1:  # the types' arithmetic assumes positive sizes (N/N = 1)
+            raise EvaluationError(f"size {k} = {v}: sizes are at least 1")
     if len(inputs) != len(program.params):
         raise EvaluationError(f"the program takes {len(program.params)} input(s) "
                               f"({', '.join(p.name for p in program.params)}), got {len(inputs)}")
     shapes = [(p, _shapes(p.type, x)) for p, x in zip(program.params, inputs)]  # type: ignore[arg-type]
-    for _p, pairs in shapes:
+    for p, pairs in shapes:
         for length, actual in pairs:
             if isinstance(length, Var) and length.name not in bound:
+                if actual < 1:  # decided once, as for --size N=0 on the command line
+                    raise EvaluationError(f"input {p.name} is empty ({length.name} = {actual}); "
+                                          f"sizes are at least 1")
                 bound[length.name] = actual
     _solve_lengths([pair for _p, pairs in shapes for pair in pairs], bound)
     for p, pairs in shapes:
