@@ -129,6 +129,11 @@ CASES: dict[str, Bad] = {
                                   "input y: length N = 64 but the array has 5 elements"),
     "program-not-divisible": Bad(f"run {P}:halves --input x={{d}}/f32_5.npy",
                                  "split 2 needs a length divisible by 2, but N = 5 (e.g. N=6)"),
+    "program-python-twin-fails": Bad(f"run {P}:python_fails --input x={{d}}/f32.npy",
+                                     "user function broken_impl: its Python implementation "
+                                     "failed (AttributeError:"),
+    "program-c-body-fails": Bad(f"run {P}:c_fails --input x={{d}}/f32.npy --device cpu",
+                                "error: expected expression (at `return x +;`)"),
     # -- .npy files ------------------------------------------------------------------------------
     "npy-float64": Bad("run asum --input x={d}/f64.npy",
                        "holds float64 values, but [float]_N takes float32; save the file as "

@@ -83,11 +83,18 @@ class Evaluator:
 
     def user_fun(self, f: UserFun, args: Sequence[Value]) -> Value:
         args = spread_tuples(f, args)
-        with np.errstate(all="ignore"):  # C semantics: inf/nan propagate silently
-            if f.vectorized or not self.batch:
-                out = f.impl(*args)
-            else:
-                out = self._per_element(f, args)
+        try:
+            with np.errstate(all="ignore"):  # C semantics: inf/nan propagate silently
+                if f.vectorized or not self.batch:
+                    out = f.impl(*args)
+                else:
+                    out = self._per_element(f, args)
+        except EvaluationError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the user's Python code: name it, do not crash
+            detail = " ".join(str(err).split()) or type(err).__name__
+            raise EvaluationError(f"user function {f.name}: its Python implementation failed "
+                                  f"({type(err).__name__}: {detail})") from err
         return ensure_batch(cast(out, f.out_type), f.out_type, self.batch)
 
     def _per_element(self, f: UserFun, args: Sequence[Value]) -> Value:

@@ -26,3 +26,8 @@ halves = fun([float32[N]], lambda x: join << map(map(neg)) << split(2) << x)
 dot = fun([float32[N], float32[N]], lambda x, y: reduce(add, 0.0) << map(mult) << zip(x, y))
 pairs = fun([ArrayType(tuple_of(float32, float32), N)], lambda x: map(add) << x)
 ints = fun([int32[N]], lambda x: map(INT.neg) << x)
+# user functions whose Python twin or OpenCL C body is wrong
+broken_impl = user_fun("broken_impl", [("x", float32)], float32, "return x;", lambda x: x.no_such)
+python_fails = fun([float32[N]], lambda x: map(broken_impl) << x)
+broken_c = user_fun("broken_c", [("x", float32)], float32, "return x +;", lambda x: x)
+c_fails = fun([float32[N]], lambda x: mapGlb(broken_c) << x)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,10 @@ class CacheStats:
 
 
 class BuildError(OpenCLError):
-    """The OpenCL compiler rejected a kernel; the message carries the build log."""
+    """The OpenCL compiler rejected a kernel: the message names its errors, `log` holds the
+    whole build log (also logged on `liftkit.cache`)."""
+
+    log: str = ""
 
 
 class KernelCache:
@@ -152,9 +156,41 @@ def build_from_source(context: Any, device: Device, source: str, options: Sequen
         with quiet_build(f"build on {device.label}"):
             prog.build(options=list(options), devices=[device.cl_device])
     except cl.Error as err:
-        raise BuildError(f"OpenCL build failed on {device.label}:\n{err}{_nvrtc_hint(str(err))}") from None
+        full = str(err)
+        log.info("OpenCL build failed on %s:\n%s", device.label, full)
+        error = BuildError(f"OpenCL build failed on {device.label}: {compiler_errors(full)}"
+                           f"{_nvrtc_hint(full)}")
+        error.log = full
+        raise error from None
     log_build_log(prog, device.cl_device, f"build on {device.label}")
     return prog
+
+
+_CARET = re.compile(r"^[\s^~]*$")
+_EXCERPT = re.compile(r"^\s*\d+\s*\|\s?")
+_SUMMARY = re.compile(r"^(\d+ (errors?|warnings?)( and \d+ \w+)? generated|compilation failed)",
+                      re.IGNORECASE)
+
+
+def compiler_errors(log_text: str, at_most: int = 2) -> str:
+    """The compiler's error lines with the source line each points at (`2:13: error: expected
+    expression (at `return x +;`)`), not the whole log pyopencl wraps around them; the whole
+    text when no line says error."""
+    lines = log_text.splitlines()
+    found: list[str] = []
+    for k, line in enumerate(lines):
+        text = line.strip()
+        if not re.search(r"\berror\b", text, re.IGNORECASE) or text.startswith("clBuildProgram"):
+            continue
+        nxt = _EXCERPT.sub("", lines[k + 1]).strip() if k + 1 < len(lines) else ""
+        looks_like_source = (nxt and not _CARET.match(nxt) and not re.search(r"\d+:\d+:", nxt)
+                             and not _SUMMARY.match(nxt))
+        found.append(f"{text} (at `{nxt}`)" if looks_like_source else text)
+        if len(found) == at_most:
+            break
+    if not found:
+        return "; ".join(ln.strip() for ln in lines if ln.strip())
+    return "; ".join(found)
 
 
 def _nvrtc_hint(log: str) -> str:
