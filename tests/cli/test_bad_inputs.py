@@ -25,6 +25,7 @@ from liftkit.cli.main import main
 
 PROGS = Path(__file__).parent / "bad_inputs"
 P = f"{PROGS}/programs.py"
+S = f"{PROGS}/specs.py"
 
 
 class Bad(NamedTuple):
@@ -134,6 +135,16 @@ CASES: dict[str, Bad] = {
                                      "failed (AttributeError:"),
     "program-c-body-fails": Bad(f"run {P}:c_fails --input x={{d}}/f32.npy --device cpu",
                                 "error: expected expression (at `return x +;`)"),
+    "spec-build-fails": Bad(f"run {S}:build_fails", "its build function failed "
+                                                     "(ZeroDivisionError"),
+    "spec-build-not-lambda": Bad(f"run {S}:build_not_lambda", "builds a str, not a Lambda"),
+    "spec-inputs-fail": Bad(f"run {S}:inputs_fail", "its input maker failed at N=64 "
+                                                    "(AttributeError"),
+    "spec-inputs-float64": Bad(f"run {S}:inputs_float64",
+                               "input x: float64 values, but [float]_N takes float32"),
+    "spec-inputs-too-few": Bad(f"run {S}:inputs_too_few", "makes 0 input(s) for 1 parameter(s)"),
+    "spec-reference-fails": Bad(f"run {S}:reference_fails", "its NumPy reference failed "
+                                                            "(LinAlgError"),
     # -- .npy files ------------------------------------------------------------------------------
     "npy-float64": Bad("run asum --input x={d}/f64.npy",
                        "holds float64 values, but [float]_N takes float32; save the file as "

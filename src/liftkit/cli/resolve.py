@@ -79,7 +79,15 @@ def _from_object(ref: str, obj: Any) -> Resolved:
 
 
 def _build(spec: Any, ref: str) -> Lambda:
-    prog = spec.program
+    from liftkit.types import LiftTypeError
+
+    try:
+        prog = spec.program
+    except LiftTypeError:
+        raise  # the program's own type error, reported as such
+    except Exception as err:  # noqa: BLE001 - the spec's build function is user code
+        raise CliError(f"program {ref}: its build function failed ({type(err).__name__}: "
+                       f"{one_line(err)})") from err
     if not isinstance(prog, Lambda):
         raise CliError(f"program {ref} builds a {type(prog).__name__}, not a Lambda")
     return prog

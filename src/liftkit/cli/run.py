@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence, TextIO
 
 import numpy as np
 
-from liftkit.cli.resolve import CliError, Resolved
+from liftkit.cli.resolve import CliError, Resolved, one_line
 from liftkit.ir.nodes import Lambda
 from liftkit.ir.printer import show_type
 from liftkit.types import ArrayType, TupleType, Type, VectorType
@@ -125,6 +125,9 @@ def gather_inputs(res: Resolved, opts: RunOptions, result_type: Optional[Type] =
         except MemoryError:
             raise CliError(f"{res.name}: not enough memory to generate inputs at "
                            f"{_size_text(sizes)}; use smaller --size values") from None
+        except Exception as err:  # noqa: BLE001 - a spec's input maker is user code
+            raise CliError(f"{res.name}: its input maker failed at {_size_text(sizes)} "
+                           f"({type(err).__name__}: {one_line(err)})") from err
         if len(generated) != len(names):
             raise CliError(f"the spec of {res.name} makes {len(generated)} input(s) for "
                            f"{len(names)} parameter(s)")
@@ -331,7 +334,11 @@ def run_command(res: Resolved, opts: RunOptions, out: TextIO, err: Optional[Text
     print(f"values:    {preview(result, out_type)}", file=out)
     status = 0
     if res.spec is not None:
-        ref = res.spec.reference(*inputs)
+        try:
+            ref = res.spec.reference(*inputs)
+        except Exception as err:  # noqa: BLE001 - a spec's reference is user code
+            raise CliError(f"{res.name}: its NumPy reference failed ({type(err).__name__}: "
+                           f"{one_line(err)})") from err
         cmp = compare(result, ref, res.spec.rtol, res.spec.atol)
         verdict = "matches" if cmp.ok else "DOES NOT MATCH"
         extra = f"; {cmp.note}" if cmp.note else ""
