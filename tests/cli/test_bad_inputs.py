@@ -145,6 +145,13 @@ CASES: dict[str, Bad] = {
     "spec-inputs-too-few": Bad(f"run {S}:inputs_too_few", "makes 0 input(s) for 1 parameter(s)"),
     "spec-reference-fails": Bad(f"run {S}:reference_fails", "its NumPy reference failed "
                                                             "(LinAlgError"),
+    "spec-explore-inputs-fail": Bad(f"explore {S}:inputs_fail --db {{d}}/new.sqlite",
+                                    "its input maker failed at N=64"),
+    "spec-explore-inputs-float64": Bad(f"explore {S}:inputs_float64 --db {{d}}/new.sqlite",
+                                       "its generated inputs do not fit the program: input x: "
+                                       "float64 values"),
+    "spec-explore-inputs-too-few": Bad(f"explore {S}:inputs_too_few --db {{d}}/new.sqlite",
+                                       "the program takes 1 input(s) (x), got 0"),
     # -- .npy files ------------------------------------------------------------------------------
     "npy-float64": Bad("run asum --input x={d}/f64.npy",
                        "holds float64 values, but [float]_N takes float32; save the file as "

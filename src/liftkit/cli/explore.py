@@ -96,6 +96,7 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     check_size_names(res, sizes)
     problem = make_problem(res.spec if res.spec is not None else res.program, sizes, res.name)
     _check_sizes(res, problem.sizes)
+    _check_inputs(res, problem, args.seed)
     space = load_rule_space(args.rules)
     backend = resolve_backend(args.backend, args.device)
     # everything written after the search is checked before it: minutes of search are not lost
@@ -269,6 +270,32 @@ def _check_sizes(res: Resolved, sizes: Mapping[str, int]) -> None:
     rule = getattr(res.spec, "size_rule", "") if res.spec is not None else ""
     check_size_facts(size_facts(res.program, out_type), sizes, res.name, rule)
     check_memory(res.program, out_type, sizes, [p.name for p in res.program.params], res.name)
+
+
+def _check_inputs(res: Resolved, problem: Any, seed: int) -> None:
+    """The inputs every candidate will get, made once and checked against the parameters: a
+    broken input maker is one error now, not a search in which every candidate fails."""
+    from liftkit.cli.resolve import one_line
+    from liftkit.semantics import bind_sizes
+
+    try:
+        inputs = problem.inputs(problem.sizes, seed)
+    except MemoryError:
+        raise CliError(f"{res.name}: not enough memory to generate inputs at "
+                       f"{_size_text(problem.sizes)}; use smaller --size values") from None
+    except Exception as err:  # noqa: BLE001 - a spec's input maker is user code
+        raise CliError(f"{res.name}: its input maker failed at {_size_text(problem.sizes)} "
+                       f"({type(err).__name__}: {one_line(err)})") from err
+    from liftkit.semantics import EvaluationError
+    from liftkit.semantics.values import to_value
+
+    try:
+        bind_sizes(res.program, inputs, problem.sizes)
+        for p, x in zip(res.program.params, inputs):
+            to_value(x, p.type, p.name)  # type: ignore[arg-type]
+    except (EvaluationError, ValueError) as err:
+        raise CliError(f"{res.name}: its generated inputs do not fit the program: "
+                       f"{one_line(err)}") from None
 
 
 def _check_plotting() -> None:
