@@ -98,6 +98,8 @@ CASES: dict[str, Bad] = {
     "bench-device-empty": Bad("bench --device=", "argument --device: empty", 2),
     "bench-unknown-program": Bad("bench --programs nosuch", "unknown benchmark(s) nosuch", 2),
     "bench-few-runs": Bad("bench --repeat 1", "argument --repeat: at least", 2),
+    "blas-tune-out-unwritable": Bad("blas tune --device cpu --out {d}/f32.npy/p.json",
+                                    "--out {d}/f32.npy/p.json: cannot be created"),
     "blas-unknown-op": Bad("blas tune --ops gemmm", "unknown operation gemmm", 2),
     # -- user programs ---------------------------------------------------------------------------
     "program-no-module": Bad("check no_such_module_xyz:prog", "no module named 'no_such_module_xyz'"),

@@ -96,6 +96,9 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     session = Session(_device(args.device), warn=False)
     dev = session.device
     target = Path(args.out) if args.out else profile_dir() / file_name(dev.fingerprint)
+    from liftkit.cli.common import check_writable
+
+    check_writable(str(target), "--out" if args.out else "the profile", make_parents=True)
     profile = None
     if not args.fresh:
         profile = Profile.load(target) if target.is_file() else find_profile(dev.fingerprint)
