@@ -354,8 +354,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         with verbose_log(bool(getattr(args, "verbose", False)), err):
             check_common_values(args)
             if args.command == "list":
-                return cmd_list(out)
-            return int(COMMANDS[args.command](args, out))
+                status = cmd_list(out)
+            else:
+                status = int(COMMANDS[args.command](args, out))
+            out.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+            return status
     except BrokenPipeError:
         return quiet_broken_pipe(out)
     except UsageError as e:
