@@ -369,7 +369,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except _user_errors() as e:
         if debug:
             raise
-        out.flush()
+        try:
+            out.flush()  # what the command printed before it failed, then the error
+        except BrokenPipeError:
+            quiet_broken_pipe(out)
         _report(_message(e), err)
         return 1
     except KeyboardInterrupt:
