@@ -23,7 +23,7 @@ nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not in
 from liftkit.backends.cuda import (  # noqa: E402
     CUDAError, ModuleCache, NVRTCError, compile_cuda, list_devices, module_key,
 )
-from liftkit.backends.cuda.cache import MAGIC  # noqa: E402
+from liftkit.backends.cuda.cache import MAGIC, unwrap_entry, wrap_entry  # noqa: E402
 
 CUDA = CompileOptions(dialect="cuda")
 LOW = [s.name for s in PROGRAMS if s.level == "low"]
@@ -100,9 +100,14 @@ def test_damaged_disk_entries_are_never_used(tmp_path, caplog) -> None:
     path = cache.path_for(key)
     path.write_bytes(b"garbage")
     assert cache._from_disk(key, "KERNEL") is None
-    path.write_bytes(MAGIC + b"\0" * 32 + b"\x7fELF...")  # a checksum that does not match
+    path.write_bytes(MAGIC + key.encode() + b"\n" + b"\0" * 32 + b"\x7fELF...")  # bad checksum
     assert cache._from_disk(key, "KERNEL") is None
     assert "rebuilding from source" in caplog.text and "checksum" in caplog.text
+    # another kernel's entry copied over this one's file (issue 11): a miss, not its module
+    path.write_bytes(wrap_entry(b"\x7fELF... another kernel", "o" * 64))
+    assert cache._from_disk(key, "KERNEL") is None
+    assert "the entry of another kernel" in caplog.text
+    assert unwrap_entry(wrap_entry(b"\x7fELF...", key), key) == b"\x7fELF..."
 
 
 def test_no_gpu_is_one_clear_error() -> None:

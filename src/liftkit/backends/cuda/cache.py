@@ -108,13 +108,7 @@ class ModuleCache:
         if path is None or not path.is_file():
             return None
         try:
-            data = path.read_bytes()
-            head = len(MAGIC) + 32
-            if not data.startswith(MAGIC) or len(data) <= head:
-                raise ValueError("not a liftkit cubin entry")
-            cubin = data[head:]
-            if hashlib.sha256(cubin).digest() != data[len(MAGIC):head]:
-                raise ValueError("checksum mismatch (corrupted)")
+            cubin = unwrap_entry(path.read_bytes(), key)
             mod = _load(cubin, False, name)
             mod.get_kernel(name)  # loading is lazy: make the driver read it now
             return mod
@@ -132,6 +126,25 @@ class ModuleCache:
         if path is None:
             return
         try:
-            atomic_write(path, MAGIC + hashlib.sha256(cubin).digest() + cubin)
+            atomic_write(path, wrap_entry(cubin, key))
         except OSError as err:  # a read-only or full disk must not fail the run
             log.warning("kernel cache: cannot write %s (%s)", path, err)
+
+
+def wrap_entry(cubin: bytes, key: str) -> bytes:
+    """A disk entry: MAGIC, its key, the cubin's sha256, the cubin. The key makes an entry
+    copied over another's file a miss, not a module with the wrong kernels."""
+    return MAGIC + key.encode() + b"\n" + hashlib.sha256(cubin).digest() + cubin
+
+
+def unwrap_entry(data: bytes, key: str) -> bytes:
+    """The cubin of an entry written for `key`; ValueError saying why not otherwise."""
+    head = MAGIC + key.encode() + b"\n"
+    if not data.startswith(MAGIC):
+        raise ValueError("not a liftkit cubin entry")
+    if not data.startswith(head):
+        raise ValueError("the entry of another kernel (or an older liftkit)")
+    digest, cubin = data[len(head):len(head) + 32], data[len(head) + 32:]
+    if not cubin or hashlib.sha256(cubin).digest() != digest:
+        raise ValueError("checksum mismatch (corrupted)")
+    return cubin
