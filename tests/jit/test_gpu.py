@@ -14,6 +14,7 @@ from liftkit.backends.opencl import list_devices  # noqa: E402
 from liftkit.jit import JitError  # noqa: E402
 from liftkit.runtime import Runtime  # noqa: E402
 
+from .cuda_checks import LIBRARY, STENCIL  # noqa: E402
 from .helpers import compile_source  # noqa: E402
 
 HAS_CPU = any(d.type == "cpu" for d in list_devices())
@@ -29,18 +30,6 @@ def rt():
 
 def gpu_fn(src: str, rt, name: str = "f", **kw):
     return compile_source(src, name, gpu_runtime=rt, **kw)
-
-
-STENCIL = """
-import liftkit
-def f(A, B):
-    m, n = A.shape
-    with liftkit.gpu():
-        for i in prange(1, m - 1):
-            for j in range(1, n - 1):
-                B[i, j] = (A[i, j] + A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]) / 5
-    return B
-"""
 
 
 def test_parallel_loop_in_a_section_runs_as_a_kernel(rt):
@@ -269,18 +258,6 @@ def f(a, b, c, d):
         small.close()
 
 
-LIBRARY = """
-import liftkit
-def f(A, B, x, y):
-    with liftkit.gpu():
-        C = A @ B
-        D = C * 2.0 + 1.0
-        s = np.dot(x, y)
-        t = np.sum(x * 3.0)
-    return D, s, t
-"""
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_library_calls_run_on_lift_kernels(rt, dtype):
     from liftkit.jit.gpu_library import TuningNotice
@@ -319,7 +296,7 @@ def _cuda_gpus():
         return ()
 
 
-@pytest.mark.parametrize("src", [STENCIL, LIBRARY, """
+_KERNEL_SOURCES = [STENCIL, LIBRARY, """
 import liftkit
 def f(a, b, k):
     with liftkit.gpu():
@@ -329,60 +306,50 @@ def f(a, b, k):
                 x = x // 2
             b[i] = x if x > 0 else -x
     return b
-"""])
-def test_cuda_dialect_kernels_compile_with_nvrtc(rt, src):
+"""]
+
+
+def run_isolated(script: str, *args: str) -> None:
+    """Run a check script in its own process: NVRTC and an OpenCL CPU compiler (PoCL's LLVM)
+    in one process can crash each other (seen on the GPU machine: a PoCL build segfaulted
+    after NVRTC had compiled)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    paths = [str(root / "src"), str(Path(__file__).parent)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH")
+                                                 else []))
+    r = subprocess.run([sys.executable, str(Path(__file__).parent / script), *args],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_cuda_dialect_kernels_compile_with_nvrtc(rt, tmp_path):
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-    f = gpu_fn(src, rt)
-    args = {STENCIL: (np.ones((6, 5)), np.zeros((6, 5))),
-            LIBRARY: (np.ones((4, 4)), np.ones((4, 4)), np.ones(4), np.ones(4))}.get(
-        src, (np.arange(8), np.zeros(8, dtype=np.int64), 3))
     import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f(*args)
-    sources = [k.source("cuda") for k in f._last().gpu.plan.kernels]
-    assert sources
-    for s in sources:
-        assert compile_cuda(s, "compute_90a").ptx  # NVRTCError with the log otherwise
+    sources = []
+    for k, src in enumerate(_KERNEL_SOURCES):
+        f = gpu_fn(src, rt)
+        args = [(np.ones((6, 5)), np.zeros((6, 5))),
+                (np.ones((4, 4)), np.ones((4, 4)), np.ones(4), np.ones(4)),
+                (np.arange(8), np.zeros(8, dtype=np.int64), 3)][k]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f(*args)
+        sources += [kern.source("cuda") for kern in f._last().gpu.plan.kernels]
+    assert len(sources) >= 4
+    for k, s in enumerate(sources):
+        (tmp_path / f"k{k}.cu").write_text(s)
+    run_isolated("cuda_checks.py", "nvrtc", str(tmp_path))
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_gpus(), reason="no CUDA GPU")
 def test_sections_on_cuda():
-    import warnings
-    cu = Runtime("cuda")
-    try:
-        f = gpu_fn(STENCIL, cu)
-        A = np.random.default_rng(7).random((300, 200))
-        B = np.zeros_like(A)
-        f(A, B)
-        ref = np.zeros_like(A)
-        ref[1:-1, 1:-1] = (A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2]
-                           + A[1:-1, 2:]) / 5
-        np.testing.assert_allclose(B, ref)
-        g = gpu_fn(LIBRARY, cu)
-        X, Y = np.random.default_rng(8).random((256, 128)), np.random.default_rng(9).random((128, 64))
-        x = np.random.default_rng(10).random(4096)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            D, s, t = g(X, Y, x, x)
-        np.testing.assert_allclose(D, (X @ Y) * 2 + 1, rtol=1e-10)
-        assert s == pytest.approx(float(x @ x)) and t == pytest.approx(3 * float(x.sum()))
-        h = gpu_fn("""
-import liftkit
-def h(a, b, k):
-    with liftkit.gpu():
-        for i in prange(a.shape[0]):
-            b[i] = a[i + k]
-    return b
-""", cu, "h")
-        with pytest.raises(IndexError, match="line 9: index"):
-            h(np.arange(10.0), np.zeros(10), 1)
-        np.testing.assert_allclose(h(np.arange(10.0), np.zeros(10), 0), np.arange(10.0))
-        assert not cu.buffers
-    finally:
-        cu.close()
+    run_isolated("cuda_checks.py", "gpu")
 
 
 def test_np_empty_results_are_not_uploaded_but_loops_keep_earlier_writes(rt):
