@@ -14,7 +14,7 @@ that every work-item of a group runs over the group's shared memory.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Any, Optional
 
 from liftkit.codegen.views import CodegenError
 from liftkit.ir import patterns as P
@@ -231,9 +231,14 @@ class _LoopRecorder(TypeChecker):
             shared = True
             if isinstance(e.f, P.AbstractReduce):
                 init = e.args[0]
-                acc = self.types.get(id(init)) if isinstance(init, FunCall) else \
-                    (env.get(init, init.type) if isinstance(init, Param) else init.type)  # type: ignore[union-attr]
-                shared = _holds_array(acc) and not any(isinstance(n, P.ToPrivate) for n in walk(init))
+                if isinstance(init, FunCall):
+                    acc = self.types.get(id(init))
+                elif isinstance(init, Param):
+                    acc = env.get(init, init.type)
+                else:
+                    acc = init.type  # type: ignore[union-attr]
+                private = any(isinstance(n, P.ToPrivate) for n in walk(init))
+                shared = _holds_array(acc) and not private
             self.loops.append((e, enclosing, shared))
         return t
 
@@ -246,13 +251,13 @@ def _check_group_loops(body: Expr) -> None:
     rec = _LoopRecorder()
     rec.expr(body, {})
     for call, enclosing, shared in rec.loops:
-        loop = call.f
+        loop: Any = call.f
         in_wrg = any(isinstance(e, P.MapWrg) for e in enclosing)
         in_thread = any(isinstance(e, (P.MapLcl, P.MapGlb)) for e in enclosing)
         if (in_wrg and not in_thread and shared
-                and not any(isinstance(m, P.MapLcl) for m in walk(loop.f))):  # type: ignore[attr-defined]
+                and not any(isinstance(m, P.MapLcl) for m in walk(loop.f))):
             raise CodegenError(
-                f"{loop.name} inside mapWrg but outside mapLcl runs in every work-item of the "  # type: ignore[attr-defined]
+                f"{loop.name} inside mapWrg but outside mapLcl runs in every work-item of the "
                 "group over the group's shared memory, and each step reads what the previous "
                 "step wrote: share out each step with mapLcl (its barrier orders the steps), "
                 "or move the loop into a mapLcl")
