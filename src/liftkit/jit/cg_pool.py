@@ -2,12 +2,18 @@
 per process and kept loaded by the Runtime (worker threads block inside its code, so it must
 outlive every compiled function).
 
-Workers are POSIX threads created on first use and kept; they sleep on a condition variable
-until the caller publishes a job (a new generation), then take chunks of the outer dimension
-from an atomic counter until none is left; the caller works too and waits until every worker
-has finished the job. glibc's mutex/condition initialisers are all-zero, so zero-initialised
-globals are valid without init calls. A process-wide lock serialises parallel loops started
-from different Python threads."""
+Workers are POSIX threads created on first use and kept, each with a participant number (the
+caller is 0). A job is published without locks: the caller stores it, sets the count of
+workers to wait for and bumps a generation counter. Workers spin on that counter (``pause``,
+then ``sched_yield``) before they sleep on a condition variable, and the caller signals the
+condition only when some worker sleeps; it waits for the workers the same way, spinning first.
+So back-to-back parallel loops (lud: two per outer step) cost no system call. Participants
+take chunks from an atomic counter: one chunk per participant when the trip count is small
+(under 16 per participant: a static share, no extra atomics), four each otherwise (balance
+for uneven loops such as julia's); a worker woken late finds its share taken.
+glibc's mutex/condition initialisers are all-zero, so zero-initialised globals are valid
+without init calls. A process-wide lock serialises parallel loops started from different
+Python threads."""
 
 from __future__ import annotations
 
@@ -17,7 +23,8 @@ from .cg_scalar import I32, I64, I64P, PTR
 
 BODY_TY = ir.FunctionType(I32, [I64P, I64P, I64, I64])
 POOL_TY = ir.FunctionType(I32, [I64P, BODY_TY.as_pointer(), I64P, I64])
-# job slots: 0 body, 1 closure, 2 counter, 3 nchunks, 4 chunk, 5 n, 6 status, 8.. env template
+# job slots: 0 body, 1 closure, 2 next dynamic chunk, 3 nchunks, 4 chunk, 5 n, 6 status,
+# 7 participants, 8.. env template
 JOB = 16
 
 
@@ -25,28 +32,47 @@ def _c(v: int) -> ir.Constant:
     return ir.Constant(I64, v)
 
 
-SPIN = 200  # polls, each yielding the CPU, before sleeping on the condition variable
+SPIN_PAUSE = 4000  # polls with a pause instruction (about 0.1 ms) ...
+SPIN_YIELD = 100   # ... then polls yielding the CPU, before sleeping on the condition variable
+SEQ = "seq_cst"
+
+
+def _pause(mod: ir.Module):  # noqa: ANN202
+    """A call emitting the target's spin-wait hint (x86 ``pause``, Arm ``yield``), or None."""
+    arch = mod.triple.split("-")[0]
+    if arch in ("x86_64", "i686", "i386"):
+        fn = mod.globals.get("llvm.x86.sse2.pause") or \
+            ir.Function(mod, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+        return lambda b: b.call(fn, [])
+    if arch in ("aarch64", "arm64"):
+        fn = mod.globals.get("llvm.aarch64.hint") or \
+            ir.Function(mod, ir.FunctionType(ir.VoidType(), [I32]), "llvm.aarch64.hint")
+        return lambda b: b.call(fn, [ir.Constant(I32, 1)])
+    return None
 
 
 def _spin(b: ir.IRBuilder, fn: ir.Function, ready) -> None:  # noqa: ANN001
-    """Poll ``ready`` up to SPIN times, yielding the CPU in between (so an oversubscribed
-    machine loses little), then fall through to the sleeping path: waking a sleeping thread
-    costs far more than a short poll between back-to-back parallel loops."""
-    pause = fn.module.globals.get("sched_yield") or \
-        ir.Function(fn.module, ir.FunctionType(I32, []), "sched_yield")
-    pre = b.block
-    head, body, out = (fn.append_basic_block(n) for n in ("spin", "spin.body", "spin.out"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64)
-    i.add_incoming(_c(0), pre)
-    go_on = b.and_(b.icmp_signed("<", i, _c(SPIN)), b.not_(ready(b)))
-    b.cbranch(go_on, body, out)
-    b.position_at_end(body)
-    b.call(pause, [])
-    i.add_incoming(b.add(i, _c(1)), body)
-    b.branch(head)
-    b.position_at_end(out)
+    """Poll ``ready`` SPIN_PAUSE times with a pause hint, then SPIN_YIELD times yielding the CPU
+    (an oversubscribed machine loses little), then fall through to the sleeping path: waking
+    a sleeping thread costs far more than a short poll between back-to-back parallel loops."""
+    mod = fn.module
+    yld = mod.globals.get("sched_yield") or ir.Function(mod, ir.FunctionType(I32, []), "sched_yield")
+    pause = _pause(mod)
+    for tag, count, wait in (("p", SPIN_PAUSE, pause), ("y", SPIN_YIELD, lambda b: b.call(yld, []))):
+        pre = b.block
+        head, body, out = (fn.append_basic_block(f"spin{tag}{n}") for n in ("", ".body", ".out"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(_c(0), pre)
+        go_on = b.and_(b.icmp_signed("<", i, _c(count)), b.not_(ready(b)))
+        b.cbranch(go_on, body, out)
+        b.position_at_end(body)
+        if wait is not None:
+            wait(b)
+        i.add_incoming(b.add(i, _c(1)), body)
+        b.branch(head)
+        b.position_at_end(out)
 
 
 def build_pool_module(triple: str, data_layout: str) -> str:
@@ -57,13 +83,14 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     def glob(name: str, ty: ir.Type) -> ir.GlobalVariable:
         g = ir.GlobalVariable(mod, ty, name)
         g.initializer = ir.Constant(ty, None)
-        g.align = 16
+        g.align = 64  # one cache line each: spinning readers do not slow the writers
         g.linkage = "internal"
         return g
     mtx, busy = glob("pool.mtx", blob), glob("pool.busy", blob)
     cv_work, cv_done = glob("pool.work", blob), glob("pool.done", blob)
-    gen, job_g, active, nworkers = (glob(n, I64) for n in ("pool.gen", "pool.job", "pool.active",
-                                                           "pool.n"))
+    gen, job_g, active, nworkers, sleepers, waiting = (
+        glob(n, I64) for n in ("pool.gen", "pool.job", "pool.active", "pool.n", "pool.sleepers",
+                               "pool.waiting"))
     fn_ty = ir.FunctionType
     lock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_lock")
     unlock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_unlock")
@@ -76,7 +103,21 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     def p(g: ir.GlobalVariable, b: ir.IRBuilder) -> ir.Value:
         return b.bitcast(g, PTR)
 
-    # run_chunks(job): take chunks until none is left; the first error wins
+    def signal(b: ir.IRBuilder, fn: ir.Function, flag: ir.GlobalVariable, cv: ir.GlobalVariable,
+               name: str) -> None:
+        """Broadcast ``cv`` under the mutex if ``flag`` says someone sleeps on it (both sides
+        use sequentially consistent accesses, so no wakeup is lost)."""
+        yes, no = fn.append_basic_block(name), fn.append_basic_block(name + ".no")
+        b.cbranch(b.icmp_signed("!=", b.load_atomic(flag, SEQ, 8), _c(0)), yes, no)
+        b.position_at_end(yes)
+        b.call(lock, [p(mtx, b)])
+        b.call(bcast, [p(cv, b)])
+        b.call(unlock, [p(mtx, b)])
+        b.branch(no)
+        b.position_at_end(no)
+
+    # run(job): take chunks until none is left (a late worker's share is taken by the others:
+    # an oversubscribed machine does not wait on it); the first error wins
     run = ir.Function(mod, fn_ty(ir.VoidType(), [I64P]), "pool.run")
     run.linkage = "internal"
     b = ir.IRBuilder(run.append_basic_block())
@@ -91,18 +132,18 @@ def build_pool_module(triple: str, data_layout: str) -> str:
         b.store(_c(0), b.gep(env, [_c(k)]))
     body = b.inttoptr(b.load(slot(0)), BODY_TY.as_pointer())
     clo = b.inttoptr(b.load(slot(1)), I64P)
-    loop, work, fail, done = (run.append_basic_block(n) for n in ("loop", "work", "fail", "done"))
-    b.branch(loop)
-    b.position_at_end(loop)
+    loop, take, fail, done = (run.append_basic_block(n) for n in ("loop", "take", "fail", "done"))
+    b.branch(take)
+    b.position_at_end(take)
     c = b.atomic_rmw("add", slot(2), _c(1), "monotonic")
-    b.cbranch(b.icmp_signed(">=", c, b.load(slot(3))), done, work)
-    b.position_at_end(work)
+    b.cbranch(b.icmp_signed(">=", c, b.load(slot(3))), done, loop)
+    b.position_at_end(loop)
     lo = b.mul(c, b.load(slot(4)))
     hi = b.add(lo, b.load(slot(4)))
     n = b.load(slot(5))
     hi = b.select(b.icmp_signed(">", hi, n), n, hi)
     st = b.call(body, [env, clo, lo, hi])
-    b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), fail, loop)
+    b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), fail, take)
     b.position_at_end(fail)
     b.call(lock, [p(mtx, b)])
     first = b.icmp_signed("==", b.load(slot(6)), _c(0))
@@ -115,44 +156,57 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     b.branch(skip)
     b.position_at_end(skip)
     b.call(unlock, [p(mtx, b)])
-    b.store_atomic(b.load(slot(3)), slot(2), "monotonic", 8)  # stop the others early
+    b.atomic_rmw("add", slot(2), b.load(slot(3)), "monotonic")  # stop the others early
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
 
-    # worker(arg): sleep until a new generation, run it, report, repeat
+    # worker(arg = generation at creation << 16 | participant number): wait for a new
+    # generation, run it (if the job wants this many threads), report, repeat
     worker = ir.Function(mod, fn_ty(PTR, [PTR]), "pool.worker")
     worker.linkage = "internal"
     b = ir.IRBuilder(worker.append_basic_block())
     mine = b.alloca(I64)
-    b.store(b.ptrtoint(worker.args[0], I64), mine)  # the generation current at its creation
-    top, chk, sleep, go = (worker.append_basic_block(n) for n in ("top", "check", "sleep", "go"))
+    arg = b.ptrtoint(worker.args[0], I64)
+    b.store(b.ashr(arg, _c(16)), mine)
+    ident = b.and_(arg, _c(0xFFFF))
+    top, chk, sleep, woke, go = (worker.append_basic_block(n)
+                                 for n in ("top", "check", "sleep", "woke", "go"))
     b.branch(top)
     b.position_at_end(top)
     _spin(b, worker, lambda bb: bb.icmp_signed("!=", bb.load_atomic(gen, "acquire", 8),
                                                bb.load(mine)))
+    fast = worker.append_basic_block("fast")
+    b.cbranch(b.icmp_signed("!=", b.load_atomic(gen, "acquire", 8), b.load(mine)), go, fast)
+    b.position_at_end(fast)
     b.call(lock, [p(mtx, b)])
+    b.atomic_rmw("add", sleepers, _c(1), SEQ)
     b.branch(chk)
     b.position_at_end(chk)
-    b.cbranch(b.icmp_signed("==", b.load(gen), b.load(mine)), sleep, go)
+    b.cbranch(b.icmp_signed("==", b.load_atomic(gen, SEQ, 8), b.load(mine)), sleep, woke)
     b.position_at_end(sleep)
     b.call(wait, [p(cv_work, b), p(mtx, b)])
     b.branch(chk)
-    b.position_at_end(go)
-    b.store(b.load(gen), mine)
-    j = b.inttoptr(b.load(job_g), I64P)
+    b.position_at_end(woke)
+    b.atomic_rmw("sub", sleepers, _c(1), SEQ)
     b.call(unlock, [p(mtx, b)])
+    b.branch(go)
+    b.position_at_end(go)
+    b.store(b.load_atomic(gen, "acquire", 8), mine)
+    j = b.inttoptr(b.load_atomic(job_g, "acquire", 8), I64P)
+    runit, after = worker.append_basic_block("run"), worker.append_basic_block("after")
+    b.cbranch(b.icmp_signed("<", ident, b.load(b.gep(j, [_c(7)]))), runit, after)
+    b.position_at_end(runit)
     b.call(run, [j])
-    b.call(lock, [p(mtx, b)])
-    left = b.sub(b.load(active), _c(1))
-    b.store_atomic(left, active, "release", 8)
+    b.branch(after)
+    b.position_at_end(after)
+    left = b.sub(b.atomic_rmw("sub", active, _c(1), SEQ), _c(1))
     last, cont = worker.append_basic_block("last"), worker.append_basic_block("cont")
     b.cbranch(b.icmp_signed("==", left, _c(0)), last, cont)
     b.position_at_end(last)
-    b.call(bcast, [p(cv_done, b)])
+    signal(b, worker, waiting, cv_done, "wake.caller")
     b.branch(cont)
     b.position_at_end(cont)
-    b.call(unlock, [p(mtx, b)])
     b.branch(top)
 
     # parfor(env, body, closure, n)
@@ -173,47 +227,57 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     b.position_at_end(grow)
     b.cbranch(b.icmp_signed("<", b.load(nworkers), b.sub(nthreads, _c(1))), spawn, ready)
     b.position_at_end(spawn)
-    rc = b.call(create, [tid, ir.Constant(PTR, None), worker, b.inttoptr(b.load(gen), PTR)])
+    arg = b.or_(b.shl(b.load(gen), _c(16)), b.add(b.load(nworkers), _c(1)))
+    rc = b.call(create, [tid, ir.Constant(PTR, None), worker, b.inttoptr(arg, PTR)])
     ok, failed = pf.append_basic_block("created"), pf.append_basic_block("nocreate")
     b.cbranch(b.icmp_signed("==", rc, ir.Constant(I32, 0)), ok, failed)
     b.position_at_end(ok)
     b.call(detach, [b.load(tid)])
-    b.call(lock, [p(mtx, b)])
     b.store(b.add(b.load(nworkers), _c(1)), nworkers)
-    b.call(unlock, [p(mtx, b)])
     b.branch(grow)
     b.position_at_end(failed)
     b.branch(ready)
     b.position_at_end(ready)
+    # participants: the caller and the workers numbered below nthreads (fewer if some could
+    # not be created); small trip counts are one chunk each, larger ones four per participant
+    nw = b.load(nworkers)
+    parts = b.add(nw, _c(1))
+    parts = b.select(b.icmp_signed(">", parts, nthreads), nthreads, parts)
     jb = b.alloca(I64, _c(JOB))
-    want = b.mul(nthreads, _c(4))
+    small = b.icmp_signed("<", n_a, b.mul(parts, _c(16)))
+    want = b.select(small, parts, b.mul(parts, _c(4)))
     nch = b.select(b.icmp_signed(">", want, n_a), n_a, want)
     chunk = b.sdiv(b.add(n_a, b.sub(nch, _c(1))), nch)
     nch = b.sdiv(b.add(n_a, b.sub(chunk, _c(1))), chunk)
     for k, v in enumerate([b.ptrtoint(body_a, I64), b.ptrtoint(clo_a, I64), _c(0), nch, chunk,
-                           n_a, _c(0), _c(0)]):
+                           n_a, _c(0), parts]):
         b.store(v, b.gep(jb, [_c(k)]))
     for k in range(8):
         b.store(b.load(b.gep(envp, [_c(k)])), b.gep(jb, [_c(8 + k)]))
     b.store(_c(0), b.gep(jb, [_c(8 + 5)]))  # workers' allocations use their own arena chain
-    b.call(lock, [p(mtx, b)])
-    b.store(b.ptrtoint(jb, I64), job_g)
-    b.store_atomic(b.load(nworkers), active, "release", 8)
-    b.store_atomic(b.add(b.load(gen), _c(1)), gen, "release", 8)
-    b.call(bcast, [p(cv_work, b)])
-    b.call(unlock, [p(mtx, b)])
+    b.store_atomic(b.ptrtoint(jb, I64), job_g, "release", 8)
+    b.store_atomic(nw, active, SEQ, 8)
+    b.store_atomic(b.add(b.load(gen), _c(1)), gen, SEQ, 8)
+    signal(b, pf, sleepers, cv_work, "wake.workers")
     b.call(run, [jb])
     _spin(b, pf, lambda bb: bb.icmp_signed("==", bb.load_atomic(active, "acquire", 8), _c(0)))
+    wslow, wchk, wsleep, wdone, out = (pf.append_basic_block(x)
+                                       for x in ("wslow", "wchk", "wsleep", "wdone", "out"))
+    b.cbranch(b.icmp_signed("==", b.load_atomic(active, "acquire", 8), _c(0)), out, wslow)
+    b.position_at_end(wslow)
     b.call(lock, [p(mtx, b)])
-    wchk, wsleep, wdone = (pf.append_basic_block(x) for x in ("wchk", "wsleep", "wdone"))
+    b.store_atomic(_c(1), waiting, SEQ, 8)
     b.branch(wchk)
     b.position_at_end(wchk)
-    b.cbranch(b.icmp_signed(">", b.load(active), _c(0)), wsleep, wdone)
+    b.cbranch(b.icmp_signed(">", b.load_atomic(active, SEQ, 8), _c(0)), wsleep, wdone)
     b.position_at_end(wsleep)
     b.call(wait, [p(cv_done, b), p(mtx, b)])
     b.branch(wchk)
     b.position_at_end(wdone)
+    b.store_atomic(_c(0), waiting, SEQ, 8)
     b.call(unlock, [p(mtx, b)])
+    b.branch(out)
+    b.position_at_end(out)
     b.call(unlock, [p(busy, b)])
     st = b.load(b.gep(jb, [_c(6)]))
     bad, good = pf.append_basic_block("bad"), pf.append_basic_block("good")

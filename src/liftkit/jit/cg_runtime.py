@@ -17,8 +17,7 @@ from . import types as T
 from . import vrir as V
 from .cg_pool import BODY_TY, POOL_TY
 from .cg_scalar import I32, I64, I64P, PTR
-from .codegen import ERR_MEMORY, FunctionCodegen, ModuleContext, nslots
-
+from .codegen import ERR_MEMORY, FunctionCodegen, ModuleContext, flat_types, nslots
 
 
 def _c(v: int) -> ir.Constant:
@@ -112,8 +111,26 @@ def free_names(body: tuple, symtab: dict) -> list[str]:
     return [n for n in seen if n in symtab]
 
 
+def distinct_arrays(f: V.Function, noalias: bool) -> frozenset[str]:
+    """Array variables that own memory no other array variable can reach (alias analysis,
+    §5.4): parameters the dispatcher found disjoint (``noalias``) and never reassigned, and
+    variables only ever assigned fresh allocations."""
+    from .passes.walk import nodes
+
+    alloc = ("zeros", "ones", "empty", "full", "arange", "copy")
+    fresh: dict[str, bool] = {}
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name):
+            v = n.value
+            fresh[n.target.name] = fresh.get(n.target.name, True) and \
+                isinstance(v, V.LibCall) and v.fn in alloc and n.target.name not in f.params
+    params = {p for p in f.params if noalias and p not in fresh}
+    return frozenset(params | {k for k, ok in fresh.items() if ok})
+
+
 def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
-    """Outline the body of ``s`` and run its outer dimension on the thread pool."""
+    """Outline the body of ``s`` and run it on the thread pool; a domain of several
+    dimensions is collapsed into one iteration space, so every dimension is shared out."""
     b = cg.b
     dom = s.domain
     nd = len(dom.starts)
@@ -121,10 +138,13 @@ def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
     steps = [cg.value(x) for x in dom.steps]
     counts = [cg.trip_count(st, cg.value(sp), sv, sn)
               for st, sp, sv, sn in zip(starts, dom.stops, steps, dom.steps)]
+    total = counts[0]
+    for c in counts[1:]:
+        total = b.mul(total, c)
     captured = [n for n in free_names(s.body, cg.symtab) if n not in s.vars]
     types = [cg.symtab[n] for n in captured]
-    total = sum(nslots(t) for t in types) + 3 * nd
-    clo = b.alloca(I64, _c(max(total, 1)))
+    nslot = sum(nslots(t) for t in types) + 3 * nd
+    clo = b.alloca(I64, _c(max(nslot, 1)))
     k = 0
     for n, t in zip(captured, types):
         cg.to_slots(t, cg.load_var(n), b.gep(clo, [_c(k)]))
@@ -136,9 +156,9 @@ def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
     if cg.ctx.options.threads:
         # the process-wide pool (cg_pool), its entry point passed in environment slot 7
         pool = b.inttoptr(b.load(b.gep(cg.env, [_c(7)])), POOL_TY.as_pointer())
-        st = b.call(pool, [cg.env, body_fn, clo, counts[0]])
+        st = b.call(pool, [cg.env, body_fn, clo, total])
     else:
-        st = b.call(body_fn, [cg.env, clo, _c(0), counts[0]])
+        st = b.call(body_fn, [cg.env, clo, _c(0), total])
     bad = b.append_basic_block("par.err")
     ok = b.append_basic_block("par.ok")
     b.cbranch(b.icmp_signed("!=", st, ir.Constant(I32, 0)), bad, ok)
@@ -149,34 +169,87 @@ def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
 
 def _outline(cg: FunctionCodegen, s: V.ParFor, captured: list, types: list, dom_at: int,
              nd: int) -> ir.Function:
+    """``body(env, closure, lo, hi)`` unpacks the closure and calls the loop body, an internal
+    function taking the captured values as parameters: arrays that alias analysis proves
+    disjoint get ``noalias`` there (LLVM keeps it as scoped metadata when it inlines), which
+    the serial code has from its own parameters — without it the outlined loop is not
+    vectorised and reloads every array after each store."""
     ctx = cg.ctx
+    distinct = distinct_arrays(cg.f, ctx.options.noalias)
+    arrays = [n for n, t in zip(captured, types) if isinstance(t, T.ArrayType)]
+    restrict = bool(arrays) and all(n in distinct for n in arrays)
+    flat = [x for t in types for x in flat_types(t)]
+    inner_ty = ir.FunctionType(I32, [I64P, I64, I64] + flat + [I64] * (3 * nd))
+    inner = ir.Function(ctx.module, inner_ty, name=ctx.fresh(f"par.body.{cg.f.name}"))
+    inner.linkage = "internal"
+    inner.attributes.add("alwaysinline")
     fn = ir.Function(ctx.module, BODY_TY, name=ctx.fresh(f"par.{cg.f.name}"))
     fn.linkage = "internal"
-    sub = FunctionCodegen(ctx, cg.f)
-    sub.fn = fn
-    sub.env, clo, lo, hi = fn.args
-    sub.result = ir.Constant(I64P, None)
-    sub._begin(fn)
-    b = sub.b
+
+    tramp = FunctionCodegen(ctx, cg.f)
+    tramp.b = ir.IRBuilder(fn.append_basic_block())
+    env, clo, lo, hi = fn.args
+    vals: list = [env, lo, hi]
     k = 0
-    for n, t in zip(captured, types):
-        v = sub.from_slots(t, b.gep(clo, [_c(k)]))
-        if isinstance(t, T.ArrayType) and ctx.options.noalias:
-            pass
-        sub.store_var(n, v)
+    for t in types:
+        vals += tramp.flatten(t, tramp.from_slots(t, tramp.b.gep(clo, [_c(k)])))
         k += nslots(t)
-    dom = [[b.load(b.gep(clo, [_c(dom_at + 3 * d + j)])) for j in range(3)] for d in range(nd)]
+    vals += [tramp.b.load(tramp.b.gep(clo, [_c(dom_at + j)])) for j in range(3 * nd)]
+    tramp.b.ret(tramp.b.call(inner, vals))
+
+    sub = FunctionCodegen(ctx, cg.f)
+    sub.fn = inner
+    sub.env, lo, hi = inner.args[:3]
+    sub.result = ir.Constant(I64P, None)
+    sub._begin(inner)
+    b = sub.b
+    args = list(inner.args[3:])
+    for n, t in zip(captured, types):
+        m = len(flat_types(t))
+        part, args = args[:m], args[m:]
+        if restrict and isinstance(t, T.ArrayType):
+            part[0].add_attribute("noalias")
+        sub.store_var(n, sub.unflatten(t, part))
+    dom = [args[3 * d:3 * d + 3] for d in range(nd)]
     sub.line = s.line
 
-    def level(d: int, kk: ir.Value) -> None:
+    def at(d: int, kk: ir.Value) -> None:
         start, step, _ = dom[d]
         sub.store_var(s.vars[d], b.add(start, b.mul(kk, step)))
-        if d + 1 == nd:
-            sub.stmts(s.body)
-            return
-        sub.counted_loop(dom[d + 1][2], lambda j: level(d + 1, j), name=f"par{d + 1}")
 
-    sub.counted_loop(b.sub(hi, lo), lambda kk: level(0, b.add(lo, kk)), name="par0")
+    if nd == 1:
+        def one(kk: ir.Value) -> None:
+            at(0, b.add(lo, kk))
+            sub.stmts(s.body)
+        sub.counted_loop(b.sub(hi, lo), one, name="par0")
+    else:
+        # [lo, hi) of the collapsed space: whole or partial rows of the last dimension
+        run, skip = inner.append_basic_block("par.rows"), inner.append_basic_block("par.none")
+        b.cbranch(b.icmp_signed(">", hi, lo), run, skip)
+        b.position_at_end(skip)
+        b.ret(ir.Constant(I32, 0))
+        b.position_at_end(run)
+        last = dom[-1][2]
+        r0 = b.sdiv(lo, last)
+        r1 = b.sdiv(b.sub(b.add(hi, last), _c(1)), last)
+
+        def row(t: ir.Value) -> None:
+            r = b.add(r0, t)
+            rem = r
+            for d in reversed(range(nd - 1)):
+                at(d, b.srem(rem, dom[d][2]))
+                rem = b.sdiv(rem, dom[d][2])
+            base = b.mul(r, last)
+            jlo = b.sub(lo, base)
+            jlo = b.select(b.icmp_signed(">", jlo, _c(0)), jlo, _c(0))
+            jhi = b.sub(hi, base)
+            jhi = b.select(b.icmp_signed("<", jhi, last), jhi, last)
+
+            def col(j: ir.Value) -> None:
+                at(nd - 1, b.add(jlo, j))
+                sub.stmts(s.body)
+            sub.counted_loop(b.sub(jhi, jlo), col, name="par.col")
+        sub.counted_loop(b.sub(r1, r0), row, name="par.row")
     if not b.block.is_terminated:
         b.ret(ir.Constant(I32, 0))
     return fn
@@ -202,4 +275,4 @@ def build_entry(ctx: ModuleContext) -> ir.Function:
     return fn
 
 
-__all__ = ["alloc", "build_free", "build_entry", "parallel_for"]
+__all__ = ["alloc", "build_free", "build_entry", "distinct_arrays", "parallel_for"]
