@@ -21,7 +21,7 @@ import numpy as np
 from liftkit.runtime import Kernel, Runtime
 
 from . import types as T
-from .gpu_codegen import GpuPlan
+from .gpu_plan import GpuPlan
 
 ERR_HOST = 12  # environment slot 0: the error is a Python exception the callback kept
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,

@@ -13,7 +13,7 @@ from .cg_runtime import build_entry, build_free
 from .codegen import ModuleContext, Options
 from .engine import DiskCache, Target, load_object
 from .frontend import lower_module
-from .gpu_codegen import GpuPlan, plan_sections
+from .gpu_plan import GpuPlan, plan_sections
 from .gpu_lower import has_sections, lower_sections
 from .passes import PassReport, run_passes
 from .passes.inline import inline_calls

@@ -1,0 +1,351 @@
+"""Planning the GPU sections of a module (seed 003 §5.8): which statements are kernels, library
+calls or host statements, and what the runtime needs to know about each — the arrays a kernel
+reads and writes, those whose values die in the section (freed without a download), those with
+undefined contents (never uploaded), what a host statement touches. Alias analysis (§5.4) gives
+the kernels their ``restrict`` qualifiers."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from . import types as T
+from . import vrir as V
+from .gpu_codegen import GpuKernel, KernelWriter
+from .passes.walk import nodes
+
+@dataclass(frozen=True)
+class HostAccess:
+    """Arrays a host statement inside a section reads or writes (synchronised before it)."""
+    arrays: tuple[tuple[str, T.ArrayType, bool], ...]
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """A library operator of a section run on Lift kernels (gpu_library): ``op`` (mm, dot,
+    sum), its array operands (for mm the result first) and the scalar result's type."""
+    op: str
+    arrays: tuple[tuple[str, T.ArrayType], ...]
+    result: T.ScalarType | None
+    line: int
+    dead: frozenset[str] = frozenset()
+
+
+@dataclass
+class GpuPlan:
+    """Every kernel, library call and host access of a module's sections, numbered in module
+    order (the numbers are compiled into the machine code, so a disk-cache hit gets the same
+    plan)."""
+    kernels: list[GpuKernel]
+    accesses: list[HostAccess]
+    kernel_ids: dict[int, int]
+    access_ids: dict[int, int]
+    sections: dict[int, int]
+    libraries: list[LibraryCall] = field(default_factory=list)
+    library_ids: dict[int, int] = field(default_factory=dict)
+
+
+def library_call(s: V.Stmt) -> V.LibCall | None:
+    """The ``lift_*`` library call statement ``s`` is, if it is one."""
+    v = s.value if isinstance(s, V.ExprStmt) or (isinstance(s, V.Assign) and
+                                                  isinstance(s.target, V.Name)) else None
+    if isinstance(v, V.LibCall) and v.fn.startswith("lift_"):
+        return v
+    return None
+
+
+def _fresh_arrays(f: V.Function) -> set[str]:
+    """Array variables only ever assigned newly allocated arrays (alias analysis, §5.4)."""
+    alloc = ("zeros", "ones", "empty", "full", "arange", "copy")
+    fresh: dict[str, bool] = {}
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.target.type, T.ArrayType):
+            v = n.value
+            new = isinstance(v, V.LibCall) and v.fn in alloc
+            fresh[n.target.name] = fresh.get(n.target.name, True) and new
+    return {k for k, ok in fresh.items() if ok and k not in f.params}
+
+
+def _owned_arrays(f: V.Function) -> set[str]:
+    """Array variables holding only memory the function allocated (copies of such names
+    included): nothing outside the function can see them."""
+    alloc = ("zeros", "ones", "empty", "full", "arange", "copy")
+    assigns: dict[str, list] = {}
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.target.type, T.ArrayType):
+            assigns.setdefault(n.target.name, []).append(n.value)
+    owned = {k for k in assigns if k not in f.params}
+    changed = True
+    while changed:
+        changed = False
+        for k in list(owned):
+            if not all((isinstance(v, V.LibCall) and v.fn in alloc) or
+                       (isinstance(v, V.Name) and v.name in owned) for v in assigns[k]):
+                owned.discard(k)
+                changed = True
+    return owned
+
+
+def _dead_after(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[str]:
+    """Owned arrays whose memory nothing outside ``section`` can reach: neither they nor any
+    array variable copied from or to them (``x = y``) is mentioned outside it."""
+    outside: set[str] = set()
+
+    def walk(x: object) -> None:
+        if x is section:
+            return
+        if isinstance(x, V.Name):
+            outside.add(x.name)
+        if isinstance(x, tuple):
+            for i in x:
+                walk(i)
+        elif hasattr(x, "__dataclass_fields__") and not isinstance(
+                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType)):
+            for fld in x.__dataclass_fields__:
+                walk(getattr(x, fld))
+    walk(f.body)
+    group = {k: {k} for k in owned}  # names sharing memory through copies
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.value, V.Name) and n.target.name in owned and n.value.name in owned:
+            merged = group[n.target.name] | group[n.value.name]
+            for k in merged:
+                group[k] = merged
+    return frozenset(k for k in owned if not group[k] & outside)
+
+
+def _undefined_arrays(f: V.Function, owned: set) -> set[str]:
+    """Arrays allocated by ``np.empty`` (or copies of such names) that the host never reads or
+    writes and that only one section, outside any loop, uses: their first kernel's writes need
+    no upload of the (undefined) host contents."""
+    def empty(v: object) -> bool:
+        return isinstance(v, V.LibCall) and v.fn == "empty"
+    cand = {k for k in owned if all(empty(n.value) or isinstance(n.value, V.Name)
+                                    for n in nodes(f.body) if isinstance(n, V.Assign)
+                                    and isinstance(n.target, V.Name) and n.target.name == k)}
+    changed = True
+    while changed:
+        changed = False
+        for k in list(cand):
+            for n in nodes(f.body):
+                if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                        n.target.name == k and isinstance(n.value, V.Name) and \
+                        n.value.name not in cand:
+                    cand.discard(k)
+                    changed = True
+                    break
+    touched = {a for a, _, _ in host_arrays(f.body, set())}
+    seen: dict[str, int] = {}
+
+    def host_stmts(body: tuple) -> None:
+        """What the host statements of a section touch (kernels and library calls apart)."""
+        for st in body:
+            if isinstance(st, V.ParFor) or library_call(st) is not None:
+                continue
+            touched.update(a for a, _, _ in host_arrays(_header(st), set()))
+            if isinstance(st, V.If):
+                host_stmts(st.then)
+                host_stmts(st.orelse)
+            elif isinstance(st, (V.For, V.While, V.GpuSection)):
+                host_stmts(st.body)
+
+    def visit(body: tuple, loop: bool) -> None:
+        for st in body:
+            if isinstance(st, V.GpuSection):
+                names = {n.name for n in nodes(st.body) if isinstance(n, V.Name)}
+                for nm in names:
+                    seen[nm] = seen.get(nm, 0) + (2 if loop else 1)
+                host_stmts(st.body)
+                continue
+            if isinstance(st, V.If):
+                visit(st.then, loop)
+                visit(st.orelse, loop)
+            elif isinstance(st, (V.For, V.While, V.ParFor)):
+                visit(st.body, True)
+    visit(f.body, False)
+    return {k for k in cand if k not in touched and seen.get(k, 0) == 1}
+
+
+def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
+            fresh: set) -> GpuKernel:
+    symtab = f.symtab()
+    private = set(s.vars)
+    for n in nodes(s.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name):
+            private.add(n.target.name)
+        elif isinstance(n, V.For):
+            private.add(n.var)
+    used: dict[str, None] = {}
+    data, writes = set(), set()
+    for n in nodes(s.body):
+        if isinstance(n, V.Name) and n.name not in private:
+            used[n.name] = None
+        if isinstance(n, V.Index) and isinstance(n.array, V.Name):
+            data.add(n.array.name)
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Index) and \
+                isinstance(n.target.array, V.Name):
+            writes.add(n.target.array.name)
+    reads = set()
+    for n in nodes(s.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Index):
+            for m in nodes((n.value, n.target.indices)):
+                if isinstance(m, V.Index) and isinstance(m.array, V.Name):
+                    reads.add(m.array.name)
+        elif isinstance(n, V.Index) and isinstance(n.array, V.Name):
+            reads.add(n.array.name)
+    reads -= {w for w in writes if not _reads_target(s.body, w)}
+    captured = [(n, symtab[n]) for n in used]
+    arrays = [n for n, t in captured if isinstance(t, T.ArrayType) and n in data]
+    restrict = all((noalias and a in f.params) or a in fresh for a in arrays)
+    mode = "loop"
+    if s.vars and s.vars[0].startswith("ew$w"):
+        mode = "whole"
+    elif s.vars and s.vars[0].startswith("ew$s"):
+        mode = "slice"
+    name = f"lk_{re.sub(r'[^A-Za-z0-9_]', '_', f.name)}_{idx}"
+    sources = tuple((d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data,
+                                     writes).write()) for d in ("opencl", "cuda"))
+    return GpuKernel(name, s.line, tuple(captured), frozenset(data), frozenset(reads),
+                     frozenset(writes), len(s.vars), mode, sources)
+
+
+def _reads_target(body: tuple, name: str) -> bool:
+    """Does the loop body read array ``name`` (not only store into it)?"""
+    for n in nodes(body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Index):
+            if any(isinstance(m, V.Index) and isinstance(m.array, V.Name) and
+                   m.array.name == name for m in nodes((n.value, n.target.indices))):
+                return True
+        elif isinstance(n, (V.If, V.While, V.For, V.ExprStmt)):
+            for part in ((n.cond,) if isinstance(n, (V.If, V.While)) else
+                         (n.start, n.stop, n.step) if isinstance(n, V.For) else (n.value,)):
+                if any(isinstance(m, V.Index) and isinstance(m.array, V.Name) and
+                       m.array.name == name for m in nodes(part)):
+                    return True
+    return False
+
+
+def host_arrays(parts: tuple, written: set) -> tuple[tuple[str, T.ArrayType, bool], ...]:
+    """Arrays whose data the host expressions ``parts`` touch, with whether they may be written.
+    Pointer operations do not count: copying an array variable, taking a view, asking a shape,
+    packing arrays into a tuple or returning them."""
+    seen: dict[str, tuple] = {}
+
+    def root(x: object) -> object:
+        while isinstance(x, V.Index):
+            x = x.array
+        return x
+
+    def walk(x: object, data: bool) -> None:
+        if isinstance(x, V.Name):
+            if data and isinstance(x.type, T.ArrayType):
+                seen[x.name] = (x.name, x.type, x.name in written)
+            return
+        if isinstance(x, V.Dim):
+            if not isinstance(x.array, V.Name):
+                walk(x.array, False)
+            return
+        if isinstance(x, V.Index):
+            element = not isinstance(x.type, T.ArrayType)
+            walk(x.array, element)
+            for i in x.indices:
+                walk(i, True)
+            return
+        if isinstance(x, V.Assign):
+            if isinstance(x.target, V.Index):
+                walk(root(x.target), True)
+                walk(x.target, False)
+                walk(x.value, True)
+            else:
+                walk(x.value, False)
+            return
+        if isinstance(x, (V.Return, V.ExprStmt)):
+            walk(x.value, False)
+            return
+        if isinstance(x, (V.TupleExpr, V.TupleGet)):
+            for c in (x.items if isinstance(x, V.TupleExpr) else (x.tuple,)):
+                walk(c, data)
+            return
+        if isinstance(x, (V.Function, V.ParFor, V.GpuSection)):
+            return
+        if isinstance(x, tuple):
+            for i in x:
+                walk(i, data)
+        elif hasattr(x, "__dataclass_fields__") and not isinstance(
+                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType, V.Check)):
+            for fld in x.__dataclass_fields__:
+                walk(getattr(x, fld), True)
+    walk(parts, True)
+    return tuple(seen.values())
+
+
+def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
+    """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`)."""
+    plan = GpuPlan([], [], {}, {}, {})
+    for f in m.functions:
+        fresh = _fresh_arrays(f)
+        owned = _owned_arrays(f)
+        undefined = frozenset(_undefined_arrays(f, owned))
+        dead: frozenset[str] = frozenset()
+
+        def stmts(body: tuple, gpu: bool) -> None:
+            nonlocal dead
+            for s in body:
+                if isinstance(s, V.GpuSection):
+                    if not gpu:
+                        plan.sections[id(s)] = len(plan.sections)
+                        dead = _dead_after(f, s, owned)
+                    stmts(s.body, True)
+                    continue
+                if gpu and isinstance(s, V.ParFor):
+                    plan.kernel_ids[id(s)] = len(plan.kernels)
+                    k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh)
+                    plan.kernels.append(dataclasses.replace(k, dead=dead,
+                                                            undefined=undefined & k.writes))
+                    continue
+                lib = library_call(s) if gpu else None
+                if lib is not None:
+                    plan.library_ids[id(s)] = len(plan.libraries)
+                    plan.libraries.append(LibraryCall(
+                        lib.fn[5:], tuple((a.name, a.type) for a in lib.args),  # type: ignore
+                        lib.type if isinstance(lib.type, T.ScalarType) else None, s.line, dead))
+                    continue
+                if gpu:
+                    plan.access_ids[id(s)] = len(plan.accesses)
+                    plan.accesses.append(HostAccess(host_arrays(_header(s), _written(s))))
+                if isinstance(s, V.If):
+                    stmts(s.then, gpu)
+                    stmts(s.orelse, gpu)
+                elif isinstance(s, (V.For, V.While, V.ParFor)):
+                    stmts(s.body, gpu)
+        stmts(f.body, False)
+    return plan
+
+
+def _header(s: V.Stmt) -> tuple:
+    """What the host evaluates of ``s`` itself (a compound statement's body is planned apart)."""
+    if isinstance(s, V.If):
+        return (s.cond,)
+    if isinstance(s, V.While):
+        return (s.cond,)
+    if isinstance(s, V.For):
+        return (s.start, s.stop, s.step)
+    return (s,)
+
+
+def _written(s: V.Stmt) -> set:
+    out = set()
+    for n in nodes(s if not isinstance(s, (V.If, V.While, V.For)) else _header(s)):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Index):
+            root = n.target.array
+            while isinstance(root, V.Index):
+                root = root.array
+            if isinstance(root, V.Name):
+                out.add(root.name)
+        if isinstance(n, V.Call):
+            out |= {a.name for a in n.args if isinstance(a, V.Name) and
+                    isinstance(a.type, T.ArrayType)}
+    return out
