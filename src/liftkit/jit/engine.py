@@ -1,10 +1,12 @@
 """LLVM back end: the host target machine, the O3 pipeline (loop and SLP vectorisers on),
 object code, and loading it into an MCJIT engine. Compiled objects are cached on disk by a key
-of source, signature, specialisation, llvmlite version and host CPU; an unreadable or corrupt
-entry is rebuilt."""
+of source, signature, specialisation, llvmlite version, host CPU and the code generator's own
+source (an upgraded liftkit never loads objects an older one compiled); an unreadable or
+corrupt entry is rebuilt."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -16,6 +18,16 @@ import llvmlite
 import llvmlite.binding as llvm
 
 _FORMAT = b"LKJIT1\n"
+
+
+@functools.lru_cache(maxsize=1)
+def generator_digest() -> str:
+    """Digest of liftkit.jit's sources (a pure function of the installed files, memoised)."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.rglob("*.py")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 @dataclass
@@ -91,7 +103,7 @@ class DiskCache:
     @staticmethod
     def key(*parts: object) -> str:
         h = hashlib.sha256()
-        for p in (llvmlite.__version__, llvm.llvm_version_info, _FORMAT) + parts:
+        for p in (llvmlite.__version__, llvm.llvm_version_info, _FORMAT, generator_digest()) + parts:
             h.update(repr(p).encode())
             h.update(b"\0")
         return h.hexdigest()
