@@ -20,9 +20,9 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
 - `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl(0) of id) that
   is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it: the
-  copies become `cp.async` into s local buffers, the copy of tile k+s-1 in flight while the warps
-  compute on tile k (one `cp.async.commit_group` per tile, `wait_group s-1`). It means the identity of its
-  copy, as toLocal does.
+  copies become `cp.async` into s local buffers, the copy of tile k+s-1 in flight while the
+  warps compute on tile k (one `cp.async.commit_group` per tile, `wait_group s-1`). It means
+  the identity of its copy, as toLocal does.
 """
 
 from __future__ import annotations
