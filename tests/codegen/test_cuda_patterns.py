@@ -5,6 +5,8 @@ compiles it to PTX without a GPU), OpenCL's refusal in the pattern's words, and 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -154,7 +156,8 @@ def mm_high(kind: str):  # type: ignore[no-untyped-def]
         lambda colB: reduce(add_, lit(0.0, T)) << map(mult_) << zip(rowA, colB)) << transpose << c(B)) << c(A))
 
 
-def mm_low(kind: str, tm: int = 32, tn: int = 16, tk: int = 16, warps: int = 2, staged: int = 1):  # type: ignore[no-untyped-def]
+def mm_low(kind: str, tm: int = 32, tn: int = 16, tk: int = 16, warps: int = 2,
+           staged: int = 1) -> Any:
     from liftkit.ir.nodes import Lambda, Param
     from liftkit.ir import patterns as P
     from liftkit.rewrite.rules.cuda import mm_tensor_cores
