@@ -379,3 +379,26 @@ def g(n):
     return d
 """, rt, "g")
     np.testing.assert_allclose(g(9), np.arange(9.0))
+
+
+def test_elementwise_chains_run_as_lift_maps(rt):
+    import warnings
+
+    from liftkit.jit.dispatch import RUNTIME
+    f = gpu_fn("""
+import liftkit
+def f(A, B, s, k):
+    with liftkit.gpu():
+        D = A * s + np.sqrt(B) - k     # same shapes: map(f) << zip(A, B) on Lift
+        E = A * B[0]                   # broadcasting: the jit's own kernel
+    return D, E
+""", rt)
+    A, B = np.random.default_rng(11).random((6, 5)), np.random.default_rng(12).random((6, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the default-derivation notice (once per process)
+        D, E = f(A, B, 1.5, 3)
+    np.testing.assert_allclose(D, A * 1.5 + np.sqrt(B) - 3)
+    np.testing.assert_allclose(E, A * B[0])
+    lifted = [k.lift for k in f._last().gpu.plan.kernels]
+    assert lifted[0] is not None and "sqrt" in lifted[0].body
+    assert any(key[0] == "map:" + lifted[0].body for key in RUNTIME.library.pipelines)

@@ -58,9 +58,75 @@ class GpuKernel:
     sources: tuple[tuple[str, str], ...]
     dead: frozenset[str] = frozenset()  # arrays nothing reads after the section
     undefined: frozenset[str] = frozenset()  # np.empty arrays nothing wrote yet: no upload
+    lift: "LiftMap | None" = None  # an element-wise loop as a Lift map (gpu_library)
 
     def source(self, dialect: str) -> str:
         return dict(self.sources)[dialect]
+
+
+@dataclass(frozen=True)
+class LiftMap:
+    """An element-wise loop as a Lift user function over zipped arrays (``map(f) << zip(...)``):
+    its C body (``return ...;`` over parameters a0.., s0..) and the same expression in NumPy
+    (the reference interpreter's twin), the array operands (captured names, in order), the
+    scalar operands and every element type (float32/float64)."""
+    body: str
+    py: str
+    arrays: tuple[tuple[str, str], ...]    # (captured name, element type name)
+    scalars: tuple[tuple[str, str], ...]
+    result: str
+
+
+_LIFT_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def lift_map(value: V.Expr, result: T.ScalarType) -> LiftMap | None:
+    """The Lift form of an element-wise loop's right side, or None when it uses more than
+    plain C arithmetic and math functions on floats (the jit's own kernel then runs it)."""
+    arrays: dict[str, str] = {}
+    scalars: dict[str, str] = {}
+
+    def c(e: V.Expr) -> tuple[str, str] | None:
+        t = e.type
+        if not (isinstance(t, T.ScalarType) and t.is_float):
+            return None
+        if isinstance(e, V.Index) and isinstance(e.array, V.Name):
+            arrays.setdefault(e.array.name, t.name)
+            n = f"a{list(arrays).index(e.array.name)}"
+            return n, n
+        if isinstance(e, V.Name):
+            scalars.setdefault(e.name, t.name)
+            n = f"s{list(scalars).index(e.name)}"
+            return n, n
+        if isinstance(e, V.Const):
+            return _lit(e), f"np.{t.name}(float('{float(e.value)!r}'))"  # type: ignore[arg-type]
+        if isinstance(e, V.BinOp) and e.op in _LIFT_OPS:
+            a, b = c(e.left), c(e.right)
+            if a is None or b is None:
+                return None
+            op = _LIFT_OPS[e.op]
+            return f"({a[0]} {op} {b[0]})", f"({a[1]} {op} {b[1]})"
+        if isinstance(e, V.UnOp) and e.op == "neg":
+            a = c(e.operand)
+            return None if a is None else (f"(-{a[0]})", f"(-{a[1]})")
+        if isinstance(e, V.Cast):
+            if isinstance(e.operand, V.Const) and e.operand.type.is_int:
+                return c(V.Const(float(e.operand.value), t))
+            a = c(e.operand)
+            return None if a is None else (f"(({CT[t.name]}){a[0]})", f"np.{t.name}({a[1]})")
+        if isinstance(e, V.LibCall) and len(e.args) == 1 and (e.fn in _MATH or e.fn == "abs"):
+            a = c(e.args[0])
+            if a is None:
+                return None
+            cf = "fabs" if e.fn == "abs" else _MATH[e.fn]
+            pf = {"abs": "abs", "round": "rint"}.get(e.fn, e.fn)
+            return f"{cf}({a[0]})", f"np.{pf}({a[1]})"
+        return None
+    got = c(value if value.type == result else V.Cast(value, result))
+    if got is None or not arrays:
+        return None
+    return LiftMap(f"return {got[0]};", got[1], tuple(arrays.items()), tuple(scalars.items()),
+                   result.name)
 
 
 def _scalar(t: T.Type, what: str, line: int) -> T.ScalarType:

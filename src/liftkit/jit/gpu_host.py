@@ -145,6 +145,8 @@ class GpuHost:
                     temps.append(c)
                     args = [c if a is v else a for a in args]
                     reads = [c if a is v else a for a in reads]
+        if k.lift is not None and self._lift_map(call, k, named, args, counts):
+            return
         over = [named[n] for n in k.writes] if k.mode == "whole" else \
             [named[n] for n in k.undefined if n in named and n not in k.reads]
         rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
@@ -194,6 +196,40 @@ class GpuHost:
             block[slot] = struct.unpack("<q", _Q2D.pack(value))[0]
         else:
             block[slot] = struct.unpack("<I", _I2F.pack(value))[0]
+
+    def _lift_map(self, call: _Call, k: Any, named: dict, args: list, counts: list) -> bool:
+        """Run an element-wise loop as a Lift map when its arrays are whole, C-contiguous and of
+        the result's shape (no broadcasting); False leaves it to the jit's own kernel."""
+        rt = call.rt
+        (out_name,) = k.writes
+        out = named[out_name]
+        shape = rt.vars[out.id].shape
+        vs = []
+        for name, _ in k.lift.arrays:
+            v = named.get(name)
+            if v is None:
+                return False
+            var = rt.vars[v.id]
+            if var.shape != shape or var.offset or \
+                    var.strides != _c_strides(var.shape, var.dtype.itemsize):
+                return False
+            vs.append(v)
+        if rt.vars[out.id].offset or len(shape) != len(counts):
+            return False
+        values = {}
+        pos = 1
+        for name, t in k.captured:  # the scalars' values, as the kernel's arguments hold them
+            if isinstance(t, T.ArrayType):
+                pos += 1 + 2 * t.ndim if name in k.data else t.ndim
+            else:
+                values[name] = args[pos]
+                pos += 1
+        scalars = [np.dtype(e).type(values[name]) for name, e in k.lift.scalars]
+        if self.library is None:
+            from .gpu_library import LiftLibrary
+            self.library = LiftLibrary()
+        self.library.run_map(rt, k.lift, vs, scalars, out, int(np.prod(shape)))
+        return True
 
     def host(self, key: int, aid: int, block: Any) -> None:
         call = self.calls[key]

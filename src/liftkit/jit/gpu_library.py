@@ -52,10 +52,12 @@ class LiftLibrary:
                 p = self.pipelines[key] = self._build(rt, op, dtype, sizes)
             return p
 
-    def _build(self, rt: Runtime, op: str, dtype: str, sizes: dict[str, int]) -> Pipeline:
+    def _build(self, rt: Runtime, op: str, dtype: str, sizes: dict[str, int],
+               spec: Any = None) -> Pipeline:
         from liftkit.codegen.compiler import compile_program
         from liftkit.codegen.kernel import CompileOptions
-        program, derived, variant = _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu")
+        program, derived, variant = _map_program(spec) if spec is not None else \
+            _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu")
         low, origin = None, str(variant)
         try:
             from liftkit.explore.tuned import best_for
@@ -66,10 +68,10 @@ class LiftLibrary:
             low = None
         if low is None:
             low = derived()
-            note = (op, dtype, rt.device.device.fingerprint)
+            note = (op.split(":")[0], dtype, rt.device.device.fingerprint)
             if note not in self.noticed:
                 self.noticed.add(note)
-                warnings.warn(f"liftkit: nothing tuned for {op} ({dtype}, "
+                warnings.warn(f"liftkit: nothing tuned for {op.split(':')[0]} ({dtype}, "
                               f"{', '.join(f'{k}={v}' for k, v in sorted(sizes.items()))}) on "
                               f"{rt.device.label}; using the default derivation {variant} "
                               "(tune with 'liftkit explore')", TuningNotice, stacklevel=2)
@@ -80,11 +82,26 @@ class LiftLibrary:
                    for k, o in zip(compiled.kernels, ocl.kernels)]
         return Pipeline(compiled, kernels, origin)
 
+    def run_map(self, rt: Runtime, spec: Any, arrays: list, scalars: list, out: Any,
+                n: int) -> None:
+        """An element-wise loop (a ``gpu_codegen.LiftMap``) as the Lift program
+        ``map(f) << zip(arrays...)`` over n elements, writing ``out``."""
+        op = "map:" + spec.body
+        dev = rt.device.device
+        key = (op, spec.py, spec.arrays, spec.scalars, (("N", n),), dev.fingerprint, rt.dialect)
+        with self.lock:
+            p = self.pipelines.get(key)
+            if p is None:
+                p = self.pipelines[key] = self._build(rt, op, spec.result, {"N": n}, spec)
+        self.run(rt, op, arrays, out, {"N": n}, spec.result, p, scalars)
+
     def run(self, rt: Runtime, op: str, arrays: list, out: Any, sizes: dict[str, int],
-            dtype: str) -> Optional[float]:
+            dtype: str, pipeline: Optional[Pipeline] = None,
+            scalars: Optional[list] = None) -> Optional[float]:
         """Enqueue the pipeline of ``op`` on the runtime's variables ``arrays`` (inputs, in the
-        program's order) writing ``out`` (a variable), or returning a scalar result."""
-        p = self.pipeline(rt, op, dtype, sizes)
+        program's order; ``scalars`` follow them) writing ``out`` (a variable), or returning a
+        scalar result."""
+        p = pipeline if pipeline is not None else self.pipeline(rt, op, dtype, sizes)
         c = p.compiled
         temps: dict[str, Any] = {}
         result = None
@@ -108,7 +125,7 @@ class LiftLibrary:
                     elif a.kind == "size":
                         args.append(_size(a.ctype, int(a.size.eval(sizes))))
                     else:
-                        raise ValueError(f"library kernel {k.name}: unexpected scalar argument")
+                        args.append((scalars or [])[a.param_index - len(arrays)])
                 glob = tuple(int(g.eval(sizes)) if hasattr(g, "eval") else int(g)
                              for g in k.ndrange.global_size)
                 over = [temps[n] for n in c.result if n in temps and temps[n] in writes]
@@ -127,6 +144,35 @@ def _size(ctype: str, v: int) -> Any:
     t = ctype.strip().split()[-1]
     return {"int": np.int32, "long": np.int64, "uint": np.uint32, "ulong": np.uint64}.get(
         t, np.int32)(v)
+
+
+def _map_program(spec: Any) -> tuple:
+    """``map(f) << zip(a0, a1, ...)`` with scalars s0.. closed over, f the loop's body."""
+    import hashlib
+
+    from liftkit.dsl import map as lmap, size, zip as lzip
+    from liftkit.dsl.core import as_expr, settle_literals
+    from liftkit.ir.nodes import Lambda, Param, user_fun
+    from liftkit.rewrite.derivation import Derivation
+    from liftkit.rewrite.strategies import rule
+    from liftkit.types import float32, float64
+    ts = {"float32": float32, "float64": float64}
+    N = size("N")
+    na = len(spec.arrays)
+    names = [f"a{k}" for k in range(na)] + [f"s{k}" for k in range(len(spec.scalars))]
+    elem = [ts[e] for _, e in spec.arrays] + [ts[e] for _, e in spec.scalars]
+    impl = eval(f"lambda {', '.join(names)}: {spec.py}", {"np": np})  # our own expression
+    tag = hashlib.sha256((spec.body + repr(elem)).encode()).hexdigest()[:12]
+    uf = user_fun(f"ew_{tag}", list(zip(names, elem)), ts[spec.result], spec.body, impl)
+    params = tuple(Param(nm, t[N] if k < na else t) for k, (nm, t) in enumerate(zip(names, elem)))
+    ss = params[na:]
+    if na == 1:
+        body = lmap(lambda x: uf(x, *ss)) << params[0]
+    else:
+        body = lmap(lambda p: uf(*[p[k] for k in range(na)], *ss)) << lzip(*params[:na])
+    prog = settle_literals(Lambda(params, as_expr(body)))
+    return prog, lambda: Derivation(prog, name="map").then(rule("map-mapGlb", dim=0),
+                                                           (0,)).final, "glb()"
 
 
 def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str) -> tuple:

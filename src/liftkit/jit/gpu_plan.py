@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import types as T
 from . import vrir as V
-from .gpu_codegen import GpuKernel, KernelWriter
+from .gpu_codegen import GpuKernel, KernelWriter, lift_map
 from .passes.walk import nodes
 
 @dataclass(frozen=True)
@@ -208,8 +208,12 @@ def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
     name = f"lk_{re.sub(r'[^A-Za-z0-9_]', '_', f.name)}_{idx}"
     sources = tuple((d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data,
                                      writes).write()) for d in ("opencl", "cuda"))
+    lift = None
+    if mode == "whole" and len(s.body) == 1 and isinstance(s.body[0], V.Assign) and \
+            isinstance(s.body[0].target.type, T.ScalarType) and s.body[0].target.type.is_float:
+        lift = lift_map(s.body[0].value, s.body[0].target.type)
     return GpuKernel(name, s.line, tuple(captured), frozenset(data), frozenset(reads),
-                     frozenset(writes), len(s.vars), mode, sources)
+                     frozenset(writes), len(s.vars), mode, sources, lift=lift)
 
 
 def _reads_target(body: tuple, name: str) -> bool:
