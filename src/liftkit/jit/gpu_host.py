@@ -23,6 +23,7 @@ from liftkit.runtime import Kernel, Runtime
 from . import types as T
 from .gpu_plan import GpuPlan
 
+INT32_LIMIT = 2**31  # Lift's kernels index with C int: larger arrays take another path
 ERR_HOST = 12  # environment slot 0: the error is a Python exception the callback kept
 CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
                             ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
@@ -171,7 +172,8 @@ class GpuHost:
             sizes = {"N": specs[0][1][0]}
         # Lift's reductions split N in chunks of a power of two: odd lengths stay on the host
         plain = all(sp[2] == _c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
-            all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0)
+            all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0) and \
+            all(int(np.prod(sp[1])) < INT32_LIMIT for sp in specs)  # Lift's kernels use int
         vs = [self._attach(call, sp, name not in lib.dead)
               for (name, _), sp in zip(lib.arrays, specs)] if plain else []
         if plain and all(rt.vars[v.id].offset == 0 for v in vs):
@@ -214,7 +216,8 @@ class GpuHost:
                     var.strides != _c_strides(var.shape, var.dtype.itemsize):
                 return False
             vs.append(v)
-        if rt.vars[out.id].offset or len(shape) != len(counts):
+        if rt.vars[out.id].offset or len(shape) != len(counts) or \
+                int(np.prod(shape)) >= INT32_LIMIT:  # Lift's kernels index with int
             return False
         values = {}
         pos = 1
