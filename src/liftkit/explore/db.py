@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from liftkit.rewrite.core import Choice
 
 ENV_DB = "LIFTKIT_TUNING_DB"
-VALIDITIES = ("ok", "wrong-result", "compile-error", "filtered", "runtime-error")
+VALIDITIES = ("ok", "wrong-result", "compile-error", "filtered", "runtime-error", "skipped")
 BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA = """

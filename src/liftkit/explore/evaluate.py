@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -59,6 +59,41 @@ class EvalSettings:
     limits: FilterLimits = field(default_factory=FilterLimits)
 
 
+@dataclass(frozen=True)
+class Ready:
+    """A candidate past the host stages: its program text, derivation, compiled kernels and the
+    parameters recorded so far; `checked` once built and compared with the interpreter."""
+
+    text: str
+    derivation: tuple[Choice, ...]
+    compiled: CompiledProgram
+    params: dict[str, Any]
+    checked: bool = False
+
+    def failed(self, validity: str, reason: str) -> Record:
+        return _record(self.text, self.derivation, self.params, validity, reason,
+                       source=self.compiled.source)
+
+    def kernel_key(self) -> str:
+        """What makes two candidates the same kernels: sources, entry points and launch
+        configurations (global sizes over size variables, local sizes)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for k in self.compiled.kernels:
+            for part in (k.source, k.function, " ".join(k.build_options),
+                         repr(tuple(str(g) for g in k.ndrange.global_size)),
+                         repr(k.ndrange.local_size)):
+                h.update(part.encode())
+                h.update(b"\0")
+        return h.hexdigest()
+
+
+def _record(text: str, derivation: Sequence[Choice], params: dict[str, Any], validity: str,
+            reason: str = "", t: Optional[float] = None, source: str = "") -> Record:
+    return Record(tuple(derivation), text, validity, t, reason, params, source, created=time.time())
+
+
 class Evaluator:
     """Evaluates candidates of one problem on one device. Keeps the real-size inputs and the
     interpreter's results on small inputs, which every candidate shares."""
@@ -85,12 +120,18 @@ class Evaluator:
                  best: Optional[float] = None) -> Record:
         """A record for one candidate (key, search id and order are the search's to fill in);
         `best` is the best time so far, for the cutoff."""
+        ready = self.prepare(program, derivation)
+        return ready if isinstance(ready, Record) else self.finish(ready, best)
+
+    def prepare(self, program: Lambda, derivation: Sequence[Choice] = (), check: bool = True,
+                stages: Optional[dict[str, float]] = None) -> Union[Record, "Ready"]:
+        """The host stages (filters, code generation, the driver's build, the check against the
+        interpreter): a failure's record, or what timing needs. `check=False` leaves the build
+        and check to `check_ready` (a search process that cannot run kernels itself)."""
         text = show(program)
         params: dict[str, Any] = {"numeric": [[c.rule, dict(c.params)] for c in derivation if c.params]}
-
-        def record(validity: str, reason: str = "", t: Optional[float] = None, source: str = "") -> Record:
-            return Record(tuple(derivation), text, validity, t, reason, params, source,
-                          created=time.time())
+        stages = {} if stages is None else stages
+        params["stages"] = stages
 
         ctx = FilterContext(program, self.problem.sizes, self.device_limits, self.settings.limits)
         try:
@@ -98,16 +139,34 @@ class Evaluator:
         except Exception as err:  # noqa: BLE001 - a filter must not end the search
             rejected = f"filter failed: {type(err).__name__}: {_one_line(err)}"
         if rejected:
-            return record("filtered", rejected)
+            return _record(text, derivation, params, "filtered", rejected)
 
+        t0 = time.perf_counter()
         try:
             compiled = compile_program(program, replace(self.settings.compile_options or CompileOptions(),
                                                         dialect=getattr(self.runner, "dialect", "opencl")))
         except Exception as err:  # noqa: BLE001 - any code generator failure rejects the candidate
-            return record("compile-error", f"{type(err).__name__}: {_one_line(err)}")
-        source = compiled.source
+            return _record(text, derivation, params, "compile-error", f"{type(err).__name__}: {_one_line(err)}")
+        finally:
+            stages["generate"] = time.perf_counter() - t0
+        ready = Ready(text, tuple(derivation), compiled, params)
+        return self.check_ready(ready) if check else ready
 
+    def check_ready(self, ready: "Ready") -> Union[Record, "Ready"]:
+        """Build the kernels (when the runner builds on its own) and compare with the interpreter
+        on small inputs: the failure's record, or `ready` marked checked."""
+        params, stages, compiled = ready.params, ready.params["stages"], ready.compiled
+        builder = getattr(self.runner, "build", None)
+        if builder is not None:
+            t0 = time.perf_counter()
+            try:
+                builder(compiled)
+            except Exception as err:  # noqa: BLE001 - a driver's build failure rejects the candidate
+                return ready.failed(_failure_kind(err), f"{type(err).__name__}: {_one_line(err)}")
+            finally:
+                stages["build"] = time.perf_counter() - t0
         if self.settings.check:
+            t0 = time.perf_counter()
             small, note = check_sizes(compiled, self.problem.sizes, self.settings.check_target,
                                       self.settings.check_max_elements, self.problem.program)
             if small is None:
@@ -115,10 +174,20 @@ class Evaluator:
             else:
                 params["check_sizes"] = small
                 failure = self._check(compiled, small)
+                stages["check"] = time.perf_counter() - t0
                 if failure is not None:
-                    validity, reason = failure
-                    return record(validity, reason, source=source)
+                    return ready.failed(*failure)
+        return replace(ready, checked=True)
 
+    def finish(self, ready: "Ready", best: Optional[float] = None) -> Record:
+        """Time a prepared (and checked) candidate at the real sizes: its record."""
+        if not ready.checked:
+            checked = self.check_ready(ready)
+            if isinstance(checked, Record):
+                return checked
+            ready = checked
+        params, compiled = ready.params, ready.compiled
+        t0 = time.perf_counter()
         try:
             if self.measure is not None:
                 seconds = float(self.measure(compiled))
@@ -141,9 +210,12 @@ class Evaluator:
                                       for la in info.launches]
                 params["kernel_seconds"] = info.kernel_seconds
         except Exception as err:  # noqa: BLE001 - a failing launch rejects the candidate
-            return record(_failure_kind(err), f"{type(err).__name__}: {_one_line(err)}", source=source)
+            return ready.failed(_failure_kind(err), f"{type(err).__name__}: {_one_line(err)}")
+        finally:
+            params["stages"]["time"] = time.perf_counter() - t0
         notes = [params[k] for k in ("check", "note") if params.get(k)]
-        return record("ok", "; ".join(notes), seconds, source)
+        return _record(ready.text, ready.derivation, params, "ok", "; ".join(notes), seconds,
+                       compiled.source)
 
     def _time(self, compiled: CompiledProgram, repeat: int) -> Any:
         """The RunInfo of `repeat` timed runs at the real sizes (after a warm-up run). A

@@ -144,8 +144,9 @@ class Search:
 
     def __init__(self, problem: Problem, space: RuleSpace, evaluator: Evaluator,
                  settings: SearchSettings = SearchSettings(), db: Optional[TuningDB] = None,
-                 progress: bool = False) -> None:
+                 progress: bool = False, pipeline: Any = None) -> None:
         self.problem = problem
+        self.pipeline = pipeline  # a liftkit.explore.pipeline.Pipeline: host stages in parallel
         self.space = space
         self.evaluator = evaluator
         self.settings = settings
@@ -176,8 +177,14 @@ class Search:
             self.search_id = self.db.start_search(self.key, settings)
         else:
             self.search_id = uuid.uuid4().hex
-        with self._progress_bar():
-            fixed, final, why = self._descend()
+        if self.pipeline is not None:
+            self.pipeline.start(self)
+        try:
+            with self._progress_bar():
+                fixed, final, why = self._descend()
+        finally:
+            if self.pipeline is not None:
+                self.pipeline.close()
         return SearchResult(self.problem.name, self.key, self.search_id, self.best, self.records,
                             fixed, final, time.monotonic() - t0, self._walks, self._dead, why,
                             list(self.space.errors))
@@ -222,6 +229,8 @@ class Search:
                attempt: int) -> list[tuple[float, int, int, tuple[Choice, ...], Lambda]]:
         """For each option: (best valid time of its walks, -walks that reached a terminal,
         index, its steps, the rewritten program)."""
+        if self.pipeline is not None:
+            return self.pipeline.score(self, program, fixed, options, text, attempt)
         s = self.settings
         scored = []
         for i, choice in enumerate(options):
@@ -339,11 +348,23 @@ class Search:
         """A random walk to an OpenCL-level program: (program, the walk's steps), or None for a
         walk that found none. Past `max_depth` a step must make progress: fewer high-level
         patterns remain (see `highness`)."""
+        self.count_walk()
+        last = self.walk_from(program, rng)
+        if last is None:
+            self._dead += 1
+        return last
+
+    def count_walk(self) -> None:
+        """Count a walk against the budget of walks."""
         s = self.settings
         self._walks += 1
         limit = s.max_walks if s.max_walks is not None else 10 * s.budget
         if self._walks > limit:
             raise _Budget(f"made {limit} random walks")
+
+    def walk_from(self, program: Lambda, rng: random.Random) -> Optional[tuple[Lambda, list[Choice]]]:
+        """The walk itself (pure: what a pipeline's worker runs)."""
+        s = self.settings
         path: list[Choice] = []
         last: Optional[tuple[Lambda, list[Choice]]] = (
             (program, []) if is_low_level(program) and self._generable(program) else None)
@@ -377,8 +398,6 @@ class Search:
             depth += 1
             if is_low_level(program) and self._generable(program):
                 last = (program, list(path))
-        if last is None:
-            self._dead += 1
         return last
 
     @staticmethod
@@ -410,14 +429,19 @@ class Search:
 
     def _evaluate(self, program: Lambda, derivation: Sequence[Choice]) -> Record:
         """Evaluate a terminal once per search (re-finding it costs nothing) and record it."""
-        text = show(program)
+        return self.admit(show(program), lambda: self.evaluator.evaluate(
+            program, derivation, self.best.time if self.best else None))
+
+    def admit(self, text: str, make: Any) -> Record:
+        """The record of the candidate `text` (made by `make()` unless found before), counted
+        against the budget and recorded."""
         if text in self._memo:
             return self._memo[text]
         if len(self.records) >= self.settings.budget:
             raise _Budget(f"evaluated {self.settings.budget} candidates")
         if self._deadline is not None and time.monotonic() >= self._deadline:
             raise _Budget(f"spent {self.settings.seconds:g} s")
-        rec = self.evaluator.evaluate(program, derivation, self.best.time if self.best else None)
+        rec = make()
         rec = replace(rec, key=self.key, search_id=self.search_id, seq=len(self.records),
                       step=self._step)
         if self.db is not None:
@@ -456,6 +480,7 @@ class Search:
 
 def search(problem: Problem, space: RuleSpace, evaluator: Evaluator,
            settings: SearchSettings = SearchSettings(), db: Optional[TuningDB] = None,
-           progress: bool = False) -> SearchResult:
-    """Run one Monte-Carlo descent (see the module docstring)."""
-    return Search(problem, space, evaluator, settings, db, progress).run()
+           progress: bool = False, pipeline: Any = None) -> SearchResult:
+    """Run one Monte-Carlo descent (see the module docstring); `pipeline` (a
+    liftkit.explore.pipeline.Pipeline) runs the host stages of each step in parallel."""
+    return Search(problem, space, evaluator, settings, db, progress, pipeline).run()

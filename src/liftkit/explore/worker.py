@@ -231,6 +231,20 @@ class CandidateWorker:
         """The RunInfo of a timed run (with a warm-up), without shipping the result back."""
         return self._job(compiled, inputs, sizes, True, repeat, name, False)[1]
 
+    def build(self, compiled: Any) -> None:
+        """Build the kernels in the child (a driver crash or hang raises WorkerCrash): the
+        search's build stage, timed apart from the check that follows."""
+        self._job(compiled, (), None, False, 1, None, False, kind="build")
+
+    def clone(self) -> "CandidateWorker":
+        """A new, not yet started worker for the same device and settings. Makes no OpenCL
+        call, so a process forked from this one (the search's host stages) can use it."""
+        twin = object.__new__(CandidateWorker)
+        twin.__dict__.update(self.__dict__)
+        twin.restarts, twin._proc, twin._reader, twin._log, twin._finalizer = 0, None, None, None, None
+        twin._shipped, twin._tokens, twin._started = OrderedDict(), 0, 0
+        return twin
+
     def close(self) -> None:
         """Stop the child (politely, then by force)."""
         proc = self._proc
@@ -337,7 +351,8 @@ class CandidateWorker:
         return token
 
     def _job(self, compiled: Any, inputs: Sequence[Any], sizes: Optional[Mapping[str, int]],
-             timing: bool, repeat: int, name: Optional[str], want: bool) -> tuple[Any, Any]:
+             timing: bool, repeat: int, name: Optional[str], want: bool, kind: str = "run"
+             ) -> tuple[Any, Any]:
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 self.close()
@@ -345,10 +360,13 @@ class CandidateWorker:
         start = self._log_offset()
         phase = "sending the inputs"
         try:
-            token = self._token(inputs)
-            _write(self._proc.stdin,  # type: ignore[union-attr, arg-type]
-                   ("run", compiled, token, dict(sizes) if sizes is not None else None, timing,
-                    repeat, name, want))
+            if kind == "build":
+                _write(self._proc.stdin, ("build", compiled))  # type: ignore[union-attr, arg-type]
+            else:
+                token = self._token(inputs)
+                _write(self._proc.stdin,  # type: ignore[union-attr, arg-type]
+                       ("run", compiled, token, dict(sizes) if sizes is not None else None, timing,
+                        repeat, name, want))
             deadline = time.monotonic() + self.timeout
             phase = "waiting for the worker"
             while True:
@@ -419,6 +437,15 @@ def serve(index: int, fingerprint: str, cache_dir: str, inp: BinaryIO, out: Bina
             continue
         if kind == "drop":
             inputs.pop(msg[1], None)
+            continue
+        if kind == "build":
+            try:
+                _write(out, ("phase", "building the kernels"))
+                for k in msg[1].kernels:
+                    runner.cache.get(runner.context, runner.device, k.source, k.build_options)
+                _write(out, ("done", None, None))
+            except Exception as err:  # noqa: BLE001 - every failure goes back to the parent
+                _write(out, ("error", _sendable(err)))
             continue
         _, compiled, token, sizes, timing, repeat, name, want = msg
         try:

@@ -1,0 +1,112 @@
+"""The search's pipeline (liftkit.explore.pipeline): host stages in worker processes, timing in
+the driver, the same candidates in the same order whatever the number of workers."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from liftkit.backends.opencl import list_devices
+from liftkit.explore import CandidateWorker, EvalSettings, Evaluator, SearchSettings, TuningDB, search
+from liftkit.explore.pipeline import Bound, Pipeline, PipelineSettings
+
+from tests.explore.test_explore import asum_problem, space
+
+HAS_CPU = any(d.type == "cpu" for d in list_devices())
+pytestmark = pytest.mark.skipif(not HAS_CPU, reason="no OpenCL CPU device (PoCL)")
+
+SETTINGS = SearchSettings(budget=10, walks=2, max_choices=3, seed=5)
+
+
+def _fake_time(compiled: Any) -> float:
+    """A deterministic stand-in timer: shorter kernels 'run faster'."""
+    return 1e-6 * (len(compiled.source) + 100 * len(compiled.kernels))
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with CandidateWorker("cpu", cache_dir=tmp_path_factory.mktemp("kernels")) as w:
+        yield w
+
+
+def _run(worker: Any, workers: int, db: Any = None, measure: Any = _fake_time,
+         settings: PipelineSettings | None = None) -> Any:
+    problem = asum_problem(1 << 12)
+    ev = Evaluator(problem, worker, EvalSettings(repeat=1), measure=measure)
+    pipe = Pipeline(settings or PipelineSettings(workers=workers)) if workers else None
+    return search(problem, space(), ev, SETTINGS, db, pipeline=pipe), pipe
+
+
+def _trace(result: Any) -> list[tuple[Any, ...]]:
+    return [(r.low_level, r.derivation, r.validity, r.time) for r in result.records]
+
+
+def test_two_workers_find_what_one_worker_and_the_plain_search_find(worker: Any) -> None:
+    plain, _ = _run(worker, 0)
+    one, _ = _run(worker, 1)
+    two, _ = _run(worker, 2)
+    assert plain.best is not None and len(plain.records) >= 5
+    assert _trace(one) == _trace(plain)
+    assert _trace(two) == _trace(plain)
+    assert two.best.derivation == plain.best.derivation  # type: ignore[union-attr]
+    # the host stages were timed in the workers, timing here
+    stages = two.records[-1].params["stages"]
+    assert {"derive", "generate", "time"} <= set(stages)
+
+
+def test_a_killed_worker_loses_no_finished_candidate(worker: Any, tmp_path: Path) -> None:
+    want, _ = _run(worker, 0)
+    calls = {"n": 0}
+    holder: dict[str, Any] = {}
+
+    def killing_timer(compiled: Any) -> float:
+        calls["n"] += 1
+        if calls["n"] == 2:  # mid-search: kill a host worker while it may hold jobs
+            os.kill(holder["pipe"].engine.pids()[0], signal.SIGKILL)
+        return _fake_time(compiled)
+
+    problem = asum_problem(1 << 12)
+    ev = Evaluator(problem, worker, EvalSettings(repeat=1), measure=killing_timer)
+    pipe = Pipeline(PipelineSettings(workers=2))
+    holder["pipe"] = pipe
+    restarts: list[int] = []
+    real_close = pipe.close
+
+    def close() -> None:
+        restarts.append(pipe.engine.restarts)  # type: ignore[union-attr]
+        real_close()
+
+    pipe.close = close  # type: ignore[method-assign]
+    db = TuningDB(tmp_path / "t.sqlite")
+    got = search(problem, space(), ev, SETTINGS, db, pipeline=pipe)
+    assert calls["n"] >= 2 and restarts and restarts[0] >= 1
+    assert _trace(got) == _trace(want)
+    assert len(db.candidates(got.key)) == len(got.records)
+
+
+def test_duplicates_are_timed_once_and_bound_skips_are_recorded(worker: Any) -> None:
+    timed: list[str] = []
+
+    def counting_timer(compiled: Any) -> float:
+        timed.append(compiled.source)
+        return _fake_time(compiled)
+
+    res, _ = _run(worker, 1, measure=counting_timer)
+    dups = [r for r in res.records if "duplicate_of" in r.params]
+    assert len(timed) == len(set(timed))  # no kernel timed twice
+    for r in dups:
+        first = res.records[r.params["duplicate_of"]]
+        assert first.source == r.source and first.time == r.time and r.ok
+
+    # a bandwidth so low that no candidate can beat the first valid one: the rest are skipped
+    slow = PipelineSettings(workers=1, bound=Bound(bandwidth_gbs=1e-9))
+    res, _ = _run(worker, 1, settings=slow)
+    skipped = [r for r in res.records if r.validity == "skipped"]
+    assert res.best is not None and skipped
+    assert all("lower bound" in r.reason and r.params["lower_bound"] > 0 for r in skipped)
+    first_ok = next(r.seq for r in res.records if r.ok)
+    assert all(r.seq > first_ok for r in skipped)
