@@ -402,3 +402,27 @@ def f(A, B, s, k):
     lifted = [k.lift for k in f._last().gpu.plan.kernels]
     assert lifted[0] is not None and "sqrt" in lifted[0].body
     assert any(key[0] == "map:" + lifted[0].body for key in RUNTIME.library.pipelines)
+
+
+def test_kernel_errors_come_first_and_sections_load_from_the_disk_cache(rt, tmp_path,
+                                                                        monkeypatch):
+    from liftkit.jit.dispatch import Runtime as JitRuntime
+    monkeypatch.setenv("LIFTKIT_JIT_CACHE", str(tmp_path))
+    src = """
+import liftkit
+def f(a, b):
+    with liftkit.gpu():
+        for i in prange(b.shape[0]):
+            b[i] = a[i + 1] * 2.0
+        c = a[1:] * 3.0 + b
+    return c
+"""
+    a = np.arange(10.0)
+    for k in range(2):
+        f = gpu_fn(src, rt, cache=True, runtime=JitRuntime())
+        # the kernel's IndexError (line 9) is raised, not the later host broadcast error
+        with pytest.raises(IndexError, match="line 9: index 10 is out of bounds"):
+            f(a, np.zeros(10))
+        b = np.zeros(9)
+        np.testing.assert_allclose(f(a, b), a[1:] * 3 + a[1:] * 2)
+        assert f._last().from_cache == (k == 1)

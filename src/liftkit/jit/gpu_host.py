@@ -246,13 +246,19 @@ class GpuHost:
 
     def end(self, key: int) -> None:
         call = self.calls.pop(key)
-        flags = self._close(call)
-        if flags[0]:
-            from .dispatch import _error
-            a = (int(flags[3]) << 32) | (int(flags[2]) & 0xFFFFFFFF)
-            c = (int(flags[6]) << 32) | (int(flags[5]) & 0xFFFFFFFF)
-            a, c = (x - (1 << 64) if x >= 1 << 63 else x for x in (a, c))
-            raise _error([int(flags[0]), int(flags[1]), a, int(flags[4]), c], self.raises)
+        err = self._kernel_error(self._close(call))
+        if err is not None:
+            raise err
+
+    def _kernel_error(self, flags: np.ndarray) -> Optional[BaseException]:
+        """The error a kernel recorded in the error buffer, as the CPU code would raise it."""
+        if not flags[0]:
+            return None
+        from .dispatch import _error
+        a = (int(flags[3]) << 32) | (int(flags[2]) & 0xFFFFFFFF)
+        c = (int(flags[6]) << 32) | (int(flags[5]) & 0xFFFFFFFF)
+        a, c = (x - (1 << 64) if x >= 1 << 63 else x for x in (a, c))
+        return _error([int(flags[0]), int(flags[1]), a, int(flags[4]), c], self.raises)
 
     def _close(self, call: _Call) -> np.ndarray:
         """Wait, read the error buffer, write back what kernels changed, release everything."""
@@ -269,15 +275,18 @@ class GpuHost:
 
     # -- the dispatcher's side
     def finish(self, env: Any) -> Optional[BaseException]:
-        """After a call: close a section an error left open; the error the callback kept."""
+        """After a call: close a section an error left open; the error to report — a kernel's
+        (enqueued before the host statement that failed), else the one the callback kept."""
         key = ctypes.addressof(env)
         call = self.calls.pop(key, None)
+        kernel = None
         if call is not None:
             try:
-                self._close(call)
+                kernel = self._kernel_error(self._close(call))
             except Exception:  # noqa: BLE001 - the first error is the one to report
                 pass
-        return self.errors.pop(key, None)
+        kept = self.errors.pop(key, None)
+        return kernel if kernel is not None else kept
 
 
 def _scalar(raw: int, t: T.ScalarType) -> Any:
