@@ -86,6 +86,7 @@ class SearchResult:
     dead_ends: int = 0
     stop_reason: str = ""
     rule_faults: list[str] = field(default_factory=list)
+    started: float = 0.0  # time.time() at the start (records' `created` count from it)
 
     @property
     def derivation(self) -> tuple[Choice, ...]:
@@ -168,7 +169,7 @@ class Search:
 
     def run(self) -> SearchResult:
         s = self.settings
-        t0 = time.monotonic()
+        t0, started = time.monotonic(), time.time()
         self._deadline = t0 + s.seconds if s.seconds is not None else None  # 0: nothing
         settings = s.as_dict() | {"rules": self.space.name, "problem": self.problem.name}
         if self.db is not None:
@@ -187,7 +188,7 @@ class Search:
                 self.pipeline.close()
         return SearchResult(self.problem.name, self.key, self.search_id, self.best, self.records,
                             fixed, final, time.monotonic() - t0, self._walks, self._dead, why,
-                            list(self.space.errors))
+                            list(self.space.errors), started)
 
     def _descend(self) -> tuple[list[Choice], Lambda, str]:
         s = self.settings
@@ -443,7 +444,7 @@ class Search:
             raise _Budget(f"spent {self.settings.seconds:g} s")
         rec = make()
         rec = replace(rec, key=self.key, search_id=self.search_id, seq=len(self.records),
-                      step=self._step)
+                      step=self._step, created=time.time())
         if self.db is not None:
             rec = self.db.insert(rec)
         self._memo[text] = rec
