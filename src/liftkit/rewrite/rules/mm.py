@@ -41,7 +41,7 @@ import numpy as np
 from liftkit import dsl as D
 from liftkit.arith import ArithExpr
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, walk
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, UserFun, walk
 from liftkit.ir.userfuns import FLOAT, id4
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
@@ -60,8 +60,8 @@ MAD_S4 = D.user_fun("madS4", [("acc", D.float4), ("a", float32), ("b", D.float4)
 MAD = D.user_fun("madS", [("acc", float32), ("a", float32), ("b", float32)], float32,
                  "return fma(a, b, acc);", lambda acc, a, b: acc + a * b)
 
-# the parameter sets offered where a size is symbolic: (tm, tn, tk, rm, rn, unroll) and (rm, rn,
-# wx, wy); they include every set the macros of explore/macros.py try
+# the parameter sets offered where a size is symbolic: (tm, tn, tk, rm, rn, unroll, w) and (rm,
+# rn, wx, wy); they include every set the macros of explore/macros.py try
 SYMBOLIC_TILES = ((64, 64, 16, 8, 8, 1, 4), (64, 128, 16, 8, 8, 1, 4), (128, 64, 16, 8, 8, 1, 4),
                   (64, 64, 32, 8, 8, 1, 4), (64, 128, 32, 8, 8, 1, 4), (128, 128, 16, 8, 8, 1, 4),
                   (64, 64, 16, 4, 8, 1, 4), (128, 64, 16, 8, 4, 1, 4), (64, 32, 16, 8, 4, 1, 4),
@@ -87,15 +87,16 @@ _NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapV
 # matching
 
 
-def _is_user(f: Any, name: str, arity: int) -> bool:
-    """f is λ(x1..xn). name(x1..xn) over float32 (or the user function itself)."""
+def _is_user(f: Any, uf: UserFun) -> bool:
+    """f is the user function uf, or λ(x1..xn). uf(x1..xn) (its rewrite normal form; for map(mult)
+    over a zip, λp. mult(p) with one tuple parameter). The papers' float `add` and `mult`
+    themselves, not any function of that name: the rules rely on what they compute."""
     if isinstance(f, Lambda):
         b = f.body
         if not (isinstance(b, FunCall) and b.args == f.params):
             return False
         f = b.f
-    return (isinstance(f, UserFun) and f.name == name and len(f.param_types) == arity
-            and all(t == float32 for t in f.param_types) and f.out_type == float32)
+    return f == uf
 
 
 def mm_parts(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, ArithExpr]]:
@@ -124,14 +125,12 @@ def mm_parts(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, Ari
         return None
     col = dot.params[0]
     red = dot.body
-    if not (isinstance(red, FunCall) and type(red.f) is P.Reduce and _is_user(red.f.f, "add", 2)):
+    if not (isinstance(red, FunCall) and type(red.f) is P.Reduce and _is_user(red.f.f, FLOAT.add)):
         return None
     z, prods = red.args
     if not (isinstance(z, Literal) and z.type == float32 and float(z.value) == 0.0):
         return None
-    if not (isinstance(prods, FunCall) and type(prods.f) is P.Map and _is_user(prods.f.f, "mult", 2)
-            or isinstance(prods, FunCall) and type(prods.f) is P.Map
-            and _is_mult_of_pair(prods.f.f)):
+    if not (isinstance(prods, FunCall) and type(prods.f) is P.Map and _is_user(prods.f.f, FLOAT.mult)):
         return None
     zp = prods.args[0]
     if not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and zp.args == (row, col)):
@@ -144,15 +143,6 @@ def mm_parts(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, Ari
     if a_t.elem.length != b_t.length:
         return None
     return site.call.args[0], b, a_t.length, b_t.elem.length, a_t.elem.length
-
-
-def _is_mult_of_pair(f: Any) -> bool:
-    """λp. mult(p): the normal form of map(mult) over a zip."""
-    if not (isinstance(f, Lambda) and len(f.params) == 1):
-        return False
-    b = f.body
-    return (isinstance(b, FunCall) and b.args == f.params and isinstance(b.f, UserFun)
-            and b.f.name == "mult" and b.f.out_type == float32)
 
 
 def _fits(n: Optional[int], d: int) -> bool:
