@@ -2,6 +2,7 @@
 
     liftkit bench [--device gpu|cpu] [--backend opencl|cuda|both] [--programs a,b,...] [--size-set tiny|cpu|small|large]
                   [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
+    liftkit bench --suite jit [--programs lud,srad,...] [--size-set ...] [--repeat K] [--out DIR] [--ablation]
 
 Prints the table (rich on a terminal, Markdown otherwise) and writes bench.md, bench.json,
 speedup.png and roofline.png under --out (default bench-results/). Exit status 1 when a program
@@ -20,6 +21,10 @@ from liftkit.bench.suite import SIZE_SETS, SUITE
 
 
 def configure_bench_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", choices=("lift", "jit"), default="lift",
+                   help="lift (default): the seeds' Lift programs; jit: the @jit benchmarks of "
+                        "seed 003 against NumPy and Numba on the CPU (jit.md, jit.json; "
+                        "--ablation adds region specialisation and bounds-check elimination)")
     p.add_argument("--device", metavar="SPEC", default="gpu",
                    help="device: gpu (default), cpu, or part of its platform/device name")
     p.add_argument("--backend", choices=("opencl", "cuda", "both"), default="opencl",
@@ -66,6 +71,10 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.cli.explore import open_tuning_db
     from liftkit.cli.main import UsageError
 
+    if getattr(args, "suite", "lift") == "jit":
+        from liftkit.bench.jit_cli import cmd_bench_jit
+
+        return cmd_bench_jit(args, out)
     try:
         programs = programs_arg(args.programs)
     except ValueError as err:
