@@ -3,11 +3,14 @@ per process and kept loaded by the Runtime (worker threads block inside its code
 outlive every compiled function).
 
 Workers are POSIX threads created on first use and kept, each with a participant number (the
-caller is 0). A job is published without locks: the caller stores it, sets the count of
-workers to wait for and bumps a generation counter. Workers spin on that counter (``pause``,
-then ``sched_yield``) before they sleep on a condition variable, and the caller signals the
-condition only when some worker sleeps; it waits for the workers the same way, spinning first.
-So back-to-back parallel loops (lud: two per outer step) cost no system call. Participants
+caller is 0). A job is published without locks: the caller stores it in the pool's job slots,
+opens the job's state word (generation, open bit, count of joined workers) and bumps a
+generation counter. Workers spin on that counter (``pause``, then ``sched_yield``) before they
+sleep on a condition variable, which the caller signals only when some worker sleeps; a
+worker joins the job by incrementing the count while the job is open. When the caller has run
+out of chunks it closes the job and waits (spinning first) only for the workers that joined:
+on an oversubscribed machine a worker that was not scheduled in time costs nothing. So
+back-to-back parallel loops (lud: two per outer step) cost no system call. Participants
 take chunks from an atomic counter: one chunk per participant when the trip count is small
 (under 16 per participant: a static share, no extra atomics), four each otherwise (balance
 for uneven loops such as julia's); a worker woken late finds its share taken.
@@ -26,6 +29,8 @@ POOL_TY = ir.FunctionType(I32, [I64P, BODY_TY.as_pointer(), I64P, I64])
 # job slots: 0 body, 1 closure, 2 next dynamic chunk, 3 nchunks, 4 chunk, 5 n, 6 status,
 # 7 participants, 8.. env template
 JOB = 16
+# the job's state word: generation << GEN_SHIFT | OPEN while workers may join | joined count
+GEN_SHIFT, OPEN, COUNT = 20, 1 << 19, (1 << 19) - 1
 
 
 def _c(v: int) -> ir.Constant:
@@ -88,9 +93,9 @@ def build_pool_module(triple: str, data_layout: str) -> str:
         return g
     mtx, busy = glob("pool.mtx", blob), glob("pool.busy", blob)
     cv_work, cv_done = glob("pool.work", blob), glob("pool.done", blob)
-    gen, job_g, active, nworkers, sleepers, waiting = (
-        glob(n, I64) for n in ("pool.gen", "pool.job", "pool.active", "pool.n", "pool.sleepers",
-                               "pool.waiting"))
+    gen, state, nworkers, sleepers, waiting = (
+        glob(n, I64) for n in ("pool.gen", "pool.state", "pool.n", "pool.sleepers", "pool.waiting"))
+    jobdata = glob("pool.jobdata", ir.ArrayType(I64, JOB))
     fn_ty = ir.FunctionType
     lock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_lock")
     unlock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_unlock")
@@ -192,17 +197,29 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     b.call(unlock, [p(mtx, b)])
     b.branch(go)
     b.position_at_end(go)
-    b.store(b.load_atomic(gen, "acquire", 8), mine)
-    j = b.inttoptr(b.load_atomic(job_g, "acquire", 8), I64P)
+    g = b.load_atomic(gen, "acquire", 8)
+    b.store(g, mine)
+    jobp = b.bitcast(jobdata, I64P)
+    join, cas, joined = (worker.append_basic_block(n) for n in ("join", "cas", "joined"))
+    b.branch(join)
+    b.position_at_end(join)
+    st0 = b.load_atomic(state, SEQ, 8)
+    is_open = b.and_(b.icmp_unsigned("==", b.lshr(st0, _c(GEN_SHIFT)), g),
+                     b.icmp_unsigned("!=", b.and_(st0, _c(OPEN)), _c(0)))
+    b.cbranch(is_open, cas, top)  # closed already: the caller took the work
+    b.position_at_end(cas)
+    won = b.extract_value(b.cmpxchg(state, st0, b.add(st0, _c(1)), SEQ, SEQ), 1)
+    b.cbranch(won, joined, join)
+    b.position_at_end(joined)
     runit, after = worker.append_basic_block("run"), worker.append_basic_block("after")
-    b.cbranch(b.icmp_signed("<", ident, b.load(b.gep(j, [_c(7)]))), runit, after)
+    b.cbranch(b.icmp_signed("<", ident, b.load(b.gep(jobp, [_c(7)]))), runit, after)
     b.position_at_end(runit)
-    b.call(run, [j])
+    b.call(run, [jobp])
     b.branch(after)
     b.position_at_end(after)
-    left = b.sub(b.atomic_rmw("sub", active, _c(1), SEQ), _c(1))
+    left = b.sub(b.atomic_rmw("sub", state, _c(1), SEQ), _c(1))
     last, cont = worker.append_basic_block("last"), worker.append_basic_block("cont")
-    b.cbranch(b.icmp_signed("==", left, _c(0)), last, cont)
+    b.cbranch(b.icmp_unsigned("==", b.and_(left, _c(OPEN | COUNT)), _c(0)), last, cont)
     b.position_at_end(last)
     signal(b, worker, waiting, cv_done, "wake.caller")
     b.branch(cont)
@@ -243,7 +260,7 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     nw = b.load(nworkers)
     parts = b.add(nw, _c(1))
     parts = b.select(b.icmp_signed(">", parts, nthreads), nthreads, parts)
-    jb = b.alloca(I64, _c(JOB))
+    jb = b.bitcast(jobdata, I64P)  # only joined workers read it, and they finish first
     small = b.icmp_signed("<", n_a, b.mul(parts, _c(16)))
     want = b.select(small, parts, b.mul(parts, _c(4)))
     nch = b.select(b.icmp_signed(">", want, n_a), n_a, want)
@@ -255,21 +272,28 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     for k in range(8):
         b.store(b.load(b.gep(envp, [_c(k)])), b.gep(jb, [_c(8 + k)]))
     b.store(_c(0), b.gep(jb, [_c(8 + 5)]))  # workers' allocations use their own arena chain
-    b.store_atomic(b.ptrtoint(jb, I64), job_g, "release", 8)
-    b.store_atomic(nw, active, SEQ, 8)
-    b.store_atomic(b.add(b.load(gen), _c(1)), gen, SEQ, 8)
+    g = b.add(b.load(gen), _c(1))
+    b.store_atomic(b.or_(b.shl(g, _c(GEN_SHIFT)), _c(OPEN)), state, SEQ, 8)
+    b.store_atomic(g, gen, SEQ, 8)
     signal(b, pf, sleepers, cv_work, "wake.workers")
     b.call(run, [jb])
-    _spin(b, pf, lambda bb: bb.icmp_signed("==", bb.load_atomic(active, "acquire", 8), _c(0)))
-    wslow, wchk, wsleep, wdone, out = (pf.append_basic_block(x)
-                                       for x in ("wslow", "wchk", "wsleep", "wdone", "out"))
-    b.cbranch(b.icmp_signed("==", b.load_atomic(active, "acquire", 8), _c(0)), out, wslow)
+    # close the job: workers arriving now find nothing; wait only for those that joined
+    closed = b.atomic_rmw("and", state, _c(~OPEN), SEQ)
+
+    def busy_workers(bb: ir.IRBuilder, order: str = "acquire") -> ir.Value:
+        return bb.and_(bb.load_atomic(state, order, 8), _c(COUNT))
+    wspin, wslow, wchk, wsleep, wdone, out = (pf.append_basic_block(x) for x in (
+        "wspin", "wslow", "wchk", "wsleep", "wdone", "out"))
+    b.cbranch(b.icmp_unsigned("==", b.and_(closed, _c(COUNT)), _c(0)), out, wspin)
+    b.position_at_end(wspin)
+    _spin(b, pf, lambda bb: bb.icmp_unsigned("==", busy_workers(bb), _c(0)))
+    b.cbranch(b.icmp_unsigned("==", busy_workers(b), _c(0)), out, wslow)
     b.position_at_end(wslow)
     b.call(lock, [p(mtx, b)])
     b.store_atomic(_c(1), waiting, SEQ, 8)
     b.branch(wchk)
     b.position_at_end(wchk)
-    b.cbranch(b.icmp_signed(">", b.load_atomic(active, SEQ, 8), _c(0)), wsleep, wdone)
+    b.cbranch(b.icmp_unsigned("!=", busy_workers(b, SEQ), _c(0)), wsleep, wdone)
     b.position_at_end(wsleep)
     b.call(wait, [p(cv_done, b), p(mtx, b)])
     b.branch(wchk)
