@@ -43,6 +43,7 @@ class _Call:
     err: Any
     vars: dict = field(default_factory=dict)
     live: dict = field(default_factory=dict)   # var id -> read after the section
+    memo: dict = field(default_factory=dict)   # prepared launches by kernel and arrays
     error: Optional[BaseException] = None
 
 
@@ -110,22 +111,19 @@ class GpuHost:
         call = self.calls[key]
         rt = call.rt
         k = self.plan.kernels[kid]
-        args: list = [call.err]
-        named: dict[str, Any] = {}
-        slot = 0
-        for name, t in k.captured:
-            if isinstance(t, T.ArrayType):
-                spec, slot = self._arrays(call, block, slot, t)
-                ptr, shape, strides, dtype = spec
-                if name in k.data:
-                    v = named[name] = self._attach(call, spec, name not in k.dead)
-                    args.append(v)
-                args += [np.int64(n) for n in shape]
-                if name in k.data:
-                    args += [np.int64(s // dtype.itemsize) for s in strides]
-            else:
-                args.append(_scalar(block[slot], t))  # type: ignore[arg-type]
-                slot += 1
+        # the same kernel on the same arrays again (a loop in the section): reuse the prepared
+        # arguments, only the scalars and the domain change
+        akey = (kid, tuple(x for a, b in self._array_slots(k) for x in block[a:b]))
+        prep = call.memo.get(akey)
+        if prep is None:
+            prep = self._prepare(call, k, block)
+            if k.mode != "slice":
+                call.memo[akey] = prep
+        template, scalars, named, reads, writes = prep
+        args = list(template)
+        for i, slot, t in scalars:
+            args[i] = _scalar(block[slot], t)
+        slot = self._domain_slot(k)
         counts = []
         for d in range(k.ndim):
             start, step, count = block[slot], block[slot + 1], block[slot + 2]
@@ -134,11 +132,9 @@ class GpuHost:
             counts.append(count)
         if any(c <= 0 for c in counts):
             return
-        reads = [named[n] for n in k.reads if n in named]
-        writes = [named[n] for n in k.writes if n in named] + [call.err]
         temps = []
         if k.mode == "slice":  # operands sharing the target's memory are read from a copy
-            target = {v.buffer for n, v in named.items() if n in k.writes}
+            target = {rt.vars[v.id].buffer for n, v in named.items() if n in k.writes}
             for n in list(named):
                 v = named[n]
                 if n not in k.writes and rt.vars[v.id].buffer in target:
@@ -154,6 +150,45 @@ class GpuHost:
                   overwrites=over)
         for c in temps:
             rt.release(c, writeback=False)
+
+    @staticmethod
+    def _array_slots(k: Any) -> list[tuple[int, int]]:
+        out, slot = [], 0
+        for _, t in k.captured:
+            n = 1 + 2 * t.ndim if isinstance(t, T.ArrayType) else 1
+            if isinstance(t, T.ArrayType):
+                out.append((slot, slot + n))
+            slot += n
+        return out
+
+    @staticmethod
+    def _domain_slot(k: Any) -> int:
+        return sum(1 + 2 * t.ndim if isinstance(t, T.ArrayType) else 1 for _, t in k.captured)
+
+    def _prepare(self, call: _Call, k: Any, block: Any) -> tuple:
+        """The kernel's arguments with its arrays attached (scalars as placeholders), the
+        arrays by name and what it reads and writes."""
+        args: list = [call.err]
+        named: dict[str, Any] = {}
+        scalars = []
+        slot = 0
+        for name, t in k.captured:
+            if isinstance(t, T.ArrayType):
+                spec, slot = self._arrays(call, block, slot, t)
+                ptr, shape, strides, dtype = spec
+                if name in k.data:
+                    v = named[name] = self._attach(call, spec, name not in k.dead)
+                    args.append(v)
+                args += [np.int64(n) for n in shape]
+                if name in k.data:
+                    args += [np.int64(s // dtype.itemsize) for s in strides]
+            else:
+                scalars.append((len(args), slot, t))
+                args.append(None)
+                slot += 1
+        reads = [named[n] for n in k.reads if n in named]
+        writes = [named[n] for n in k.writes if n in named] + [call.err]
+        return args, scalars, named, reads, writes
 
     def run_library(self, key: int, lid: int, block: Any) -> None:
         """A library operator on Lift kernels through the runtime; NumPy on the host copies for
