@@ -58,6 +58,18 @@ CREATE TABLE IF NOT EXISTS candidates (
 );
 CREATE INDEX IF NOT EXISTS candidates_best ON candidates (key, validity, time);
 CREATE INDEX IF NOT EXISTS candidates_order ON candidates (key, search_id, seq);
+CREATE TABLE IF NOT EXISTS finished (
+    search_id TEXT PRIMARY KEY,
+    stop_reason TEXT NOT NULL,
+    finished REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_profiles (
+    device TEXT NOT NULL,
+    nbytes INTEGER NOT NULL,
+    bandwidth_gbs REAL NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (device, nbytes)
+);
 """
 
 
@@ -218,6 +230,27 @@ class TuningDB:
              rec.low_level, json.dumps(dict(rec.params), sort_keys=True, default=str), rec.time,
              rec.validity, rec.reason, rec.source, rec.created)))
         return rec
+
+    def finish_search(self, search_id: str, stop_reason: str) -> None:
+        """Mark a search as run to its end (an interrupted one has no mark: it can be resumed)."""
+        self._retry(lambda: self.conn.execute(
+            "INSERT OR REPLACE INTO finished (search_id, stop_reason, finished) VALUES (?, ?, ?)",
+            (search_id, stop_reason, time.time())))
+
+    def is_finished(self, search_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM finished WHERE search_id = ?",
+                                 (search_id,)).fetchone() is not None
+
+    def bandwidth(self, device: str, nbytes: int) -> Optional[float]:
+        """The device's copy bandwidth measured at `nbytes` (GB/s), if recorded."""
+        row = self.conn.execute("SELECT bandwidth_gbs FROM device_profiles WHERE device = ? AND "
+                                "nbytes = ?", (device, int(nbytes))).fetchone()
+        return float(row[0]) if row else None
+
+    def set_bandwidth(self, device: str, nbytes: int, gbs: float) -> None:
+        self._retry(lambda: self.conn.execute(
+            "INSERT OR REPLACE INTO device_profiles (device, nbytes, bandwidth_gbs, created) "
+            "VALUES (?, ?, ?, ?)", (device, int(nbytes), float(gbs), time.time())))
 
     # -- queries ----------------------------------------------------------------------------------
 

@@ -93,34 +93,72 @@ class Bound:
 # the host stages (in a worker process)
 
 
+@dataclass(frozen=True)
+class _WalkDevice:
+    """What a walk needs of the evaluator (the device's limits, for the divisibility check)."""
+
+    device_fingerprint: str
+    device_limits: Any
+
+
+@dataclass(frozen=True)
+class _NoRunner:
+    """A runner that only names its dialect: the host stages generate code for it but leave
+    the build and check to the process that owns the device."""
+
+    dialect: str = "opencl"
+
+
 class HostStages:
     """What a worker needs to prepare jobs: the problem, the rule space, the search's settings
-    and an Evaluator whose runner (a clone of the driver's CandidateWorker, started on first
-    use) builds and checks kernels; None when the driver's runner cannot be cloned (CUDA in
-    this process, a test's runner): the driver checks those."""
+    and an Evaluator. With `runner` (a clone of the driver's CandidateWorker, started on first
+    use) the worker also builds and checks the kernels; without, the timing side does (CUDA
+    in the driver's process, a test's runner, a Ray cluster's timing actor)."""
 
-    def __init__(self, search: Any) -> None:
-        self.search = search  # a liftkit.explore.search.Search (its walk, filters, settings)
-        runner = search.evaluator.runner
-        self.can_check = isinstance(runner, CandidateWorker)
-        self._template = runner.clone() if self.can_check else None
+    def __init__(self, problem: Any, space: Any, settings: Any, eval_settings: Any, filters: Any,
+                 device_fingerprint: str, device_limits: Any, dialect: str = "opencl",
+                 runner: Optional[CandidateWorker] = None) -> None:
+        self.problem, self.space, self.settings = problem, space, settings
+        self.eval_settings, self.filters = eval_settings, filters
+        self.device = _WalkDevice(device_fingerprint, device_limits)
+        self.dialect = dialect
+        self.can_check = runner is not None
+        self._template = runner
         self._evaluator: Optional[Evaluator] = None
+        self._walker: Any = None
         self._children: OrderedDict[str, Lambda] = OrderedDict()
+
+    @classmethod
+    def of(cls, search: Any, check: bool = True) -> "HostStages":
+        """The host stages of a search; `check`: build and check in the workers when the
+        search's runner can be cloned into them (a CandidateWorker)."""
+        ev = search.evaluator
+        runner = ev.runner
+        template = runner.clone() if check and isinstance(runner, CandidateWorker) else None
+        return cls(search.problem, search.space, search.settings, ev.settings, ev.filters,
+                   ev.device_fingerprint, ev.device_limits, getattr(runner, "dialect", "opencl"),
+                   template)
 
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
-            ev = self.search.evaluator
-            runner = self._template.clone() if self._template is not None else ev.runner
-            self._evaluator = Evaluator(ev.problem, runner, ev.settings, ev.filters, None,
-                                        ev.device_limits)
+            runner: Any = self._template.clone() if self._template is not None else _NoRunner(self.dialect)
+            self._evaluator = Evaluator(self.problem, runner, self.eval_settings, self.filters,
+                                        None, self.device.device_limits)
         return self._evaluator
+
+    def walker(self) -> Any:
+        if self._walker is None:
+            from liftkit.explore.search import Search
+
+            self._walker = Search(self.problem, self.space, self.device, self.settings)  # type: ignore[arg-type]
+        return self._walker
 
     def child(self, prefix: tuple[Choice, ...]) -> Lambda:
         """The program a derivation prefix leads to (replayed, the last few kept)."""
         key = repr(prefix)
         hit = self._children.get(key)
         if hit is None:
-            hit = self.search.space.replay(self.search.problem.program, prefix)
+            hit = self.space.replay(self.problem.program, prefix)
             self._children[key] = hit
             while len(self._children) > 8:
                 self._children.popitem(last=False)
@@ -133,7 +171,7 @@ class HostStages:
         if job.walk is not None:
             from liftkit.explore.search import _rng
 
-            end = self.search.walk_from(program, _rng(*job.walk))
+            end = self.walker().walk_from(program, _rng(*job.walk))
             if end is None:
                 return Outcome(None)
             program, steps = end[0], tuple(end[1])
@@ -143,8 +181,12 @@ class HostStages:
         return Outcome(steps, show(program), ready)
 
     def close(self) -> None:
-        if self._evaluator is not None and self._evaluator.runner is not self.search.evaluator.runner:
+        if self._evaluator is not None and isinstance(self._evaluator.runner, CandidateWorker):
             self._evaluator.runner.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # what travels to a Ray task: no evaluator, walker or cached programs
+        return self.__dict__ | {"_evaluator": None, "_walker": None, "_children": OrderedDict()}
 
 
 _STAGES: Optional[HostStages] = None  # the worker process's own (set once by _init)
@@ -185,7 +227,7 @@ class InlineEngine:
     """The host stages in the search's own process (one worker, no pool)."""
 
     def __init__(self, search: Any) -> None:
-        self.stages = HostStages(search)
+        self.stages = HostStages.of(search)
 
     def outcomes(self, jobs: Sequence[Job]) -> Iterator[Outcome]:
         for job in jobs:
@@ -210,7 +252,7 @@ class ProcessEngine:
         if self._pool is None:
             ctx = multiprocessing.get_context("fork")
             self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
-                                                initargs=(HostStages(self.search),))
+                                                initargs=(HostStages.of(self.search),))
             # a forking pool starts all its workers on the first job: now, before the search
             # starts threads of its own (the progress bar)
             self._pool.submit(_noop).result()

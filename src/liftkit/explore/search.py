@@ -145,7 +145,8 @@ class Search:
 
     def __init__(self, problem: Problem, space: RuleSpace, evaluator: Evaluator,
                  settings: SearchSettings = SearchSettings(), db: Optional[TuningDB] = None,
-                 progress: bool = False, pipeline: Any = None) -> None:
+                 progress: bool = False, pipeline: Any = None,
+                 resume: Optional[str] = None) -> None:
         self.problem = problem
         self.pipeline = pipeline  # a liftkit.explore.pipeline.Pipeline: host stages in parallel
         self.space = space
@@ -155,6 +156,8 @@ class Search:
         self.progress = progress
         self.key = problem.key(evaluator.device_fingerprint)
         self.search_id = ""
+        self.resume = resume  # an interrupted search's id: its records are taken, not re-run
+        self._resumed: list[Record] = []
         self.records: list[Record] = []
         self.best: Optional[Record] = None
         self._memo: dict[str, Record] = {}
@@ -175,7 +178,11 @@ class Search:
         if self.db is not None:
             self.db.register_key(self.key, self.problem.name, self.problem.text, self.problem.sizes,
                                  self.evaluator.device_fingerprint)
-            self.search_id = self.db.start_search(self.key, settings)
+            if self.resume:
+                self.search_id = self.resume
+                self._resumed = self.db.candidates(self.key, self.resume)
+            else:
+                self.search_id = self.db.start_search(self.key, settings)
         else:
             self.search_id = uuid.uuid4().hex
         if self.pipeline is not None:
@@ -186,6 +193,8 @@ class Search:
         finally:
             if self.pipeline is not None:
                 self.pipeline.close()
+        if self.db is not None:
+            self.db.finish_search(self.search_id, why)
         return SearchResult(self.problem.name, self.key, self.search_id, self.best, self.records,
                             fixed, final, time.monotonic() - t0, self._walks, self._dead, why,
                             list(self.space.errors), started)
@@ -442,11 +451,15 @@ class Search:
             raise _Budget(f"evaluated {self.settings.budget} candidates")
         if self._deadline is not None and time.monotonic() >= self._deadline:
             raise _Budget(f"spent {self.settings.seconds:g} s")
-        rec = make()
-        rec = replace(rec, key=self.key, search_id=self.search_id, seq=len(self.records),
-                      step=self._step, created=time.time())
-        if self.db is not None:
-            rec = self.db.insert(rec)
+        seq = len(self.records)
+        if seq < len(self._resumed) and self._resumed[seq].low_level == text:
+            rec = self._resumed[seq]  # the same seed draws the same candidates: not run again
+        else:
+            rec = make()
+            rec = replace(rec, key=self.key, search_id=self.search_id, seq=seq, step=self._step,
+                          created=time.time())
+            if self.db is not None:
+                rec = self.db.insert(rec)
         self._memo[text] = rec
         self.records.append(rec)
         if rec.ok and (self.best is None or rec.time < self.best.time):  # type: ignore[operator]
@@ -481,7 +494,9 @@ class Search:
 
 def search(problem: Problem, space: RuleSpace, evaluator: Evaluator,
            settings: SearchSettings = SearchSettings(), db: Optional[TuningDB] = None,
-           progress: bool = False, pipeline: Any = None) -> SearchResult:
+           progress: bool = False, pipeline: Any = None, resume: Optional[str] = None
+           ) -> SearchResult:
     """Run one Monte-Carlo descent (see the module docstring); `pipeline` (a
-    liftkit.explore.pipeline.Pipeline) runs the host stages of each step in parallel."""
-    return Search(problem, space, evaluator, settings, db, progress, pipeline).run()
+    liftkit.explore.pipeline.Pipeline) runs the host stages of each step in parallel; `resume`
+    continues an interrupted search of `db` (its finished candidates are kept, not re-run)."""
+    return Search(problem, space, evaluator, settings, db, progress, pipeline, resume).run()

@@ -236,6 +236,10 @@ class CandidateWorker:
         search's build stage, timed apart from the check that follows."""
         self._job(compiled, (), None, False, 1, None, False, kind="build")
 
+    def bandwidth_gbs(self, nbytes: int, repeat: int = 10) -> float:
+        """The device's copy bandwidth (GB/s, bytes read plus written) at `nbytes`."""
+        return float(self._job(None, (), None, False, repeat, None, True, kind=("bandwidth", nbytes))[0])
+
     def clone(self) -> "CandidateWorker":
         """A new, not yet started worker for the same device and settings. Makes no OpenCL
         call, so a process forked from this one (the search's host stages) can use it."""
@@ -351,7 +355,7 @@ class CandidateWorker:
         return token
 
     def _job(self, compiled: Any, inputs: Sequence[Any], sizes: Optional[Mapping[str, int]],
-             timing: bool, repeat: int, name: Optional[str], want: bool, kind: str = "run"
+             timing: bool, repeat: int, name: Optional[str], want: bool, kind: Any = "run"
              ) -> tuple[Any, Any]:
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
@@ -360,7 +364,9 @@ class CandidateWorker:
         start = self._log_offset()
         phase = "sending the inputs"
         try:
-            if kind == "build":
+            if isinstance(kind, tuple):  # ("bandwidth", nbytes)
+                _write(self._proc.stdin, (kind[0], kind[1], repeat))  # type: ignore[union-attr, arg-type]
+            elif kind == "build":
                 _write(self._proc.stdin, ("build", compiled))  # type: ignore[union-attr, arg-type]
             else:
                 token = self._token(inputs)
@@ -404,6 +410,26 @@ def _sendable(err: BaseException) -> BaseException:
         return RemoteError(f"{type(err).__name__}: {err}")
 
 
+def _copy_gbs(runner: Any, nbytes: int, repeat: int) -> float:
+    """Device-to-device copy bandwidth (bytes read plus written over the median copy time,
+    profiling events), as `liftkit bench` measures its roofline."""
+    import statistics
+
+    import pyopencl as cl
+
+    ctx, q = runner.context, runner.queue
+    a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+    b = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
+    cl.enqueue_copy(q, b, a).wait()
+    times = []
+    for _ in range(max(1, repeat)):
+        ev = cl.enqueue_copy(q, b, a)
+        ev.wait()
+        times.append((ev.profile.end - ev.profile.start) * 1e-9)
+    t = statistics.median(times)
+    return 2 * nbytes / t / 1e9 if t > 0 else float("nan")
+
+
 def serve(index: int, fingerprint: str, cache_dir: str, inp: BinaryIO, out: BinaryIO) -> None:
     """The child's loop: open the device, then answer jobs until told to exit."""
     from liftkit.backends.opencl import OpenCLRunner
@@ -437,6 +463,12 @@ def serve(index: int, fingerprint: str, cache_dir: str, inp: BinaryIO, out: Bina
             continue
         if kind == "drop":
             inputs.pop(msg[1], None)
+            continue
+        if kind == "bandwidth":
+            try:
+                _write(out, ("done", _copy_gbs(runner, msg[1], msg[2]), None))
+            except Exception as err:  # noqa: BLE001 - every failure goes back to the parent
+                _write(out, ("error", _sendable(err)))
             continue
         if kind == "build":
             try:
