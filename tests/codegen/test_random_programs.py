@@ -69,10 +69,11 @@ def _check(seed: int, runner: OpenCLRunner, options: CompileOptions | None = Non
     if outcome.stage == "mismatch" and HAS_OCLGRIND:  # a second opinion: compiler or device?
         second = check_case(case, _oclgrind(), options)
         report += f"\non Oclgrind: {second.stage} {second.detail}"
-        if second.ok and "cpu" in runner.device.type:
+        if second.ok and "pocl" in runner.device.platform.lower():
             # the generated code is right on the simulator (which also checks bounds): PoCL 3.0's
             # optimiser is at fault (seen: seed 20432 with index simplification off is right with
-            # -cl-opt-disable, on Oclgrind and on the NVIDIA GPU)
+            # -cl-opt-disable, on Oclgrind and on the NVIDIA GPU). Other CPU runtimes get no such
+            # pass: a defect of theirs gets a workaround (liftkit.codegen.quirks) or fails here
             pytest.xfail("PoCL disagrees, Oclgrind agrees with the interpreter:\n" + report)
     pytest.fail(report, pytrace=False)
 

@@ -21,6 +21,7 @@ from liftkit.codegen.dialect import OPENCL, Dialect
 from liftkit.codegen.emit import Emitter, literal_c, space_of_view
 from liftkit.codegen.kernel import CompileOptions
 from liftkit.codegen.memory import Memory, Space, ctype, element_count, infer_space, storage_elem
+from liftkit.codegen.quirks import NO_VECTORIZE_PRAGMA, SERIAL_SUB_REDUCTIONS, may_subtract
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun, unwrap_eta
@@ -320,10 +321,12 @@ class Generator:
             f = g
         return tuple(dims)
 
-    def loop(self, kind: str, dim: int, n: ArithExpr, ctx: Ctx, p: P.Pattern, unroll: bool):  # type: ignore[no-untyped-def]
+    def loop(self, kind: str, dim: int, n: ArithExpr, ctx: Ctx, p: P.Pattern, unroll: bool,  # type: ignore[no-untyped-def]
+             serial: bool = False):
         """Emit the loop of a map or reduction and yield (index, context of its body) once per
         generated body (several times when unrolled). Control-flow simplification turns a loop
-        that runs at most once per thread into an `if`, and exactly once into straight code."""
+        that runs at most once per thread into an `if`, and exactly once into straight code.
+        `serial`: a sequential loop the device's compiler must not vectorise (a quirk)."""
         names = {"glb": "gl_id", "wrg": "wg_id", "lcl": "l_id", "seq": "i"}
         cf = self.opt.simplify_control_flow
         if kind == "seq":
@@ -338,6 +341,8 @@ class Generator:
                 return
             name = self.em.names.fresh(names[kind])
             var = Var(name, 0, n)
+            if serial:
+                self.em.line(NO_VECTORIZE_PRAGMA)  # directly before the loop it applies to
             with self.em.for_loop(name, "0", f"{name} < {n.to_c()}", f"{name} += 1"):
                 yield var, ctx.inside(p, Scope(kind, dim, var, n))
             return
@@ -384,7 +389,8 @@ class Generator:
         acc = self.em.private_var(acc_t, "acc", self.em.load(init))
         acc_view = V.MemoryView(acc, acc_t)
         body_ctx = replace(ctx, write_to="private")
-        for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
+        serial = SERIAL_SUB_REDUCTIONS in self.opt.quirks and may_subtract(p.f)
+        for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll, serial):
             self.apply(p.f, [acc_view, xs.access(i)], env, c, acc_view)
         if dest is not None:
             self.em.store(dest.access(cst(0)), acc.name)

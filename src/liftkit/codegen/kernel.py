@@ -27,6 +27,8 @@ class CompileOptions:
     which index simplification and control-flow simplification use.
     dialect: the C the kernels are written in, "opencl" (OpenCL C) or "cuda" (CUDA C); the
     statements are the same, only their spelling differs.
+    quirks: workarounds for the defects of one device's compiler (`liftkit.codegen.quirks`),
+    set by the backend that found them; empty for correct compilers.
     """
 
     simplify_indices: bool = True
@@ -36,16 +38,20 @@ class CompileOptions:
     local_size: Optional[tuple[int, ...]] = None
     kernel_name: str = "KERNEL"
     dialect: str = "opencl"
+    quirks: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         from liftkit.codegen.dialect import dialect_named
+        from liftkit.codegen.quirks import check_quirks
 
         dialect_named(self.dialect)  # an unknown dialect is refused here, in words
+        check_quirks(self.quirks)
 
     def key(self) -> str:
         """The options that change the generated code (OpenCL keys predate the dialect)."""
         key = (f"si={int(self.simplify_indices)},be={int(self.eliminate_barriers)},"
                f"cf={int(self.simplify_control_flow)},un={int(self.unroll)},ls={self.local_size}")
+        key += "".join(f",quirk={q}" for q in sorted(self.quirks))
         return key if self.dialect == "opencl" else key + f",dialect={self.dialect}"
 
 

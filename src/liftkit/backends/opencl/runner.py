@@ -9,7 +9,7 @@ device's work-group and local-memory limits, buffers and profiling events.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -18,6 +18,7 @@ import pyopencl as cl
 from liftkit.backends.hostdata import host_buffer, pack_array, unpack
 from liftkit.backends.opencl.cache import KernelCache
 from liftkit.backends.opencl.devices import Device, OpenCLError, select_device
+from liftkit.backends.opencl.quirks import compiler_quirks
 from liftkit.backends.pipeline import (  # noqa: F401 - re-exported: the runner's vocabulary
     INT32_MAX, HostPipeline, Launch, NDRangeOverride, RunInfo, Transfers, constraints_hold,
     in_dialect,
@@ -25,6 +26,9 @@ from liftkit.backends.pipeline import (  # noqa: F401 - re-exported: the runner'
 from liftkit.codegen.constraints import divisibility_checks  # noqa: F401 - re-exported
 from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel
 from liftkit.ir.nodes import Lambda
+
+
+_QUIRK_CACHE_SIZE = 64  # programs recompiled for a device's quirks, kept per runner
 
 
 class OpenCLRunner(HostPipeline):
@@ -44,6 +48,8 @@ class OpenCLRunner(HostPipeline):
         self.queue = cl.CommandQueue(self.context, self.device.cl_device,
                                      properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.cache = cache if cache is not None else KernelCache()
+        # id(program as given) -> (it, it recompiled with this device's quirks), oldest first
+        self._with_quirks: dict[int, tuple[CompiledProgram, CompiledProgram]] = {}
 
     def __repr__(self) -> str:
         return f"OpenCLRunner({self.device.label!r})"
@@ -51,7 +57,23 @@ class OpenCLRunner(HostPipeline):
     # -- the backend's part of the host pipeline ---------------------------------------------------
 
     def for_backend(self, compiled: CompiledProgram) -> CompiledProgram:
-        return in_dialect(compiled, "opencl")
+        """In OpenCL C, recompiled with the workarounds this device's compiler needs (found by
+        known-answer kernels, `quirks.py`): its defects must never give a wrong answer."""
+        compiled = in_dialect(compiled, "opencl")
+        quirks = compiler_quirks(self.device)
+        if quirks <= compiled.options.quirks:
+            return compiled
+        hit = self._with_quirks.get(id(compiled))
+        if hit is not None and hit[0] is compiled:
+            return hit[1]
+        from liftkit.codegen.compiler import compile_program
+
+        fixed = compile_program(compiled.program,
+                                replace(compiled.options, quirks=compiled.options.quirks | quirks))
+        if len(self._with_quirks) >= _QUIRK_CACHE_SIZE:
+            self._with_quirks.pop(next(iter(self._with_quirks)))
+        self._with_quirks[id(compiled)] = (compiled, fixed)  # holds compiled: its id stays unique
+        return fixed
 
     def get_kernel(self, k: Kernel) -> Any:
         prog = self.cache.get(self.context, self.device, k.source, k.build_options)
