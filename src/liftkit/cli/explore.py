@@ -64,33 +64,57 @@ def configure_explore_parser(p: argparse.ArgumentParser) -> None:
                    help="choices tried per derivation step, sampled beyond that (default 8)")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per candidate, median (default 5)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes for the host stages (derive, generate, build, check; timing "
+                        "stays one candidate at a time): default all cores; 0 runs the plain "
+                        "search in this process")
+    p.add_argument("--ray", metavar="auto|ADDRESS", default=None,
+                   help="run the host stages as tasks of a Ray cluster and timing in an actor "
+                        "holding the device (pip install 'liftkit[distributed]')")
+    p.add_argument("--no-dedup", action="store_true",
+                   help="time candidates whose kernels were timed already again")
+    p.add_argument("--no-bound", action="store_true",
+                   help="time every candidate, even one whose lower bound (bytes over the "
+                        "measured bandwidth) cannot beat the best so far")
+    p.add_argument("--tolerance", type=float, default=0.05,
+                   help="a candidate is skipped when its lower bound is within this fraction "
+                        "of the best so far (default 0.05)")
+    p.add_argument("--seeds", type=int, default=1, metavar="K",
+                   help="run K searches, seeds SEED..SEED+K-1, and keep the best (default 1)")
+    p.add_argument("--tune-trials", type=int, default=0, metavar="T",
+                   help="after the search, tune the best derivation's numeric parameters (split "
+                        "factors, work-group sizes, vector widths) in T trials of Optuna's TPE, "
+                        "and T random trials to compare (pip install 'liftkit[tune]')")
+    p.add_argument("--report", metavar="DIR", default=None,
+                   help="write the search report: candidates per second by stage, time to 95%% "
+                        "of the best, the search plot of every seed")
 
 
 def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     """Run the search and report; exit status 1 (as a CliError) when nothing valid was found."""
-    from dataclasses import replace
-
-    from contextlib import nullcontext
-
-    from liftkit.backends.choose import make_runner, resolve_backend
-    from liftkit.explore import (
-        CandidateWorker,
-        EvalSettings,
-        Evaluator,
-        SearchSettings,
-        load_rule_space,
-        make_problem,
-        search,
-    )
+    from liftkit.explore import load_rule_space, make_problem
 
     for flag, value, low in (("--budget", args.budget, 1), ("--walks", args.walks, 1),
-                             ("--choices", args.choices, 1), ("--repeat", args.repeat, 1)):
+                             ("--choices", args.choices, 1), ("--repeat", args.repeat, 1),
+                             ("--seeds", args.seeds, 1), ("--tune-trials", args.tune_trials, 0)):
         if value < low:
             raise CliError(f"argument {flag}: must be at least {low}, got {value}")
+    if args.workers is not None and args.workers < 0:
+        raise CliError(f"argument --workers: must be at least 0, got {args.workers}")
+    if not 0 <= args.tolerance < 1:
+        raise CliError(f"argument --tolerance: must be in [0, 1), got {args.tolerance:g}")
     if args.seconds is not None and not args.seconds >= 0:
         raise CliError(f"argument --seconds: must be at least 0, got {args.seconds:g}")
     if not args.timeout > 0:
         raise CliError(f"argument --timeout: must be positive, got {args.timeout:g}")
+    if args.ray is not None:
+        from liftkit.explore.distributed import require_ray
+
+        require_ray()
+    if args.tune_trials:
+        from liftkit.explore.tune import require_optuna
+
+        require_optuna()
     sizes = _sizes(args.sizes)
     res = resolve(args.program)
     check_size_names(res, sizes)
@@ -98,31 +122,35 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     _check_sizes(res, problem.sizes)
     _check_inputs(res, problem, args.seed)
     space = load_rule_space(args.rules)
-    backend = resolve_backend(args.backend, args.device)
     # everything written after the search is checked before it: minutes of search are not lost
     # to a typo in a path
-    if args.plot:
+    if args.plot or args.report:
         _check_plotting()
+    if args.plot:
         check_writable(args.plot, "--plot", make_parents=True)
+    if args.report:
+        check_writable(args.report, "--report", directory=True)
     out_dir = Path(args.out) if args.out else Path(DEFAULT_OUT) / _safe(res.name)
     check_writable(str(out_dir), "--out", directory=True)
     db = open_tuning_db(args.db, create=True)
-    settings = SearchSettings(budget=args.budget, seconds=args.seconds, walks=args.walks,
-                              max_choices=args.choices, seed=args.seed)
     progress = not args.quiet and sys.stderr.isatty()
-    # OpenCL candidates are built and run in a worker process: a driver crash costs one
-    # candidate; CUDA candidates (NVRTC, then the driver) run in this process
-    worker = (nullcontext(make_runner("cuda", args.device)) if backend == "cuda"
-              else CandidateWorker(args.device, timeout=args.timeout))
-    with worker as runner, _db_errors(db):
-        evaluator = Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat,
-                                                       seed=args.seed))
-        result = search(problem, space, evaluator, settings, db, progress)
+    seeds = [args.seed + k for k in range(args.seeds)]
+    with _runner(args) as runner, _db_errors(db):
+        results = [run_search(args, problem, space, runner, db, seed, progress) for seed in seeds]
+        tuning = (tune_best(args, problem, space, runner, db, results)
+                  if args.tune_trials and any(r.best for r in results) else [])
 
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(result.counts().items()))
-    print(f"{problem.name} on {runner.device.label} at {_size_text(problem.sizes)}: "
-          f"{len(result.records)} candidates ({counts or 'none'}) in {result.elapsed:.1f} s; "
-          f"stopped: {result.stop_reason}", file=out)
+    result = min(results, key=lambda r: r.best.time if r.best else float("inf"))  # type: ignore[union-attr]
+    for seed, r in zip(seeds, results):
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(r.counts().items()))
+        rate = len(r.records) / r.elapsed if r.elapsed > 0 else 0.0
+        print(f"{problem.name} on {runner.device.label} at {_size_text(problem.sizes)}"
+              f"{f' (seed {seed})' if len(seeds) > 1 else ''}: {len(r.records)} candidates "
+              f"({counts or 'none'}) in {r.elapsed:.1f} s, {rate:.2f}/s; stopped: {r.stop_reason}",
+              file=out)
+    for t in tuning:
+        best = f"{t['best_ms']:.4g} ms" if t.get("best_ms") is not None else "nothing valid"
+        print(f"tuned numeric parameters, {t['sampler']}: {t['trials']} trials, best {best}", file=out)
     plot_path = None
     if args.plot:
         from liftkit.explore.plot import plot_search
@@ -132,6 +160,13 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
                                     f"{problem.name} on {runner.device.name} ({_size_text(problem.sizes)})")
         except RuntimeError as err:
             raise CliError(str(err)) from None
+    if args.report:
+        from liftkit.explore.report import write_report
+
+        files = write_report(results, seeds, Path(args.report),
+                             f"{problem.name} on {runner.device.name} ({_size_text(problem.sizes)})",
+                             _workers(args), {"tuning": tuning})
+        print(f"report: {', '.join(str(f) for f in files)}", file=out)
     if result.best is None:
         hint = f"; rule faults: {result.rule_faults[0]}" if result.rule_faults else ""
         raise CliError(f"{problem.name}: no valid candidate in {len(result.records)} evaluated "
@@ -149,6 +184,102 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     if result.rule_faults:
         print(f"note: {len(result.rule_faults)} rule fault(s), e.g. {result.rule_faults[0]}", file=out)
     return 0
+
+
+def _workers(args: argparse.Namespace) -> int:
+    from liftkit.explore.pipeline import default_workers
+
+    return default_workers() if args.workers is None else args.workers
+
+
+def _runner(args: argparse.Namespace) -> Any:
+    """OpenCL candidates are built and run in a worker process (a driver crash costs one
+    candidate); CUDA candidates (NVRTC, then the driver) run in this process."""
+    from contextlib import nullcontext
+
+    from liftkit.backends.choose import make_runner, resolve_backend
+    from liftkit.explore import CandidateWorker
+
+    if resolve_backend(args.backend, args.device) == "cuda":
+        return nullcontext(make_runner("cuda", args.device))
+    return CandidateWorker(args.device, timeout=args.timeout)
+
+
+def _evaluator(args: argparse.Namespace, problem: Any, runner: Any, seed: int) -> Any:
+    from dataclasses import replace
+
+    from liftkit.explore import EvalSettings, Evaluator
+
+    return Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat, seed=seed))
+
+
+def run_search(args: argparse.Namespace, problem: Any, space: Any, runner: Any, db: Any,
+               seed: int, progress: bool, resume: Optional[str] = None) -> Any:
+    """One search with the command's settings (the pipeline unless --workers 0 without --ray)."""
+    from liftkit.explore import SearchSettings, search
+
+    settings = SearchSettings(budget=args.budget, seconds=args.seconds, walks=args.walks,
+                              max_choices=args.choices, seed=seed)
+    evaluator = _evaluator(args, problem, runner, seed)
+    pipeline = make_pipeline(args, problem, runner, db)
+    result = search(problem, space, evaluator, settings, db, progress, pipeline, resume)
+    result.seed = seed  # type: ignore[attr-defined]
+    return result
+
+
+def make_pipeline(args: argparse.Namespace, problem: Any, runner: Any, db: Any) -> Any:
+    """The search's pipeline from --workers, --ray, --no-dedup, --no-bound, --tolerance."""
+    from liftkit.explore.pipeline import Pipeline, PipelineSettings
+
+    workers = _workers(args)
+    if args.ray is None and workers == 0:
+        return None
+    bound = None if args.no_bound else device_bound(problem, runner, db, args.tolerance)
+    factory = None
+    if args.ray is not None:
+        from liftkit.explore.distributed import RayEngine
+
+        address = args.ray
+
+        def factory(search: Any) -> Any:
+            return RayEngine(search, address, args.device, args.backend, args.timeout)
+
+    return Pipeline(PipelineSettings(workers=workers, dedup=not args.no_dedup, bound=bound), factory)
+
+
+def device_bound(problem: Any, runner: Any, db: Any, tolerance: float) -> Any:
+    """The lower-bound skip's ceilings: the device's copy bandwidth at the problem's input size
+    (from the tuning database's device profile, measured once and stored there)."""
+    from liftkit.explore.pipeline import Bound
+
+    nbytes = 1 << max(20, min(30, int(sum(getattr(x, "nbytes", 0)
+                                          for x in problem.inputs(problem.sizes, 0))).bit_length()))
+    fingerprint = str(runner.device.fingerprint)
+    gbs = db.bandwidth(fingerprint, nbytes)
+    if gbs is None:
+        measure = getattr(runner, "bandwidth_gbs", None)
+        if measure is None:
+            return None
+        try:
+            gbs = float(measure(nbytes))
+        except Exception:  # noqa: BLE001 - no ceiling, no skipping
+            return None
+        if not gbs > 0:
+            return None
+        db.set_bandwidth(fingerprint, nbytes, gbs)
+    return Bound(bandwidth_gbs=gbs, tolerance=tolerance)
+
+
+def tune_best(args: argparse.Namespace, problem: Any, space: Any, runner: Any, db: Any,
+              results: Sequence[Any]) -> list[dict[str, Any]]:
+    """--tune-trials: TPE and random sampling over the best derivation's numeric parameters."""
+    from liftkit.explore.tune import tune_numeric
+
+    best = min((r for r in results if r.best), key=lambda r: r.best.time)
+    evaluator = _evaluator(args, problem, runner, best.seed)
+    return [tune_numeric(problem, space, evaluator, best.best, sampler, args.tune_trials,
+                         seed=best.seed, db=db, key=best.key, search_id=best.search_id)
+            for sampler in ("tpe", "random")]
 
 
 def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: str) -> list[Path]:
@@ -180,8 +311,9 @@ def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional
                   db_path: Optional[str] = None, backend: str = "auto") -> tuple[Any, tuple[Any, ...]]:
     """For `compile`/`run --tuned`: (low-level program, derivation) of the best candidate stored
     for this program at these sizes (the spec's defaults filling in the rest) on the device
-    (of the backend `liftkit explore` picks for the same --backend/--device); a CliError saying
-    how to tune it when there is none."""
+    (of the backend `liftkit explore` picks for the same --backend/--device), else the bundled
+    derivation (liftkit.explore.bundled), saying on stderr which was used; a CliError saying how
+    to tune it when there is none."""
     from liftkit.backends.choose import resolve_backend
     from liftkit.explore import NotTunedError, require_tuned
 
@@ -195,12 +327,36 @@ def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional
         from liftkit.backends.opencl import select_device
 
         device = select_device(device_spec)
-    db = open_tuning_db(db_path, create=False)
+    from liftkit.explore.bundled import find, low_level_program, not_bundled_note
+    from liftkit.explore.db import default_db_path
+
+    if db_path is None and not default_db_path().exists():  # no database yet: the bundled ones
+        hit = find(res.program, merged, device)
+        if hit is None:
+            from liftkit.explore.problem import size_names
+
+            used = " ".join(f"--size {k}={v}" for k, v in sorted(merged.items())
+                            if k in size_names(res.program))
+            raise CliError(f"nothing is tuned for {res.name} at {used or 'these sizes'} on "
+                           f"{device.label} (no tuning database at {default_db_path()}; "
+                           f"{not_bundled_note(res.name)}); run `liftkit explore {res.name} "
+                           f"{used} --device ...` first")
+    else:
+        db = open_tuning_db(db_path, create=False)
+        try:
+            with _db_errors(db):
+                found = require_tuned(res.name, res.program, merged, device, db)
+            print(f"{res.name}: tuned derivation from the tuning database {db.path}", file=sys.stderr)
+            return found
+        except NotTunedError as err:
+            hit = find(res.program, merged, device)
+            if hit is None:
+                raise CliError(f"{err} ({not_bundled_note(res.name)})") from None
+    print(f"{res.name}: {hit.describe()}; the tuning database has none", file=sys.stderr)
     try:
-        with _db_errors(db):
-            return require_tuned(res.name, res.program, merged, device, db)
+        return low_level_program(hit.derivation, res.program), hit.derivation.steps
     except NotTunedError as err:
-        raise CliError(str(err)) from None
+        raise CliError(f"{res.name}: {hit.describe()}: {err}") from None
 
 
 _TABLES = ("keys", "searches", "candidates")

@@ -74,8 +74,11 @@ class Bound:
     peak_gflops: Optional[float] = None
     flops: Optional[float] = None
     tolerance: float = 0.05
+    headroom: float = 1.5  # the ceiling: the larger of the measured and the best achieved rate,
+    calibrate: bool = True  # times this (a copy's rate is no hard ceiling: caches help kernels)
 
-    def seconds(self, ready: Ready, sizes: Mapping[str, int]) -> Optional[float]:
+    @staticmethod
+    def nbytes(ready: Ready, sizes: Mapping[str, int]) -> Optional[float]:
         total = 0.0
         for b in ready.compiled.buffers:
             try:
@@ -83,9 +86,18 @@ class Bound:
             except Exception:  # noqa: BLE001 - sizes the host cannot evaluate: no bound
                 return None
             total += n if b.role in ("input", "output") else 2 * n
-        t = total / (self.bandwidth_gbs * 1e9)
+        return total
+
+    def seconds(self, ready: Ready, sizes: Mapping[str, int], achieved_gbs: float = 0.0) -> Optional[float]:
+        total = self.nbytes(ready, sizes)
+        if total is None:
+            return None
+        gbs = self.bandwidth_gbs
+        if self.calibrate:
+            gbs = max(gbs, achieved_gbs) * self.headroom
+        t = total / (gbs * 1e9)
         if self.flops and self.peak_gflops:
-            t = max(t, self.flops / (self.peak_gflops * 1e9))
+            t = max(t, self.flops / (self.peak_gflops * 1e9 * (self.headroom if self.calibrate else 1.0)))
         return t
 
 
@@ -342,6 +354,7 @@ class Pipeline:
         self.engine_factory = engine_factory
         self.engine: Optional[Engine] = None
         self._timed: dict[str, Record] = {}
+        self._achieved_gbs = 0.0  # the best rate (bytes over time) a timed candidate reached
 
     def start(self, search: Any) -> None:
         if self.engine_factory is not None:
@@ -418,7 +431,7 @@ class Pipeline:
         return search.admit(out.text, make)
 
     def time(self, search: Any, ready: Ready) -> Record:
-        ev = search.evaluator
+        ev = getattr(self.engine, "timer", None) or search.evaluator  # Ray: the timing actor
         best = search.best.time if search.best else None
         if not ready.checked:
             checked = ev.check_ready(ready)
@@ -434,7 +447,7 @@ class Pipeline:
                            seen.time, ready.compiled.source)
         bound = self.settings.bound
         if bound is not None and best is not None:
-            low = bound.seconds(ready, search.problem.sizes)
+            low = bound.seconds(ready, search.problem.sizes, self._achieved_gbs)
             if low is not None and low >= best * (1.0 - bound.tolerance):
                 params = dict(ready.params) | {"lower_bound": low}
                 return _record(ready.text, ready.derivation, params, "skipped",
@@ -444,4 +457,8 @@ class Pipeline:
         rec = ev.finish(ready, best)
         if key and rec.ok:
             self._timed[key] = replace(rec, seq=len(search.records))
+        if bound is not None and rec.ok and rec.time:
+            moved = bound.nbytes(ready, search.problem.sizes)
+            if moved:
+                self._achieved_gbs = max(self._achieved_gbs, moved / rec.time / 1e9)
         return rec
