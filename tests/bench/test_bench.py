@@ -76,8 +76,7 @@ def _wrong_spec() -> ProgramSpec:
 
 def test_wrong_program_is_reported_and_not_timed() -> None:
     reg = Registry([_wrong_spec()])
-    entry = replace(suite.SUITE["scal"], key="scal_wrong", low=("scal_wrong",), cpu_low=(),
-                    tuned=False)
+    entry = replace(suite.SUITE["scal"], key="scal_wrong", low=("scal_wrong",), cpu_low=())
     result = run_bench(_cfg(entries=[entry], registry=reg), log=lambda _m: None)
     e = result.entries[0]
     assert e.status == "wrong"
@@ -88,8 +87,7 @@ def test_wrong_program_is_reported_and_not_timed() -> None:
 
 
 def test_not_bundled_and_missing_sizes_are_reported() -> None:
-    missing = replace(suite.SUITE["scal"], key="ghost", low=("no_such_program",), cpu_low=(),
-                      tuned=False)
+    missing = replace(suite.SUITE["scal"], key="ghost", low=("no_such_program",), cpu_low=())
     result = run_bench(_cfg(entries=[missing, suite.SUITE["dot"]]), log=lambda _m: None)
     assert [e.status for e in result.entries] == ["not bundled", "no sizes"]
     assert result.summary["not_bundled"] == ["ghost"]

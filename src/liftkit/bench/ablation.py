@@ -34,7 +34,7 @@ def ablate_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg
     row: dict[str, Any] = {"key": entry.key, "title": entry.title, "status": "ok", "program": "",
                            "configs": {}, "note": ""}
     sizes = entry.sizes_for(size_set)
-    choice = choose(entry, device_kind, registry, runner.device, sizes or {}, cfg.db) if sizes else None
+    choice = choose(entry, device_kind, registry) if sizes else None
     if sizes is None or choice is None:
         row["status"] = "no sizes" if sizes is None else "not bundled"
         return row

@@ -43,7 +43,8 @@ class BenchConfig:
     repeat: int = 10
     seed: int = 0
     ablation: bool = False
-    db: Optional[str] = None  # tuning database for the tuned derivations
+    db: Optional[str] = None  # tuning database for the derived column (else the bundled ones)
+    derived: bool = True  # the "derived" column: each high-level program's derivation
     entries: Optional[Sequence[Entry]] = None  # replaces the suite (tests)
     registry: Any = None  # replaces the bundled registry (tests)
     main_table: bool = True  # False: only the ablation (with ablation=True)
@@ -63,14 +64,35 @@ class RefResult:
 
 
 @dataclass
+class DerivedResult:
+    """The search's best derivation of the entry's high-level program, checked, then timed
+    beside the hand-written program."""
+
+    status: str  # ok, wrong, none (nothing derived yet), compile failed, error
+    source: str = ""  # the tuning database or the bundled derivation it came from
+    device: str = ""  # the device the search ran on
+    seconds: Optional[float] = None
+    runs: list[float] = field(default_factory=list)
+    ratio: Optional[float] = None  # hand-written time / derived time (> 1: derived faster)
+    check: str = ""
+    max_abs_err: Optional[float] = None
+    candidates: Optional[int] = None
+    valid: Optional[int] = None
+    search_seconds: Optional[float] = None
+    seconds_to_best: Optional[float] = None
+    steps: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
 class EntryResult:
     key: str
     title: str
     seed: str
     cgo: bool
     status: str  # ok, wrong, not bundled, no sizes, sizes, compile failed, error
-    program: str = ""  # the low-level program run
-    variant: str = ""  # how it was chosen: tuned derivation, hand-chosen, bundled
+    program: str = ""  # the hand-written low-level program run
+    variant: str = ""  # hand-chosen or bundled
     sizes: dict[str, int] = field(default_factory=dict)
     check: str = ""  # how the result was checked
     max_abs_err: Optional[float] = None
@@ -93,6 +115,7 @@ class EntryResult:
     # with --backend both: the same program on CUDA (status, seconds, kernel_seconds,
     # max_abs_err, check, note), checked the same way before it is timed
     cuda: dict[str, Any] = field(default_factory=dict)
+    derived: Optional[DerivedResult] = None  # the high-level program's derivation
 
 
 @dataclass
@@ -161,43 +184,37 @@ class Choice:
     variant: str
 
 
-def _tuned(entry: Entry, registry: Any, device: Any, sizes: Mapping[str, int],
-           db: Optional[str]) -> Optional[Choice]:
-    if not entry.tuned or not entry.high or entry.high not in registry:
-        return None
-    from liftkit.explore.db import TuningDB, default_db_path
-
-    path = Path(db).expanduser() if db else default_db_path()
-    if not path.is_file():
-        return None
-    try:
-        from liftkit.explore.tuned import best_for
-
-        spec = registry[entry.high]
-        found = best_for(spec.program, dict(spec.sizes) | dict(sizes), device, TuningDB(path))
-    except Exception:  # noqa: BLE001 - an unreadable record: use the hand-chosen program
-        return None
-    if found is None:
-        return None
-    return Choice(f"{entry.high} (tuned)", found[0], spec,
-                  f"tuned derivation of {entry.high} from {path}")
-
-
-def choose(entry: Entry, device_kind: str, registry: Any, device: Any,
-           sizes: Mapping[str, int], db: Optional[str] = None) -> Optional[Choice]:
-    """The tuned derivation (seed-002 programs, where the database has one), else the first
-    bundled low-level candidate for the device kind; None when nothing is bundled."""
-    tuned = _tuned(entry, registry, device, sizes, db)
-    if tuned is not None:
-        return tuned
+def choose(entry: Entry, device_kind: str, registry: Any) -> Optional[Choice]:
+    """The first bundled hand-written low-level candidate for the device kind; None when
+    nothing is bundled."""
     for name in entry.candidates(device_kind):
         if name in registry:
             spec = registry[name]
             variant = "hand-chosen" if spec.source == "hand-chosen" else "bundled"
-            if entry.tuned:
-                variant += "; no tuned derivation stored"
             return Choice(name, spec.program, spec, variant)
     return None
+
+
+def derivation_for(entry: Entry, registry: Any, device: Any, sizes: Mapping[str, int],
+                   db: Optional[str]) -> Optional[tuple[Any, str]]:
+    """(Derivation, where from) of the entry's high-level program at these sizes: from the
+    tuning database `db` when it holds one, else the bundled derivations; None if neither."""
+    from liftkit.explore.bundled import find, of_key
+    from liftkit.explore.db import TuningDB
+    from liftkit.explore.tuned import tuned_key
+
+    if not entry.high or entry.high not in registry:
+        return None
+    spec = registry[entry.high]
+    merged = dict(spec.sizes) | dict(sizes)
+    if db:
+        with TuningDB(Path(db).expanduser()) as tdb:
+            kind = "gpu" if getattr(device, "is_gpu", False) else "cpu"
+            d = of_key(tdb, tuned_key(spec.program, merged, device), kind, str(tdb.path))
+        if d is not None:
+            return d, f"tuning database {db}"
+    hit = find(spec.program, merged, device)
+    return (hit.derivation, hit.describe()) if hit is not None else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -338,7 +355,7 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
         res.status, res.note = "no sizes", f"no {size_set} sizes for this entry"
         return res
     res.sizes = dict(sizes)
-    choice = choose(entry, device_kind, registry, runner.device, sizes, cfg.db)
+    choice = choose(entry, device_kind, registry)
     if choice is None:
         res.status = "not bundled"
         res.note = f"none of {', '.join(entry.candidates(device_kind))} is bundled"
@@ -396,8 +413,55 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
         best = min(timed, key=lambda r: r.seconds)  # type: ignore[arg-type,return-value]
         res.best_reference = best.name
         res.speedup_best = best.speedup
+    if cfg.derived:
+        res.derived = bench_derived(entry, runner, registry, sizes, cfg, res.seconds)
     free_device_memory()
     return res
+
+
+def bench_derived(entry: Entry, runner: Any, registry: Any, sizes: Mapping[str, int],
+                  cfg: BenchConfig, hand_seconds: Optional[float]) -> DerivedResult:
+    """The derivation of the entry's high-level program, checked like the hand-written program
+    (same inputs, same reference), then timed; its ratio to the hand-written time."""
+    from liftkit.codegen import CompileOptions, compile_program
+    from liftkit.explore.bundled import low_level_program
+
+    try:
+        found = derivation_for(entry, registry, runner.device, sizes, cfg.db)
+    except Exception as err:  # noqa: BLE001 - an unreadable database or file is reported
+        return DerivedResult("error", note=f"looking up the derivation: {_one_line(err)}")
+    if found is None:
+        where = f"the tuning database {cfg.db} or " if cfg.db else ""
+        return DerivedResult("none", note=f"no derivation of {entry.high} at these sizes in "
+                                          f"{where}the bundled derivations")
+    d, source = found
+    out = DerivedResult("error", source, d.device_label, candidates=d.candidates, valid=d.valid,
+                        search_seconds=d.search_seconds, seconds_to_best=d.seconds_to_best,
+                        steps=[str(c) for c in d.steps])
+    try:
+        spec = registry[entry.high]
+        low = low_level_program(d, spec.program)
+        choice = Choice(f"{entry.high} (derived)", low, spec, source)
+        prep = prepare(entry, choice, sizes, cfg.seed)
+        compiled = compile_program(low, CompileOptions(dialect=runner.dialect))
+    except Exception as err:  # noqa: BLE001
+        out.status, out.note = "compile failed", _one_line(err)
+        return out
+    try:
+        diff, err, _, how = check_compiled(runner, compiled, prep)
+    except Exception as err_:  # noqa: BLE001 - launch problems, driver errors
+        out.note = f"run: {_one_line(err_)}"
+        return out
+    out.check, out.max_abs_err = how, err
+    if diff:
+        out.status, out.note = "wrong", diff
+        return out
+    info = time_compiled(runner, compiled, prep, cfg.repeat)
+    out.status, out.seconds = "ok", float(info.total_seconds)
+    out.runs = [float(sum(r)) for r in info.runs]
+    if hand_seconds and out.seconds:
+        out.ratio = hand_seconds / out.seconds
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,7 +469,7 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
 
 
 def on_second_backend(runner: Any, entry: Entry, res: EntryResult, device_kind: str,
-                      cfg: BenchConfig, registry: Any, first_device: Any) -> dict[str, Any]:
+                      cfg: BenchConfig, registry: Any) -> dict[str, Any]:
     """The program `res` ran, checked and then timed on another backend's runner, with the same
     inputs (same seed); every failure is recorded."""
     from liftkit.codegen import CompileOptions, compile_program
@@ -413,7 +477,7 @@ def on_second_backend(runner: Any, entry: Entry, res: EntryResult, device_kind: 
     out: dict[str, Any] = {"backend": runner.dialect, "device": runner.device.label}
     try:
         sizes = entry.sizes_for(cfg.size_set or "") or res.sizes
-        choice = choose(entry, device_kind, registry, first_device, sizes, cfg.db)
+        choice = choose(entry, device_kind, registry)
         if choice is None or choice.name != res.program:
             out.update(status="error", note="the program run first could not be chosen again")
             return out
@@ -480,6 +544,14 @@ def summarize(entries: Sequence[EntryResult], ceil: Ceilings) -> dict[str, Any]:
         "wrong": [e.key for e in entries if e.status == "wrong"],
         "failed": [e.key for e in entries if e.status in ("error", "compile failed", "sizes")],
     }
+    derived = [e for e in entries if e.derived is not None]
+    ratios = [e.derived.ratio for e in derived if e.derived and e.derived.ratio]
+    out["derived_ok"] = [e.key for e in derived if e.derived and e.derived.status == "ok"]
+    out["derived_none"] = [e.key for e in derived if e.derived and e.derived.status == "none"]
+    out["derived_wrong"] = [e.key for e in derived if e.derived and e.derived.status == "wrong"]
+    out["derived_failed"] = [e.key for e in derived
+                             if e.derived and e.derived.status in ("error", "compile failed")]
+    out["derived_geomean_ratio"] = float(np.exp(np.mean(np.log(ratios)))) if ratios else None
     all_sp = [e.speedup_best for e in entries if e.speedup_best]
     out["geomean_speedup_all"] = float(np.exp(np.mean(np.log(all_sp)))) if all_sp else None
     for e in entries:
@@ -540,7 +612,7 @@ def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
             if not r.program:
                 continue
             r.cuda = on_second_backend(second, entry, r, kind, replace(cfg, size_set=size_set),
-                                       registry, runner.device)
+                                       registry)
             c = r.cuda
             log(f"bench: {entry.key} on CUDA: {c.get('status')}"
                 + (f" {c['seconds'] * 1e3:.3f} ms" if c.get("seconds") else f" ({c.get('note', '')})"))

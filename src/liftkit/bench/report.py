@@ -45,7 +45,16 @@ def _sizes(e: EntryResult) -> str:
 
 
 HEADERS = ("program", "run", "sizes", "status", "liftkit ms", "GB/s", "GFLOP/s", "of bw",
-           "of SGEMM", "of roofline", "best reference", "speedup", "all references")
+           "of SGEMM", "of roofline", "best reference", "speedup", "derived", "all references")
+
+
+def _derived_cell(e: EntryResult) -> str:
+    d = e.derived
+    if d is None:
+        return "—"
+    if d.status == "ok":
+        return f"{_ms(d.seconds)} ms ({_x(d.ratio)})"
+    return f"**{d.status.upper()}**" if d.status == "wrong" else d.status
 
 
 def rows(result: BenchResult) -> list[tuple[str, ...]]:
@@ -56,8 +65,37 @@ def rows(result: BenchResult) -> list[tuple[str, ...]]:
         out.append((name, run, _sizes(e), _status(e), _ms(e.seconds), _num(e.gbs), _num(e.gflops),
                     _num(e.frac_bandwidth, ".2f"), _num(e.frac_peak, ".3f"),
                     _num(e.frac_roofline, ".2f") + (f" ({e.bound})" if e.bound else ""),
-                    e.best_reference or "—", _x(e.speedup_best), _refs_text(e)))
+                    e.best_reference or "—", _x(e.speedup_best), _derived_cell(e), _refs_text(e)))
     return out
+
+
+DERIVED_HEADERS = ("program", "high-level", "hand-written", "hand-written ms", "derived ms",
+                   "hand ÷ derived", "search time", "candidates (valid)", "time to best", "from")
+
+
+def derived_rows(result: BenchResult) -> list[tuple[str, ...]]:
+    """Each entry's derivation from its high-level program beside the hand-written program."""
+    out = []
+    for e in result.entries:
+        d = e.derived
+        if d is None:
+            continue
+        derived = _ms(d.seconds) if d.status == "ok" else \
+            (f"**{d.status.upper()}**" if d.status == "wrong" else d.status)
+        search = f"{d.search_seconds:.1f} s" if d.search_seconds is not None else "—"
+        cands = f"{d.candidates} ({d.valid / d.candidates:.0%})" if d.candidates else "—"
+        best = f"{d.seconds_to_best:.1f} s" if d.seconds_to_best is not None else "—"
+        where = " — ".join(x for x in (d.source, d.note) if x)
+        out.append((e.key, _high(e), e.program or "—", _ms(e.seconds), derived, _x(d.ratio),
+                    search, cands, best, where))
+    return out
+
+
+def _high(e: EntryResult) -> str:
+    from liftkit.bench.suite import SUITE
+
+    entry = SUITE.get(e.key)
+    return (entry.high or "—") if entry is not None else "—"
 
 
 BACKEND_HEADERS = ("program", "OpenCL ms", "CUDA ms", "CUDA speedup over OpenCL", "best reference",
@@ -144,6 +182,20 @@ def markdown(result: BenchResult) -> str:
               for r in e.references if r.note]
     if notes:
         out += ["", "Notes:", *notes]
+    drows = derived_rows(result)
+    if drows:
+        gm = s.get("derived_geomean_ratio")
+        out += ["", "## Derived from the high-level programs", "",
+                "The search's best derivation of each entry's high-level program (from the tuning "
+                "database given with --db, else the bundled derivations), checked like the "
+                "hand-written program, then timed in the same run; \"hand ÷ derived\" > 1: the "
+                "derived program is faster. Search time, candidates and time to best are the "
+                "search's own.", "", _table(DERIVED_HEADERS, drows), "",
+                f"Derived: {len(s.get('derived_ok', []))} of {len(drows)} timed; geomean hand ÷ "
+                f"derived {_x(gm)}; no derivation yet: "
+                f"{', '.join(s.get('derived_none', [])) or 'none'}."]
+        if s.get("derived_wrong"):
+            out.append(f"Derived programs with wrong results: {', '.join(s['derived_wrong'])}.")
     both = backend_rows(result)
     if both:
         out += ["", f"## OpenCL and CUDA ({result.meta.get('second_device') or 'CUDA'})", "",
@@ -174,6 +226,14 @@ def print_table(result: BenchResult, out: TextIO) -> None:
             for r in rows(result):
                 t.add_row(*(x.replace("**", "") for x in r[:-1]))
             con.print(t)
+            drows = derived_rows(result)
+            if drows:
+                td = Table(title="derived from the high-level programs (hand ÷ derived > 1: derived faster)")
+                for col in DERIVED_HEADERS:
+                    td.add_column(col)
+                for r in drows:
+                    td.add_row(*(x.replace("**", "") for x in r))
+                con.print(td)
             both = backend_rows(result)
             if both:
                 tb = Table(title="OpenCL and CUDA")

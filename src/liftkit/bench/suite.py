@@ -29,14 +29,13 @@ class Entry:
     title: str  # e.g. "N-Body (NVIDIA SDK)"
     seed: str  # "002" (seed 002 Fig. 13) or "000" (seed 000 Table 1)
     low: tuple[str, ...]  # low-level program candidates for the GPU (first bundled one wins)
-    high: Optional[str]  # the high-level program (for the tuned derivation, the ablation's notes)
+    high: Optional[str]  # the high-level program (its derivation: the report's "derived" column)
     sizes: Mapping[str, Sizes]  # size set -> sizes
     bytes_moved: Callable[[Sizes], float]  # compulsory global-memory traffic in bytes
     flops: Callable[[Sizes], float]  # floating-point operations
     reference: str  # key of the xp-style reference (bench.references)
     cgo: bool = False  # one of the 12 programs of seed 000 Table 1
     cpu_low: tuple[str, ...] = ()  # low-level candidates on the CPU (default: `low`)
-    tuned: bool = False  # prefer the exploration database's best derivation of `high`
     check_at: Optional[Sizes] = None  # smaller sizes for the NumPy check when the timed ones exceed them
     notes: str = ""
     library: str = "CuPy"  # what the reference is on the GPU: "cuBLAS" for the BLAS-like programs
@@ -88,30 +87,28 @@ ENTRIES: tuple[Entry, ...] = (
     # -- seed 002 (§8.2 sizes: 16M / 128M vectors; gemv 4096² / 8192×16384; BS 4M; MD 12288) --
     Entry("scal", "scal", "002", ("scal_gpu",), "scal",
           _sets({"N": 4096}, {"N": 1 << 22}, {"N": 1 << 24}, {"N": 1 << 27}),
-          lambda s: 8.0 * _n(s), lambda s: 1.0 * _n(s), "scal", tuned=True, library="cuBLAS"),
+          lambda s: 8.0 * _n(s), lambda s: 1.0 * _n(s), "scal", library="cuBLAS"),
     Entry("asum", "asum", "002", ("asum_gpu",), "asum",
           _sets({"N": 32768}, {"N": 1 << 22}, {"N": 1 << 24}, {"N": 1 << 27}),
-          lambda s: 4.0 * _n(s), lambda s: 2.0 * _n(s), "asum", cpu_low=("asum_intel",),
-          tuned=True, library="cuBLAS"),
+          lambda s: 4.0 * _n(s), lambda s: 2.0 * _n(s), "asum", cpu_low=("asum_intel",), library="cuBLAS"),
     Entry("dot", "dot", "002", ("dot_gpu",), "dot",
           _sets(None, {"N": 1 << 24}, {"N": 1 << 24}, {"N": 1 << 27}),
-          lambda s: 8.0 * _n(s), lambda s: 2.0 * _n(s), "dot", tuned=True, library="cuBLAS",
+          lambda s: 8.0 * _n(s), lambda s: 2.0 * _n(s), "dot", library="cuBLAS",
           notes="dot_gpu needs N a multiple of 16M, hence no tiny size"),
     Entry("gemv", "gemv", "002", ("gemv_gpu",), "gemv",
           _sets({"N": 64, "M": 1024}, {"N": 2048, "M": 4096}, {"N": 4096, "M": 4096},
                 {"N": 8192, "M": 16384}),
-          _gemv_bytes, lambda s: 2.0 * s["N"] * s["M"] + 3.0 * s["N"], "gemv", tuned=True,
+          _gemv_bytes, lambda s: 2.0 * s["N"] * s["M"] + 3.0 * s["N"], "gemv",
           library="cuBLAS"),
     Entry("blackscholes", "BlackScholes", "002", ("blackscholes_low", "blackscholes_gpu"),
           "blackscholes",
           _sets({"N": 4096}, {"N": 1 << 20}, {"N": 1 << 22}, {"N": 1 << 22}),
-          lambda s: 12.0 * _n(s), lambda s: 72.0 * _n(s), "blackscholes", tuned=True,
+          lambda s: 12.0 * _n(s), lambda s: 72.0 * _n(s), "blackscholes",
           notes="flops ≈ 72 per option, counting each exp/log/sqrt as one"),
     Entry("md", "MD", "002", ("md_low",), "md",
           _sets({"N": 512, "M": 16}, {"N": 4096, "M": 64}, {"N": 12288, "M": 128},
                 {"N": 12288, "M": 128}),
-          lambda s: 32.0 * _n(s) + 4.0 * s["N"] * s["M"], lambda s: 20.0 * s["N"] * s["M"], "md",
-          tuned=True),
+          lambda s: 32.0 * _n(s) + 4.0 * s["N"] * s["M"], lambda s: 20.0 * s["N"] * s["M"], "md"),
     # -- seed 000 Table 1: the 12 CGO programs (small / large sizes of the table) ----------------
     Entry("nbody_nvidia", "N-Body (NVIDIA SDK)", "000", ("nbody_nvidia",), "nbody", NBODY_SIZES,
           lambda s: 64.0 * _n(s), lambda s: 20.0 * _n(s) ** 2, "nbody", cgo=True,

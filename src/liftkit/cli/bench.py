@@ -1,9 +1,11 @@
 """`liftkit bench`: the benchmark suite of the seeds (see docs/benchmarks.md).
 
     liftkit bench [--device gpu|cpu] [--backend opencl|cuda|both] [--programs a,b,...] [--size-set tiny|cpu|small|large]
-                  [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
+                  [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH] [--no-derived]
     liftkit bench --suite jit [--programs lud,srad,...] [--size-set ...] [--repeat K] [--out DIR] [--ablation]
 
+Each entry's hand-written low-level program is timed against the references, and beside it the
+search's derivation of its high-level program (from --db, else the bundled derivations).
 Prints the table (rich on a terminal, Markdown otherwise) and writes bench.md, bench.json,
 speedup.png and roofline.png under --out (default bench-results/). Exit status 1 when a program
 gives a wrong result, 0 otherwise (programs not bundled yet are no failure).
@@ -46,7 +48,10 @@ def configure_bench_parser(p: argparse.ArgumentParser) -> None:
                    help="the ablation without the main table (splits a long GPU run in two)")
     p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
     p.add_argument("--db", metavar="PATH", default=None,
-                   help="tuning database for the tuned derivations (default: liftkit explore's)")
+                   help="tuning database for the \"derived\" column (default: the bundled "
+                        "derivations, which also fill in where the database has none)")
+    p.add_argument("--no-derived", action="store_true",
+                   help="leave out the \"derived\" column (each high-level program's derivation)")
     p.add_argument("--allow-few-runs", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -92,7 +97,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
                       repeat=args.repeat, seed=args.seed,
                       ablation=args.ablation or args.only_ablation, db=args.db,
                       main_table=not args.only_ablation, partial=out_dir / "partial.json",
-                      backend=args.backend)
+                      backend=args.backend, derived=not args.no_derived)
     result = run_bench(cfg)
     result.meta["command"] = "liftkit bench " + " ".join(_argv_text(args))
     files = write_all(result, out_dir)
@@ -100,7 +105,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     print_table(result, out)
     print(f"\nwritten: {', '.join(str(f) for f in files)}", file=out)
     out.flush()
-    return 1 if result.summary.get("wrong") else 0
+    return 1 if result.summary.get("wrong") or result.summary.get("derived_wrong") else 0
 
 
 def _argv_text(args: argparse.Namespace) -> list[str]:
@@ -116,6 +121,10 @@ def _argv_text(args: argparse.Namespace) -> list[str]:
         parts.append("--ablation")
     if args.only_ablation:
         parts.append("--only-ablation")
+    if args.db:
+        parts.append(f"--db {args.db}")
+    if args.no_derived:
+        parts.append("--no-derived")
     return parts
 
 
