@@ -23,12 +23,13 @@ from liftkit.programs import PROGRAMS
 from liftkit.rewrite import Rule, apply_choice, enumerate_choices
 from liftkit.rewrite.rules import ALL_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run
-from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_RULES
+from liftkit.rewrite.rules.mm import (MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_RULES, MM_TILE_2D,
+                                      MM_TILES_LOWER)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.types import float32
 
 SEED = int(os.environ.get("LIFTKIT_SOUNDNESS_SEED", "20150"))
-TARGET = int(os.environ.get("LIFTKIT_MM_APPS", "24"))
+TARGET = int(os.environ.get("LIFTKIT_MM_APPS", "16"))
 SIZES = ((32, 32, 16), (64, 32, 16), (32, 64, 32), (64, 64, 16), (32, 128, 16))  # (M, N, K)
 WALKERS = [r for r in ALL_RULES if r.name not in ("copy-insertion",) and r not in MM_RULES]
 
@@ -56,6 +57,16 @@ def mm_case(seed: int) -> Case:
     return Case(prog, inputs, run(prog, inputs, sizes), seed, "mm", sizes)  # type: ignore[arg-type]
 
 
+def tiled_case(seed: int) -> Case:
+    """An MM case already tiled by mm-tile-2d (the shape mm-tiles-lower lowers)."""
+    case = mm_case(seed)
+    opts = enumerate_choices(case.program, [MM_TILE_2D])
+    if not opts:
+        return case
+    prog = apply_choice(case.program, random.Random(seed).choice(opts), RULES)
+    return Case(prog, case.inputs, case.expected, seed, "mm + mm-tile-2d", case.sizes)  # type: ignore[arg-type]
+
+
 def _walk_order(rule: Rule, rng: random.Random) -> list[Rule]:
     return rng.sample(WALKERS, 8)
 
@@ -63,12 +74,15 @@ def _walk_order(rule: Rule, rng: random.Random) -> list[Rule]:
 RULES = dict(RULES_BY_NAME)
 HARNESS = Soundness(RULES, lambda i: mm_case(SEED * 13 + i), lambda r: [], _walk_order, SEED,
                     per_step=3, walk=3, max_bases=200, patience=1)
+HARNESS_TILED = Soundness(RULES, lambda i: tiled_case(SEED * 17 + i), lambda r: [], _walk_order,
+                          SEED, per_step=3, walk=3, max_bases=200, patience=1)
 
 
 @pytest.mark.parametrize("rule", MM_RULES, ids=[r.name for r in MM_RULES])
 def test_mm_rule_is_sound(rule: Rule) -> None:
+    harness = HARNESS_TILED if rule is MM_TILES_LOWER else HARNESS
     try:
-        stats = HARNESS.exercise(rule, TARGET)
+        stats = harness.exercise(rule, TARGET)
     except SoundnessError as err:
         pytest.fail(str(err), pytrace=False)
     print(f"\n{rule.name}: {stats}")
@@ -79,7 +93,7 @@ def test_the_mm_rules_are_search_rules_with_facts() -> None:
     names = {r.name for r in SEARCH_RULES}
     for r in MM_RULES:
         assert r.name in names and RULES_BY_NAME[r.name] is r
-        assert r.lowering and "→" in r.fact and r.source
+        assert r.lowering == (r is not MM_TILE_2D) and "→" in r.fact and r.source
 
 
 def _choices(prog: Any, rule: Rule) -> list[dict[str, Any]]:
@@ -134,6 +148,25 @@ def test_the_rewritten_programs_are_the_hand_written_kernels() -> None:
         assert compile_program(q).source == compile_program(ref).source
 
 
+def test_the_two_steps_give_the_one_step_kernel_and_nothing_else_is_lowered() -> None:
+    """mm-tile-2d then mm-tiles-lower = mm-local-tiles (same generated source); the tiled
+    program stays high-level and is lowered only as mm-tile-2d left it."""
+    p = normal_form(PROGRAMS["mm"].program)
+    tile = [c for c in enumerate_choices(p, [MM_TILE_2D]) if dict(c.params) == {"tm": 64, "tn": 128, "tk": 16}]
+    t = apply_choice(p, tile[0], RULES)
+    assert not is_low_level(t)
+    lows = enumerate_choices(t, [MM_TILES_LOWER])
+    assert {"rm": 8, "rn": 8, "w": 4, "unroll": 1} in [dict(c.params) for c in lows]
+    two = apply_choice(t, [c for c in lows if dict(c.params) == {"rm": 8, "rn": 8, "w": 4, "unroll": 1}][0], RULES)
+    one = [c for c in enumerate_choices(p, [MM_LOCAL_TILES]) if dict(c.params) == {
+        "tm": 64, "tn": 128, "tk": 16, "rm": 8, "rn": 8, "unroll": 1, "w": 4}]
+    assert compile_program(two).source == compile_program(apply_choice(p, one[0], RULES)).source
+    # any other rewrite of the tiled program (here: split-join on an inner map) is not lowered
+    for other in ("split-join", "map-fusion", "reduce-reduceSeq"):
+        for c in enumerate_choices(t, [RULES[other]])[:3]:
+            assert enumerate_choices(apply_choice(t, c, RULES), [MM_TILES_LOWER]) == [], c
+
+
 def test_the_tiled_kernels_pass_the_search_filters() -> None:
     """The register blocks are toPrivate(mapLcl(1)(mapLcl(0)(…))) over the whole work-group:
     each work-item holds only its rm×rn block, so the private-memory filter counts that."""
@@ -183,8 +216,8 @@ def test_the_macros_give_checked_kernels(macro: str, params: dict, sizes: dict, 
     r = MACROS_BY_NAME[macro].apply(normal_form(spec.program), (0,), rules=RULES, **params)
     assert r, r
     low = r.program
-    assert is_low_level(low) and [s.choice.rule for s in r.steps] == [
-        "mm-local-tiles" if macro == "mm-tiles" else "mm-private-blocks"]
+    assert is_low_level(low) and [s.choice.rule for s in r.steps] == (
+        ["mm-tile-2d", "mm-tiles-lower"] if macro == "mm-tiles" else ["mm-private-blocks"])
     assert ("toLocal" in show(low)) == (macro == "mm-tiles")
     inputs = spec.inputs(sizes, seed=5)
     got = OpenCLRunner("cpu", KernelCache(tmp_path)).run(compile_program(low), *inputs, sizes=sizes)
@@ -204,4 +237,4 @@ def test_a_short_search_finds_a_tiled_matrix_product(tmp_path: Path) -> None:
                      db=TuningDB(tmp_path / "t.sqlite"))
     assert result.best is not None, [r.label() for r in result.records]
     rules = {c.rule for c in result.best.derivation}
-    assert rules & {"mm-local-tiles", "mm-private-blocks"}, result.best.derivation
+    assert rules & {"mm-tiles-lower", "mm-local-tiles", "mm-private-blocks"}, result.best.derivation

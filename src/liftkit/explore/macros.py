@@ -31,8 +31,9 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
 * `map-wrg` : map(f) → mapWrg(0)(f) for a map over rows whose body holds a reduction
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
 * `mm-tiles` (tm, tn, tk, rm, rn, w): matrix multiplication in the CLBlast/NVIDIA shape through
-  `mm-local-tiles` (rules/mm.py: 2D tiles in local memory, the K loop split by tk, rm×rn register
-  blocks, float4 (w = 4) or scalar (w = 1), unrolled); `mm-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape through
+  `mm-tile-2d` (2D tiles, the K loop split by tk) and `mm-tiles-lower` (rules/mm.py: tiles in
+  local memory, rm×rn register blocks, float4 (w = 4) or scalar (w = 1), unrolled) — the kernel
+  of the one-step rule `mm-local-tiles`; `mm-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape through
   `mm-private-blocks` (register blocks, no local memory). The search's parameter families are
   the tile and block shapes of `GPU_PARAMS` / `CPU_PARAMS`.
 """
@@ -45,7 +46,7 @@ from typing import Any
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
-from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, mm_parts
+from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
     PARTRED_COLUMNS,
@@ -216,8 +217,11 @@ def _map_glb_vec(w: int) -> Strategy:
 
 
 def _mm_tiles(tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1, w: int = 4) -> Strategy:
-    """The parameters must be among those mm-local-tiles offers (rules/mm.py SYMBOLIC_TILES)."""
-    return rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll, w=w)
+    """2D tiling and the K split (mm-tile-2d), then local memory, register blocks, vectors and
+    unrolling (mm-tiles-lower): mm-local-tiles's kernel in two recorded steps. The tile shape
+    must be among those mm-tile-2d offers (rules/mm.py SYMBOLIC_TILES)."""
+    return seq(rule(MM_TILE_2D, tm=tm, tn=tn, tk=tk),
+               rule(MM_TILES_LOWER, rm=rm, rn=rn, w=w, unroll=unroll))
 
 
 def _mm_blocks(rm: int, rn: int, wx: int, wy: int) -> Strategy:
@@ -286,7 +290,7 @@ MM_TILES = MacroRule(
     "mm-tiles", _mm_tiles,
     "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A "
     "→ tm×tn tiles of C per work-group, A and B tiles of depth tk in local memory, rm×rn float4 "
-    "register blocks per work-item (mm-local-tiles)",
+    "register blocks per work-item (mm-tile-2d, then mm-tiles-lower)",
     "seed 001's MM fragments, CLBlast for NVIDIA (seed 000 Table 1)", where=_at_mm)
 MM_BLOCKS = MacroRule(
     "mm-blocks", _mm_blocks,

@@ -25,7 +25,14 @@ parameter, so the tiles and register blocks have constant sizes:
   of C in registers; A read as float4 along K, B as float4 rows; neighbouring work-items read
   neighbouring float4 of B (coalesced on GPUs, one cache line on CPUs).
 
-Both need the reduction to be `add` with 0 and the products `mult`, over float32 (the float4
+* `mm-tile-2d` (tm, tn, tk) then `mm-tiles-lower` (rm, rn, w, unroll): `mm-local-tiles` in two
+  steps. The first is algorithmic (still high-level): tm×tn tiles of C, each element's dot
+  product split into K/tk partial sums of tk products; the second lowers exactly that tiled
+  form (compared with a rebuilt copy up to parameter names) to the kernel of `mm-local-tiles`.
+  The `mm-tiles` macro is the two in sequence; between them the search may also take the
+  tiled program elsewhere.
+
+All need the reduction to be `add` with 0 and the products `mult`, over float32 (the float4
 multiply-add `madS4` replaces them: acc + a·b, a broadcast over b's lanes; `madS` for w = 1). The sizes must be
 multiples of the tiles; for constant sizes the rules offer only dividing parameters, for
 symbolic ones a fixed list (the exploration's filters check the splits at the real sizes).
@@ -41,7 +48,7 @@ import numpy as np
 from liftkit import dsl as D
 from liftkit.arith import ArithExpr
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, UserFun, walk
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, walk
 from liftkit.ir.userfuns import FLOAT, id4
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
@@ -74,7 +81,7 @@ SYMBOLIC_BLOCKS = ((4, 4, 8, 8), (4, 8, 8, 8), (8, 8, 8, 8), (4, 4, 16, 16), (8,
 # the candidates for constant sizes (filtered by divisibility)
 TILE_SIZES = (8, 16, 32, 64, 128)
 K_TILES = (4, 8, 16, 32)
-BLOCKS = ((8, 8), (4, 8), (8, 4), (4, 4), (2, 4), (1, 4), (2, 2), (1, 1))
+BLOCKS = ((8, 8), (4, 8), (8, 4), (2, 8), (4, 4), (2, 4), (4, 1), (1, 4), (2, 2), (1, 1))
 GROUPS = ((8, 8), (16, 16), (8, 4), (4, 4), (16, 8), (2, 2))
 MAX_GROUP = 256
 MIN_GROUP = 16
@@ -276,6 +283,157 @@ MM_LOCAL_TILES = make_rule(
 
 
 # ---------------------------------------------------------------------------------------------
+# the same in two steps: mm-tile-2d (algorithmic), then mm-tiles-lower
+
+
+def tiled(a: Expr, b: Expr, tm: int, tn: int, tk: int) -> Expr:
+    """C = A·B tiled, still high-level: tm×tn tiles of C (tm rows of A against tn columns of B),
+    each element's dot product split into K/tk partial sums of tk products (2D tiling and the K
+    loop split by tk)."""
+
+    def dot(row: Any, col: Any) -> Any:
+        return (D.reduce(FLOAT.add, 0.0) << D.join
+                << D.map(lambda p: D.reduce(FLOAT.add, 0.0) << D.map(FLOAT.mult) << D.zip(p[0], p[1]))
+                << D.zip(D.split(tk) << row, D.split(tk) << col))
+
+    def tile(a_rows: Any, b_cols: Any) -> Any:
+        return D.map(lambda rowA: D.join << D.map(lambda colB: dot(rowA, colB)) << b_cols) << a_rows
+
+    return (D.join << D.map(lambda a_rows: D.map(D.join) << D.transpose
+                            << D.map(lambda b_cols: tile(a_rows, b_cols))
+                            << D.split(tn) << D.transpose << b) << D.split(tm) << a)
+
+
+def _choices_tile2d(site: Site) -> Options:
+    parts = mm_parts(site)
+    if parts is None:
+        return []
+    _, _, m, n, k = parts
+    cm, cn, ck = const(m), const(n), const(k)
+    if cm is None or cn is None or ck is None:
+        shapes = [c[:3] for c in SYMBOLIC_TILES]
+    else:
+        shapes = [(tm, tn, tk) for tm in TILE_SIZES for tn in TILE_SIZES for tk in K_TILES
+                  if any(_tiles_ok(tm, tn, tk, rm, rn, w) for rm, rn in BLOCKS for w in WIDTHS)]
+        shapes.sort(key=lambda c: (-(c[0] * c[1]), -c[2]))
+    shapes = [c for c in dict.fromkeys(shapes) if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
+    return [{"tm": tm, "tn": tn, "tk": tk} for tm, tn, tk in shapes[:2 * MAX_CHOICES]]
+
+
+def _build_tile2d(site: Site, tm: int, tn: int, tk: int) -> Expr:
+    parts = mm_parts(site)
+    assert parts is not None
+    return tiled(fresh(parts[0]), fresh(parts[1]), tm, tn, tk)
+
+
+MM_TILE_2D = make_rule(
+    "mm-tile-2d",
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A "
+    "→ join ∘ map(λaRows. map(join) ∘ transpose ∘ map(λbCols. map(λrowA. join ∘ map(λcolB. "
+    "reduce(add, 0) ∘ join ∘ map(λp. reduce(add, 0) ∘ map(mult) $ zip(p.0, p.1)) $ zip(split tk "
+    "rowA, split tk colB)) $ bCols) $ aRows) ∘ split tn ∘ transpose $ B) ∘ split tm $ A",
+    SOURCE + ": 2D tiling of C and the K loop split by the constant tk", _choices_tile2d,
+    _build_tile2d, reshapes=True, opaque=False)
+
+
+def _same(x: Any, y: Any, names: dict[int, Any]) -> bool:
+    """x and y are the same expression up to the names of their bound parameters (`names`: x's
+    parameters, by uid, to what stands for them in y)."""
+    if isinstance(x, Param):
+        target = names.get(x.uid, x)
+        if not isinstance(target, Param):  # a free parameter standing for an expression
+            return target is y or _same(target, y, {})
+        return target is y
+    if isinstance(y, Param):
+        return False
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, Lambda):
+        if len(x.params) != len(y.params):
+            return False
+        names = {**names, **{p.uid: q for p, q in zip(x.params, y.params)}}
+        return _same(x.body, y.body, names)
+    if isinstance(x, FunCall):
+        return (len(x.args) == len(y.args) and _same(x.f, y.f, names)
+                and all(_same(u, v, names) for u, v in zip(x.args, y.args)))
+    if isinstance(x, Literal):
+        return x.type == y.type and np.array_equal(np.asarray(x.value), np.asarray(y.value))
+    if isinstance(x, P.Pattern):
+        fx, fy = x.functions(), y.functions()
+        return (x.static_params() == y.static_params() and len(fx) == len(fy)
+                and all(_same(u, v, names) for u, v in zip(fx, fy)))
+    return bool(x == y)
+
+
+def tiled_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int]]:
+    """(A, B, tm, tn, tk) when the site is exactly what mm-tile-2d makes of A·B (compared up to
+    parameter names with a rebuilt copy, so nothing a later rewrite changed is lowered)."""
+    from liftkit.rewrite.core import normalize
+
+    j = site.call
+    if type(site.f) is not P.Join or site.inside(*_NOT_AROUND):
+        return None
+    m = j.args[0]
+    if not (isinstance(m, FunCall) and type(m.f) is P.Map and isinstance(m.f.f, Lambda)
+            and len(m.f.f.params) == 1):
+        return None
+    sa = m.args[0]  # split tm $ A
+    if not (isinstance(sa, FunCall) and type(sa.f) is P.Split):
+        return None
+    tm, a = const(sa.f.n), sa.args[0]
+    rows = m.f.f.params[0]
+    # split tn ∘ transpose $ B: the one split in the body whose argument is free of aRows
+    outer = [n for n in walk(m.f.f.body) if isinstance(n, FunCall) and type(n.f) is P.Split
+             and isinstance(n.args[0], FunCall) and type(n.args[0].f) is P.Transpose
+             and not any(q is rows for q in walk(n.args[0]))]
+    inner = [const(n.n) for n in walk(m.f.f.body) if isinstance(n, P.Split)]
+    if tm is None or len(outer) != 1 or len(inner) != 3:
+        return None
+    tn, b = const(outer[0].f.n), outer[0].args[0].args[0]
+    if tn is None or None in inner:
+        return None
+    inner.remove(tn)
+    tk = inner[0] if inner[0] == inner[1] else None
+    if tk is None:
+        return None
+    try:
+        want = normalize(D.fun([site.type_of(a), site.type_of(b)],  # type: ignore[list-item]
+                               lambda x, y: tiled(x, y, tm, tn, tk)))
+    except Exception:  # noqa: BLE001 - no such tiling of these arguments
+        return None
+    sub = {want.params[0].uid: a, want.params[1].uid: b}  # type: ignore[union-attr]
+    if not _same(want.body, j, sub):  # type: ignore[union-attr]
+        return None
+    return a, b, tm, tn, tk
+
+
+def _choices_lower(site: Site) -> Options:
+    parts = tiled_parts(site)
+    if parts is None:
+        return []
+    _, _, tm, tn, tk = parts
+    return [{"rm": rm, "rn": rn, "w": w, "unroll": u} for u in (1, 0) for w in WIDTHS
+            for rm, rn in BLOCKS if _tiles_ok(tm, tn, tk, rm, rn, w)]
+
+
+def _build_lower(site: Site, rm: int, rn: int, w: int = 4, unroll: int = 1) -> Expr:
+    parts = tiled_parts(site)
+    assert parts is not None
+    a, b, tm, tn, tk = parts
+    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w)
+
+
+MM_TILES_LOWER = make_rule(
+    "mm-tiles-lower",
+    "join ∘ map(λaRows. map(join) ∘ transpose ∘ map(λbCols. tm×tn dot products of K/tk partial "
+    "sums) ∘ split tn ∘ transpose $ B) ∘ split tm $ A → mapWrg(1)/mapWrg(0) "
+    "over the tiles, A and B tiles copied into local memory cooperatively (float4 rounds), rm×rn "
+    "register blocks per work-item, unrolled (= mm-local-tiles)",
+    SOURCE + ": local-memory tiles with cooperative copies, 1D/2D register blocking, vectorised "
+    "loads, unrolling", _choices_lower, _build_lower, lowering=True, reshapes=True, opaque=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # mm-private-blocks
 
 
@@ -347,4 +505,4 @@ MM_PRIVATE_BLOCKS = make_rule(
     SOURCE + ": 2D register blocking, float4 loads, no local memory (CLBlast for AMD)",
     _choices_blocks, _build_blocks, lowering=True, reshapes=True, opaque=False)
 
-MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_PRIVATE_BLOCKS)
+MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_PRIVATE_BLOCKS)
