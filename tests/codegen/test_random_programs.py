@@ -6,6 +6,7 @@ so no rounding is involved), with every optimisation on and with each one switch
 
     LIFTKIT_RANDOM_SEED=<base>   another window of seeds (default 20240, fixed so CI is reproducible)
     LIFTKIT_RANDOM_COUNT=<n>     its size (default 200)
+    LIFTKIT_FRESH_SEEDS=<a,b,..> the fresh seeds to check (default: 20 new ones each run; `none`: skip)
     LIFTKIT_CACHE_DIR=<dir>      keep built kernels on disk between runs (default: memory only)
 
 A failure prints the seed, the program, the OpenCL source and the command that replays it:
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 from dataclasses import replace
 
 import pytest
@@ -41,6 +43,17 @@ SEEDS = range(BASE, BASE + COUNT)
 # every 8th seed per switched-off optimisation (25 programs each for the default window): the same
 # programs as the main test, so a failure that appears only here points at the switch
 STRIDE = 2 * len(SWITCHES)
+FRESH_COUNT = 20  # seeds outside the window, new every run: programs no run has tried before
+
+
+def fresh_seeds() -> list[int]:
+    """`LIFTKIT_FRESH_SEEDS` (a,b,... or none), else FRESH_COUNT seeds from the OS's randomness,
+    above the fixed windows."""
+    given = os.environ.get("LIFTKIT_FRESH_SEEDS", "").strip()
+    if given:
+        return [] if given == "none" else [int(x) for x in given.split(",") if x.strip()]
+    rng = random.SystemRandom()
+    return [rng.randrange(10**6, 10**9) for _ in range(FRESH_COUNT)]
 
 
 def _runner(spec: str) -> OpenCLRunner:
@@ -60,11 +73,14 @@ def runner() -> OpenCLRunner:
     return _runner(os.environ.get("LIFTKIT_TEST_DEVICE", "cpu"))
 
 
-def _check(seed: int, runner: OpenCLRunner, options: CompileOptions | None = None) -> None:
+def _outcome(seed: int, runner: OpenCLRunner, options: CompileOptions | None = None
+             ) -> tuple[str, str]:
+    """('ok' | 'device' | 'fail', report): 'device' when PoCL disagrees with the interpreter
+    and the Oclgrind simulator agrees with it."""
     case = generate(seed)
     outcome = check_case(case, runner, options)
     if outcome.ok:
-        return
+        return "ok", ""
     report = failure_report(case, outcome, options)
     if outcome.stage == "mismatch" and HAS_OCLGRIND:  # a second opinion: compiler or device?
         second = check_case(case, _oclgrind(), options)
@@ -74,14 +90,48 @@ def _check(seed: int, runner: OpenCLRunner, options: CompileOptions | None = Non
             # optimiser is at fault (seen: seed 20432 with index simplification off is right with
             # -cl-opt-disable, on Oclgrind and on the NVIDIA GPU). Other CPU runtimes get no such
             # pass: a defect of theirs gets a workaround (liftkit.codegen.quirks) or fails here
-            pytest.xfail("PoCL disagrees, Oclgrind agrees with the interpreter:\n" + report)
-    pytest.fail(report, pytrace=False)
+            return "device", report
+    return "fail", report
+
+
+def _check(seed: int, runner: OpenCLRunner, options: CompileOptions | None = None) -> None:
+    how, report = _outcome(seed, runner, options)
+    if how == "device":
+        pytest.xfail("PoCL disagrees, Oclgrind agrees with the interpreter:\n" + report)
+    if how == "fail":
+        pytest.fail(report, pytrace=False)
 
 
 @needs_pocl
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_program(seed: int, runner: OpenCLRunner) -> None:
     _check(seed, runner)
+
+
+@needs_pocl
+def test_fresh_random_programs(runner: OpenCLRunner) -> None:
+    """FRESH_COUNT seeds nobody chose, new every run (one test, so that parallel workers
+    collect the same tests); every failing seed is reported with its replay command."""
+    seeds = fresh_seeds()
+    print(f"fresh random-program seeds: {','.join(map(str, seeds))}")
+    failures, device = [], []
+    for seed in seeds:
+        how, report = _outcome(seed, runner)
+        (failures if how == "fail" else device if how == "device" else []).append(
+            f"seed {seed} (again: LIFTKIT_FRESH_SEEDS={seed} pytest {__file__} -k fresh)\n{report}")
+    assert not failures, f"{len(failures)} of the fresh seeds failed:\n\n" + "\n\n".join(failures)
+    if device:
+        pytest.xfail("PoCL disagrees, Oclgrind agrees with the interpreter:\n" + "\n".join(device))
+
+
+def test_fresh_seeds_differ_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LIFTKIT_FRESH_SEEDS", raising=False)
+    a, b = fresh_seeds(), fresh_seeds()
+    assert len(a) == FRESH_COUNT and a != b and min(a) >= 10**6
+    monkeypatch.setenv("LIFTKIT_FRESH_SEEDS", "7, 9")
+    assert fresh_seeds() == [7, 9]
+    monkeypatch.setenv("LIFTKIT_FRESH_SEEDS", "none")
+    assert fresh_seeds() == []
 
 
 @needs_pocl
@@ -132,6 +182,25 @@ def test_the_default_window_covers_every_pattern() -> None:
             "pad[constant]", "transpose", "asVector", "asScalar", "mapVec", "vector userfun",
             "iterate", "toLocal", "toGlobal", "toPrivate", "let"}
     assert want <= seen, f"never generated: {sorted(want - seen)}"
+
+
+def test_the_default_window_covers_what_the_rules_produce() -> None:
+    """Vectors of every width the rules vectorise with (VECTOR_WIDTHS: 2 to 16), results in
+    tuples, and iterate, in the default window."""
+    from liftkit.ir.typecheck import check_program
+    from liftkit.rewrite.rules.common import VECTOR_WIDTHS
+    from liftkit.types import TupleType
+
+    widths: set[int] = set()
+    tuples = iterates = 0
+    for seed in range(DEFAULT_BASE, DEFAULT_BASE + 200):
+        prog = generate(seed).program
+        nodes = list(walk(prog))
+        widths |= {n.width() for n in nodes if isinstance(n, P.AsVector)}
+        tuples += isinstance(check_program(prog), TupleType)
+        iterates += any(isinstance(n, P.Iterate) for n in nodes)
+    assert set(VECTOR_WIDTHS) <= widths, f"vector widths generated: {sorted(widths)}"
+    assert tuples >= 10 and iterates >= 10, (tuples, iterates)
 
 
 def test_the_default_window_covers_the_shapes_of_issue_11() -> None:

@@ -86,6 +86,8 @@ class Parts:
         self.extra = random.Random(seed * 7919 + attempt)
         if self.extra.random() < 0.15:
             self.S, self.F = float64, scalar_funs(float64)
+        # 16-wide vectors (the rules' widest, VECTOR_WIDTHS) from a stream of their own too
+        self.wide = random.Random(seed * 104729 + attempt)
 
     # -- helpers ---------------------------------------------------------------------------------
     def pick(self, options: Sequence[tuple[float, Callable[[], Any]]]) -> Any:
@@ -113,6 +115,12 @@ class Parts:
 
     def note(self, s: str) -> None:
         self.notes.append(s)
+
+    def vector_width(self, ws: Sequence[int], length: int) -> int:
+        """A width of `ws` (drawn as before 16 was added), now and then 16 where it divides
+        `length`: the rules vectorise with 2, 4, 8 and 16."""
+        w = self.rng.choice(ws)
+        return 16 if length % 16 == 0 and self.wide.random() < 0.3 else w
 
     # -- inputs ----------------------------------------------------------------------------------
     def _input(self, t: Type, shape: tuple[int, ...]) -> Val:
@@ -394,7 +402,7 @@ class Parts:
             return Val(D.zip(*es), ArrayType(TupleType((S,) * k), parts[0].t.length), self.b0)
 
         def vectors() -> Val:
-            w, v = self.rng.choice([2, 4, 4, 8]), self.vector_input()
+            w, v = self.vector_width([2, 4, 4, 8], self.n), self.vector_input()
             self.note(f"asVector{w}")
             return Val(D.asVector(w) << v.e, ArrayType(VectorType(S, w), v.t.length // w), v.bound)
 

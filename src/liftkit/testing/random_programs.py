@@ -205,7 +205,7 @@ class _Gen(Parts):
             ws = [w for w in (2, 4, 8) if L % w == 0]
             if not scalar or v.space not in ("input", "local") or not ws:
                 return None
-            w = self.rng.choice(ws)
+            w = self.vector_width(ws, L)
             g = self.vector_fun(VectorType(S, w), v.bound)
             f, space = wrap(D.mapLcl(0)(g.f), g.out)
             self.note(f"wg:vec{w}")
