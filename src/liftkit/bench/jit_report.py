@@ -86,7 +86,9 @@ def markdown(result: JitBenchResult) -> str:
            f"- date: {m['date']}; {m['cores']} cores, parallel columns on {m['threads']} threads; "
            f"size set {m['size_set']} (scale {m['scale']}); medians of {m['repeat']} interleaved "
            f"runs after a warm-up; every variant checked against plain Python first",
-           f"- Numba {m['numba'] or 'not installed'}; "
+           f"- Numba {m['numba'] or 'not installed'}"
+           + (f" (threading layer {m['numba_threading_layer']})" if m.get("numba_threading_layer") else "")
+           + "; "
            + ", ".join(f"{k} {v}" for k, v in m["versions"].items()),
            f"- regenerate: `{m.get('command') or 'liftkit bench --suite jit'}`", "",
            _table(HEADERS, rows(result)), "",

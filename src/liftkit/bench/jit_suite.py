@@ -242,9 +242,17 @@ def run_jit_bench(cfg: JitBenchConfig) -> JitBenchResult:
         "machine": _cpu_name(), "cores": os.cpu_count(), "threads": threads,
         "size_set": cfg.size_set, "scale": SCALES[cfg.size_set], "repeat": cfg.repeat,
         "numba": getattr(numba, "__version__", None),
+        "numba_threading_layer": _numba_layer(numba),
         "versions": _versions(),
     }
     return JitBenchResult(rows, meta, summarise(rows, threads))
+
+
+def _numba_layer(numba: Any) -> Optional[str]:
+    try:
+        return str(numba.threading_layer()) if numba is not None else None
+    except Exception:  # noqa: BLE001 - no parallel function ran
+        return None
 
 
 def _cpu_name() -> str:
