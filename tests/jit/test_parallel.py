@@ -90,3 +90,23 @@ def f(A):
     for threads in (8, 2, 3, 1):
         f = compile_source(src, threads=threads)
         np.testing.assert_array_equal(f(np.zeros((200, 200))), want)
+
+
+def test_errors_and_results_under_many_joins():
+    # workers join and leave thousands of jobs; an error in any chunk is the call's one error
+    f = compile_source("""
+def f(A, bad):
+    n = A.shape[0]
+    for i in range(n):
+        for j in prange(n):
+            A[i, j] = A[i, j] + j
+        if i == bad:
+            for j in prange(n + 1):
+                A[i, j] = 0.0
+    return A
+""", threads=4)
+    want = np.tile(np.arange(64.0), (64, 1))
+    for _ in range(20):
+        np.testing.assert_array_equal(f(np.zeros((64, 64)), -1), want)
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(np.zeros((64, 64)), 40)

@@ -26,7 +26,7 @@ from .cg_scalar import I32, I64, I64P, PTR
 
 BODY_TY = ir.FunctionType(I32, [I64P, I64P, I64, I64])
 POOL_TY = ir.FunctionType(I32, [I64P, BODY_TY.as_pointer(), I64P, I64])
-# job slots: 0 body, 1 closure, 2 next dynamic chunk, 3 nchunks, 4 chunk, 5 n, 6 status,
+# job slots: 0 body, 1 closure, 2 unused (the next chunk is pool.next), 3 nchunks, 4 chunk, 5 n, 6 status,
 # 7 participants, 8.. env template
 JOB = 16
 # the job's state word: generation << GEN_SHIFT | OPEN while workers may join | joined count
@@ -93,8 +93,9 @@ def build_pool_module(triple: str, data_layout: str) -> str:
         return g
     mtx, busy = glob("pool.mtx", blob), glob("pool.busy", blob)
     cv_work, cv_done = glob("pool.work", blob), glob("pool.done", blob)
-    gen, state, nworkers, sleepers, waiting = (
-        glob(n, I64) for n in ("pool.gen", "pool.state", "pool.n", "pool.sleepers", "pool.waiting"))
+    gen, state, nworkers, sleepers, waiting, nextc = (
+        glob(n, I64) for n in ("pool.gen", "pool.state", "pool.n", "pool.sleepers", "pool.waiting",
+                               "pool.next"))  # next chunk: its own line, apart from the job
     jobdata = glob("pool.jobdata", ir.ArrayType(I64, JOB))
     fn_ty = ir.FunctionType
     lock = ir.Function(mod, fn_ty(I32, [PTR]), "pthread_mutex_lock")
@@ -140,7 +141,7 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     loop, take, fail, done = (run.append_basic_block(n) for n in ("loop", "take", "fail", "done"))
     b.branch(take)
     b.position_at_end(take)
-    c = b.atomic_rmw("add", slot(2), _c(1), "monotonic")
+    c = b.atomic_rmw("add", nextc, _c(1), "monotonic")
     b.cbranch(b.icmp_signed(">=", c, b.load(slot(3))), done, loop)
     b.position_at_end(loop)
     lo = b.mul(c, b.load(slot(4)))
@@ -161,7 +162,7 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     b.branch(skip)
     b.position_at_end(skip)
     b.call(unlock, [p(mtx, b)])
-    b.atomic_rmw("add", slot(2), b.load(slot(3)), "monotonic")  # stop the others early
+    b.atomic_rmw("add", nextc, b.load(slot(3)), "monotonic")  # stop the others early
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
@@ -272,6 +273,7 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     for k in range(8):
         b.store(b.load(b.gep(envp, [_c(k)])), b.gep(jb, [_c(8 + k)]))
     b.store(_c(0), b.gep(jb, [_c(8 + 5)]))  # workers' allocations use their own arena chain
+    b.store_atomic(_c(0), nextc, "monotonic", 8)  # published by the state word's store below
     g = b.add(b.load(gen), _c(1))
     b.store_atomic(b.or_(b.shl(g, _c(GEN_SHIFT)), _c(OPEN)), state, SEQ, 8)
     b.store_atomic(g, gen, SEQ, 8)
