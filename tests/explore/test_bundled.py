@@ -3,6 +3,7 @@ programs, and stand in for the tuning database in `run --tuned` and `bench`'s de
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,10 +27,15 @@ def test_every_bundled_derivation_reads_back_and_fits_its_program() -> None:
         spec = PROGRAMS[d.program]
         # a bundled program changed since its search: its derivations must be searched again
         assert d.high_level == program_text(spec.program), f"{d.path} is stale"
-        low = bundled.low_level_program(d, spec.program)
-        assert program_text(low) == d.low_level
+        low = bundled.low_level_program(d, spec.program)  # read back, else replayed
+        assert _unnumbered(program_text(low)) == _unnumbered(d.low_level), d.path
         assert d.path.parent.name == d.dir_name() and d.path.name == d.file_name()
         assert 0 < d.valid <= d.candidates and d.time > 0 and d.seconds_to_best <= d.search_seconds + 1
+
+
+def _unnumbered(text: str) -> str:
+    """The text up to the numbering of variable names (a replay may number them apart)."""
+    return re.sub(r"(_\d+)+\b", "", text)
 
 
 def test_a_broken_file_is_one_error_naming_it(tmp_path: Path) -> None:
