@@ -232,9 +232,14 @@ def not_bundled_note(name: str, directory: Optional[Path] = None) -> str:
 def low_level_program(found: Derivation, program: Lambda) -> Lambda:
     """The derived low-level program, read back from its text (else replayed from its steps)."""
     from liftkit.explore.db import Record
+    from liftkit.explore.space import RuleSetError, load_rule_space
     from liftkit.explore.tuned import program_of
 
-    return program_of(Record(found.steps, found.low_level, "ok", found.time), program)
+    try:
+        space = load_rule_space(found.rules)  # its steps may be the rule set's macros
+    except RuleSetError:
+        space = None
+    return program_of(Record(found.steps, found.low_level, "ok", found.time), program, space)
 
 
 # -- export ---------------------------------------------------------------------------------------
