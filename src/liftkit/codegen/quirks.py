@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from liftkit.ir.nodes import FunDecl, UserFun, walk
 
-# Intel's CPU OpenCL runtime 2026.2.0 (driver 2026.22.10.0.01; 2024.2 to 2026.1.2 are right)
-# vectorises `acc = acc - x[i]` over float, with 16 or more steps, into `init - x[N-1]`, silently
-# (also `acc + (-x[i])`, and int with some index patterns). Such reduceSeq loops are written with
-# vectorisation off; additions keep it (they are 5x faster vectorised there).
+# Intel's CPU OpenCL runtime vectorises subtraction loops wrongly, silently: 2026.2.0 (driver
+# 2026.22.10.0.01) turns `acc = acc - x[i]` over float, 16 or more steps, into `init - x[N-1]`
+# (also `acc + (-x[i])`); 2026.1.2 and 2026.2.0 add instead of subtract ints read through a
+# permuted index. Such reduceSeq loops are written with vectorisation off; additions keep it
+# (they are 5x faster vectorised there).
 SERIAL_SUB_REDUCTIONS = "serial-sub-reductions"
 NO_VECTORIZE_PRAGMA = "#pragma clang loop vectorize(disable)"
 
