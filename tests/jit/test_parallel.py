@@ -110,3 +110,28 @@ def f(A, bad):
         np.testing.assert_array_equal(f(np.zeros((64, 64)), -1), want)
         with pytest.raises(IndexError, match="out of bounds"):
             f(np.zeros((64, 64)), 40)
+
+
+def test_perfectly_nested_pranges_collapse_to_one_domain():
+    f = compile_source("""
+def f(A):
+    m, n = A.shape
+    for i in prange(m):
+        for j in prange(1, n, 2):
+            A[i, j] = A[i, j] + i * 10 + j
+    return A
+""", threads=3)
+    A = np.zeros((2, 11))
+    np.testing.assert_array_equal(f(A.copy()), f.py_func(A.copy()))
+    assert '(parfor\n        ["i" "j"]' in f.inspect_vrir()
+    g = compile_source("""
+def f(A):
+    m, n = A.shape
+    for i in prange(m):
+        for j in prange(i, n):
+            A[i, j] = 1.0
+    return A
+""", threads=3)  # the inner bounds use i: only the outer loop is parallel
+    B = np.zeros((5, 5))
+    np.testing.assert_array_equal(g(B.copy()), np.triu(np.ones((5, 5))))
+    assert '(parfor\n        ["i"]' in g.inspect_vrir()

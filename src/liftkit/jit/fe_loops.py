@@ -68,6 +68,12 @@ def lower_for(lw: "FunctionLowerer", s: ast.For) -> list:
         body = lw.block(s.body)
         lw.loops.pop()
         if par:
+            inner = _nested_prange(lw, s, body, var)
+            if inner is not None:  # perfectly nested pranges: one 2-d domain, both shared out
+                _private_check(lw, inner.body, line)
+                dom = V.DomainExpr((start, inner.start), (stop, inner.stop), (step, inner.step),
+                                   T.DomainType(2))
+                return [V.ParFor((var, inner.var), dom, _arrays(lw), inner.body, line)]
             _private_check(lw, body, line)
             dom = V.DomainExpr((start,), (stop,), (step,), T.DomainType(1))
             return [V.ParFor((var,), dom, _arrays(lw), body, line)]
@@ -119,6 +125,24 @@ def lower_for(lw: "FunctionLowerer", s: ast.For) -> list:
     for k in reversed(range(n)):
         out = (V.For(names[k], starts[k], stops[k], steps[k], out, line),)
     return list(out)
+
+
+def _nested_prange(lw: "FunctionLowerer", s: ast.For, body: list, var: str) -> V.For | None:
+    """The inner loop of ``for i in prange(..): for j in prange(..): ...`` (nothing else in the
+    outer body, inner bounds free of ``i``), lowered as a serial For; None otherwise."""
+    from .passes.walk import nodes
+
+    if len(s.body) != 1 or len(body) != 1 or not isinstance(body[0], V.For):
+        return None
+    it = s.body[0].iter if isinstance(s.body[0], ast.For) else None
+    f = lw.value(it.func) if isinstance(it, ast.Call) else None
+    if not (isinstance(f, Ref) and f.kind == "marker" and f.value == "prange"):
+        return None
+    inner = body[0]
+    bounds = (inner.start, inner.stop, inner.step)
+    if any(isinstance(n, V.Name) and n.name == var for n in nodes(bounds)):
+        return None
+    return inner
 
 
 def _private_check(lw: "FunctionLowerer", body: tuple, line: int) -> None:
