@@ -44,6 +44,7 @@ def main() -> int:
     p.add_argument("--budget", type=int, default=20)
     p.add_argument("--seconds", type=float, default=100.0)
     p.add_argument("--choices", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random walks (a second round)")
     p.add_argument("--db", required=True)
     p.add_argument("--logs", required=True, help="directory for one log per search")
     args = p.parse_args()
@@ -53,15 +54,16 @@ def main() -> int:
     todo = searches(args.size_set, args.programs.split(",") if args.programs else None)
     for name, sizes in todo:
         size_args = [f"{k}={v}" for k, v in sizes.items()]
+        stem = f"{name}-{'-'.join(size_args)}" + (f"-seed{args.seed}" if args.seed else "")
         cmd = ["liftkit", "explore", name, "--device", args.device, "--rules", rules,
                "--size", *size_args, "--budget", str(args.budget), "--seconds", str(args.seconds),
-               "--choices", str(args.choices), "--db", args.db, "--quiet",
-               "--out", str(logs / f"{name}-{'-'.join(size_args)}")]
+               "--choices", str(args.choices), "--seed", str(args.seed), "--db", args.db,
+               "--quiet", "--out", str(logs / stem)]
         t0 = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True)
         text = f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}exit {done.returncode}, " \
                f"{time.monotonic() - t0:.1f} s\n"
-        (logs / f"{name}-{'-'.join(size_args)}.log").write_text(text)
+        (logs / f"{stem}.log").write_text(text)
         print(text, flush=True)
     return 0
 
