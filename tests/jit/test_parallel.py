@@ -135,3 +135,24 @@ def f(A):
     B = np.zeros((5, 5))
     np.testing.assert_array_equal(g(B.copy()), np.triu(np.ones((5, 5))))
     assert '(parfor\n        ["i"]' in g.inspect_vrir()
+
+
+def test_parallel_loop_of_an_inlined_callee_inside_a_parallel_loop():
+    # the callee's prange lands inside a chunk: it runs serially there instead of waiting on
+    # the busy pool (which never ended before)
+    f = compile_source("""
+from liftkit.jit import jit
+
+@jit(cache=False)
+def row(A, i):
+    for j in prange(A.shape[1]):
+        A[i, j] = A[i, j] + i + 1.0
+    return 0
+
+def f(A):
+    for i in prange(A.shape[0]):
+        row(A, i)
+    return A
+""", threads=3)
+    A = np.zeros((50, 300))
+    np.testing.assert_array_equal(f(A), np.repeat(np.arange(1.0, 51.0)[:, None], 300, 1))

@@ -134,6 +134,9 @@ def build_pool_module(triple: str, data_layout: str) -> str:
     env = b.alloca(I64, _c(16))
     for k in range(8):
         b.store(b.load(slot(8 + k)), b.gep(env, [_c(k)]))
+    # a parallel loop nested in a chunk (a jitted callee with prange, inlined) runs serially:
+    # the pool is busy with this job, and waiting for it there would never end
+    b.store(_c(1), b.gep(env, [_c(6)]))
     for k in range(8, 16):  # no BLAS entry points inside parallel loops (library is serial)
         b.store(_c(0), b.gep(env, [_c(k)]))
     body = b.inttoptr(b.load(slot(0)), BODY_TY.as_pointer())
