@@ -156,3 +156,19 @@ def f(A):
 """, threads=3)
     A = np.zeros((50, 300))
     np.testing.assert_array_equal(f(A), np.repeat(np.arange(1.0, 51.0)[:, None], 300, 1))
+
+
+def test_arrays_in_a_captured_tuple_keep_the_loop_correct():
+    f = compile_source("""
+def f(A):
+    n = A.shape[0]
+    B = np.zeros(n)
+    t = (A, B)
+    for i in prange(n - 1):
+        for r in range(3):
+            B[i] = B[i] + t[0][i + 1]
+            t[1][i] = t[1][i] * 2.0
+    return B
+""", threads=2)
+    A = np.arange(32.0)
+    np.testing.assert_allclose(f(A.copy()), f.py_func(A.copy()))

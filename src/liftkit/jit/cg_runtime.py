@@ -151,6 +151,12 @@ def distinct_arrays(f: V.Function, noalias: bool) -> frozenset[str]:
     return frozenset(params | {k for k, ok in fresh.items() if ok})
 
 
+def _holds_array(t: T.Type) -> bool:
+    """A tuple holding arrays can alias any array variable (not tracked by the analysis)."""
+    return isinstance(t, T.ArrayType) or (isinstance(t, T.TupleType) and
+                                           any(_holds_array(i) for i in t.items))
+
+
 def parallel_for(cg: FunctionCodegen, s: V.ParFor) -> None:
     """Outline the body of ``s`` and run it on the thread pool; a domain of several
     dimensions is collapsed into one iteration space, so every dimension is shared out."""
@@ -200,7 +206,8 @@ def _outline(cg: FunctionCodegen, s: V.ParFor, captured: list, types: list, dom_
     ctx = cg.ctx
     distinct = distinct_arrays(cg.f, ctx.options.noalias)
     arrays = [n for n, t in zip(captured, types) if isinstance(t, T.ArrayType)]
-    restrict = bool(arrays) and all(n in distinct for n in arrays)
+    tuples = [t for t in types if isinstance(t, T.TupleType) and _holds_array(t)]
+    restrict = bool(arrays) and not tuples and all(n in distinct for n in arrays)
     flat = [x for t in types for x in flat_types(t)]
     inner_ty = ir.FunctionType(I32, [I64P, I64, I64] + flat + [I64] * (3 * nd))
     inner = ir.Function(ctx.module, inner_ty, name=ctx.fresh(f"par.body.{cg.f.name}"))
