@@ -95,3 +95,20 @@ def test_library_never_imports_numba() -> None:
     code = ("import sys, liftkit, liftkit.jit, liftkit.bench.jit_suite, liftkit.cli.bench; "
             "sys.exit('numba' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+def test_numba_wrong_result_leaves_its_columns_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    def njit(fn=None, parallel=False):  # a stand-in "Numba" whose parallel build is wrong
+        if fn is None:
+            return lambda g: (lambda *a: g(*a) * 0 + 1)
+        return fn
+    fake = types.SimpleNamespace(njit=njit, prange=range, __version__="0.0-fake",
+                                 set_num_threads=lambda n: None, threading_layer=lambda: "fake",
+                                 config=types.SimpleNamespace(NUMBA_NUM_THREADS=2))
+    monkeypatch.setattr(jit_suite, "load_numba", lambda: fake)
+    res = run_jit_bench(JitBenchConfig(programs=["pairwise"], size_set="tiny", repeat=2))
+    r = res.rows[0]
+    assert r.status == "ok" and r.numba and r.numba_first and r.numba_par is None
+    assert "numba_par result differs" in r.note and res.meta["numba"] == "0.0-fake"
