@@ -137,8 +137,9 @@ def test_bench_derived_column(tiny: tuple[Path, Path, OpenCLRunner],
 
     monkeypatch.setattr(bundled, "BUNDLED_DIR", directory)
     result = run_bench(replace(cfg, programs=["scal"]), log=lambda _m: None)
-    assert result.entries[0].derived.status == "ok"  # type: ignore[union-attr]
-    assert "bundled derivation scal-N4096.lift" in result.entries[0].derived.source  # type: ignore[union-attr]
+    d = result.entries[0].derived
+    assert d is not None and d.status == "ok"
+    assert "bundled derivation scal-N4096.lift" in d.source
 
     good = bundled.load_all(directory)[0]
     assert "mult(" in good.low_level

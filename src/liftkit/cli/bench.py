@@ -1,7 +1,8 @@
 """`liftkit bench`: the benchmark suite of the seeds (see docs/benchmarks.md).
 
     liftkit bench [--device gpu|cpu] [--backend opencl|cuda|both] [--programs a,b,...] [--size-set tiny|cpu|small|large]
-                  [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH] [--no-derived]
+                  [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
+                  [--no-derived]
     liftkit bench --suite jit [--programs lud,srad,...] [--size-set ...] [--repeat K] [--out DIR] [--ablation]
 
 Each entry's hand-written low-level program is timed against the references, and beside it the
