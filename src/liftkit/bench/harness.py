@@ -73,7 +73,8 @@ class DerivedResult:
     device: str = ""  # the device the search ran on
     seconds: Optional[float] = None
     runs: list[float] = field(default_factory=list)
-    ratio: Optional[float] = None  # hand-written time / derived time (> 1: derived faster)
+    hand_seconds: Optional[float] = None  # the hand-written program in the same rounds
+    ratio: Optional[float] = None  # hand_seconds / seconds (> 1: the derived one is faster)
     check: str = ""
     max_abs_err: Optional[float] = None
     candidates: Optional[int] = None
@@ -414,15 +415,21 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
         res.best_reference = best.name
         res.speedup_best = best.speedup
     if cfg.derived:
-        res.derived = bench_derived(entry, runner, registry, sizes, cfg, res.seconds)
+        hand = (compiled, prep) if res.status == "ok" else None
+        res.derived = bench_derived(entry, runner, registry, sizes, cfg, hand)
     free_device_memory()
     return res
 
 
+DERIVED_ROUNDS = 3  # alternating timing rounds of the hand-written and the derived program
+
+
 def bench_derived(entry: Entry, runner: Any, registry: Any, sizes: Mapping[str, int],
-                  cfg: BenchConfig, hand_seconds: Optional[float]) -> DerivedResult:
+                  cfg: BenchConfig, hand: Optional[tuple[Any, Prepared]]) -> DerivedResult:
     """The derivation of the entry's high-level program, checked like the hand-written program
-    (same inputs, same reference), then timed; its ratio to the hand-written time."""
+    (same inputs, same reference), then timed in rounds alternating with the hand-written
+    program (`hand`: its compiled program and inputs, when it ran correctly), so that a load
+    that comes and goes on the machine shifts both: the ratio is of the two medians."""
     from liftkit.codegen import CompileOptions, compile_program
     from liftkit.explore.bundled import low_level_program
 
@@ -456,11 +463,17 @@ def bench_derived(entry: Entry, runner: Any, registry: Any, sizes: Mapping[str, 
     if diff:
         out.status, out.note = "wrong", diff
         return out
-    info = time_compiled(runner, compiled, prep, cfg.repeat)
-    out.status, out.seconds = "ok", float(info.total_seconds)
-    out.runs = [float(sum(r)) for r in info.runs]
-    if hand_seconds and out.seconds:
-        out.ratio = hand_seconds / out.seconds
+    hand_runs: list[float] = []
+    for _ in range(DERIVED_ROUNDS if hand is not None else 1):
+        if hand is not None:
+            info = time_compiled(runner, hand[0], hand[1], cfg.repeat)
+            hand_runs += [float(sum(r)) for r in info.runs]
+        info = time_compiled(runner, compiled, prep, cfg.repeat)
+        out.runs += [float(sum(r)) for r in info.runs]
+    out.status, out.seconds = "ok", median(out.runs)
+    if hand_runs and out.seconds:
+        out.hand_seconds = median(hand_runs)
+        out.ratio = out.hand_seconds / out.seconds
     return out
 
 

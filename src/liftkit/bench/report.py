@@ -86,7 +86,8 @@ def derived_rows(result: BenchResult) -> list[tuple[str, ...]]:
         cands = f"{d.candidates} ({d.valid / d.candidates:.0%})" if d.candidates else "—"
         best = f"{d.seconds_to_best:.1f} s" if d.seconds_to_best is not None else "—"
         where = " — ".join(x for x in (d.source, d.note) if x)
-        out.append((e.key, _high(e), e.program or "—", _ms(e.seconds), derived, _x(d.ratio),
+        hand = d.hand_seconds or e.seconds
+        out.append((e.key, _high(e), e.program or "—", _ms(hand), derived, _x(d.ratio),
                     search, cands, best, where))
     return out
 
@@ -188,9 +189,10 @@ def markdown(result: BenchResult) -> str:
         out += ["", "## Derived from the high-level programs", "",
                 "The search's best derivation of each entry's high-level program (from the tuning "
                 "database given with --db, else the bundled derivations), checked like the "
-                "hand-written program, then timed in the same run; \"hand ÷ derived\" > 1: the "
-                "derived program is faster. Search time, candidates and time to best are the "
-                "search's own.", "", _table(DERIVED_HEADERS, drows), "",
+                "hand-written program, then timed in rounds alternating with it (medians of all "
+                "rounds' runs, so the hand-written time here can differ from the main table's); "
+                "\"hand ÷ derived\" > 1: the derived program is faster. Search time, candidates "
+                "and time to best are the search's own.", "", _table(DERIVED_HEADERS, drows), "",
                 f"Derived: {len(s.get('derived_ok', []))} of {len(drows)} timed; geomean hand ÷ "
                 f"derived {_x(gm)}; no derivation yet: "
                 f"{', '.join(s.get('derived_none', [])) or 'none'}."]
