@@ -112,3 +112,20 @@ def test_numba_wrong_result_leaves_its_columns_empty(monkeypatch: pytest.MonkeyP
     r = res.rows[0]
     assert r.status == "ok" and r.numba and r.numba_first and r.numba_par is None
     assert "numba_par result differs" in r.note and res.meta["numba"] == "0.0-fake"
+
+
+def test_rich_table_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from liftkit.bench.jit_report import print_table
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    monkeypatch.setattr(jit_suite, "load_numba", lambda: None)
+    res = run_jit_bench(JitBenchConfig(programs=["julia"], size_set="tiny", repeat=2,
+                                       ablation=True))
+    out = Tty()
+    print_table(res, out)
+    text = out.getvalue()
+    assert "julia" in text and "region spec." in text and "|---" not in text
