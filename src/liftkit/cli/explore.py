@@ -124,9 +124,8 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     space = load_rule_space(args.rules)
     # everything written after the search is checked before it: minutes of search are not lost
     # to a typo in a path
-    if args.plot or args.report:
-        _check_plotting()
     if args.plot:
+        _check_plotting()
         check_writable(args.plot, "--plot", make_parents=True)
     if args.report:
         check_writable(args.report, "--report", directory=True)

@@ -34,7 +34,7 @@ def require_ray() -> Any:
 
 
 def _host_actor(ray: Any) -> Any:
-    @ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)
+    @ray.remote(num_cpus=1)
     class HostActor:
         """Host stages of one search (CPU only: no build, no check)."""
 
@@ -51,7 +51,7 @@ def _host_actor(ray: Any) -> Any:
 
 
 def _timing_actor(ray: Any, gpu: bool) -> Any:
-    @ray.remote(num_cpus=1, num_gpus=1 if gpu else 0, max_restarts=1)
+    @ray.remote(num_cpus=0, num_gpus=1 if gpu else 0)
     class TimingActor:
         """The device's one timer: builds, checks and times prepared candidates."""
 
@@ -108,14 +108,12 @@ class RayEngine:
             except ConnectionError as err:
                 raise MissingExtraError(f"--ray {address}: no Ray cluster there ({err}); start "
                                         "one with `ray start --head`, or use --ray local") from None
-        from ray.util import ActorPool
-
         cpus = int(ray.cluster_resources().get("CPU", 1))
         n = max(1, min(workers or cpus, cpus))
-        stages = ray.put(HostStages.of(search, check=False))
-        host = _host_actor(ray)
-        self.actors = [host.remote(stages) for _ in range(n)]
-        self._pool_class = ActorPool
+        self._stages = ray.put(HostStages.of(search, check=False))
+        self._host = _host_actor(ray)
+        self.actors = [self._host.remote(self._stages) for _ in range(n)]
+        self.restarts = 0
         ev = search.evaluator
         gpu = getattr(getattr(ev.runner, "device", None), "type", "") == "gpu"
         timing = _timing_actor(ray, gpu)
@@ -124,13 +122,29 @@ class RayEngine:
         self.timer = RayTimer(ray, self.timing)
 
     def outcomes(self, jobs: Sequence[Job]) -> Iterator[Outcome]:
-        # a pool per step: jobs a finished step left queued must not answer the next one
-        pool = self._pool_class(self.actors)
-        for data in pool.map(lambda a, job: a.run.remote(job), list(jobs)):
+        """Jobs dealt round-robin to the host actors (each answers its own in order), results
+        taken in the jobs' order; a job whose actor died goes to a new actor."""
+        from ray.exceptions import RayActorError
+
+        n = len(self.actors)
+        refs = [self.actors[i % n].run.remote(job) for i, job in enumerate(jobs)]
+        for i, job in enumerate(jobs):
+            for attempt in range(3):
+                try:
+                    data = self.ray.get(refs[i])
+                    break
+                except RayActorError:
+                    if attempt == 2:
+                        raise
+                    k = i % n
+                    self.actors[k] = self._host.remote(self._stages)
+                    self.restarts += 1
+                    for j in range(i, len(jobs), n):  # the dead actor's jobs, to the new one
+                        refs[j] = self.actors[k].run.remote(jobs[j])
             yield pickle.loads(data)
 
     def close(self) -> None:
-        for a in self.actors + [self.timing]:
+        for a in self.actors + [self.timing]:  # the jobs a finished search left queued too
             try:
                 self.ray.kill(a)
             except Exception:  # noqa: BLE001 - already gone

@@ -47,6 +47,7 @@ def summary(result: Any, workers: int) -> dict[str, Any]:
     n = len(result.records)
     return {
         "problem": result.problem, "seed": _seed(result), "workers": workers,
+        "key": result.key, "search_id": result.search_id,
         "candidates": n, "seconds": round(result.elapsed, 3),
         "candidates_per_second": round(n / result.elapsed, 3) if result.elapsed > 0 else 0.0,
         "best_ms": result.best.time * 1e3 if result.best and result.best.time else None,
