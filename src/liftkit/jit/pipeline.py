@@ -13,7 +13,6 @@ from .cg_runtime import build_entry, build_free
 from .codegen import ModuleContext, Options
 from .engine import DiskCache, Target, load_object
 from .frontend import lower_module
-from .gpu_plan import GpuPlan, plan_sections
 from .gpu_lower import has_sections, lower_sections
 from .passes import PassReport, run_passes
 from .passes.inline import inline_calls
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 if TYPE_CHECKING:
     from .dispatch import Compiled, JitFunction
+    from .gpu_plan import GpuPlan
 
 
 def collect_raises(m: V.Module) -> list:
@@ -51,6 +51,7 @@ def build_ir(m: V.Module, options: Options, raises: list, target: Target,
     mod.data_layout = target.data_layout
     ctx = ModuleContext(mod, m, options, raises=list(raises))
     if plan is None and has_sections(m):
+        from .gpu_plan import plan_sections  # GPU code generation loads only with GPU sections
         plan = plan_sections(m, options.noalias, raises)
     ctx.gpu = plan
     build_entry(ctx)
@@ -102,6 +103,7 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
     if sections:  # the kernels are needed on a cache hit too (they are not in the object code)
         opt = optimise()
         raises += [r for r in collect_raises(opt) if r not in raises]
+        from .gpu_plan import plan_sections  # GPU code generation loads only with GPU sections
         plan = plan_sections(opt, noalias, raises)
 
     def build() -> tuple[bytes, str]:
