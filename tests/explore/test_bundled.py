@@ -33,6 +33,19 @@ def test_every_bundled_derivation_reads_back_and_fits_its_program() -> None:
         assert 0 < d.valid <= d.candidates and d.time > 0 and d.seconds_to_best <= d.search_seconds + 1
 
 
+def test_derived_mm_reads_back_from_its_text() -> None:
+    """The MM rules' multiply-adds are known to the parser: the derived mm does not depend on
+    its steps still replaying under today's rules."""
+    from liftkit.ir.parser import parse_program
+    from liftkit.ir.printer import show
+
+    mms = [d for d in bundled.load_all() if d.program == "mm"]
+    assert mms
+    for d in mms:
+        assert "madS" in d.low_level
+        assert show(parse_program(d.low_level, bundled._user_funs("mm"))) == d.low_level
+
+
 def _unnumbered(text: str) -> str:
     """The text up to the numbering of variable names (a replay may number them apart)."""
     return re.sub(r"(_\d+)+\b", "", text)

@@ -158,11 +158,12 @@ class Derivation:
 
 def _user_funs(name: str) -> dict[str, Any]:
     """The standard user functions and those of the bundled program `name`."""
+    from liftkit.explore.tuned import rule_user_funs
     from liftkit.ir.nodes import UserFun, walk
     from liftkit.ir.userfuns import standard_user_funs
     from liftkit.programs import PROGRAMS
 
-    funs = dict(standard_user_funs())
+    funs = dict(standard_user_funs()) | rule_user_funs()
     if name in PROGRAMS:
         funs |= {u.name: u for u in walk(PROGRAMS[name].program) if isinstance(u, UserFun)}
     return funs

@@ -50,7 +50,8 @@ def program_of(rec: Record, program: Lambda, space: Optional[RuleSpace] = None) 
     from liftkit.ir.parser import parse_program
     from liftkit.ir.userfuns import standard_user_funs
 
-    funs = dict(standard_user_funs()) | {u.name: u for u in walk(program) if isinstance(u, UserFun)}
+    funs = dict(standard_user_funs()) | rule_user_funs() | \
+        {u.name: u for u in walk(program) if isinstance(u, UserFun)}
     problems = []
     try:
         parsed = parse_program(rec.low_level, funs)
@@ -67,6 +68,21 @@ def program_of(rec: Record, program: Lambda, space: Optional[RuleSpace] = None) 
     except Exception as err:  # noqa: BLE001
         problems.append(f"its derivation cannot be replayed ({type(err).__name__}: {err})")
     raise NotTunedError("the tuned program cannot be rebuilt: " + "; ".join(problems))
+
+
+def rule_user_funs() -> dict[str, UserFun]:
+    """The user functions the rules put into programs (e.g. the MM rules' multiply-adds), by
+    name: a derived program's text names them, and the parser must know them to read it."""
+    import importlib
+    import pkgutil
+
+    import liftkit.rewrite.rules as rules
+
+    out: dict[str, UserFun] = {}
+    for info in pkgutil.iter_modules(rules.__path__):
+        module = importlib.import_module(f"{rules.__name__}.{info.name}")
+        out |= {u.name: u for u in vars(module).values() if isinstance(u, UserFun)}
+    return out
 
 
 def require_tuned(name: str, program: Lambda, sizes: Mapping[str, int], device: Any,
