@@ -36,6 +36,8 @@ from liftkit.types import (
 )
 
 _TOKEN = re.compile(r"\x00(\d+)\|([^\x00]*)\x00")
+# a vector read at a constant offset of a private array: (memory id, offset, width)
+_VECTOR_TOKEN = re.compile(r"\x01(\d+)\|(\d+)\|(\d+)\x01")
 
 
 class Names:
@@ -279,7 +281,9 @@ class Emitter:
             return
         if not isinstance(loc, MemLoc):
             raise CodegenError("cannot write to a constant or computed location")
-        if loc.width:
+        if loc.width and _is_private_array(loc.mem) and _folded(loc.offset).is_constant:
+            self.store_private_vector(loc, value)
+        elif loc.width:
             aligned = self.aligned_vector(loc)
             self.line(f"{aligned} = {value};" if aligned else
                       f"vstore{loc.width}({value}, {self.vec_address(loc)});")
@@ -293,6 +297,9 @@ class Emitter:
             return self.dialect.vector_literal(ctype(loc.type), [self.loc_c(l) for l in loc.lanes])
         if isinstance(loc, SelectLoc):
             return f"({loc.cond.to_c()} ? {self.loc_c(loc.then)} : {self.loc_c(loc.other)})"
+        if loc.width and _is_private_array(loc.mem) and _folded(loc.offset).is_constant:
+            self.note_type(VectorType(loc.mem.elem, loc.width))  # type: ignore[arg-type]
+            return f"\x01{id(loc.mem)}|{_folded(loc.offset).value}|{loc.width}\x01"
         if loc.width:
             return self.aligned_vector(loc) or f"vload{loc.width}({self.vec_address(loc)})"
         access, addr = self.mem_c(loc.mem, loc.offset)
@@ -364,6 +371,19 @@ class Emitter:
             return f"{mem.name}[0]", mem.name
         return f"{mem.name}[{off}]", f"{mem.name} + {off}"
 
+    def store_private_vector(self, loc: MemLoc, value: str) -> None:
+        """A vector written at a constant offset of a private scalar array: a vstore while the
+        array stays an array, lane by lane into its registers once it turned into scalars
+        (`name_k`, which have no address). Decided at the end, like the declaration."""
+        m, w, off = loc.mem, loc.width, _folded(loc.offset).value
+        vt = VectorType(m.elem, w)  # type: ignore[arg-type]
+        self.note_type(vt)
+        tmp = self.names.fresh("vec")
+        self.deferred(lambda: f"{ctype(vt)} {tmp} = {value};" if m.constant_offsets else
+                      f"vstore{w}({value}, 0, ({m.name} + {off}));")
+        self.deferred(lambda: " ".join(f"{self.scalar_name(m, off + j)} = {tmp}.s{j:x};"
+                                       for j in range(w)) if m.constant_offsets else "")
+
     def finish(self) -> list[str]:
         """Render the body, resolving private-array accesses to scalars or array elements."""
         by_id = {str(id(m)): m for m in self.memories}
@@ -374,7 +394,16 @@ class Emitter:
                 off = mt.group(2)
                 return self.scalar_name(m, int(off)) if m.constant_offsets else f"{m.name}[{off}]"
 
-            return _TOKEN.sub(sub, text)
+            def sub_vector(mt: re.Match) -> str:  # type: ignore[type-arg]
+                m = by_id[mt.group(1)]
+                off, w = int(mt.group(2)), int(mt.group(3))
+                if not m.constant_offsets:
+                    return f"vload{w}(0, ({m.name} + {off}))"
+                vt = VectorType(m.elem, w)  # type: ignore[arg-type]
+                return self.dialect.vector_literal(
+                    ctype(vt), [self.scalar_name(m, off + j) for j in range(w)])
+
+            return _TOKEN.sub(sub, _VECTOR_TOKEN.sub(sub_vector, text))
 
         return render(self.root.stmts, self.dialect.barrier_text, 1, fix)
 
@@ -414,6 +443,11 @@ def space_of_view(view: View) -> Space | None:
 
     visit(view)
     return spaces.pop() if len(spaces) == 1 else None  # type: ignore[return-value]
+
+
+def _is_private_array(m: Memory) -> bool:
+    """A private array, which becomes one register per element when every index is constant."""
+    return m.space == "private" and m.kind == "array"
 
 
 def _folded(e: ArithExpr) -> ArithExpr:

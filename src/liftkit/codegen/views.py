@@ -470,12 +470,13 @@ class AsVectorView(View):
         k, rest = _pop(idx, "asVector")
         base = ar.mul(k, cst(self.width))
         first = self.parent.resolve(ar, [base] + rest, tup)
-        # one symbolic lane j in [0, w) decides: its offset must be provably first + j
+        # one symbolic lane j in [0, w) decides: its offset must be provably first + j. A field
+        # of an array of structs is never one vector: its lanes are a struct apart
         j = Var("_vector_lane_", 0, self.width)
         some = self.parent.resolve(Arith(True), [base + j] + rest, tup)
         if (isinstance(first, MemLoc) and isinstance(some, MemLoc) and some.mem is first.mem
                 and first.mem.elem_width() == 1 and not first.width and first.lane is None
-                and some.fields == first.fields and not some.width and some.lane is None
+                and not first.fields and not some.fields and not some.width and some.lane is None
                 and prove_eq(some.offset - first.offset, j)):
             return MemLoc(first.mem, first.offset, first.fields, self.width)
         lanes = [first] + [self.parent.resolve(ar, [ar.add(base, cst(i))] + rest, tup)
