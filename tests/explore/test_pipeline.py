@@ -3,8 +3,11 @@ the driver, the same candidates in the same order whatever the number of workers
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +113,52 @@ def test_duplicates_are_timed_once_and_bound_skips_are_recorded(worker: Any) -> 
     assert all("lower bound" in r.reason and r.params["lower_bound"] > 0 for r in skipped)
     first_ok = next(r.seq for r in res.records if r.ok)
     assert all(r.seq > first_ok for r in skipped)
+
+
+def test_ray_cluster_finds_what_the_plain_search_finds(worker: Any) -> None:
+    """A local Ray cluster of 2 CPUs: host stages in host actors, timing in the timing actor."""
+    ray = pytest.importorskip("ray")
+    from liftkit.explore import load_rule_space
+    from liftkit.explore.distributed import RayEngine
+
+    problem = asum_problem(1 << 12)
+    ev = Evaluator(problem, worker, EvalSettings(repeat=1), measure=_fake_time)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        # the bundled rule set: the actors import it by name (the test's own rules live in a
+        # module Ray's workers need not find)
+        space_ = load_rule_space("default")
+        want = search(problem, space_, ev, SETTINGS)
+        pipe = Pipeline(PipelineSettings(), lambda s: RayEngine(s, "local", "cpu", "opencl", 60.0))
+        got = search(problem, space_, ev, SETTINGS, pipeline=pipe)
+    finally:
+        ray.shutdown()
+    assert got.best is not None and _trace(got) == _trace(want)
+
+
+def test_ray_missing_is_one_error_naming_the_extra(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from liftkit.cli.explore import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails as where it is absent
+    assert main(["asum", "--ray", "auto", "--budget", "2"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["liftkit: error: --ray needs Ray, which is not installed: "
+                   "pip install 'liftkit[distributed]'"]
+
+
+def test_report_has_stage_rates_time_to_95_percent_and_the_seeds_plot(worker: Any, tmp_path: Path) -> None:
+    from liftkit.explore.report import time_to_fraction, write_report
+
+    results = [_run(worker, 2)[0]]
+    files = write_report(results, [5], tmp_path, "asum", 2)
+    doc = json.loads((tmp_path / "report.json").read_text())
+    row = doc["searches"][0]
+    assert row["candidates"] == len(results[0].records) and row["candidates_per_second"] > 0
+    assert row["stages"]["derive"]["candidates"] > 0 and row["stages"]["time"]["per_worker_per_second"] > 0
+    t95 = time_to_fraction(results[0])
+    best = results[0].best
+    assert t95 is not None and results[0].records[t95["candidate"] - 1].time * 0.95 <= best.time  # type: ignore[union-attr]
+    assert "| seed | workers |" in (tmp_path / "report.md").read_text()
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "search.png").stat().st_size > 1000 and len(files) == 3

@@ -56,7 +56,8 @@ def _timing_actor(ray: Any, gpu: bool) -> Any:
         """The device's one timer: builds, checks and times prepared candidates."""
 
         def __init__(self, problem: Any, eval_settings: Any, filters: Any, device_limits: Any,
-                     device: Optional[str], backend: str, timeout: float) -> None:
+                     device: Optional[str], backend: str, timeout: float,
+                     measure: Any = None) -> None:
             from liftkit.backends.choose import make_runner, resolve_backend
             from liftkit.explore.evaluate import Evaluator
             from liftkit.explore.worker import CandidateWorker
@@ -65,7 +66,7 @@ def _timing_actor(ray: Any, gpu: bool) -> Any:
                 runner: Any = make_runner("cuda", device)
             else:
                 runner = CandidateWorker(device, timeout=timeout)
-            self.evaluator = Evaluator(problem, runner, eval_settings, filters, None, device_limits)
+            self.evaluator = Evaluator(problem, runner, eval_settings, filters, measure, device_limits)
 
         def check_ready(self, data: bytes) -> bytes:
             return _dumps(self.evaluator.check_ready(pickle.loads(data)))
@@ -118,7 +119,7 @@ class RayEngine:
         gpu = getattr(getattr(ev.runner, "device", None), "type", "") == "gpu"
         timing = _timing_actor(ray, gpu)
         self.timing = timing.remote(search.problem, ev.settings, ev.filters, ev.device_limits,
-                                    device, backend, timeout)
+                                    device, backend, timeout, ev.measure)
         self.timer = RayTimer(ray, self.timing)
 
     def outcomes(self, jobs: Sequence[Job]) -> Iterator[Outcome]:
