@@ -162,3 +162,20 @@ def test_report_has_stage_rates_time_to_95_percent_and_the_seeds_plot(worker: An
     assert "| seed | workers |" in (tmp_path / "report.md").read_text()
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "search.png").stat().st_size > 1000 and len(files) == 3
+
+
+def test_numeric_parameters_tuned_by_tpe_and_by_random_sampling(worker: Any, tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    from liftkit.explore.tune import tune_numeric
+
+    db = TuningDB(tmp_path / "t.sqlite")
+    res, _ = _run(worker, 0, db=db)
+    problem = asum_problem(1 << 12)
+    ev = Evaluator(problem, worker, EvalSettings(repeat=1), measure=_fake_time)
+    for sampler in ("tpe", "random"):
+        t = tune_numeric(problem, space(), ev, res.best, sampler, 4, seed=1, db=db, key=res.key,
+                         search_id=res.search_id)
+        assert t["sampler"] == sampler and t["trials"] == 4 and len(t["curve_ms"]) == 4
+        # the first trial is the derivation as found: tuning never reports worse than it
+        assert t["best_ms"] is not None and t["best_ms"] <= res.best.time * 1e3 + 1e-12  # type: ignore[union-attr]
+    assert len(db.searches(res.key)) == 3
