@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from liftkit.dsl import (INT, add, asScalar, asVector, float32, fn, fun, get, id
                          lit, map, mapGlb, mapSeq, mapSeqUnroll, mapVec, mult, reduceSeq, size,
                          slide, split, toGlobal, toPrivate, tuple_, zip)
 from liftkit.semantics import interpret
+from liftkit.testing import SWITCHES
 
 N = size("N")
 needs_cpu = pytest.mark.skipif(not any(d.type == "cpu" for d in list_devices()),
@@ -36,9 +38,9 @@ def runner() -> OpenCLRunner:
     return OpenCLRunner(os.environ.get("LIFTKIT_TEST_DEVICE", "cpu"), KernelCache(disk=False))
 
 
-def _run(runner: OpenCLRunner, prog, x: np.ndarray) -> str:
+def _run(runner: OpenCLRunner, prog, x: np.ndarray, options: CompileOptions | None = None) -> str:
     """Run on the device, compare with the interpreter; the kernels' OpenCL C."""
-    compiled = compile_program(prog)
+    compiled = compile_program(prog, options)
     np.testing.assert_array_equal(np.asarray(runner.run(compiled, x)).reshape(-1),
                                   np.asarray(interpret(prog, x)).reshape(-1))
     return compiled.source
@@ -89,6 +91,16 @@ def test_vectors_written_to_registers(runner: OpenCLRunner, w: int, t) -> None:
     src = _run(runner, _vector_accumulator(w, t), x)
     assert "vstore" not in src and "vload" not in src and not re.search(r"\btmp\[", src)
     assert "tmp_0 = vec.s0; tmp_1 = vec.s1;" in src
+
+
+@needs_cpu
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_vectors_in_registers_with_each_optimisation_off(runner: OpenCLRunner, switch: str) -> None:
+    """Without unrolling the accumulator is an array read through its address; without index
+    simplification the constant offsets arrive as unfolded expressions."""
+    options = replace(CompileOptions(), **{switch: False})
+    for prog in (_vectors_out_of_registers(4), _vector_accumulator(4)):
+        _run(runner, prog, np.arange(256, dtype=np.float32), options)
 
 
 @needs_cpu
