@@ -78,6 +78,98 @@ HARNESS_TILED = Soundness(RULES, lambda i: tiled_case(SEED * 17 + i), lambda r: 
                           SEED, per_step=3, walk=3, max_bases=200, patience=1)
 
 
+# other element types: (type, product, layout); the product of complex types may conjugate a
+# factor (liftkit.blas's C/R layouts), NT reads B's columns as stored rows (no transpose)
+ELEMS = (("double", "mult", "NN"), ("cfloat", "mult", "NT"), ("cdouble", "multConj", "NN"),
+         ("double", "mult", "NT"), ("cfloat", "multConj", "NT"), ("cdouble", "mult", "NN"))
+
+
+def mm_program_of(t: Any, product: str, layout: str, m: Any, n: Any, k: Any) -> Any:
+    """High-level mm over element type t with its `add` from 0 and the named product; NT: B
+    given as N×K, its rows are the columns."""
+    from liftkit.dsl import fun, join, lit, map, reduce, transpose, zip  # noqa: A004
+    from liftkit.ir.userfuns import complex_funs, scalar_funs
+
+    funs = complex_funs(t) if t.is_complex else scalar_funs(t)
+    nt = layout == "NT"
+    return fun([t[k][m], t[k][n] if nt else t[n][k]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(funs.add, lit(0.0, t)) << map(getattr(funs, product))
+        << zip(rowA, colB)) << (B if nt else transpose << B)) << A)
+
+
+def _ints(g: np.random.Generator, shape: tuple[int, int], t: Any) -> np.ndarray:
+    x = g.integers(-3, 4, shape).astype(t.dtype)
+    return (x + 1j * g.integers(-3, 4, shape)).astype(t.dtype) if t.is_complex else x
+
+
+def elem_case(seed: int) -> Case:
+    """MM over double, cfloat or cdouble (conjugating products, NT) at one of SIZES, constant
+    or (every third) symbolic sizes; integer-valued inputs, so every order of the sum is exact."""
+    from liftkit.dsl import size
+    from liftkit.types import SCALARS
+
+    rng = random.Random(seed)
+    m, n, k = rng.choice(SIZES)
+    name, product, layout = ELEMS[seed % len(ELEMS)]
+    t = SCALARS[name]
+    symbolic = seed % 3 == 0
+    dims = (size("M"), size("N"), size("K")) if symbolic else (m, n, k)
+    prog = normal_form(mm_program_of(t, product, layout, *dims))
+    g = np.random.default_rng(seed)
+    inputs = [_ints(g, (m, k), t), _ints(g, (n, k) if layout == "NT" else (k, n), t)]
+    sizes = {"M": m, "N": n, "K": k} if symbolic else {}
+    return Case(prog, inputs, run(prog, inputs, sizes), seed, f"mm {name} {product} {layout}",  # type: ignore[arg-type]
+                sizes)
+
+
+def elem_tiled_case(seed: int) -> Case:
+    case = elem_case(seed)
+    opts = enumerate_choices(case.program, [MM_TILE_2D])
+    if not opts:
+        return case
+    prog = apply_choice(case.program, random.Random(seed).choice(opts), RULES)
+    return Case(prog, case.inputs, case.expected, seed, case.origin + " + mm-tile-2d", case.sizes)  # type: ignore[arg-type]
+
+
+ELEM_HARNESS = Soundness(RULES, lambda i: elem_case(SEED * 19 + i), lambda r: [], _walk_order,
+                         SEED, per_step=3, walk=2, max_bases=200, patience=1)
+ELEM_HARNESS_TILED = Soundness(RULES, lambda i: elem_tiled_case(SEED * 23 + i), lambda r: [],
+                               _walk_order, SEED, per_step=3, walk=2, max_bases=200, patience=1)
+ELEM_TARGET = int(os.environ.get("LIFTKIT_MM_ELEM_APPS", "12"))
+
+
+@pytest.mark.parametrize("rule", MM_RULES, ids=[r.name for r in MM_RULES])
+def test_mm_rule_is_sound_for_double_and_complex(rule: Rule) -> None:
+    """The rules over double, cfloat and cdouble, with conjugating products and NT layouts:
+    every application checked in the interpreter (before == after, exactly)."""
+    harness = ELEM_HARNESS_TILED if rule is MM_TILES_LOWER else ELEM_HARNESS
+    try:
+        stats = harness.exercise(rule, ELEM_TARGET)
+    except SoundnessError as err:
+        pytest.fail(str(err), pytrace=False)
+    print(f"\n{rule.name}: {stats}")
+    assert stats["applications"] >= ELEM_TARGET
+
+
+def test_the_element_type_decides_the_vector_widths() -> None:
+    """float: float4 or scalars; double: double2 or scalars; complex: scalars only, for any
+    product (a conjugating one too); other products of reals, and sums that are not the type's
+    add, are refused."""
+    from liftkit.types import SCALARS
+
+    for name, product, widths in (("double", "mult", {1, 2}), ("cfloat", "mult", {1}),
+                                  ("cdouble", "multConj", {1})):
+        t = SCALARS[name]
+        for layout in ("NN", "NT"):
+            prog = mm_program_of(t, product, layout, 64, 64, 32)
+            tiles = _choices(prog, MM_LOCAL_TILES)
+            assert tiles and {p["w"] for p in tiles} == widths, (name, layout)
+            assert _choices(prog, MM_PRIVATE_BLOCKS) and _choices(prog, MM_TILE_2D)
+    # a real "product" that is not mult (x - y) is no matrix product for the vector rules
+    assert _choices(mm_program_of(SCALARS["double"], "sub", "NN", 64, 64, 32), MM_LOCAL_TILES) == []
+    assert _choices(mm_program_of(SCALARS["int"], "mult", "NN", 64, 64, 32), MM_LOCAL_TILES) == []
+
+
 @pytest.mark.parametrize("rule", MM_RULES, ids=[r.name for r in MM_RULES])
 def test_mm_rule_is_sound(rule: Rule) -> None:
     harness = HARNESS_TILED if rule is MM_TILES_LOWER else HARNESS
@@ -223,6 +315,42 @@ def test_the_macros_give_checked_kernels(macro: str, params: dict, sizes: dict, 
     got = OpenCLRunner("cpu", KernelCache(tmp_path)).run(compile_program(low), *inputs, sizes=sizes)
     want = spec.reference(*inputs)
     np.testing.assert_allclose(np.asarray(got).reshape(want.shape), want, rtol=1e-4, atol=1e-3)
+
+
+@needs_cpu
+@pytest.mark.parametrize("name,product,layout,macro,params", [
+    ("double", "mult", "NN", "mm-tiles", {"tm": 32, "tn": 32, "tk": 16, "rm": 4, "rn": 4, "w": 2}),
+    ("double", "mult", "NT", "mm-blocks", {"rm": 4, "rn": 4, "wx": 8, "wy": 8}),
+    ("cfloat", "mult", "NT", "mm-tiles", {"tm": 32, "tn": 32, "tk": 16, "rm": 2, "rn": 2, "w": 1}),
+    ("cdouble", "multConj", "NN", "mm-tiles", {"tm": 16, "tn": 16, "tk": 16, "rm": 1, "rn": 1, "w": 1}),
+    ("cdouble", "mult", "NN", "mm-blocks", {"rm": 2, "rn": 8, "wx": 4, "wy": 8}),
+])
+def test_the_macros_give_checked_kernels_for_double_and_complex(
+        name: str, product: str, layout: str, macro: str, params: dict, tmp_path: Path) -> None:
+    from liftkit.backends.opencl.cache import KernelCache
+    from liftkit.dsl import size
+    from liftkit.explore.macros import MACROS_BY_NAME
+    from liftkit.types import SCALARS
+
+    t = SCALARS[name]
+    prog = normal_form(mm_program_of(t, product, layout, size("M"), size("N"), size("K")))
+    r = MACROS_BY_NAME[macro].apply(prog, (0,), rules=RULES, **params)
+    assert r, r
+    assert is_low_level(r.program)
+    sizes = {"M": 64, "N": 32, "K": 48}
+    g = np.random.default_rng(3)
+    a = g.standard_normal((64, 48)).astype(t.dtype)
+    b = g.standard_normal((32, 48) if layout == "NT" else (48, 32)).astype(t.dtype)
+    if t.is_complex:
+        a = (a + 1j * g.standard_normal(a.shape)).astype(t.dtype)
+        b = (b + 1j * g.standard_normal(b.shape)).astype(t.dtype)
+    src = compile_program(r.program)
+    if name == "double":  # double2 loads and register blocks
+        assert "double2" in src.source
+    got = OpenCLRunner("cpu", KernelCache(tmp_path)).run(src, a, b, sizes=sizes)
+    want = (np.conjugate(a) if product == "multConj" else a) @ (b.T if layout == "NT" else b)
+    tol = 1e-4 if t.dtype.itemsize == 4 or name == "cfloat" else 1e-10
+    np.testing.assert_allclose(np.asarray(got).reshape(want.shape), want, rtol=tol, atol=tol * 10)
 
 
 @needs_cpu

@@ -32,8 +32,13 @@ parameter, so the tiles and register blocks have constant sizes:
   The `mm-tiles` macro is the two in sequence; between them the search may also take the
   tiled program elsewhere.
 
-All need the reduction to be `add` with 0 and the products `mult`, over float32 (the float4
-multiply-add `madS4` replaces them: acc + a·b, a broadcast over b's lanes; `madS` for w = 1). The sizes must be
+All need the reduction to be the element type's `add` from 0 and the products its `mult`, over
+float, double, cfloat or cdouble (`Elem`; for complex types any one-expression product, e.g. the
+conjugating `multConj`, since the rules only regroup the sum of the products). The vector
+multiply-add replaces them: acc + a·b, a broadcast over b's lanes (`madS4` for float4, double2 for
+doubles), `madS` for w = 1 (complex types: `add(acc, product)`, scalar accesses only: OpenCL has
+no complex vectors). Columns of B given as rows (NT: `map(λcolB. …) $ Bᵀ`) are read as
+`transpose $ B`. The sizes must be
 multiples of the tiles; for constant sizes the rules offer only dividing parameters, for
 symbolic ones a fixed list (the exploration's filters check the splits at the real sizes).
 Both results are OpenCL-level programs.
@@ -41,7 +46,10 @@ Both results are OpenCL-level programs.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -49,11 +57,11 @@ from liftkit import dsl as D
 from liftkit.arith import ArithExpr
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, walk
-from liftkit.ir.userfuns import FLOAT, id4
+from liftkit.ir.userfuns import FLOAT, complex_funs, id4, id_of, scalar_funs
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
-from liftkit.types import ArrayType, float32
+from liftkit.types import ArrayType, ScalarType, complex64, complex128, float32, float64, vector
 
 Options = list[dict[str, Any]]
 SOURCE = "seed 001 (matrix-multiplication fragments: tiling, register blocking), seed 004"
@@ -66,6 +74,69 @@ MAD_S4 = D.user_fun("madS4", [("acc", D.float4), ("a", float32), ("b", D.float4)
 # the scalar form (vector width 1): acc + a·b
 MAD = D.user_fun("madS", [("acc", float32), ("a", float32), ("b", float32)], float32,
                  "return fma(a, b, acc);", lambda acc, a, b: acc + a * b)
+
+# the element types the rules tile, with the vector widths of their loads and register blocks
+# (complex numbers have no OpenCL vectors: scalar accesses only)
+ELEM_WIDTHS: dict[ScalarType, tuple[int, ...]] = {float32: (4, 1), float64: (2, 1),
+                                                  complex64: (1,), complex128: (1,)}
+
+
+@dataclass(frozen=True)
+class Elem:
+    """A matrix product's element type and its product function (for complex types `mult` or
+    a conjugating product such as `multConj`; the sum is always the type's `add` from 0)."""
+
+    t: ScalarType
+    mult: UserFun
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return ELEM_WIDTHS[self.t] if self.mult == _funs(self.t).mult else (1,)
+
+    @property
+    def add(self) -> UserFun:
+        return _funs(self.t).add
+
+    def zero(self) -> Any:
+        """The sum's start (float32: the papers' `0.0`, as the bundled kernels print it)."""
+        return 0.0 if self.t == float32 else D.lit(0.0, self.t)
+
+    def vec(self, w: int) -> Any:
+        return self.t if w == 1 else vector(self.t, w)
+
+    def id(self, w: int) -> UserFun:
+        return FLOAT.id if (self.t, w) == (float32, 1) else id4 if (self.t, w) == (float32, 4) \
+            else id_of(self.vec(w))
+
+    def mad(self, w: int) -> UserFun:
+        """acc + a·b, a broadcast over b's lanes (w > 1)."""
+        return _mad(self, w)
+
+
+def _funs(t: ScalarType) -> Any:
+    return complex_funs(t) if t.is_complex else scalar_funs(t)
+
+
+FLOAT32 = Elem(float32, FLOAT.mult)
+
+
+@functools.cache
+def _mad(e: Elem, w: int) -> UserFun:
+    if e == FLOAT32:
+        return MAD_S4 if w == 4 else MAD
+    t, vt = e.t, e.vec(w)
+    if not t.is_complex:
+        body = f"return fma(({vt})(a), b, acc);" if w > 1 else "return fma(a, b, acc);"
+        return D.user_fun(f"madS{w if w > 1 else ''}_{t}", [("acc", vt), ("a", t), ("b", vt)], vt,
+                          body, MAD_S4.impl if w > 1 else MAD.impl)
+    m = re.fullmatch(r"\s*return\s+(.*);\s*", e.mult.body, re.S)
+    if m is None or "acc" in e.mult.param_names:  # checked by mm_parts
+        raise ValueError(f"{e.mult.name} is not a one-expression product")
+    x, y = e.mult.param_names
+    mult, add = e.mult.impl, e.add.impl
+    return D.user_fun(f"mad_{e.mult.name}", [("acc", t), (x, t), (y, t)], t,
+                      f"return {t}_add(acc, {m.group(1)});", lambda acc, a, b: add(acc, mult(a, b)))
+
 
 # the parameter sets offered where a size is symbolic: (tm, tn, tk, rm, rn, unroll, w) and (rm,
 # rn, wx, wy); they include every set the macros of explore/macros.py try
@@ -85,7 +156,7 @@ BLOCKS = ((8, 8), (4, 8), (8, 4), (2, 8), (4, 4), (2, 4), (4, 1), (1, 4), (2, 2)
 GROUPS = ((8, 8), (16, 16), (8, 4), (4, 4), (16, 8), (2, 2))
 MAX_GROUP = 256
 MIN_GROUP = 16
-WIDTHS = (4, 1)  # float4 or scalar loads and blocks
+WIDTHS = (4, 2, 1)  # vector (float4, double2) or scalar loads and blocks
 MAX_CHOICES = 8
 _NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapVec, P.Iterate)
 
@@ -94,21 +165,51 @@ _NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapV
 # matching
 
 
-def _is_user(f: Any, uf: UserFun) -> bool:
-    """f is the user function uf, or λ(x1..xn). uf(x1..xn) (its rewrite normal form; for map(mult)
-    over a zip, λp. mult(p) with one tuple parameter). The papers' float `add` and `mult`
-    themselves, not any function of that name: the rules rely on what they compute."""
+def _user_of(f: Any) -> Optional[UserFun]:
+    """The user function f is, or that λ(x1..xn). uf(x1..xn) calls (its rewrite normal form;
+    for map(mult) over a zip, λp. mult(p) with one tuple parameter)."""
     if isinstance(f, Lambda):
         b = f.body
         if not (isinstance(b, FunCall) and b.args == f.params):
-            return False
+            return None
         f = b.f
-    return f == uf
+    return f if isinstance(f, UserFun) else None
 
 
-def mm_parts(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, ArithExpr]]:
-    """(A, B, M, N, K) when the site is map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult)
-    $ zip(rowA, colB)) ∘ transpose $ B) $ A with A: [[float]_K]_M and B: [[float]_N]_K."""
+def _product(t: ScalarType, f: Any) -> Optional[UserFun]:
+    """The product of a matrix product over t: the type's own `mult` (what the vector
+    multiply-adds compute), or for complex types any one-expression product of two t into a t
+    (`multConj`, ...: the rules only regroup the sum of the products, so any product is kept;
+    its body goes into the multiply-add)."""
+    uf = _user_of(f)
+    if uf is None or t not in ELEM_WIDTHS:
+        return None
+    if uf == _funs(t).mult:
+        return uf
+    if (t.is_complex and uf.param_types == (t, t) and uf.out_type == t
+            and "acc" not in uf.param_names and uf.body.strip().startswith("return ")
+            and uf.body.count(";") == 1):
+        return uf
+    return None
+
+
+class MMParts(NamedTuple):
+    """A matrix product C = A·B found at a site: A [[t]_K]_M, B [[t]_N]_K, the element type and
+    the product (`elem`)."""
+
+    a: Expr
+    b: Expr
+    m: ArithExpr
+    n: ArithExpr
+    k: ArithExpr
+    elem: Elem
+
+
+def mm_parts(site: Site) -> Optional[MMParts]:
+    """(A, B, M, N, K, elem) when the site is map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘
+    map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A with A: [[t]_K]_M and B: [[t]_N]_K, t a
+    float, double or complex type with its `add` and a product of `_product`. Columns given as
+    rows of their own (NT: map(λcolB. …) $ Bᵀ, no transpose) are B = transpose $ Bᵀ."""
     f = site.f
     if type(f) is not P.Map or not isinstance(f.f, Lambda) or len(f.f.params) != 1:
         return None
@@ -122,34 +223,44 @@ def mm_parts(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, Ari
     if not (isinstance(cols, FunCall) and type(cols.f) is P.Map and isinstance(cols.f.f, Lambda)):
         return None
     t = cols.args[0]
-    if not (isinstance(t, FunCall) and type(t.f) is P.Transpose):
-        return None
-    b = t.args[0]
-    if any(n is row for n in walk(b)):
+    if any(n is row for n in walk(t)):
         return None
     dot = cols.f.f
     if len(dot.params) != 1:
         return None
     col = dot.params[0]
     red = dot.body
-    if not (isinstance(red, FunCall) and type(red.f) is P.Reduce and _is_user(red.f.f, FLOAT.add)):
+    a_t, c_t = site.arg_types[0], site.type_of(t)
+    if not (isinstance(a_t, ArrayType) and isinstance(a_t.elem, ArrayType)
+            and isinstance(c_t, ArrayType) and isinstance(c_t.elem, ArrayType)
+            and a_t.elem.elem in ELEM_WIDTHS and c_t.elem.elem == a_t.elem.elem):
+        return None
+    et = a_t.elem.elem
+    assert isinstance(et, ScalarType)
+    if not (isinstance(red, FunCall) and type(red.f) is P.Reduce and _user_of(red.f.f) == _funs(et).add):
         return None
     z, prods = red.args
-    if not (isinstance(z, Literal) and z.type == float32 and float(z.value) == 0.0):
+    if not (isinstance(z, Literal) and z.type == et and np.asarray(z.value) == 0):
         return None
-    if not (isinstance(prods, FunCall) and type(prods.f) is P.Map and _is_user(prods.f.f, FLOAT.mult)):
+    if not (isinstance(prods, FunCall) and type(prods.f) is P.Map):
+        return None
+    mult = _product(et, prods.f.f)
+    if mult is None:
         return None
     zp = prods.args[0]
     if not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and zp.args == (row, col)):
         return None
-    a_t, b_t = site.arg_types[0], site.type_of(b)
-    if not (isinstance(a_t, ArrayType) and isinstance(a_t.elem, ArrayType) and a_t.elem.elem == float32
-            and isinstance(b_t, ArrayType) and isinstance(b_t.elem, ArrayType)
-            and b_t.elem.elem == float32):
+    if isinstance(t, FunCall) and type(t.f) is P.Transpose:
+        b = t.args[0]
+        b_t = site.type_of(b)
+    else:  # the columns as rows (a transposed B read as stored)
+        b = FunCall(P.Transpose(), (t,))
+        b_t = ArrayType(ArrayType(et, c_t.length), c_t.elem.length)
+    if not (isinstance(b_t, ArrayType) and isinstance(b_t.elem, ArrayType)
+            and a_t.elem.length == b_t.length):
         return None
-    if a_t.elem.length != b_t.length:
-        return None
-    return site.call.args[0], b, a_t.length, b_t.elem.length, a_t.elem.length
+    return MMParts(site.call.args[0], b, a_t.length, b_t.elem.length, a_t.elem.length,
+                   Elem(et, mult))
 
 
 def _fits(n: Optional[int], d: int) -> bool:
@@ -160,36 +271,37 @@ def _fits(n: Optional[int], d: int) -> bool:
 # shared pieces of both shapes
 
 
-def _private_copy4(depth: int, w: int = 4) -> Any:
-    """toPrivate of a fully unrolled copy of a depth-dimensional array of float4 (w = 4) or
-    float (w = 1): registers."""
-    f: Any = id4 if w == 4 else FLOAT.id
+def _private_copy4(depth: int, w: int = 4, e: Elem = FLOAT32) -> Any:
+    """toPrivate of a fully unrolled copy of a depth-dimensional array of e's vectors of w
+    (float4, double2) or scalars (w = 1): registers."""
+    f: Any = e.id(w)
     for _ in range(depth):
         f = D.mapSeqUnroll(f)
     return D.toPrivate(f)
 
 
-def _block_update(acc: Any, a_cols: Any, b_rows: Any, w: int = 4) -> Any:
+def _block_update(acc: Any, a_cols: Any, b_rows: Any, w: int = 4, e: Elem = FLOAT32) -> Any:
     """acc[r][c] += Σ_kk a_cols[r][kk] · b_rows[kk][c] for a register block (all unrolled)."""
-    mad = MAD_S4 if w == 4 else MAD
+    mad = e.mad(w)
     return D.mapSeqUnroll(lambda acc_a: D.join << D.mapSeqUnroll(
         lambda acc_b: D.reduceSeqUnroll(lambda s, ab: mad(s, ab[0], ab[1]), acc_b[0])
         << D.zip(acc_a[1], acc_b[1])) << D.zip(acc_a[0], D.transpose << b_rows)) << D.zip(acc, a_cols)
 
 
-def _zeros4(shape: tuple[int, ...], w: int = 4) -> Any:
-    t: Any = D.float4 if w == 4 else float32
+def _zeros4(shape: tuple[int, ...], w: int = 4, e: Elem = FLOAT32) -> Any:
+    t: Any = e.vec(w)
     for n in reversed(shape):
         t = t[n]
-    return D.lit(np.zeros(shape + ((4,) if w == 4 else ()), np.float32), t)
+    return D.lit(np.zeros(shape + ((w,) if w > 1 else ()), e.t.dtype), t)
 
 
 # ---------------------------------------------------------------------------------------------
 # mm-local-tiles
 
 
-def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int, w: int = 4) -> bool:
-    if w not in WIDTHS or tm % rm or tn % rn or rn % w or tk % w:
+def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int, w: int = 4,
+              widths: tuple[int, ...] = (4, 1)) -> bool:
+    if w not in widths or tm % rm or tn % rn or rn % w or tk % w:
         return False
     nt = (tm // rm) * (tn // rn)
     return MIN_GROUP <= nt <= MAX_GROUP and (tm * tk // w) % nt == 0 and (tk * tn // w) % nt == 0
@@ -199,30 +311,40 @@ def _choices_tiles(site: Site) -> Options:
     parts = mm_parts(site)
     if parts is None:
         return []
-    _, _, m, n, k = parts
+    m, n, k, ws = parts.m, parts.n, parts.k, parts.elem.widths
     cm, cn, ck = const(m), const(n), const(k)
     if cm is None or cn is None or ck is None:
-        combos = [c for c in SYMBOLIC_TILES if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
+        combos = [c for c in _symbolic_tiles(ws) if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
         combos = list(dict.fromkeys(combos))
     else:
-        combos = [(tm, tn, tk, rm, rn, 1, w) for w in WIDTHS for tm in TILE_SIZES for tn in TILE_SIZES
+        combos = [(tm, tn, tk, rm, rn, 1, w) for w in ws for tm in TILE_SIZES for tn in TILE_SIZES
                   for tk in K_TILES for rm, rn in BLOCKS
-                  if _fits(cm, tm) and _fits(cn, tn) and _fits(ck, tk) and _tiles_ok(tm, tn, tk, rm, rn, w)]
+                  if _fits(cm, tm) and _fits(cn, tn) and _fits(ck, tk) and _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
         combos.sort(key=lambda c: (-c[6], -(c[0] * c[1]), -c[3] * c[4], -c[2]))
         combos = combos[:MAX_CHOICES] + [c for c in combos if c[6] == 1][:MAX_CHOICES // 2]
     return [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w}
-            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w)]
+            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
+
+
+def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """SYMBOLIC_TILES for an element type: the float4 sets at its widest vector width (double2;
+    complex numbers: scalars), the scalar sets as they are."""
+    out = [c for c in SYMBOLIC_TILES if c[6] in widths]
+    if 4 not in widths:
+        out = [c[:6] + (max(widths),) for c in SYMBOLIC_TILES if c[6] == 4] + out
+    return out
 
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
-                unroll: int = 1, w: int = 4) -> Expr:
-    """C = A·B in the CLBlast/NVIDIA shape (see the module docstring); w = 1: scalar loads and
-    register blocks instead of float4."""
-    if not _tiles_ok(tm, tn, tk, rm, rn, w):
-        raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w}")
+                unroll: int = 1, w: int = 4, e: Elem = FLOAT32) -> Expr:
+    """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
+    w = 1: scalar loads and register blocks instead of float4 (double2: w = 2)."""
+    if not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths):
+        raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
+                         f"for {e.t}")
     wy, wx = tm // rm, tn // rn
-    idw = id4 if w == 4 else FLOAT.id
-    vec: tuple[Any, ...] = (D.map(D.asVector(4)),) if w == 4 else ()
+    idw = e.id(w)
+    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 else ()
     a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(tm))
     b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(tn))), D.split(tk))
     init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
@@ -232,15 +354,15 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     # a tile (as float4) in rounds of WX·WY work-items: neighbouring work-items read neighbours
     rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
     over_k = D.reduceSeqUnroll if unroll else D.reduceSeq
-    a_cols = D.compose(D.map(D.asScalar), D.split(1)) if w == 4 else D.split(1)
+    a_cols = D.compose(D.map(D.asScalar), D.split(1)) if w > 1 else D.split(1)
 
     def thread(acc: Any, a_t: Any, b_t: Any) -> Any:
         def chunk(regs: Any, ab: Any) -> Any:
-            return D.let(_private_copy4(1, w) << ab[0], _private_copy4(2, w) << ab[1], lambda aP, bP:
-                         _block_update(regs, a_cols << aP, bP, w))
+            return D.let(_private_copy4(1, w, e) << ab[0], _private_copy4(2, w, e) << ab[1],
+                         lambda aP, bP: _block_update(regs, a_cols << aP, bP, w, e))
 
         return (D.mapSeqUnroll(D.mapSeqUnroll(idw)) << D.join
-                << over_k(chunk, _private_copy4(2, w) << acc)
+                << over_k(chunk, _private_copy4(2, w, e) << acc)
                 << D.zip(D.transpose << a_t, D.split(w) << b_t))
 
     def step(acc: Any, tiles: Any) -> Any:
@@ -252,9 +374,9 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
     out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     by_block = D.compose(D.map(D.transpose), D.transpose, D.map(D.map(D.transpose)), D.map(D.transpose))
-    scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w == 4 else ()
+    scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w > 1 else ()
     wg_rows = D.compose(*scalars, D.join, D.map(D.map(D.join)), D.map(D.transpose), by_block)
-    zeros = _zeros4((wy, wx, rm, rn // w), w)
+    zeros = _zeros4((wy, wx, rm, rn // w), w, e)
     return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.map(wg_rows)
                                   << D.mapWrg(0)(lambda b_col: out << D.join
                                                  << D.reduceSeq(step, init << zeros)
@@ -266,8 +388,7 @@ def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll
                  w: int = 4) -> Expr:
     parts = mm_parts(site)
     assert parts is not None
-    a, b = parts[0], parts[1]
-    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w)
+    return local_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem)
 
 
 MM_LOCAL_TILES = make_rule(
@@ -286,14 +407,14 @@ MM_LOCAL_TILES = make_rule(
 # the same in two steps: mm-tile-2d (algorithmic), then mm-tiles-lower
 
 
-def tiled(a: Expr, b: Expr, tm: int, tn: int, tk: int) -> Expr:
+def tiled(a: Expr, b: Expr, tm: int, tn: int, tk: int, e: Elem = FLOAT32) -> Expr:
     """C = A·B tiled, still high-level: tm×tn tiles of C (tm rows of A against tn columns of B),
     each element's dot product split into K/tk partial sums of tk products (2D tiling and the K
     loop split by tk)."""
 
     def dot(row: Any, col: Any) -> Any:
-        return (D.reduce(FLOAT.add, 0.0) << D.join
-                << D.map(lambda p: D.reduce(FLOAT.add, 0.0) << D.map(FLOAT.mult) << D.zip(p[0], p[1]))
+        return (D.reduce(e.add, e.zero()) << D.join
+                << D.map(lambda p: D.reduce(e.add, e.zero()) << D.map(e.mult) << D.zip(p[0], p[1]))
                 << D.zip(D.split(tk) << row, D.split(tk) << col))
 
     def tile(a_rows: Any, b_cols: Any) -> Any:
@@ -308,13 +429,13 @@ def _choices_tile2d(site: Site) -> Options:
     parts = mm_parts(site)
     if parts is None:
         return []
-    _, _, m, n, k = parts
+    m, n, k, ws = parts.m, parts.n, parts.k, parts.elem.widths
     cm, cn, ck = const(m), const(n), const(k)
     if cm is None or cn is None or ck is None:
-        shapes = [c[:3] for c in SYMBOLIC_TILES]
+        shapes = [c[:3] for c in _symbolic_tiles(ws)]
     else:
         shapes = [(tm, tn, tk) for tm in TILE_SIZES for tn in TILE_SIZES for tk in K_TILES
-                  if any(_tiles_ok(tm, tn, tk, rm, rn, w) for rm, rn in BLOCKS for w in WIDTHS)]
+                  if any(_tiles_ok(tm, tn, tk, rm, rn, w, ws) for rm, rn in BLOCKS for w in ws)]
         shapes.sort(key=lambda c: (-(c[0] * c[1]), -c[2]))
     shapes = [c for c in dict.fromkeys(shapes) if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
     return [{"tm": tm, "tn": tn, "tk": tk} for tm, tn, tk in shapes[:2 * MAX_CHOICES]]
@@ -323,7 +444,7 @@ def _choices_tile2d(site: Site) -> Options:
 def _build_tile2d(site: Site, tm: int, tn: int, tk: int) -> Expr:
     parts = mm_parts(site)
     assert parts is not None
-    return tiled(fresh(parts[0]), fresh(parts[1]), tm, tn, tk)
+    return tiled(fresh(parts.a), fresh(parts.b), tm, tn, tk, parts.elem)
 
 
 MM_TILE_2D = make_rule(
@@ -365,7 +486,7 @@ def _same(x: Any, y: Any, names: dict[int, Any]) -> bool:
     return bool(x == y)
 
 
-def tiled_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int]]:
+def tiled_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, Elem]]:
     """(A, B, tm, tn, tk) when the site is exactly what mm-tile-2d makes of A·B (compared up to
     parameter names with a rebuilt copy, so nothing a later rewrite changed is lowered)."""
     from liftkit.rewrite.core import normalize
@@ -396,31 +517,40 @@ def tiled_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int]]:
     tk = inner[0] if inner[0] == inner[1] else None
     if tk is None:
         return None
+    a_t = site.type_of(a)
+    et = a_t.elem.elem if isinstance(a_t, ArrayType) and isinstance(a_t.elem, ArrayType) else None
+    if not isinstance(et, ScalarType):
+        return None
+    mults = {u for n in walk(m.f.f.body) if isinstance(n, P.Map)
+             for u in [_product(et, n.f)] if u is not None}
+    if len(mults) != 1:
+        return None
+    e = Elem(et, mults.pop())
     try:
-        want = normalize(D.fun([site.type_of(a), site.type_of(b)],  # type: ignore[list-item]
-                               lambda x, y: tiled(x, y, tm, tn, tk)))
+        want = normalize(D.fun([a_t, site.type_of(b)],  # type: ignore[list-item]
+                               lambda x, y: tiled(x, y, tm, tn, tk, e)))
     except Exception:  # noqa: BLE001 - no such tiling of these arguments
         return None
     sub = {want.params[0].uid: a, want.params[1].uid: b}  # type: ignore[union-attr]
     if not _same(want.body, j, sub):  # type: ignore[union-attr]
         return None
-    return a, b, tm, tn, tk
+    return a, b, tm, tn, tk, e
 
 
 def _choices_lower(site: Site) -> Options:
     parts = tiled_parts(site)
     if parts is None:
         return []
-    _, _, tm, tn, tk = parts
-    return [{"rm": rm, "rn": rn, "w": w, "unroll": u} for u in (1, 0) for w in WIDTHS
-            for rm, rn in BLOCKS if _tiles_ok(tm, tn, tk, rm, rn, w)]
+    _, _, tm, tn, tk, e = parts
+    return [{"rm": rm, "rn": rn, "w": w, "unroll": u} for u in (1, 0) for w in e.widths
+            for rm, rn in BLOCKS if _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)]
 
 
 def _build_lower(site: Site, rm: int, rn: int, w: int = 4, unroll: int = 1) -> Expr:
     parts = tiled_parts(site)
     assert parts is not None
-    a, b, tm, tn, tk = parts
-    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w)
+    a, b, tm, tn, tk, e = parts
+    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w, e)
 
 
 MM_TILES_LOWER = make_rule(
@@ -437,50 +567,57 @@ MM_TILES_LOWER = make_rule(
 # mm-private-blocks
 
 
-def _blocks_ok(rm: int, rn: int, wx: int, wy: int) -> bool:
-    return rn % 4 == 0 and wx * wy <= MAX_GROUP
+def _blocks_ok(rm: int, rn: int, wx: int, wy: int, w: int = 4) -> bool:
+    return rn % w == 0 and wx * wy <= MAX_GROUP
 
 
 def _choices_blocks(site: Site) -> Options:
     parts = mm_parts(site)
     if parts is None:
         return []
-    _, _, m, n, k = parts
+    m, n, k, w = parts.m, parts.n, parts.k, max(parts.elem.widths)
     cm, cn, ck = const(m), const(n), const(k)
-    if not _fits(ck, 4):
+    if not _fits(ck, w):
         return []
     if cm is None or cn is None:
         combos = [c for c in SYMBOLIC_BLOCKS if _fits(cm, c[3] * c[0]) and _fits(cn, c[2] * c[1])]
     else:
         combos = [(rm, rn, wx, wy) for rm, rn in BLOCKS for wx, wy in GROUPS
-                  if _fits(cm, wy * rm) and _fits(cn, wx * rn) and _blocks_ok(rm, rn, wx, wy)]
+                  if _fits(cm, wy * rm) and _fits(cn, wx * rn) and _blocks_ok(rm, rn, wx, wy, w)]
         combos.sort(key=lambda c: (-(c[0] * c[1]), -(c[2] * c[3])))
         combos = combos[:MAX_CHOICES]
     return [{"rm": rm, "rn": rn, "wx": wx, "wy": wy} for rm, rn, wx, wy in combos
-            if _blocks_ok(rm, rn, wx, wy)]
+            if _blocks_ok(rm, rn, wx, wy, w)]
 
 
-def private_blocks(a: Expr, b: Expr, rm: int, rn: int, wx: int, wy: int) -> Expr:
-    """C = A·B in the CLBlast/AMD shape (see the module docstring)."""
-    if not _blocks_ok(rm, rn, wx, wy):
-        raise ValueError(f"inconsistent blocks rm={rm} rn={rn} wx={wx} wy={wy}")
+def private_blocks(a: Expr, b: Expr, rm: int, rn: int, wx: int, wy: int, e: Elem = FLOAT32) -> Expr:
+    """C = A·B in the CLBlast/AMD shape (see the module docstring), with vectors of e's widest
+    width (float4, double2; complex numbers: scalars)."""
+    w = max(e.widths)
+    if not _blocks_ok(rm, rn, wx, wy, w):
+        raise ValueError(f"inconsistent blocks rm={rm} rn={rn} wx={wx} wy={wy} for {e.t}")
+    as_vec = D.asVector(w) if w > 1 else D.split(1)
 
     def thread(a_blk: Any, b_blk: Any) -> Any:
-        # a_blk: [[float]_K]_RM, b_blk: [[float4]_K]_(RN/4)
-        a_steps = D.transpose << D.map(D.asVector(4)) << a_blk  # [[float4]_RM]_(K/4)
-        b_steps = D.transpose << D.map(D.split(4)) << b_blk  # [[[float4]_4]_(RN/4)]_(K/4)
+        # a_blk: [[t]_K]_RM, b_blk: [[tw]_K]_(RN/w)
+        a_steps = D.transpose << D.map(as_vec) << a_blk  # [[tw]_RM]_(K/w) ([[[t]_1]_RM]_K)
+        b_steps = D.transpose << D.map(D.split(w)) << b_blk  # [[[tw]_w]_(RN/w)]_(K/w)
 
         def step(acc: Any, ab: Any) -> Any:
-            return D.let(_private_copy4(1) << ab[0], _private_copy4(2) << ab[1], lambda aP, bP:
-                         _block_update(acc, D.map(D.asScalar) << D.split(1) << aP, D.transpose << bP))
+            a_cols = (lambda aP: D.map(D.asScalar) << D.split(1) << aP) if w > 1 else (lambda aP: aP)
+            return D.let(_private_copy4(1 if w > 1 else 2, w, e) << ab[0],
+                         _private_copy4(2, w, e) << ab[1], lambda aP, bP:
+                         _block_update(acc, a_cols(aP), D.transpose << bP, w, e))
 
-        return (D.toGlobal(_private_copy4(2)) << D.join
-                << D.reduceSeq(step, _private_copy4(2) << _zeros4((rm, rn // 4)))
+        return (D.toGlobal(_private_copy4(2, w, e)) << D.join
+                << D.reduceSeq(step, _private_copy4(2, w, e) << _zeros4((rm, rn // w), w, e))
                 << D.zip(a_steps, b_steps))
 
-    b_tiles = D.compose(D.map(D.compose(D.transpose, D.split(wx))), D.split(wx * rn // 4),
-                        D.transpose, D.map(D.asVector(4)))
-    wg_rows = D.compose(D.join, D.map(D.compose(D.map(D.asScalar), D.map(D.join), D.map(D.transpose),
+    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 else ()
+    b_tiles = D.compose(D.map(D.compose(D.transpose, D.split(wx))), D.split(wx * rn // w),
+                        D.transpose, *vec)
+    scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w > 1 else ()
+    wg_rows = D.compose(D.join, D.map(D.compose(*scalars, D.map(D.join), D.map(D.transpose),
                                                 D.transpose)))
     return (D.join << D.mapWrg(1)(lambda a_rows: D.map(D.join) << D.transpose << D.map(wg_rows)
                                   << D.mapWrg(0)(lambda b_cols: D.mapLcl(1)(lambda a_blk: D.mapLcl(0)(
@@ -492,7 +629,7 @@ def private_blocks(a: Expr, b: Expr, rm: int, rn: int, wx: int, wy: int) -> Expr
 def _build_blocks(site: Site, rm: int, rn: int, wx: int, wy: int) -> Expr:
     parts = mm_parts(site)
     assert parts is not None
-    return private_blocks(fresh(parts[0]), fresh(parts[1]), rm, rn, wx, wy)
+    return private_blocks(fresh(parts.a), fresh(parts.b), rm, rn, wx, wy, parts.elem)
 
 
 MM_PRIVATE_BLOCKS = make_rule(
