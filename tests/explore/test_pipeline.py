@@ -3,6 +3,7 @@ the driver, the same candidates in the same order whatever the number of workers
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -179,3 +180,39 @@ def test_numeric_parameters_tuned_by_tpe_and_by_random_sampling(worker: Any, tmp
         # the first trial is the derivation as found: tuning never reports worse than it
         assert t["best_ms"] is not None and t["best_ms"] <= res.best.time * 1e3 + 1e-12  # type: ignore[union-attr]
     assert len(db.searches(res.key)) == 3
+
+
+def test_an_interrupted_search_resumes_without_losing_or_rerunning_candidates(
+        worker: Any, tmp_path: Path) -> None:
+    want, _ = _run(worker, 0)
+    db = TuningDB(tmp_path / "t.sqlite")
+    timed: list[int] = []
+
+    def interrupted(compiled: Any) -> float:
+        timed.append(1)
+        if len(timed) == 4:
+            raise KeyboardInterrupt  # the user's Ctrl-C (or a killed machine) mid-search
+        return _fake_time(compiled)
+
+    problem = asum_problem(1 << 12)
+    with pytest.raises(KeyboardInterrupt):
+        search(problem, space(), Evaluator(problem, worker, EvalSettings(repeat=1), measure=interrupted),
+               SETTINGS, db, pipeline=Pipeline(PipelineSettings(workers=2)))
+    (info,) = db.searches(want.key)
+    kept = db.candidates(want.key, info.search_id)
+    assert len(kept) >= 3 and not db.is_finished(info.search_id)
+    from liftkit.cli.explore import _previous
+
+    same = argparse.Namespace(seed=SETTINGS.seed, budget=SETTINGS.budget, walks=SETTINGS.walks,
+                              choices=SETTINGS.max_choices, seconds=None)
+    assert _previous(db, want.key, same, "test") == (info.search_id, False)  # tune-suite resumes it
+
+    timed.clear()
+    ev = Evaluator(problem, worker, EvalSettings(repeat=1), measure=lambda c: timed.append(1) or _fake_time(c))
+    got = search(problem, space(), ev, SETTINGS, db, pipeline=Pipeline(PipelineSettings(workers=2)),
+                 resume=info.search_id)
+    assert _trace(got) == _trace(want) and db.is_finished(info.search_id)
+    assert [r.created for r in got.records[:len(kept)]] == [r.created for r in kept]
+    assert len(timed) <= sum(1 for r in want.records[len(kept):] if r.ok)  # the kept ones not re-timed
+    assert len(db.candidates(want.key, info.search_id)) == len(got.records)
+    assert _previous(db, want.key, same, "test") == (info.search_id, True)  # and then skips it

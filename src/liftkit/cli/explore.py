@@ -281,6 +281,83 @@ def tune_best(args: argparse.Namespace, problem: Any, space: Any, runner: Any, d
             for sampler in ("tpe", "random")]
 
 
+def configure_tune_suite_parser(p: argparse.ArgumentParser) -> None:
+    """`liftkit tune-suite PROGRAMS... --devices ...`: the explore arguments for many programs."""
+    configure_explore_parser(p)
+    for action in p._actions:  # the one PROGRAM becomes PROGRAMS...
+        if action.dest == "program":
+            action.nargs = "+"
+            action.metavar = "PROGRAMS"
+    p.add_argument("--devices", nargs="+", metavar="SPEC", default=None,
+                   help="devices to tune for (default: the default device)")
+
+
+def cmd_tune_suite(args: argparse.Namespace, out: TextIO) -> int:
+    """Tune every program for every device, one search each, recorded in one tuning
+    database. A search already finished with the same settings is not run again; one that was
+    interrupted is resumed: its finished candidates are taken from the database, the search
+    goes on from there (the same seed draws the same candidates)."""
+    from liftkit.explore import load_rule_space, make_problem
+
+    if args.seeds != 1 or args.tune_trials or args.report or args.plot:
+        raise CliError("tune-suite runs one search per program and device: --seeds, "
+                       "--tune-trials, --report and --plot belong to `liftkit explore`")
+    if args.ray is not None:
+        from liftkit.explore.distributed import require_ray
+
+        require_ray()
+    space = load_rule_space(args.rules)
+    db = open_tuning_db(args.db, create=True)
+    sizes = _sizes(args.sizes)
+    problems = []
+    for name in args.program:
+        res = resolve(name)
+        mine = {k: v for k, v in sizes.items() if k in _names(res)}
+        problem = make_problem(res.spec if res.spec is not None else res.program, mine, res.name)
+        _check_sizes(res, problem.sizes)
+        _check_inputs(res, problem, args.seed)
+        problems.append(problem)
+    progress = not args.quiet and sys.stderr.isatty()
+    failed = 0
+    for device in args.devices or [args.device]:
+        dev_args = argparse.Namespace(**(vars(args) | {"device": device}))
+        with _runner(dev_args) as runner, _db_errors(db):
+            for problem in problems:
+                key = problem.key(str(runner.device.fingerprint))
+                sid, done = _previous(db, key, args, space.name)
+                if done:
+                    print(f"{problem.name} on {runner.device.label}: done before (search "
+                          f"{sid[:12]})", file=out)
+                    continue
+                before = len(db.candidates(key, sid)) if sid else 0
+                r = run_search(dev_args, problem, space, runner, db, args.seed, progress, sid)
+                kept = f" (resumed: {before} candidates kept)" if sid else ""
+                best = f"best {r.best.time * 1e3:.4g} ms" if r.best else "nothing valid"
+                failed += r.best is None
+                print(f"{problem.name} on {runner.device.label}: {len(r.records)} candidates in "
+                      f"{r.elapsed:.1f} s{kept}, {best}; stopped: {r.stop_reason}", file=out)
+    print(f"database: {db.path}", file=out)
+    if failed:
+        raise CliError(f"{failed} search(es) found no valid candidate")
+    return 0
+
+
+def _names(res: Resolved) -> set[str]:
+    from liftkit.explore.problem import size_names
+
+    return set(size_names(res.program))
+
+
+def _previous(db: Any, key: str, args: argparse.Namespace, rules: str) -> tuple[Optional[str], bool]:
+    """The last search of `key` with these settings: (its id, whether it finished)."""
+    want = {"seed": args.seed, "budget": args.budget, "walks": args.walks,
+            "max_choices": args.choices, "rules": rules, "seconds": args.seconds}
+    for info in reversed(db.searches(key)):
+        if all(info.settings.get(k) == v for k, v in want.items()):
+            return info.search_id, db.is_finished(info.search_id)
+    return None, False
+
+
 def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: str) -> list[Path]:
     """derivation.json (steps as Choices, replayable from the high-level program), program.lift
     (the low-level program, readable by `liftkit.ir.parser`) and kernel.cl (kernel.cu on CUDA)."""

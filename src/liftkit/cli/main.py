@@ -132,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     from liftkit.cli.explore import configure_explore_parser
 
     configure_explore_parser(p)
+    p = add("tune-suite", "tune many programs for many devices in one tuning database; "
+                          "resumes an interrupted run")
+    from liftkit.cli.explore import configure_tune_suite_parser
+
+    configure_tune_suite_parser(p)
     p = add("bench", "benchmark the seeds' programs against cuBLAS/CuPy/NumPy, with the "
                      "ceilings measured in the same run (docs/benchmarks.md)")
     from liftkit.cli.bench import configure_bench_parser
@@ -306,6 +311,12 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     return run_explore(args, out)
 
 
+def cmd_tune_suite(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.cli.explore import cmd_tune_suite as run_tune_suite
+
+    return run_tune_suite(args, out)
+
+
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.cli.bench import cmd_bench as run_bench
 
@@ -320,7 +331,7 @@ def cmd_blas(args: argparse.Namespace, out: TextIO) -> int:
 
 COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run,
                             "compile": cmd_compile, "explore": cmd_explore, "bench": cmd_bench,
-                            "blas": cmd_blas}
+                            "blas": cmd_blas, "tune-suite": cmd_tune_suite}
 
 
 # ---------------------------------------------------------------------------------------------
