@@ -153,3 +153,14 @@ def test_a_field_of_global_structs_is_read_lane_by_lane(runner: OpenCLRunner) ->
                                   _vector_accumulator(2, seq_out=mapSeq)])
 def test_cuda_spelling_compiles(prog) -> None:
     _cuda_compiles(prog)
+
+
+def test_the_default_window_covers_vectors_in_registers() -> None:
+    """The random-program generator produces both shapes (every one of them failed to build
+    before the fix) in its default window."""
+    from liftkit.testing.random_programs import generate
+
+    descriptions = [generate(seed).description for seed in range(20240, 20440)]
+    reads = sum("registers-as-vectors" in d for d in descriptions)
+    sums = sum("vector-sums-in-registers" in d for d in descriptions)
+    assert reads >= 2 and sums >= 2, (reads, sums)

@@ -88,6 +88,8 @@ class Parts:
             self.S, self.F = float64, scalar_funs(float64)
         # 16-wide vectors (the rules' widest, VECTOR_WIDTHS) from a stream of their own too
         self.wide = random.Random(seed * 104729 + attempt)
+        # private arrays in registers read or accumulated as vectors: their own stream as well
+        self.regs = random.Random(seed * 15485863 + attempt)
 
     # -- helpers ---------------------------------------------------------------------------------
     def pick(self, options: Sequence[tuple[float, Callable[[], Any]]]) -> Any:
@@ -376,6 +378,38 @@ class Parts:
             self.note(f"seq:iterate{m}")
             return Fn(f, ArrayType(S, cst(n // 2 ** m)), b * 2 ** m) if self.ok(b * 2 ** m) else None
 
+        def vector_registers() -> Optional[Fn]:
+            """A private array kept in registers (every index constant) read as vectors, or a
+            block of sums in registers that vectorised adds update (the rules' register blocks:
+            their vloads/vstores once named an array that had turned into scalars)."""
+            ws = [w for w in (2, 4, 8, 16) if n % w == 0 and n // w <= 8]
+            if not (small and isinstance(elem, ScalarType) and elem == S and ws):
+                return None
+            w = self.regs.choice(ws)
+            if self.regs.random() < 0.5:
+                g = self.unary(b)
+                v = self.vector_fun(VectorType(S, w), g.bound)
+                self.note(f"registers-as-vectors{w}")
+                return Fn(D.compose(D.asScalar, D.mapSeqUnroll(v.f), D.asVector(w),
+                                    D.toPrivate(D.mapSeqUnroll(g.f))), t, v.bound)
+            k = 2 * w if n % (2 * w) == 0 else w
+            op = self.regs.choice([self.F.add, self.F.max, self.F.min])
+            nb = b * (n // k) if op is self.F.add else b
+            if not self.ok(nb):
+                return None
+            vop = op.vectorize(w)
+            zeros = lit(np.zeros(k, S.dtype), ArrayType(S, cst(k)))
+            step = D.fn(lambda acc, x: D.asScalar << D.mapSeqUnroll(vop)
+                        << D.zip(D.asVector(w) << acc, D.asVector(w) << x))
+            self.note(f"vector-sums-in-registers{w}")
+            return Fn(D.compose(D.mapSeqUnroll(self.F.id), D.join,
+                                D.reduceSeq(step, D.toPrivate(D.mapSeqUnroll(self.F.id)) << zeros),
+                                D.split(k)), ArrayType(S, cst(k)), nb)
+
+        if self.regs.random() < 0.15:
+            regs = vector_registers()
+            if regs is not None:
+                return regs
         out = self.pick([(4, map_seq), (3, lambda: map_seq(True)), (4, reduce), (3, lambda: reduce(True)),
                          (1, lambda: reduce(post=True)), (3, private_then_reduce), (1, permuted),
                          (1, chunks), (2, stencil), (1, let_neighbours), (2, tree)])
