@@ -164,3 +164,14 @@ def test_bench_derived_column(tiny: tuple[Path, Path, OpenCLRunner],
     d = result.entries[0].derived
     assert d is not None and d.status == "wrong" and d.seconds is None and not d.runs
     assert result.summary["derived_wrong"] == ["scal"] and "**WRONG**" in markdown(result)
+
+
+@needs_cpu
+def test_bench_without_the_derived_column() -> None:
+    from liftkit.bench.harness import BenchConfig, run_bench
+    from liftkit.bench.report import markdown
+
+    result = run_bench(BenchConfig(device="cpu", size_set="tiny", repeat=3, programs=["nn"],
+                                   derived=False), log=lambda _m: None)
+    assert result.entries[0].status == "ok" and result.entries[0].derived is None
+    assert "## Derived" not in markdown(result)
