@@ -16,6 +16,7 @@ _INVALID_STYLE = {  # validity -> (marker, colour)
     "compile-error": ("s", "tab:purple"),
     "runtime-error": ("^", "tab:orange"),
     "filtered": ("|", "tab:gray"),
+    "skipped": ("v", "tab:olive"),  # its lower bound could not beat the best (not timed)
 }
 
 
