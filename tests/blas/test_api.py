@@ -99,22 +99,27 @@ def test_complex_pyopencl_arrays_in_place_and_conjugate_transposes(session: Sess
     assert s.dtype == np.float32
 
 
-def test_untuned_sgemm_takes_the_tiles_where_they_fit(session: Session) -> None:
+def test_untuned_gemm_takes_the_tiles_where_they_fit(session: Session) -> None:
     from liftkit.blas.codelets import DEFAULT_TILES
 
     big = {"M": 256, "N": 192, "K": 320}
-    assert session.choose(Kind("mm", "float32", "NN"), big) == DEFAULT_TILES["cpu"]
-    assert session.choose(Kind("mm", "float32", "TN"), big) == DEFAULT_TILES["cpu"]
-    # the tiles do not derive NT or float64; small or odd sizes would pad too much
-    assert session.choose(Kind("mm", "float32", "NT"), big).codelet == "glb"
-    assert session.choose(Kind("mm", "float64", "NN"), big).codelet == "glb"
+    for dt in ("float32", "float64", "complex64", "complex128"):
+        for lay in ("NN", "NT", "TN") + (("CN", "NR") if dt.startswith("complex") else ()):
+            assert session.choose(Kind("mm", dt, lay), big) == DEFAULT_TILES["cpu"][dt], (dt, lay)
+    # small or odd sizes would pad too much
     assert session.choose(Kind("mm", "float32", "NN"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
+    assert session.choose(Kind("mm", "float64", "NT"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
     assert session.choose(Kind("gemv", "float64", "N"), {"M": 100, "N": 256}) == \
         Variant.of("group-rows", L=32, w=1)
     assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 256}).codelet == "glb"
     A, B = _f32(256, 320), _f32(320, 192)
     np.testing.assert_allclose(session.gemm(A, B).result(), A.astype(np.float64) @ B,
                                rtol=1e-4, atol=1e-4)
+    Z = (A + 1j * A[::-1]).astype(np.complex128)
+    W = (B - 2j * B[::-1]).astype(np.complex128)
+    np.testing.assert_allclose(session.gemm(Z, W).result(), Z @ W, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(session.gemm(Z.conj().T.copy(), W, trans_a="C").result(), Z @ W,
+                               rtol=1e-10, atol=1e-9)
 
 
 def test_complex_numbers_have_no_vector_codelets(session: Session) -> None:

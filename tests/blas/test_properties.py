@@ -27,6 +27,19 @@ PADDED = {  # op -> variant ranked first in the "padded" session
 # float32 GEMMs: the tiled derivations (rules/mm.py), padded to their tiles at every size
 PADDED_SGEMM = {("mm", "NN"): Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4),
                 ("mm", "TN"): Variant.of("blocks", rm=4, rn=8, wx=8, wy=8)}
+# the other dtypes' GEMMs on the tiled derivations too (double2 or scalar blocks; complex
+# numbers scalars), every layout (conjugating complex kernels take their plain layout's entry)
+PADDED_GEMM = {
+    "float64": {("mm", "NN"): Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4),
+                ("mm", "NT"): Variant.of("blocks", rm=4, rn=4, wx=8, wy=8),
+                ("mm", "TN"): Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)},
+    "complex64": {("mm", "NN"): Variant.of("tiles", tm=16, tn=16, tk=16, rm=1, rn=1),
+                  ("mm", "NT"): Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1),
+                  ("mm", "TN"): Variant.of("blocks", rm=2, rn=8, wx=4, wy=8)},
+    "complex128": {("mm", "NN"): Variant.of("blocks", rm=4, rn=4, wx=8, wy=8),
+                   ("mm", "NT"): Variant.of("tiles", tm=16, tn=16, tk=16, rm=1, rn=1),
+                   ("mm", "TN"): Variant.of("tiles", tm=32, tn=32, tk=16, rm=2, rn=2)},
+}
 # complex numbers have no vector forms: padded derivations of vector width 1
 PADDED_COMPLEX = {
     ("gemv", "N"): Variant.of("group-rows", L=16, w=1),
@@ -55,6 +68,9 @@ def padded_session(dev_session: Session) -> Session:
              for cls in ("small", "medium", "large"))
     prof.add(Entry(Kind(op, "float32", lay), cls, {"N": 1}, v, 1.0, 1e9)
              for (op, lay), v in PADDED_SGEMM.items() for cls in ("small", "medium", "large"))
+    prof.add(Entry(Kind(op, dt, lay), cls, {"N": 1}, v, 1.0, 1e9)
+             for dt, table in PADDED_GEMM.items() for (op, lay), v in table.items()
+             for cls in ("small", "medium", "large"))
     # padding may add any amount here: the point is to run the padded paths
     import liftkit.blas.profile as pm
 
@@ -155,6 +171,29 @@ def test_sgemm_tiled_at_any_size(padded_session: Session) -> None:
         want = -0.5 * _op(A, ta) @ _op(B, tb) + 0.25 * _wide(C0)
         _check(failures, f"case {case}: {m}x{n}x{k} ta={ta} tb={tb} orders={oa}{ob}{oc}", got,
                want, **_tol(np.float32, k))
+    assert not failures, "\n".join(failures)
+
+
+def test_gemm_tiled_other_dtypes_at_any_size(padded_session: Session) -> None:
+    """45 random float64, complex64 and complex128 GEMMs on the tiled derivations (local-memory
+    tiles or register blocks, double2 or scalar), every op flag (N, T, C), sizes 1…80 padded to
+    the tiles."""
+    rng = np.random.default_rng(7)
+    failures: list[str] = []
+    for case in range(45):
+        dt = (np.float64, np.complex64, np.complex128)[case % 3]
+        ta, tb = _flag(rng), _flag(rng)
+        oa, ob, oc = (str(rng.choice(["C", "F"])) for _ in range(3))
+        m, n, k = (int(rng.integers(1, 81)) for _ in range(3))
+        A = _mat(rng, (m, k) if ta in (False, "N") else (k, m), dt, oa)
+        B = _mat(rng, (k, n) if tb in (False, "N") else (n, k), dt, ob)
+        C0 = _mat(rng, (m, n), dt, oc)
+        alpha, beta = _scalar(rng, dt, [1.0, -0.5]), _scalar(rng, dt, [0.0, 0.25])
+        got = padded_session.gemm(A, B, C0.copy(order=oc), alpha=alpha, beta=beta, trans_a=ta,
+                                  trans_b=tb).result()
+        want = alpha * _op(A, ta) @ _op(B, tb) + beta * _wide(C0)
+        _check(failures, f"case {case}: {dt.__name__} {m}x{n}x{k} ta={ta} tb={tb} "
+               f"orders={oa}{ob}{oc}", got, want, **_tol(dt, k))
     assert not failures, "\n".join(failures)
 
 

@@ -124,9 +124,15 @@ def _reduce_gpu(kind: Kind, n: int, L: int) -> Strategy:
     return rule(mc.GPU_REDUCTION, n=n, L=L)
 
 
-def _mm_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1
-              ) -> Strategy:
-    return rule(mc.MM_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll)
+# the vector width of the tiles' loads and register blocks where a variant names none: the
+# element type's widest (complex numbers have no OpenCL vectors)
+MM_WIDTH = {"float32": 4, "float64": 2, "complex64": 1, "complex128": 1}
+
+
+def _mm_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
+              w: Optional[int] = None) -> Strategy:
+    return rule(mc.MM_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll,
+                w=MM_WIDTH[kind.dtype] if w is None else w)
 
 
 def _mm_blocks(kind: Kind, rm: int, rn: int, wx: int, wy: int) -> Strategy:
@@ -166,24 +172,28 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                           else rule(mc.CPU_ROWS, w=1)),
             lambda dev: [{}]),
     Codelet("tiles", ("mm",), "tm×tn tiles of C per work-group, A and B tiles of depth tk in "
-            "local memory, rm×rn float4 register blocks per work-item (the mm-tiles macro, "
-            "rules/mm.py; float32, layouts NN and TN)",
+            "local memory, rm×rn register blocks per work-item of vectors of w (default: float4, "
+            "double2, complex scalars; the mm-tiles macro, rules/mm.py; every dtype and layout)",
             _mm_tiles,
             lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn"), p)) for p in (
                 ((64, 64, 16, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8), (64, 64, 32, 8, 8))
                 if dev == "gpu" else
-                ((64, 64, 16, 8, 8), (32, 32, 16, 4, 4), (64, 64, 32, 8, 8), (64, 64, 16, 4, 8)))],
-            lambda kind, tm, tn, tk, rm, rn, unroll=1: _tiled_multiples(
-                kind, Variant.of("tiles", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn),
+                ((64, 64, 16, 8, 8), (32, 32, 16, 4, 4), (64, 64, 32, 8, 8), (64, 64, 16, 4, 8)))]
+            # scalar blocks (every dtype; the CPU's fastest for double and complex, docs/blas.md)
+            + [dict(zip(("tm", "tn", "tk", "rm", "rn", "w"), p)) for p in (
+                (32, 32, 16, 4, 1, 1), (32, 32, 16, 2, 2, 1), (16, 16, 16, 1, 1, 1))],
+            lambda kind, tm, tn, tk, rm, rn, unroll=1, **w: _tiled_multiples(
+                kind, Variant.of("tiles", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, **w),
                 {"M": tm, "N": tn, "K": tk})),
-    Codelet("blocks", ("mm",), "wx×wy work-items per group, each an rm×rn float4 register block "
-            "of C, no local memory (the mm-blocks macro, rules/mm.py; float32, NN and TN)",
+    Codelet("blocks", ("mm",), "wx×wy work-items per group, each an rm×rn register block of C "
+            "(float4, double2, complex scalars), no local memory (the mm-blocks macro, "
+            "rules/mm.py; every dtype and layout)",
             _mm_blocks,
             lambda dev: [{"rm": rm, "rn": rn, "wx": wx, "wy": wy}
                          for rm, rn, wx, wy in ((4, 4, 8, 8), (8, 8, 8, 8), (4, 8, 8, 8))],
             lambda kind, rm, rn, wx, wy: _tiled_multiples(
                 kind, Variant.of("blocks", rm=rm, rn=rn, wx=wx, wy=wy),
-                {"M": rm * wy, "N": rn * wx, "K": 4})),
+                {"M": rm * wy, "N": rn * wx, "K": MM_WIDTH[kind.dtype]})),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
@@ -272,9 +282,13 @@ def space(kind: Kind, device_kind: str) -> list[Variant]:
 
 
 # untuned GEMMs large enough for tiles: the tiled derivation measured fastest on the CPU
-# device (docs/blas.md); GPUs keep `glb` until tuned (the tiles were not run there through
-# liftkit.blas yet)
-DEFAULT_TILES = {"cpu": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8)}
+# device per element type (docs/blas.md: float32's float4 blocks; for double and complex, scalar
+# 4×1 register blocks, which Intel's CPU compiler vectorises across work-items); GPUs keep `glb`
+# until tuned (the tiles were not run there through liftkit.blas yet)
+_CPU_SCALAR_TILES = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
+DEFAULT_TILES: dict[str, dict[str, Variant]] = {"cpu": {
+    "float32": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8),
+    "float64": _CPU_SCALAR_TILES, "complex64": _CPU_SCALAR_TILES, "complex128": _CPU_SCALAR_TILES}}
 # untuned GEMVs reading A's rows: a work-group of 32 per row (the CPU device, docs/blas.md:
 # 2.3x the one-work-item-per-row derivation at 1024, whose reads stride across SIMD lanes)
 DEFAULT_ROWS = {"cpu": Variant.of("group-rows", L=32, w=1)}
@@ -285,7 +299,7 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
                     sizes: Optional[Mapping[str, int]] = None) -> Variant:
     """The derivation used when no profile says better: correct for any size (with `sizes`,
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
-    better = (DEFAULT_TILES.get(device_kind) if kind.op == "mm" else
+    better = (DEFAULT_TILES.get(device_kind, {}).get(kind.dtype) if kind.op == "mm" else
               DEFAULT_ROWS.get(device_kind) if kind.op == "gemv" and kind.layout in "NR" else None)
     if better is not None and sizes is not None:
         mult = _multiples_if_derives(kind, better)
