@@ -35,3 +35,14 @@ def may_subtract(f: FunDecl) -> bool:
     """Whether a reduction with function `f` may compile to a subtraction: a `-` in some user
     function `f` calls (conservative: a minus in an exponent or an index also counts)."""
     return any(isinstance(n, UserFun) and "-" in n.body for n in walk(f))
+
+
+def affects(program: FunDecl, names: frozenset[str]) -> bool:
+    """Whether compiling `program` with the quirks `names` changes its kernels: a runner
+    recompiles only then (and a hand-written kernel, whose program is only its specification,
+    is never recompiled for a quirk that does not touch it)."""
+    from liftkit.ir import patterns as P
+
+    if SERIAL_SUB_REDUCTIONS not in names:
+        return False
+    return any(isinstance(n, P.AbstractReduce) and may_subtract(n.f) for n in walk(program))

@@ -8,6 +8,7 @@ device's work-group and local-memory limits, buffers and profiling events.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -25,9 +26,12 @@ from liftkit.backends.pipeline import (  # noqa: F401 - re-exported: the runner'
 )
 from liftkit.codegen.constraints import divisibility_checks  # noqa: F401 - re-exported
 from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel
+from liftkit.codegen.quirks import affects
+from liftkit.codegen.views import CodegenError
 from liftkit.ir.nodes import Lambda
 
 
+_log = logging.getLogger(__name__)
 _QUIRK_CACHE_SIZE = 64  # programs recompiled for a device's quirks, kept per runner
 
 
@@ -61,15 +65,22 @@ class OpenCLRunner(HostPipeline):
         known-answer kernels, `quirks.py`): its defects must never give a wrong answer."""
         compiled = in_dialect(compiled, "opencl")
         quirks = compiler_quirks(self.device)
-        if quirks <= compiled.options.quirks:
+        if quirks <= compiled.options.quirks or not affects(compiled.program, quirks):
             return compiled
         hit = self._with_quirks.get(id(compiled))
         if hit is not None and hit[0] is compiled:
             return hit[1]
         from liftkit.codegen.compiler import compile_program
 
-        fixed = compile_program(compiled.program,
-                                replace(compiled.options, quirks=compiled.options.quirks | quirks))
+        try:
+            fixed = compile_program(compiled.program,
+                                    replace(compiled.options, quirks=compiled.options.quirks | quirks))
+        except CodegenError:
+            # a hand-written kernel: its program is a high-level specification, not its source
+            _log.warning("%s: the device's compiler has known defects (%s); the hand-written "
+                         "kernels of this program are run as written", self.device.label,
+                         ", ".join(sorted(quirks)))
+            fixed = compiled
         if len(self._with_quirks) >= _QUIRK_CACHE_SIZE:
             self._with_quirks.pop(next(iter(self._with_quirks)))
         self._with_quirks[id(compiled)] = (compiled, fixed)  # holds compiled: its id stays unique
