@@ -241,7 +241,8 @@ def make_pipeline(args: argparse.Namespace, problem: Any, runner: Any, db: Any) 
         address = args.ray
 
         def factory(search: Any) -> Any:
-            return RayEngine(search, address, args.device, args.backend, args.timeout)
+            return RayEngine(search, address, args.device, args.backend, args.timeout,
+                             args.workers or None)
 
     return Pipeline(PipelineSettings(workers=workers, dedup=not args.no_dedup, bound=bound), factory)
 

@@ -166,15 +166,21 @@ class HostStages:
         return self._walker
 
     def child(self, prefix: tuple[Choice, ...]) -> Lambda:
-        """The program a derivation prefix leads to (replayed, the last few kept)."""
-        key = repr(prefix)
-        hit = self._children.get(key)
-        if hit is None:
-            hit = self.space.replay(self.problem.program, prefix)
-            self._children[key] = hit
-            while len(self._children) > 8:
-                self._children.popitem(last=False)
-        return hit
+        """The program a derivation prefix leads to: replayed from the longest prefix of it
+        replayed before (the search's fixed steps grow a step at a time, so a worker applies
+        little more than the choice's own steps), every program on the way kept (the last 64)."""
+        keys = [repr(prefix[:k]) for k in range(len(prefix) + 1)]
+        start = next((k for k in range(len(prefix), 0, -1) if keys[k] in self._children), 0)
+        program = (self._children[keys[start]] if start
+                   else self.space.prepare(self.problem.program))
+        for k in range(start, len(prefix)):
+            program = self.space.apply(program, prefix[k])
+            self._children[keys[k + 1]] = program
+        if start:
+            self._children.move_to_end(keys[start])
+        while len(self._children) > 64:
+            self._children.popitem(last=False)
+        return program
 
     def run(self, job: Job) -> Outcome:
         t0 = time.perf_counter()
