@@ -328,9 +328,13 @@ class ProcessEngine:
             futures[k] = pool.submit(_run_job, jobs[k])
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the workers now: jobs still running when the search ends (its budget spent in
+        the middle of a step) are not waited for."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            for proc in list((pool._processes or {}).values()):  # type: ignore[attr-defined]
+                proc.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------------
