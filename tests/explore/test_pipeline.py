@@ -216,3 +216,18 @@ def test_an_interrupted_search_resumes_without_losing_or_rerunning_candidates(
     assert len(timed) <= sum(1 for r in want.records[len(kept):] if r.ok)  # the kept ones not re-timed
     assert len(db.candidates(want.key, info.search_id)) == len(got.records)
     assert _previous(db, want.key, same, "test") == (info.search_id, True)  # and then skips it
+
+
+def test_a_runner_the_workers_cannot_clone_checks_and_times_in_the_search_process(worker: Any) -> None:
+    """As with CUDA in the search's process: the workers derive and generate, the search's
+    process builds, checks and times; the candidates are the same."""
+    from liftkit.backends.opencl import KernelCache, OpenCLRunner
+
+    plain, _ = _run(worker, 0)
+    problem = asum_problem(1 << 12)
+    ev = Evaluator(problem, OpenCLRunner("cpu", KernelCache(disk=False)), EvalSettings(repeat=1),
+                   measure=_fake_time)
+    got = search(problem, space(), ev, SETTINGS, pipeline=Pipeline(PipelineSettings(workers=2)))
+    assert _trace(got) == _trace(plain)
+    assert all("check" in r.params["stages"] for r in got.records
+               if r.validity in ("ok", "wrong-result") and "check_sizes" in r.params)
