@@ -18,12 +18,13 @@ from liftkit.codegen import CompileOptions, compile_program
 from liftkit.programs import PROGRAMS
 from liftkit.testing.random_programs import generate
 
-nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+pytest.importorskip("cuda.bindings", reason="cuda-python is not installed")
 
 from liftkit.backends.cuda import (  # noqa: E402
     CUDAError, ModuleCache, NVRTCError, compile_cuda, list_devices, module_key,
 )
 from liftkit.backends.cuda.cache import MAGIC, unwrap_entry, wrap_entry  # noqa: E402
+from liftkit.backends.cuda.nvrtc import CompileServer, compile_server  # noqa: E402
 
 CUDA = CompileOptions(dialect="cuda")
 LOW = [s.name for s in PROGRAMS if s.level == "low"]
@@ -117,6 +118,73 @@ def test_no_gpu_is_one_clear_error() -> None:
 
     with pytest.raises(CUDAError, match="no CUDA device"):
         CUDARunner()
+
+
+TINY = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }'
+CL_TINY = "kernel void v(global float* a) { a[get_global_id(0)] = 2.0f; }"
+
+
+def test_nvrtc_never_loads_into_this_process() -> None:
+    """NVRTC compiles in the compile server: liftkit's process maps no libnvrtc."""
+    assert compile_cuda(TINY, PTX_ARCH).ptx
+    server = compile_server()
+    assert server.running and server._proc is not None and server._proc.pid != os.getpid()
+    maps = "/proc/self/maps"
+    if os.path.exists(maps):
+        with open(maps) as f:
+            assert "libnvrtc" not in f.read()
+
+
+def test_a_dead_server_is_restarted_once_and_a_second_death_is_one_error(tmp_path) -> None:
+    server = CompileServer()
+    try:
+        assert server.request("version") >= (12, 0)
+        assert server._proc is not None
+        server._proc.kill()
+        server._proc.wait()
+        ptx, cubin, _ = server.request("compile", TINY, PTX_ARCH, [], "k.cu")
+        assert ".entry k" in ptx and cubin is None
+        crash = tmp_path / "python"
+        crash.write_text("#!/bin/sh\necho 'NVRTC exploded' >&2\nexit 3\n")
+        crash.chmod(0o755)
+        server.python = str(crash)
+        server._proc.kill()
+        server._proc.wait()
+        with pytest.raises(CUDAError, match=r"stopped twice .*exit code 3: NVRTC exploded"):
+            server.request("version")
+    finally:
+        server.close()
+    assert not server.running
+
+
+def _opencl_builds_after_nvrtc(nvidia: bool) -> int:
+    """Builds an OpenCL program on every working (NVIDIA or other) OpenCL device before and
+    after NVRTC compiled a cubin in the compile server; the number of devices built on."""
+    opencl = pytest.importorskip("liftkit.backends.opencl")
+    from liftkit.backends.opencl.devices import build_problem, is_simulator
+
+    cl = pytest.importorskip("pyopencl")
+    devices = [d for d in opencl.list_devices() if ("NVIDIA" in d.platform) == nvidia
+               and not is_simulator(d) and build_problem(d) is None]
+    for d in devices:
+        ctx = cl.Context([d.cl_device])
+        cl.Program(ctx, CL_TINY).build()
+        assert compile_cuda(TINY, "sm_90a").cubin
+        cl.Program(ctx, CL_TINY.replace("2.0f", "3.0f")).build()
+    return len(devices)
+
+
+def test_opencl_cpu_builds_beside_nvrtc() -> None:
+    if not _opencl_builds_after_nvrtc(nvidia=False):
+        pytest.skip("no OpenCL CPU device")
+
+
+@pytest.mark.gpu
+def test_nvidia_opencl_builds_beside_nvrtc() -> None:
+    """Once NVRTC had compiled in the process, every NVIDIA OpenCL build failed with "Don't
+    understand command line argument "sm_90"" (H100, driver 580, NVRTC 13)."""
+    if not _opencl_builds_after_nvrtc(nvidia=True):
+        pytest.skip("no NVIDIA OpenCL device")
 
 
 def test_launch_geometry_maps_ndranges_and_stays_within_the_grid_limits() -> None:

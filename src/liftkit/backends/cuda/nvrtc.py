@@ -5,14 +5,26 @@ Kernels are built for the device's own architecture (`sm_90a` on Hopper: the arc
 target that keeps Hopper-only instructions available) as a cubin, which the driver loads
 without a JIT step; a newer NVRTC than the driver is then no problem (a PTX would need a driver
 that reads its PTX version). `--ptx` output and the device-less checks use PTX.
+
+NVRTC runs in a compile server of its own (`nvrtc_worker.py`), never in liftkit's process:
+loaded beside NVIDIA's OpenCL compiler it makes every later OpenCL build fail. Built modules
+are cached in this process (`cache.py`), so a cache hit never asks the server.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import os
+import subprocess
+import sys
+import tempfile
+import threading
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from pathlib import Path
+from typing import IO, Optional, Sequence
 
+from liftkit.backends.cuda.nvrtc_worker import read_frame, write_frame
 from liftkit.backends.errors import BackendError
 
 # warnings that generated code triggers by design: a declared but unused variable (a work-item
@@ -37,39 +49,132 @@ class NVRTCOutput:
     log: str
 
 
-def _nvrtc():  # type: ignore[no-untyped-def]
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError as err:
-        raise CUDAError("the CUDA backend needs cuda-python and NVRTC: pip install cuda-python "
-                        f"nvidia-cuda-nvrtc ({err})") from None
-    return nvrtc
+class CompileServer:
+    """The client of one NVRTC compile server (`nvrtc_worker.py`), a helper process started on
+    the first request: NVRTC never loads into liftkit's process, where it breaks NVIDIA's
+    OpenCL compiler. Requests are serialized (thread-safe); a server that dies is restarted once
+    per request, and a second death is one CUDAError. `close()` (also run at exit) stops it."""
+
+    def __init__(self, python: str = sys.executable) -> None:
+        self.python = python
+        self._proc: Optional[subprocess.Popen[bytes]] = None
+        self._stderr: Optional[IO[bytes]] = None
+        self._pid = 0  # the process that started the server: a forked child starts its own
+        self._lock = threading.Lock()
+        self._atexit = False
+
+    def request(self, *message: object) -> object:
+        """The value the server answers `message` with; NVRTCError or CUDAError otherwise."""
+        with self._lock:
+            try:
+                answer = self._exchange(message)
+            except _ServerGone:
+                self._stop()
+                try:
+                    answer = self._exchange(message)
+                except _ServerGone as gone:
+                    self._stop()
+                    raise CUDAError(f"the NVRTC compile server stopped twice ({gone})") from None
+        if answer[0] == "ok":
+            return answer[1]
+        kind, text = answer[1], answer[2]
+        raise (NVRTCError if kind == "nvrtc" else CUDAError)(text)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._pid == os.getpid() and self._proc.poll() is None
+
+    def _exchange(self, message: tuple) -> tuple:  # type: ignore[type-arg]
+        proc = self._started()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            write_frame(proc.stdin, message)
+            answer = read_frame(proc.stdout)
+        except (OSError, ValueError) as err:
+            raise _ServerGone(self._why(f"{type(err).__name__}: {err}")) from None
+        if answer is None:
+            raise _ServerGone(self._why("no answer"))
+        return answer  # type: ignore[no-any-return]
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._pid != os.getpid():
+            self._proc = self._stderr = None  # the parent's server: leave its pipes alone
+        if self._proc is None:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+            self._stderr = tempfile.TemporaryFile()
+            self._proc = subprocess.Popen(
+                [self.python, "-P", str(Path(__file__).with_name("nvrtc_worker.py"))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+            self._pid = os.getpid()
+            if not self._atexit:
+                atexit.register(self.close)
+                self._atexit = True
+        return self._proc
+
+    def _why(self, what: str) -> str:
+        proc, err = self._proc, self._stderr
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        tail = ""
+        if err is not None:
+            try:
+                err.seek(0)
+                lines = err.read().decode(errors="replace").strip().splitlines()
+                tail = f": {lines[-1]}" if lines else ""
+            except OSError:
+                pass
+        return f"{what}, exit code {code}{tail}"
+
+    def _stop(self) -> None:
+        proc, err = self._proc, self._stderr
+        self._proc = self._stderr = None
+        if proc is None or self._pid != os.getpid():
+            return
+        try:
+            if proc.poll() is None and proc.stdin is not None:
+                write_frame(proc.stdin, ("exit",))
+            proc.wait(timeout=5)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, err):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:  # unsent bytes to a server that died
+                    pass
 
 
-def _check(result: tuple, what: str) -> tuple:  # type: ignore[type-arg]
-    nvrtc = _nvrtc()
-    if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise CUDAError(f"NVRTC {what} failed: {result[0].name}")
-    return result[1:]
+class _ServerGone(Exception):
+    """The compile server died or stopped answering."""
+
+
+@functools.cache
+def compile_server() -> CompileServer:
+    """The process's one compile server (started on its first request)."""
+    return CompileServer()
 
 
 @functools.cache
 def nvrtc_version() -> tuple[int, int]:
     """(major, minor) of the NVRTC library in use; raises CUDAError when there is none."""
-    try:
-        major, minor = _check(_nvrtc().nvrtcVersion(), "version query")
-    except CUDAError:
-        raise
-    except Exception as err:  # noqa: BLE001 - the library itself is missing: say so
-        raise CUDAError(f"NVRTC is not installed (pip install nvidia-cuda-nvrtc): {err}") from None
+    major, minor = compile_server().request("version")  # type: ignore[misc]
     return int(major), int(minor)
 
 
 @functools.cache
 def supported_archs() -> tuple[int, ...]:
     """The real architectures this NVRTC can build for, e.g. (75, 80, ..., 90, 100, 120)."""
-    (archs,) = _check(_nvrtc().nvrtcGetSupportedArchs(), "architecture query")
-    return tuple(int(a) for a in archs)
+    return tuple(compile_server().request("archs"))  # type: ignore[arg-type]
 
 
 def arch_for(compute_capability: tuple[int, int]) -> str:
@@ -90,30 +195,13 @@ def arch_for(compute_capability: tuple[int, int]) -> str:
 
 def compile_cuda(source: str, arch: str, options: Sequence[str] = (), name: str = "kernel.cu"
                  ) -> NVRTCOutput:
-    """Compile one translation unit; `arch` as `sm_90a` (PTX and cubin) or `compute_90a` (PTX
-    only). An NVRTC error raises NVRTCError with NVRTC's log (which quotes the offending lines)."""
-    nvrtc = _nvrtc()
-    nvrtc_version()
-    (prog,) = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
-                     "program creation")
+    """Compile one translation unit (in the compile server); `arch` as `sm_90a` (PTX and
+    cubin) or `compute_90a` (PTX only). An NVRTC error raises NVRTCError with NVRTC's log
+    (which quotes the offending lines)."""
     try:
-        opts = [f"-arch={arch}", STD, *QUIET, *options]
-        result = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        (size,) = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log query")
-        log_buf = b" " * size
-        _check(nvrtc.nvrtcGetProgramLog(prog, log_buf), "log query")
-        log = log_buf.rstrip(b"\0 ").decode(errors="replace").strip()
-        if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise NVRTCError(f"NVRTC could not compile {name} for {arch}:\n{log or '(no log)'}")
-        (size,) = _check(nvrtc.nvrtcGetPTXSize(prog), "PTX query")
-        ptx = b" " * size
-        _check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX query")
-        cubin: Optional[bytes] = None
-        if arch.startswith("sm_"):
-            (size,) = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin query")
-            buf = b" " * size
-            _check(nvrtc.nvrtcGetCUBIN(prog, buf), "cubin query")
-            cubin = bytes(buf)
-        return NVRTCOutput(ptx.rstrip(b"\0").decode(), cubin, log)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        ptx, cubin, log = compile_server().request(  # type: ignore[misc]
+            "compile", source, arch, [STD, *QUIET, *options], name)
+    except NVRTCError as err:
+        raise NVRTCError(f"NVRTC could not compile {name} for {arch}:\n{str(err) or '(no log)'}"
+                         ) from None
+    return NVRTCOutput(ptx, cubin, log)
