@@ -32,7 +32,8 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
 * `mm-tiles` (tm, tn, tk, rm, rn, w): matrix multiplication in the CLBlast/NVIDIA shape through
   `mm-tile-2d` (2D tiles, the K loop split by tk) and `mm-tiles-lower` (rules/mm.py: tiles in
-  local memory, rm×rn register blocks, float4 (w = 4) or scalar (w = 1), unrolled) — the kernel
+  local memory, rm×rn register blocks, float4 (w = 4), double2 (w = 2) or scalar (w = 1, the
+  only width of complex types), unrolled; any float, double or complex element type) — the kernel
   of the one-step rule `mm-local-tiles`; `mm-blocks` (rm, rn, wx, wy): the CLBlast/AMD shape through
   `mm-private-blocks` (register blocks, no local memory). The search's parameter families are
   the tile and block shapes of `GPU_PARAMS` / `CPU_PARAMS`.
