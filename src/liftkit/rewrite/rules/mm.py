@@ -156,7 +156,6 @@ BLOCKS = ((8, 8), (4, 8), (8, 4), (2, 8), (4, 4), (2, 4), (4, 1), (1, 4), (2, 2)
 GROUPS = ((8, 8), (16, 16), (8, 4), (4, 4), (16, 8), (2, 2))
 MAX_GROUP = 256
 MIN_GROUP = 16
-WIDTHS = (4, 2, 1)  # vector (float4, double2) or scalar loads and blocks
 MAX_CHOICES = 8
 _NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapVec, P.Iterate)
 
