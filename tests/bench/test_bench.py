@@ -206,8 +206,7 @@ def test_cuda_without_a_gpu_is_one_clear_error() -> None:
 
 @pytest.mark.gpu
 def test_both_backends_on_the_gpu(tmp_path: Path) -> None:
-    """In a process of its own: NVIDIA's OpenCL compiler fails once NVRTC has compiled in the
-    process (other GPU tests), which `--backend both` avoids by building OpenCL first."""
+    """`liftkit bench --backend both`: OpenCL and CUDA (NVRTC) in one process."""
     from liftkit.backends.cuda import cuda_available
 
     if not cuda_available():

@@ -201,8 +201,8 @@ def test_cuda_runtime_lazy_async_cow_and_pressure():
     n = 1 << 20
     rt = Runtime("cuda", memory_limit=3 * n * 8)
     try:
-        a, b = np.arange(n, dtype=np.float64), np.ones(n)
-        va, vb = rt.submit(a), rt.submit(b)
+        a = np.arange(n, dtype=np.float64)  # the reference: submitted arrays are the host copies
+        va, vb = rt.submit(a.copy()), rt.submit(np.ones(n))
         for _ in range(10):
             rt.launch(ADD, (n,), [va, vb], reads=[va, vb], writes=[vb])
         assert rt.stats()["uploads"] == 2

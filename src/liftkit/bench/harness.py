@@ -617,8 +617,7 @@ def run_bench(cfg: BenchConfig, log: Log = _stderr) -> BenchResult:
             _write_partial(cfg.partial, ceil, results)
     second = None
     if cfg.backend == "both":
-        # a pass of its own, after every OpenCL build: NVIDIA's OpenCL compiler has failed
-        # ("Don't understand command line argument") once NVRTC was loaded in the process
+        # a pass of its own: the report puts the CUDA figures in a table beside OpenCL's
         second = make_runner("cuda", cfg.device)
         log(f"bench: the same programs on {second.device.label}")
         for entry, r in zip(entries if cfg.main_table else [], results):

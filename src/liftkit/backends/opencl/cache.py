@@ -158,8 +158,7 @@ def build_from_source(context: Any, device: Device, source: str, options: Sequen
     except cl.Error as err:
         full = str(err)
         log.info("OpenCL build failed on %s:\n%s", device.label, full)
-        error = BuildError(f"OpenCL build failed on {device.label}: {compiler_errors(full)}"
-                           f"{_nvrtc_hint(full)}")
+        error = BuildError(f"OpenCL build failed on {device.label}: {compiler_errors(full)}")
         error.log = full
         raise error from None
     log_build_log(prog, device.cl_device, f"build on {device.label}")
@@ -191,15 +190,3 @@ def compiler_errors(log_text: str, at_most: int = 2) -> str:
     if not found:
         return "; ".join(ln.strip() for ln in lines if ln.strip())
     return "; ".join(found)
-
-
-def _nvrtc_hint(log: str) -> str:
-    """NVIDIA's OpenCL compiler rejects every build with "Don't understand command line argument
-    "sm_90"" once NVRTC has compiled a kernel in the same process (seen on an H100, driver 580,
-    NVRTC 13.0): say so instead of leaving a puzzle."""
-    import sys
-
-    if "Don't understand command line argument" in log and "liftkit.backends.cuda.nvrtc" in sys.modules:
-        return ("\n(NVIDIA's OpenCL compiler fails after NVRTC has compiled in the same process: "
-                "build the OpenCL kernels first, or run the CUDA backend in another process)")
-    return ""
