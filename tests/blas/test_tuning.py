@@ -48,11 +48,11 @@ def test_tune_is_resumable_and_profiles_choose(session: Session) -> None:
     saved: list[int] = []
     ks = kinds(["dot"], ["float32"])
     tune(session, ks, ["small"], prof, save=lambda p: saved.append(len(p.entries)),
-         progress=False, max_variants=3)
+         progress=False, max_variants=3, peaks=None)
     assert saved == [3] and len(prof.entries) == 3
     # resuming measures nothing again
     tune(session, ks, ["small"], prof, save=lambda p: saved.append(len(p.entries)),
-         progress=False, max_variants=3)
+         progress=False, max_variants=3, peaks=None)
     assert saved == [3]
     best = prof.ranked(Kind("dot", "float32"), "small")[0]
     s = Session(session.device, profile=prof)
@@ -100,13 +100,15 @@ def _cli(*argv: str) -> tuple[int, str]:
 def test_cli_tune_show_export_import(session: Session, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path / "profiles"))
     code, text = _cli("blas", "tune", "--device", "cpu", "--ops", "scal", "--dtypes", "float64",
-                      "--classes", "small", "--no-progress", "--max-variants", "2")
+                      "--classes", "small", "--no-progress", "--max-variants", "2",
+                      "--peaks", "quick", "--fresh")
     assert code == 0, text
-    assert "scal/float64/-" in text
+    assert "scal/float64/-" in text and "peak float64: add" in text and "copy bandwidth" in text
     installed = tmp_path / "profiles" / file_name(session.device.fingerprint)
     assert installed.is_file()
     code, text = _cli("blas", "profile", "show", "--device", "cpu")
     assert code == 0 and "scal/float64/-" in text and "tuning time" in text
+    assert "peak float32: add" in text and " fma " in text
     code, text = _cli("blas", "profile", "export", str(tmp_path / "mine.json"), "--device", "cpu")
     assert code == 0 and (tmp_path / "mine.json").is_file()
     installed.unlink()

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 from liftkit.blas.codelets import Kind, Variant, padding_ratio
 
-FORMAT = "liftkit-blas-profile/1"
+FORMAT = "liftkit-blas-profile/2"  # 2: the peak-rate micro-benchmarks (`peaks`)
+READABLE = ("liftkit-blas-profile/1", FORMAT)  # version 1 loads with no peaks
 SHIPPED = Path(__file__).with_name("profiles")
 MAX_PADDING = 1.25  # a ranked variant is used only if padding adds at most 25 % to the work
 
@@ -75,6 +76,31 @@ class Entry:
                      float(d["seconds"]), float(d["rate"]), d.get("unit", "GFLOP/s"))
 
 
+@dataclass(frozen=True)
+class Peaks:
+    """The device's measured peak rates (liftkit.blas.peak): GFLOP/s per dtype for `add`,
+    `mul`, `mad` (separate multiply and add) and `fma`, and the copy bandwidth in GB/s."""
+
+    flops: Mapping[str, Mapping[str, float]]
+    copy: float
+
+    def fma(self, dtype: str) -> Optional[bool]:
+        """Whether fused multiply-adds beat separate ones by 5 % (None: not measured)."""
+        r = self.flops.get(dtype)
+        if not r or "fma" not in r or "mad" not in r:
+            return None
+        return r["fma"] > 1.05 * r["mad"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flops": {dt: dict(r) for dt, r in self.flops.items()}, "copy_GBps": self.copy,
+                "fma_faster": {dt: self.fma(dt) for dt in self.flops}}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Peaks":
+        return Peaks({str(dt): {str(op): float(v) for op, v in r.items()}
+                      for dt, r in d["flops"].items()}, float(d["copy_GBps"]))
+
+
 @dataclass
 class Profile:
     """Measured entries for one device. Several entries per (kind, size class) are kept, best
@@ -86,6 +112,7 @@ class Profile:
     entries: list[Entry] = field(default_factory=list)
     created: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    peaks: Optional[Peaks] = None
 
     def ranked(self, kind: Kind, cls: str) -> list[Entry]:
         out = [e for e in self.entries if e.kind == kind and e.size_class == cls]
@@ -118,19 +145,27 @@ class Profile:
         return {"format": FORMAT, "device": {"fingerprint": self.fingerprint, "label": self.label,
                                              "type": self.device_type},
                 "created": self.created or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "notes": self.notes, "entries": [e.to_json() for e in self.entries]}
+                "notes": self.notes,
+                "peaks": self.peaks.to_json() if self.peaks is not None else None,
+                "entries": [e.to_json() for e in self.entries]}
 
     @staticmethod
     def from_json(d: Mapping[str, Any], where: str = "profile") -> "Profile":
-        if d.get("format") != FORMAT:
-            raise ProfileError(f"{where}: not a liftkit BLAS profile (format {d.get('format')!r}, "
-                               f"expected {FORMAT!r})")
+        fmt = d.get("format") if isinstance(d, Mapping) else None
+        if fmt not in READABLE:
+            newer = isinstance(fmt, str) and fmt.startswith("liftkit-blas-profile/")
+            raise ProfileError(
+                f"{where}: a liftkit BLAS profile of a newer version ({fmt}); this liftkit reads "
+                f"{', '.join(READABLE)}" if newer else
+                f"{where}: not a liftkit BLAS profile (format {fmt!r}, expected {FORMAT!r})")
         try:
             dev = d["device"]
+            peaks = d.get("peaks")
             return Profile(dev["fingerprint"], dev.get("label", ""), dev.get("type", ""),
                            [Entry.from_json(e) for e in d.get("entries", [])],
-                           d.get("created", ""), dict(d.get("notes", {})))
-        except (KeyError, TypeError, ValueError) as err:
+                           d.get("created", ""), dict(d.get("notes", {})),
+                           Peaks.from_json(peaks) if peaks else None)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ProfileError(f"{where}: malformed profile ({type(err).__name__}: {err})") from None
 
     def dumps(self) -> str:

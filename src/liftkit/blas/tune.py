@@ -18,6 +18,7 @@ import pyopencl as cl
 
 from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space
 from liftkit.blas.kernels import Built
+from liftkit.blas.peak import PeakSettings, measure_peaks
 from liftkit.blas.profile import Entry, Profile, find_profile, size_class
 from liftkit.blas.session import Session
 
@@ -249,12 +250,22 @@ class _Span:
 def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLASSES,
          profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
          progress: bool = True, max_variants: Optional[int] = None,
-         on_trial: Optional[Callable[[Trial], None]] = None) -> Profile:
-    """Measure every variant of every kind at each size class; resume from `profile` (the
-    device's saved profile by default); `save(profile)` after each (kind, class)."""
+         on_trial: Optional[Callable[[Trial], None]] = None,
+         peaks: Optional[PeakSettings] = PeakSettings()) -> Profile:
+    """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
+    every variant of every kind at each size class; resume from `profile` (the device's saved
+    profile by default); `save(profile)` after the peaks and after each (kind, class)."""
     dev = session.device
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
                                                                session.device_kind)
+    if peaks is not None and prof.peaks is None:
+        if progress:
+            print(f"measuring the peak rates of {dev.label} (add, mul, mad, fma; copy)",
+                  flush=True)
+        prof.peaks = measure_peaks(session.context, session.queue, dev.cl_device,
+                                   settings=peaks)
+        if save is not None:
+            save(prof)
     prof.notes.setdefault("failed", [])
     failed = set(prof.notes["failed"])
     plan = []

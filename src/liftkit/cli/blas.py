@@ -2,6 +2,7 @@
 
     liftkit blas tune --device gpu|cpu|NAME [--ops mm,gemv] [--dtypes float32] [--layouts NN]
                       [--classes large] [--fresh] [--no-progress]
+                      [--peaks full|quick|none]
     liftkit blas profile show [--device SPEC | FILE]
     liftkit blas profile export FILE [--device SPEC]
     liftkit blas profile import FILE
@@ -53,6 +54,9 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
                    help="write the profile here (default: the profile directory, where "
                         "liftkit.blas finds it)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--peaks", choices=("full", "quick", "none"), default="full",
+                   help="the peak-rate micro-benchmarks (seed 003 §7.4.1; measured once per "
+                        "profile): full (default), quick (small launches), none")
 
     pr = sub.add_parser("profile", help="show, export or import device profiles")
     psub = pr.add_subparsers(dest="profile_command", metavar="ACTION", parser_class=type(p))
@@ -115,14 +119,30 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
         p.notes["tuning_seconds"] = {"total": before + time.perf_counter() - started}
         p.save(target)
 
+    from liftkit.blas.peak import TINY, PeakSettings
+
     ks = kinds(args.ops, args.dtypes, args.layouts)
+    settings = {"full": PeakSettings(), "quick": TINY, "none": None}[args.peaks]
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
-                   max_variants=args.max_variants)
+                   max_variants=args.max_variants, peaks=settings)
     save(profile)
     print(f"profile of {dev.label}: {len(profile.entries)} measurements, "
           f"{time.perf_counter() - started:.0f} s this run -> {target}", file=out)
+    _print_peaks(profile, out)
     _print_best(profile, out)
     return 0
+
+
+def _print_peaks(profile: Any, out: TextIO) -> None:
+    p = profile.peaks
+    if p is None:
+        print("peak rates: not measured (`liftkit blas tune --fresh` measures them)", file=out)
+        return
+    for dt, r in p.flops.items():
+        fma = p.fma(dt)
+        print(f"peak {dt}: " + ", ".join(f"{op} {v:.1f}" for op, v in r.items())
+              + f" GFLOP/s (fma {'faster than' if fma else 'no faster than'} mul+add)", file=out)
+    print(f"copy bandwidth: {p.copy:.1f} GB/s", file=out)
 
 
 def _print_best(profile: Any, out: TextIO) -> None:
@@ -160,6 +180,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     secs = profile.notes.get("tuning_seconds", {})
     if isinstance(secs, dict) and "total" in secs:
         print(f"tuning time: {secs['total']:.0f} s", file=out)
+    _print_peaks(profile, out)
     _print_best(profile, out)
     return 0
 
