@@ -37,6 +37,7 @@ class Row:
     unit: str
     variant: str
     error: float  # max relative difference to the reference result
+    clblast: Optional[float] = None  # CLBlast's rate on the same queue (pyclblast), if run
 
     @property
     def ratio(self) -> Optional[float]:
@@ -85,14 +86,19 @@ def _wide(x: np.ndarray) -> np.ndarray:
 
 
 def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
-              dtypes: list[str], repeat: int = 5, log: Optional[Callable[[str], None]] = None
-              ) -> list[Row]:
+              dtypes: list[str], repeat: int = 5, log: Optional[Callable[[str], None]] = None,
+              clblast: bool = False, session: Any = None) -> list[Row]:
+    """The rows, one per op × dtype × size; `clblast` adds CLBlast's rate where pyclblast is
+    installed (checked against the same float64 result before it is timed)."""
     import pyopencl.array as cla
 
     from liftkit.blas.session import Session
     from liftkit.blas.tune import DTYPES  # noqa: F401 - the dtype names the library knows
 
-    session = Session(device, warn=False)
+    session = session if session is not None else Session(device, warn=False)
+    clb = _clblast_module() if clblast else None
+    if clblast and clb is None and log:
+        log("note: pyclblast is not installed: no CLBlast column (pip install pyclblast)")
     gpu = session.device.is_gpu
     if session.profile is None and log:
         log(f"note: no tuned profile for {session.device.label}: default derivations (tune with "
@@ -141,13 +147,18 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
                 t_lk = _median_time(lk, lambda f: f.result(), repeat)
                 t_ref = _time_reference(xp, rf, gpu, repeat, tol, want)
                 variant = _variant_used(session, op, dt_name, n)
+                t_clb = _time_clblast(clb, session.queue, op, n, dt, (dA, dB, dx), want, tol,
+                                      repeat) if clb is not None else None
                 row = Row(op, dt_name, n, amount / t_lk / 1e9,
-                          amount / t_ref / 1e9 if t_ref else None, ref_name, unit, variant, err)
+                          amount / t_ref / 1e9 if t_ref else None, ref_name, unit, variant, err,
+                          amount / t_clb / 1e9 if t_clb else None)
                 rows.append(row)
                 if log:
                     ratio = f"{row.ratio:.3f}x" if row.ratio else "-"
+                    clb_text = f"  CLBlast {row.clblast:9.2f}" if row.clblast else ""
                     log(f"{op:9s} {dt_name:7s} n={n:5d}  liftkit {row.liftkit:9.2f} {unit}  "
-                        f"{ref_name} {row.reference or 0:9.2f}  ratio {ratio}  [{variant}]")
+                        f"{ref_name} {row.reference or 0:9.2f}{clb_text}  ratio {ratio}  "
+                        f"[{variant}]")
     return rows
 
 
@@ -188,6 +199,46 @@ def _time_reference(xp: Any, rf: Any, gpu: bool, repeat: int, tol: float,
                         repeat)
 
 
+def _clblast_module() -> Any:
+    try:
+        import pyclblast
+
+        return pyclblast
+    except Exception:  # noqa: BLE001 - not installed or its library is missing: no column
+        return None
+
+
+def _time_clblast(clb: Any, q: Any, op: str, n: int, dt: np.dtype, operands: tuple[Any, ...],
+                  want: np.ndarray, tol: float, repeat: int) -> Optional[float]:
+    """Seconds per CLBlast call on the session's queue (the same device memory), or None for an
+    operation CLBlast lacks here; a wrong result is an error, as for liftkit."""
+    import pyopencl.array as cla
+
+    dA, dB, dx = operands
+    try:
+        if op == "gemm":
+            out = cla.empty(q, (n, n), dt).fill(0)
+            call = lambda: clb.gemm(q, n, n, n, dA, dB, out, a_ld=n, b_ld=n, c_ld=n)  # noqa: E731
+        elif op == "gemv":
+            out = cla.empty(q, (n,), dt).fill(0)
+            call = lambda: clb.gemv(q, n, n, dA, dx, out, a_ld=n)  # noqa: E731
+        elif op == "dot":
+            v1, v2 = dA.reshape(n * n), dB.reshape(n * n)
+            out = cla.empty(q, (1, 1), dt).fill(0)  # pyclblast wants a matrix here
+            call = lambda: clb.dot(q, n * n, v1, v2, out)  # noqa: E731
+        else:  # CLBlast's out-of-place transpose (omatcopy) is not in pyclblast
+            return None
+        sync = lambda ev: ev.wait() if ev is not None else q.finish()  # noqa: E731
+        sync(call())
+        got = out.get().reshape(want.shape)
+    except Exception:  # noqa: BLE001 - CLBlast cannot run this dtype/device: no number
+        return None
+    if _rel_error(got, want) > tol * max(1.0, np.sqrt(n)):
+        raise RuntimeError(f"blas bench: {op} {dt.name} n={n}: CLBlast's result differs from "
+                           f"NumPy's")
+    return _median_time(call, sync, repeat)
+
+
 def _variant_used(session: Any, op: str, dtype: str, n: int) -> str:
     from liftkit.blas.codelets import Kind
 
@@ -203,11 +254,15 @@ def print_table(rows: list[Row], out: TextIO) -> None:
     from rich.table import Table
 
     table = Table(title="liftkit.blas rates (higher is better)")
-    for col in ("op", "dtype", "n", "liftkit", "reference", "ratio", "derivation"):
+    clb = any(r.clblast for r in rows)
+    cols = ("op", "dtype", "n", "liftkit", "reference") + (("CLBlast",) if clb else ()) + (
+        "ratio", "derivation")
+    for col in cols:
         table.add_column(col, justify="left" if col in ("op", "dtype", "derivation") else "right")
     for r in rows:
+        extra = (f"{r.clblast:.2f}" if r.clblast else "-",) if clb else ()
         table.add_row(r.op, r.dtype, str(r.n), f"{r.liftkit:.2f} {r.unit}",
-                      f"{r.reference:.2f} ({r.reference_name})" if r.reference else "-",
+                      f"{r.reference:.2f} ({r.reference_name})" if r.reference else "-", *extra,
                       f"{r.ratio:.3f}x" if r.ratio else "-", r.variant)
     Console(file=out, width=140).print(table)
 

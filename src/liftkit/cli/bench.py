@@ -4,6 +4,7 @@
                   [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
                   [--no-derived]
     liftkit bench --suite jit [--programs lud,srad,...] [--size-set ...] [--repeat K] [--out DIR] [--ablation]
+    liftkit bench --suite blas [--device cpu] [--programs gemm,gemv,...] [--dtypes float32,...] [--size-set ...]
 
 Each entry's hand-written low-level program is timed against the references, and beside it the
 search's derivation of its high-level program (from --db, else the bundled derivations).
@@ -24,10 +25,15 @@ from liftkit.bench.suite import SIZE_SETS, SUITE
 
 
 def configure_bench_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--suite", choices=("lift", "jit"), default="lift",
+    p.add_argument("--suite", choices=("lift", "jit", "blas"), default="lift",
                    help="lift (default): the seeds' Lift programs; jit: the @jit benchmarks of "
                         "seed 003 against NumPy and Numba on the CPU (jit.md, jit.json; "
-                        "--ablation adds region specialisation and bounds-check elimination)")
+                        "--ablation adds region specialisation and bounds-check elimination); "
+                        "blas: liftkit.blas beside the vendor BLAS, rate-vs-size plots and the "
+                        "percentage of peak (--programs gemm,gemv,transpose,dot; --dtypes)")
+    p.add_argument("--dtypes", metavar="D,D", default=None,
+                   help="--suite blas: of float32,float64,complex64,complex128 "
+                        "(default float32,float64)")
     p.add_argument("--device", metavar="SPEC", default="gpu",
                    help="device: gpu (default), cpu, or part of its platform/device name")
     p.add_argument("--backend", choices=("opencl", "cuda", "both"), default="opencl",
@@ -81,6 +87,10 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         from liftkit.bench.jit_cli import cmd_bench_jit
 
         return cmd_bench_jit(args, out)
+    if getattr(args, "suite", "lift") == "blas":
+        from liftkit.blas.report import cmd_bench_blas
+
+        return cmd_bench_blas(args, out)
     try:
         programs = programs_arg(args.programs)
     except ValueError as err:
