@@ -68,3 +68,15 @@ def test_profile_versions(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text(json.dumps(data))
     with pytest.raises(ProfileError, match="malformed profile"):
         Profile.load(tmp_path / "bad.json")
+
+
+def test_shipped_profiles_load_and_are_named_by_their_device() -> None:
+    from liftkit.blas.profile import SHIPPED, file_name
+
+    files = sorted(SHIPPED.glob("*.json"))
+    assert files, "liftkit ships the profiles of the devices it was tuned on"
+    for f in files:
+        prof = Profile.load(f)
+        assert f.name == file_name(prof.fingerprint)
+        assert prof.peaks is not None and prof.entries
+        assert {e.kind.op for e in prof.entries} >= {"mm", "gemv", "transpose"}
