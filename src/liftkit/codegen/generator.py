@@ -12,11 +12,14 @@ same for OpenCL C and CUDA C; spellings come from the emitter's `Dialect`.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, replace
 from typing import Callable, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst, prove_eq, prove_le
 from liftkit.codegen import views as V
+from liftkit.codegen.cast import Barrier, Block, For, If, Line, Stmt
 from liftkit.codegen.dialect import OPENCL, Dialect
 from liftkit.codegen.emit import Emitter, literal_c, space_of_view
 from liftkit.codegen.kernel import CompileOptions
@@ -264,6 +267,7 @@ class Generator:
         xs = arg.gen(None)
         xt = V.array_view_type(xs.type)
         out_t = self.result_type(p, [xt], env, ctx)
+        shared_temp = False  # a temporary of its own that other work-items can read
         if dest is None:
             space = infer_space(p, [space_of_view(xs) or "global"], ctx.write_to, self.space_env(env))
             dims = self.thread_dims(p, out_t) if space == "private" else ()
@@ -275,10 +279,21 @@ class Generator:
                                            self.thread_ids)
             else:
                 dest = self.allocate(out_t, space, ctx, "tmp")
+            shared_temp = space != "private"
         kind = {P.MapGlb: "glb", P.MapWrg: "wrg", P.MapLcl: "lcl"}.get(type(p), "seq")
         dim = getattr(p, "dim", 0)
         unroll = isinstance(p, P.MapSeqUnroll) and self.opt.unroll
         in_lcl = any(s.kind == "lcl" for s in ctx.scopes)
+        if kind == "lcl" and in_lcl and shared_temp and node not in self.no_barrier:
+            # its result is read by other work-items of the enclosing mapLcl's iteration, and
+            # a barrier there may not be reached by every work-item of the group
+            outer = next(s for s in ctx.scopes if s.kind == "lcl")
+            raise CodegenError(
+                f"mapLcl({dim}) inside mapLcl({outer.dim}) writes its result to {space} memory "
+                "that other work-items then read, and no barrier can order them inside "
+                f"mapLcl({outer.dim}) (not every work-item may reach one): compute it with "
+                f"mapSeq in each work-item, or outside mapLcl({outer.dim}), where a barrier "
+                "follows it")
         # mapSeq(mapLcl(f)) outside any mapLcl (a tile copied in several rounds): iteration i
         # reads only xs[i], computed before the loop, and writes only dest[i], so no iteration
         # reads what another wrote: one barrier after the loop replaces one per iteration (also
@@ -321,6 +336,27 @@ class Generator:
             f = g
         return tuple(dims)
 
+    def end_iteration(self, body: list[Stmt], fences: Optional[frozenset[str]] = None) -> None:
+        """End one iteration of a sequential loop that every work-item of a group runs. A body
+        with a barrier shares memory between the group's work-items (a mapLcl wrote it, others
+        read it after the barrier); unless the body ends with a barrier after its last read,
+        the next iteration's writes would overwrite what slower work-items still read (a
+        write-after-read race across iterations): a barrier ends the iteration. Barrier
+        elimination never removes it (it is not a trailing barrier of the loop's block).
+        `fences`: those of the barrier (default: those of the body's barriers)."""
+        inside = barrier_fences(body)
+        if inside and not ends_with_barrier(body):
+            self.em.barrier(set(fences or inside))
+
+    def end_group_iteration(self, body: list[Stmt]) -> None:
+        """End one iteration of a mapWrg loop (a group runs several when the NDRange has fewer
+        groups than iterations): its local memory is reused by the next iteration, so local
+        memory read after the body's last barrier needs a barrier before the next iteration's
+        writes. Global temporaries are per iteration (replicated over the mapWrg)."""
+        names = {m.name for m in self.em.local_decls}
+        if barrier_fences(body) and used_after_last_barrier(body, names):
+            self.em.barrier(set(_FENCES["local"]))
+
     def loop(self, kind: str, dim: int, n: ArithExpr, ctx: Ctx, p: P.Pattern, unroll: bool,  # type: ignore[no-untyped-def]
              serial: bool = False):
         """Emit the loop of a map or reduction and yield (index, context of its body) once per
@@ -330,9 +366,11 @@ class Generator:
         names = {"glb": "gl_id", "wrg": "wg_id", "lcl": "l_id", "seq": "i"}
         cf = self.opt.simplify_control_flow
         if kind == "seq":
+            group = not any(s.kind == "lcl" for s in ctx.scopes)  # run by the whole group
             if unroll:
                 if not n.is_constant:
                     raise CodegenError(f"{p.name}: cannot unroll a loop of symbolic length {n}")
+                # no barrier between the copies: each allocates its own temporaries
                 for k in range(n.value):
                     yield cst(k), ctx.inside(p, Scope(kind, dim, cst(k), n))
                 return
@@ -345,6 +383,8 @@ class Generator:
                 self.em.line(NO_VECTORIZE_PRAGMA)  # directly before the loop it applies to
             with self.em.for_loop(name, "0", f"{name} < {n.to_c()}", f"{name} += 1"):
                 yield var, ctx.inside(p, Scope(kind, dim, var, n))
+                if group:
+                    self.end_iteration(self.em.block.stmts)
             return
         first, step = self.em.dialect.ids(kind, dim), self.em.dialect.counts(kind, dim)  # type: ignore[arg-type]
         ls = self.local_size[dim] if (kind == "lcl" and self.local_size and dim < len(self.local_size)) else None
@@ -372,6 +412,8 @@ class Generator:
             self.thread_ids[name] = dim  # the loop runs once per work-item: name is its id
         with self.em.for_loop(name, first, f"{name} < {n.to_c()}", f"{name} += {step}"):
             yield var, scope_ctx
+            if kind == "wrg" and self.em.local_decls:  # a group may run several iterations,
+                self.end_group_iteration(self.em.block.stmts)  # reusing its local memory
 
     # -- reductions and iteration ----------------------------------------------------------------
     def gen_reduce(self, p: P.AbstractReduce, args: Sequence[Arg], env: dict[Param, View], ctx: Ctx,
@@ -474,6 +516,8 @@ class Generator:
         with self.em.for_loop(it, "0", f"{it} < {k - 1}", f"{it} += 1"):
             self.apply(p.f, [V.MemoryView(pin, ArrayType(elem, s))], env, ctx.inside(p),
                        V.MemoryView(pout, step_t))
+            if not any(sc.kind == "lcl" for sc in ctx.scopes):  # the whole group runs the steps
+                self.end_iteration(self.em.block.stmts)
             self.em.line(f"{s_name} = {step_t.length.to_c()};")
             self.em.line(f"{{ {ptr} swap = {pin.name}; {pin.name} = {pout.name}; {pout.name} = swap; }}")
         return V.MemoryView(pin, final)
@@ -570,6 +614,62 @@ _FENCES: dict[Optional[str], frozenset[str]] = {
     "local": frozenset({"CLK_LOCAL_MEM_FENCE"}), "global": frozenset({"CLK_GLOBAL_MEM_FENCE"}),
     None: frozenset({"CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE"}),
 }
+
+
+def barrier_fences(stmts: Sequence[Stmt]) -> frozenset[str]:
+    """The fences of every barrier among the statements, nested ones included."""
+    out: frozenset[str] = frozenset()
+    for s in stmts:
+        if isinstance(s, Barrier):
+            out |= s.fences
+        elif isinstance(s, (For, If)):
+            out |= barrier_fences(s.body.stmts)
+        elif isinstance(s, Block):
+            out |= barrier_fences(s.stmts)
+    return out
+
+
+def ends_with_barrier(stmts: Sequence[Stmt]) -> bool:
+    """Whether the last thing the statements do is a barrier (a nested loop's or block's last
+    statement counts; an `if`'s does not, as not every work-item may take it)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, Barrier):
+        return True
+    if isinstance(last, For):
+        return ends_with_barrier(last.body.stmts)
+    if isinstance(last, Block):
+        return ends_with_barrier(last.stmts)
+    return False
+
+
+def used_after_last_barrier(stmts: Sequence[Stmt], names: set[str]) -> bool:
+    """Whether the statements touch one of the memories after the last barrier they run (in
+    a loop with barriers, after the last one of its last iteration)."""
+    for s in reversed(stmts):
+        if isinstance(s, Barrier):
+            return False
+        inner = s.body.stmts if isinstance(s, For) else s.stmts if isinstance(s, Block) else None
+        if inner is not None and barrier_fences(inner):
+            return used_after_last_barrier(inner, names)
+        if mentions(s, names):
+            return True
+    return False
+
+
+def mentions(s: Stmt, names: set[str]) -> bool:
+    """Whether a statement's text names one of the memories (a read or write of it)."""
+    if isinstance(s, Line):
+        return bool(names & set(_WORD.findall(s.text)))
+    if isinstance(s, (For, If)):
+        return any(mentions(t, names) for t in s.body.stmts)
+    if isinstance(s, Block):
+        return any(mentions(t, names) for t in s.stmts)
+    return False  # barriers; deferred lines declare private arrays
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _root_memory(v: View) -> Optional[Memory]:
