@@ -175,4 +175,6 @@ def peak_for(peaks: Optional[Peaks], dtype: str, unit: str) -> Optional[float]:
         return peaks.copy or None
     real = {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
     r = peaks.flops.get(real)
-    return max(r.get("fma", 0.0), r.get("mad", 0.0)) or None if r else None
+    if not r:
+        return None
+    return max(r.get("fma", 0.0), r.get("mad", 0.0)) or None
