@@ -80,3 +80,17 @@ def test_suite_blas_wrong_results_and_bad_arguments(session: Session, tmp_path: 
     assert code == 2 and "unknown float16" in text
     code, text = _cli("bench", "--suite", "blas", "--device", "cpu", "--repeat", "2")
     assert code == 2 and "at least" in text
+
+
+def test_clblast_column_where_pyclblast_installs(session: Session, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import liftkit.blas.bench as bench
+
+    if bench._clblast_module() is not None:  # checked against NumPy, then timed
+        rows = bench.run_bench(None, [16], ["gemm", "transpose"], ["float32"], 1, clblast=True,
+                               session=session)
+        assert rows[0].clblast and rows[0].clblast > 0 and rows[1].clblast is None
+    monkeypatch.setattr(bench, "_clblast_module", lambda: None)
+    lines: list[str] = []
+    rows = bench.run_bench(None, [16], ["gemm"], ["float32"], 1, log=lines.append, clblast=True,
+                           session=session)
+    assert rows[0].clblast is None and any("pyclblast is not installed" in ln for ln in lines)
