@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from liftkit.explore.macros import (
-    CPU_ROWS, FUSE_PARTIAL, GPU_REDUCTION, GPU_ROWS, GROUP_REDUCE, HELPERS_BY_NAME, MAP_GLB_VEC,
+    CPU_ROWS, FUSE_PARTIAL, GLB_PRIVATE, GPU_REDUCTION, GPU_ROWS, GROUP_REDUCE, HELPERS_BY_NAME, MAP_GLB_VEC,
     TO_GROUPS_SEQ, TO_WORKGROUPS, VECTORIZE_FUSED)
 from liftkit.explore.space import load_rule_space
 from liftkit.programs import PROGRAMS
@@ -37,6 +37,7 @@ FULL = {
     "gemv-rows": ("gemv", rule(GPU_ROWS, L=16), {"N": 24, "M": 4 * 16 * 3}),
     "gemv-rows-scalar": ("gemv", rule(GPU_ROWS, L=8, w=1), {"N": 5, "M": 8 * 7}),
     "gemv-cpu-rows": ("gemv", rule(CPU_ROWS, w=8), {"N": 7, "M": 8 * 5}),
+    "mriq-glb-private": ("mriq", at((1,), rule(GLB_PRIVATE)), {"X": 48, "K": 20}),
 }
 
 
@@ -101,5 +102,5 @@ def test_gpu_and_cpu_rule_spaces_hold_the_macros() -> None:
     gpu, cpu = load_rule_space("gpu"), load_rule_space("cpu")
     assert {"fuse-partial", "to-workgroups", "vectorize-fused", "gpu-reduction", "gpu-rows",
             "group-reduce", "map-glb-vec"} <= gpu.macro_names
-    assert {"fuse-partial", "to-groups-seq", "cpu-rows"} <= cpu.macro_names
+    assert {"fuse-partial", "to-groups-seq", "cpu-rows", "glb-private"} <= cpu.macro_names
     assert load_rule_space("default").macro_names.isdisjoint({"to-workgroups"})

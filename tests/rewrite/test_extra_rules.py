@@ -172,6 +172,8 @@ ENABLERS: dict[str, tuple[str, ...]] = {
     # rules/stencil.py
     "stencil-local-1d": ("t-split-slide", "split-join"),
     "stencil-local-2d": ("map-fusion",),
+    # rules/private.py
+    "private-copy": ("map-mapSeq", "map-mapGlb", "reduce-reduceSeq", "map-mapSeq"),
 }
 
 
@@ -213,6 +215,39 @@ def stencil_case(seed: int) -> Case:
     prog = normal_form(Lambda((xs,), body))
     inputs = [np.random.default_rng(seed).integers(-3, 4, length).astype(np.float32)]
     return Case(prog, inputs, run(prog, inputs), seed, "stencil")  # type: ignore[arg-type]
+
+
+def loop_case(seed: int) -> Case:
+    """A per-element loop (MRI-Q's, N-Body's shape): each element of xs (a scalar, or a tuple of
+    2–3 zipped scalars) combined with every element of ys in a reduce or an inner map."""
+    from liftkit.dsl import fun as dfun
+
+    rng = random.Random(seed)
+    n, m, arity = rng.choice((4, 6, 8)), rng.choice((3, 5, 8)), rng.choice((1, 2, 3))
+    ops = [rng.choice((FLOAT.add, FLOAT.mult, FLOAT.sub, FLOAT.max)) for _ in range(arity)]
+
+    def term(p: Any, k: Any) -> Any:
+        vals = [p] if arity == 1 else [p[i] for i in range(arity)]
+        acc = k
+        for i, v in enumerate(vals):
+            acc = ops[i](acc, v)
+        return acc
+
+    reduce_it = rng.random() < 0.6
+    body = ((lambda p, ys: reduce(FLOAT.add, 0.0) << map(lambda k: term(p, k)) << ys) if reduce_it
+            else (lambda p, ys: map(lambda k: term(p, k)) << ys))
+    types = [float32[n]] * arity + [float32[m]]
+    if arity == 1:
+        prog = dfun(types, lambda a, ys: map(lambda p: body(p, ys)) << a)
+    elif arity == 2:
+        prog = dfun(types, lambda a, b, ys: map(lambda p: body(p, ys)) << zip(a, b))
+    else:
+        prog = dfun(types, lambda a, b, c, ys: map(lambda p: body(p, ys)) << zip(a, b, c))
+    prog = normal_form(prog)
+    g = np.random.default_rng(seed)
+    inputs = [g.integers(-3, 4, n).astype(np.float32) for _ in range(arity)]
+    inputs.append(g.integers(-3, 4, m).astype(np.float32))
+    return Case(prog, inputs, run(prog, inputs), seed, "loop")  # type: ignore[arg-type]
 
 
 def _zero() -> Any:
@@ -260,8 +295,16 @@ HARNESS_2D = Soundness(RULES, lambda i: stencil2d_case(SEED * 31 + i),
                        max_bases=2 * MAX_BASES, patience=3)
 
 
+# private copies need per-element loops: the random corpus has few, so half the bases are loops
+HARNESS_LOOPS = Soundness(RULES, lambda i: loop_case(SEED * 13 + i) if i % 2 == 0 else base_case(i),
+                          lambda r: [RULES[n] for n in ENABLERS[r.name]], _walk_order,
+                          SEED, per_step=PER_STEP, walk=WALK, max_nodes=MAX_NODES,
+                          max_bases=MAX_BASES, patience=3)
+
+
 def exercise(r: Rule, target: int) -> dict[str, Any]:
     harness = HARNESS_2D if r.name in ("slide-tiling-2d", "stencil-local-2d") else HARNESS
+    harness = HARNESS_LOOPS if r.name == "private-copy" else harness
     try:
         return harness.exercise(r, target)
     except SoundnessError as err:
@@ -365,6 +408,27 @@ def test_slide_tiling() -> None:
         {"u": 4, "v": 2}, {"u": 6, "v": 4}, {"u": 10, "v": 8}]
     assert one(p, "slide-tiling", u=6, v=4) == (
         "λ(a: [float]_18). (join ∘ map(map(reduce(add, 0.0f)) ∘ slide 3 1) ∘ slide 6 4)(a)")
+
+
+def test_private_copy() -> None:
+    """The components of a mapGlb's element read inside its loop are copied to private memory
+    once (mriq_low's shape); components read only outside loops are left alone."""
+    from liftkit.programs.parboil import mriq
+
+    steps = [("map-mapGlb", {"dim": 0}, (0, 1)), ("reduce-reduceSeq", {}, (0, 1, 0, 0, 0)),
+             ("map-mapSeq", {}, (0, 1, 0, 0, 0, 2)), ("reduceSeq-mapSeq-fusion", {}, (0, 1, 0, 0, 0))]
+    p = normal_form(mriq())
+    for name, params, path in steps:
+        c = [c for c in enumerate_choices(p, [RULES[name]]) if c.path == path and dict(c.params) == params]
+        p = apply_choice(p, c[0], RULES)
+    after = one(p, "private-copy")
+    assert "λp. (λ(s0, s1, s2). reduceSeq(λ(acc, k). add2(acc, qTerm(s0, s1, s2, k))" in after
+    assert "((toPrivate(id) ∘ get 0)(p), (toPrivate(id) ∘ get 1)(p), (toPrivate(id) ∘ get 2)(p))" in after
+    done = normal_form(apply_choice(p, enumerate_choices(p, [RULES["private-copy"]])[0], RULES))
+    assert enumerate_choices(done, [RULES["private-copy"]]) == []  # nothing left to copy
+    flat = normal_form(fun([float32[16]], lambda a: map(FLOAT.abs) << a))
+    flat = apply_choice(flat, enumerate_choices(flat, [RULES["map-mapGlb"]])[0], RULES)
+    assert enumerate_choices(flat, [RULES["private-copy"]]) == []  # no loop: no copy
 
 
 # ---------------------------------------------------------------------------------------------

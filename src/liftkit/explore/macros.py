@@ -28,6 +28,9 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
   (seed 004 Fig. 9c, the CPU choice).
 * `map-glb-vec` (w): map(f) → asScalar ∘ mapGlb(0)(mapVec f) ∘ asVector w (vectorize-map, then
   map-mapGlb): scal.
+* `glb-private` : map(λp. reduce(⊕, z) ∘ map(f) $ xs) → one work-item per element (mapGlb), the
+  loop a fused reduceSeq, the element's values read in it copied to private memory first
+  (rules/private.py; MRI-Q's ComputeQ).
 * `map-wrg` : map(f) → mapWrg(0)(f) for a map over rows whose body holds a reduction
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
 * `mm-tiles` (tm, tn, tk, rm, rn, w): matrix multiplication in the CLBlast/NVIDIA shape through
@@ -47,6 +50,7 @@ from typing import Any
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.rules.private import PRIVATE_COPY
 from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
@@ -213,6 +217,21 @@ def _cpu_rows(w: int = 8) -> Strategy:
                at((1, 0, 0, 0), "map-mapSeq"))
 
 
+def _at_map_of_reduce(site: Site) -> bool:
+    """map(λp. reduce(⊕, z) ∘ map(f) $ xs): a per-element loop over other data (MRI-Q, N-Body)."""
+    f = getattr(site.f, "f", None) if isinstance(site.f, P.Map) else None
+    body = getattr(f, "body", None)
+    return (isinstance(body, FunCall) and isinstance(body.f, P.Reduce)
+            and isinstance(body.args[1], FunCall) and isinstance(body.args[1].f, P.Map))
+
+
+def _glb_private() -> Strategy:
+    """One work-item per element (mapGlb), its loop a fused reduceSeq, the element's values
+    read in the loop copied to private memory first (Parboil's ComputeQ shape)."""
+    loop = seq("reduce-reduceSeq", at((2,), "map-mapSeq"), "reduceSeq-mapSeq-fusion")
+    return seq(rule("map-mapGlb", dim=0), at((0, 0, 0), loop), rule(PRIVATE_COPY))
+
+
 def _map_glb_vec(w: int) -> Strategy:
     return seq(rule("vectorize-map", w=w), at((1,), rule("map-mapGlb", dim=0)))
 
@@ -251,6 +270,11 @@ VECTORIZE_FUSED = MacroRule(
     "reduce(⊕, z) ∘ map(f) → reduce(⊕, z) ∘ asScalar ∘ reduce(⊕<w>, e) ∘ map(mapVec f) ∘ "
     "asVector w", "seed 004 Fig. 9b (vectorize-reduce + vectorize-map + cancellation)",
     where=_at_reduce_of_map)
+GLB_PRIVATE = MacroRule(
+    "glb-private", _glb_private,
+    "map(λp. reduce(⊕, z) ∘ map(f) $ xs) → mapGlb(0)(λp. (λs. reduceSeq(λ(a, x). a ⊕ f' x, z) $ xs)"
+    "(toPrivate(id)(get i p)…))   (f' reads the private copies s of p's components)",
+    "map-mapGlb, reduce lowering and fusion, private-copy (rules/private.py)", where=_at_map_of_reduce)
 MAP_GLB_VEC = MacroRule(
     "map-glb-vec", _map_glb_vec, "map(f) → asScalar ∘ mapGlb(0)(mapVec f) ∘ asVector w",
     "seed 002 Fig. 7a + 7e",
@@ -302,7 +326,7 @@ MM_BLOCKS = MacroRule(
 MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,
-                                 MAP_GLB_VEC, MM_TILES, MM_BLOCKS)
+                                 MAP_GLB_VEC, GLB_PRIVATE, MM_TILES, MM_BLOCKS)
 MACROS_BY_NAME: dict[str, MacroRule] = {m.name: m for m in MACROS}
 
 # the parameters the search tries
@@ -315,6 +339,7 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "fuse-rows": [{}],
     "vectorize-fused": [{"w": 4}],
     "map-glb-vec": [{"w": 4}],
+    "glb-private": [{}],
     # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
                  for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),
@@ -326,6 +351,7 @@ CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "to-groups-seq": [{}],
     "vectorize-fused": [{"w": 4}, {"w": 8}],
     "map-glb-vec": [{"w": 4}, {"w": 8}],
+    "glb-private": [{}],
     # scalar (w = 1) tiles with small register blocks suit CPU OpenCL compilers, which
     # vectorise across work-items themselves (benchmarks/mm_search.py on the CPU device)
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "w": w}

@@ -11,8 +11,9 @@
 `EXTRA_RULES` are those needed beyond the figures: rules/extra.py (fission, fusion through zip,
 interchange, movement and cancellation, copy insertion, slide tiling) and rules/chunking.py
 (reductions and maps cut into constant-size chunks or strided columns, vectorisation through
-zip) rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`) and rules/stencil.py (stencils tiled
-into local memory); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
+zip) rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`), rules/stencil.py (stencils tiled
+into local memory) and rules/private.py (a work-item's values read in its loops copied to
+private memory once); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
 the one MM nest only, so they are soundness-tested on MM programs: tests/rewrite/test_mm_rules.py);
 `SEARCH_RULES` is what the exploration uses by default.
 
@@ -30,13 +31,14 @@ from liftkit.rewrite.rules.common import normal_form
 from liftkit.rewrite.rules.chunking import CHUNKING_RULES
 from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
 from liftkit.rewrite.rules.iterate import ITERATE_RULES
+from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
 from liftkit.rewrite.rules.mm import MM_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
-EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES
+EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES + PRIVATE_RULES
 ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
 # map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
