@@ -9,6 +9,12 @@ one device, OpenCL or CUDA.
   share a buffer (at an offset) and overlapping arrays are merged into one.
 * Copy-on-potential-write (§7.3.2): ``copy`` records a deferred copy; it is made only when a
   task may write the source or the copy.
+* Queues (§7.3.3, §7.4): uploads and downloads go on a transfer queue, kernels and device
+  copies on ``queues`` compute queues (1 unless the device's calibration profile, written by
+  ``liftkit runtime calibrate``, found more to pay off); the order between them is expressed
+  by events: a task waits for the writers of every buffer it touches (and the readers of those
+  it writes), an upload for the tasks still using its buffer, a download for the writers of its
+  buffer only, so results come back while unrelated kernels still run.
 * Memory pressure (§7.1.3): the runtime accounts its allocations against a limit (the device's
   memory, or ``memory_limit``); when a task's buffers do not fit it finishes pending work and
   writes back and frees least-recently-used buffers; a task that still cannot fit runs on the
@@ -29,7 +35,8 @@ from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole
 
 STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
              "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
-             "cpu_tasks", "allocated_bytes", "peak_bytes")
+             "cpu_tasks", "allocated_bytes", "peak_bytes",
+             "queues", "cross_queue_waits", "overlapped_transfers")
 
 
 class RuntimeError_(Exception):
@@ -45,11 +52,20 @@ class Runtime:
 
     ``backend``: "auto" (CUDA where present, else OpenCL's default device), "opencl" or "cuda";
     ``device``: the backend's device spec ("cpu", "gpu", a name); ``memory_limit``: bytes the
-    runtime may hold on the device (default: 90% of the device's memory)."""
+    runtime may hold on the device (default: 90% of the device's memory); ``queues``: compute
+    queues (default 1)."""
 
     def __init__(self, backend: str = "auto", device: Optional[str] = None,
-                 memory_limit: Optional[int] = None, dev: Any = None) -> None:
-        self.device = dev if dev is not None else open_device(backend, device)
+                 memory_limit: Optional[int] = None, dev: Any = None,
+                 queues: Optional[int] = None) -> None:
+        if dev is None:
+            dev = open_device(backend, device)
+            dev.set_queues(queues or 1)
+        elif queues is not None:
+            dev.set_queues(queues)
+        self.device = dev
+        self.nqueues = len(getattr(dev, "queues", [None]))
+        self._rr = 0  # the compute queue the next independent task goes to
         self.dialect = self.device.dialect
         self.limit = int(memory_limit) if memory_limit is not None \
             else int(self.device.total_memory * 0.9)
@@ -73,6 +89,7 @@ class Runtime:
         with self.lock:
             out = {k: int(self._stats.get(k, 0)) for k in STAT_KEYS}
             out["allocated_bytes"] = self._allocated()
+            out["queues"] = self.nqueues
             return out
 
     def reset_stats(self) -> None:
@@ -210,7 +227,7 @@ class Runtime:
 
     def _drop(self, buf: Buffer) -> None:
         if buf.handle is not None and not buf.borrowed:
-            self.device.free(buf.handle)
+            self.device.free(buf.handle, self._events(buf.readers + buf.writers))
         buf.handle = None
         self.buffers.pop(buf.id, None)
 
@@ -225,6 +242,7 @@ class Runtime:
             buf = self.buffers[var.buffer]
             self._to_host(buf)
             if write:
+                self._uploads_done(buf)
                 buf.dev_valid = False
                 buf.host_valid = True
 
@@ -241,7 +259,15 @@ class Runtime:
                             self._before_write(self.vars[vid])
                 self._to_host(buf)
                 if write:
+                    self._uploads_done(buf)
                     buf.dev_valid = False
+
+    def _uploads_done(self, buf: Buffer) -> None:
+        """Before the host writes memory an asynchronous upload may still be reading."""
+        for eid in list(buf.writers):
+            row = self.events.get(eid)
+            if row is not None and row.task == "upload":
+                self.device.wait(row.event)
 
     def read(self, v: ArrayVar) -> np.ndarray:
         """The array's values on the host (a read-only view; blocks on the tasks writing it)."""
@@ -270,7 +296,9 @@ class Runtime:
         if buf.host is None:
             buf.host = np.empty(buf.nbytes, np.uint8)
         if not buf.host_valid and buf.dev_valid:
-            self.device.download(buf.handle, 0, buf.host)
+            wait = self._events(buf.writers)
+            self._count_overlap(buf.writers)
+            self.device.download(buf.handle, 0, buf.host, wait)
             self._stats["downloads"] += 1
             self._stats["download_bytes"] += buf.nbytes
         buf.host_valid = True
@@ -306,11 +334,7 @@ class Runtime:
                         self._to_host(buf)
 
     def _retire(self) -> None:
-        done = []
-        for eid, row in self.events.items():  # one in-order queue: done in submission order
-            if not self.device.done(row.event):
-                break
-            done.append(eid)
+        done = [eid for eid, row in self.events.items() if self.device.done(row.event)]
         for eid in done:
             del self.events[eid]
         if done:
@@ -364,36 +388,89 @@ class Runtime:
             for bid in bufs:
                 buf = self.buffers[bid]
                 if not buf.dev_valid and buf.host_valid and bid not in whole:
-                    ev = self.device.upload(buf.handle, 0, buf.host)
-                    keep.append(buf.host)
-                    self._stats["uploads"] += 1
-                    self._stats["upload_bytes"] += buf.nbytes
-                    self._record(ev, "upload", (), (), keep)
+                    self._upload(buf, keep)
                 buf.dev_valid = True
-            ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args))
-            self.device.flush()
+            wbufs = {v.buffer for v in wr}
+            deps = [e for bid in bufs for e in self.buffers[bid].writers + (
+                self.buffers[bid].readers if bid in wbufs else [])]
+            queue, wait = self._place(deps)
+            ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args),
+                                    queue, wait)
             self._stats["kernels"] += 1
             eid = self._record(ev, kernel.name, tuple(v.id for v in rd),
-                               tuple(v.id for v in wr), keep)
+                               tuple(v.id for v in wr), keep, queue)
             self._clock += 1
             for bid in bufs:
                 self.buffers[bid].last_use = self._clock
+            for bid in wbufs:  # it follows every earlier user of these buffers: it alone stands
+                buf = self.buffers[bid]  # for them in later tasks' dependencies
+                buf.writers, buf.readers = [eid], []
+                buf.host_valid = False
             for v in rd:
-                self.buffers[v.buffer].readers.append(eid)
+                if v.buffer not in wbufs:
+                    self.buffers[v.buffer].readers.append(eid)
                 v.events.append(eid)
             for v in wr:
-                buf = self.buffers[v.buffer]
-                buf.writers.append(eid)
-                buf.host_valid = False
                 v.events.append(eid)
             if len(self.events) > 64:
                 self._retire()
             return eid
 
-    def _record(self, event: Any, task: str, reads: tuple, writes: tuple, keep: list) -> int:
+    def _record(self, event: Any, task: str, reads: tuple, writes: tuple, keep: list,
+                queue: int = -1) -> int:
         eid = self._next()
-        self.events[eid] = EventRow(eid, event, task, reads, writes, list(keep))
+        self.events[eid] = EventRow(eid, event, task, reads, writes, list(keep), queue)
         return eid
+
+    # ------------------------------------------------------------------ queues and events
+    def _events(self, eids: Iterable[int], queue: Optional[int] = None) -> list:
+        """The backend events of the pending tasks ``eids`` not on compute queue ``queue`` (an
+        in-order queue follows its own tasks without being told)."""
+        out, seen = [], set()
+        for e in eids:
+            row = self.events.get(e)
+            if row is None or e in seen or (queue is not None and row.queue == queue):
+                continue
+            seen.add(e)
+            out.append(row.event)
+        return out
+
+    def _place(self, deps: list[int]) -> tuple[int, list]:
+        """A compute queue for a task depending on ``deps``: the queue of its latest pending
+        compute dependency (no event needed), else the next queue in turn; and the events it
+        must wait for on the other queues."""
+        on = [self.events[e].queue for e in deps if e in self.events and self.events[e].queue >= 0]
+        if on:
+            queue = self.events[max(e for e in deps if e in self.events
+                                    and self.events[e].queue >= 0)].queue
+        else:
+            queue = self._rr
+            self._rr = (self._rr + 1) % self.nqueues
+        wait = self._events(deps, queue)
+        self._stats["cross_queue_waits"] += len(wait)
+        return queue, wait
+
+    def _upload(self, buf: Buffer, keep: list) -> int:
+        """Upload on the transfer queue after the tasks still using the buffer's old contents;
+        the upload counts as a writer, so the tasks that need it wait for it."""
+        deps = buf.readers + buf.writers
+        self._count_overlap(deps)
+        ev = self.device.upload(buf.handle, 0, buf.host, self._events(deps))
+        keep.append(buf.host)
+        self._stats["uploads"] += 1
+        self._stats["upload_bytes"] += buf.nbytes
+        eid = self._record(ev, "upload", (), (), [buf.host])
+        buf.writers, buf.readers = [eid], []
+        return eid
+
+    def _count_overlap(self, deps: list[int]) -> None:
+        """A transfer enqueued while kernels it does not depend on are still running overlaps
+        them (on one in-order queue it would have waited for them)."""
+        skip = set(deps)
+        for eid, row in self.events.items():
+            if row.queue >= 0 and eid not in skip and not self.device.done(row.event):
+                self._stats["overlapped_transfers"] += 1
+                return
 
     def _kernel_args(self, args: Sequence[Any]) -> list:
         out: list = []
@@ -444,8 +521,11 @@ class Runtime:
         new = Buffer(self._next(), n, None, None)
         self.buffers[new.id] = new
         if src.dev_valid and not src.host_valid and self._reserve([src.id, new.id]):
-            ev = self.device.copy(new.handle, 0, src.handle, start, n)
-            self._record(ev, "copy", (), (), [])
+            queue, wait = self._place(list(src.writers))
+            ev = self.device.copy(new.handle, 0, src.handle, start, n, queue, wait)
+            eid = self._record(ev, "copy", (), (), [], queue)
+            src.readers.append(eid)
+            new.writers.append(eid)
             new.dev_valid = True
             self._stats["device_copies"] += 1
         else:

@@ -2,9 +2,13 @@
 
 One small adapter per backend: allocate and free buffers, copy host->device (asynchronous),
 device->host (blocking), device->device, build a kernel from source in the backend's C dialect
-(through the backends' kernel caches), launch it on the device's in-order queue (stream) and
-say whether an event has completed. Everything is enqueued on one in-order queue per device, so
-tasks run in the order they were submitted and no cross-queue dependencies are needed.
+(through the backends' kernel caches), launch it and say whether an event has completed.
+
+Queues (seed 003 §7.3.3, §7.4): ``queues`` in-order compute queues (streams) for kernels and
+device copies, and one transfer queue for uploads and downloads, all on one context, so
+transfers overlap kernels. Every enqueue takes ``wait``: backend events of other queues it must
+follow (OpenCL ``wait_for``; CUDA ``cuStreamWaitEvent``); the runtime derives them from the
+buffers a task touches.
 
 Kernel arguments: a device buffer is passed as ``Ref(handle)``; scalars are NumPy scalars.
 """
@@ -39,20 +43,34 @@ class OpenCLDevice:
 
     dialect = "opencl"
 
-    def __init__(self, spec: Optional[str] = None, cache: Any = None) -> None:
+    def __init__(self, spec: Optional[str] = None, cache: Any = None, queues: int = 1) -> None:
         import pyopencl as cl
 
         from liftkit.backends.opencl import KernelCache, select_device
         self._cl = cl
         self.device = select_device(spec)
         self.context = cl.Context([self.device.cl_device])
-        self.queue = cl.CommandQueue(self.context, self.device.cl_device)
+        self.queues = [cl.CommandQueue(self.context, self.device.cl_device)
+                       for _ in range(max(1, int(queues)))]
+        self.queue = self.queues[0]
+        self.tqueue = cl.CommandQueue(self.context, self.device.cl_device)  # transfers
         self.cache = cache if cache is not None else KernelCache()
         self.label = self.device.label
         self.is_cpu = self.device.type == "cpu"
         self.total_memory = int(self.device.cl_device.global_mem_size)
         self.max_alloc = int(self.device.cl_device.max_mem_alloc_size)
         self._kernels: dict[tuple[str, str], Any] = {}
+
+    def set_queues(self, n: int) -> None:
+        """Use ``n`` compute queues (before any task is enqueued)."""
+        cl = self._cl
+        self.queues = self.queues[:max(1, n)] + [
+            cl.CommandQueue(self.context, self.device.cl_device)
+            for _ in range(max(1, n) - len(self.queues))]
+
+    @property
+    def fingerprint(self) -> str:
+        return self.device.fingerprint
 
     def alloc(self, nbytes: int) -> Any:
         cl = self._cl
@@ -63,18 +81,24 @@ class OpenCLDevice:
         except cl.Error as err:
             raise OutOfDeviceMemory(str(err)) from None
 
-    def free(self, handle: Any) -> None:
-        handle.release()
+    def free(self, handle: Any, wait: Sequence[Any] = ()) -> None:
+        handle.release()  # OpenCL keeps it alive until the commands using it finish
 
-    def upload(self, handle: Any, offset: int, host: np.ndarray) -> Any:
-        return self._cl.enqueue_copy(self.queue, handle, host, dst_offset=offset, is_blocking=False)
+    def upload(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> Any:
+        ev = self._cl.enqueue_copy(self.tqueue, handle, host, dst_offset=offset,
+                                   is_blocking=False, wait_for=list(wait) or None)
+        self.tqueue.flush()
+        return ev
 
-    def download(self, handle: Any, offset: int, host: np.ndarray) -> None:
-        self._cl.enqueue_copy(self.queue, host, handle, src_offset=offset, is_blocking=True)
+    def download(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> None:
+        self._cl.enqueue_copy(self.tqueue, host, handle, src_offset=offset, is_blocking=True,
+                              wait_for=list(wait) or None)
 
-    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int) -> Any:
-        return self._cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes,
-                                     dst_offset=dst_offset, src_offset=src_offset)
+    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int,
+             queue: int = 0, wait: Sequence[Any] = ()) -> Any:
+        return self._cl.enqueue_copy(self.queues[queue], dst, src, byte_count=nbytes,
+                                     dst_offset=dst_offset, src_offset=src_offset,
+                                     wait_for=list(wait) or None)
 
     def build(self, name: str, source: str) -> Any:
         key = (name, source)
@@ -88,19 +112,23 @@ class OpenCLDevice:
         return k
 
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
-               args: Sequence[Any]) -> Any:
+               args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         cl = self._cl
         kernel.set_args(*[a.handle if isinstance(a, Ref) else a for a in args])
         try:
-            ev = cl.enqueue_nd_range_kernel(self.queue, kernel, tuple(global_size),
-                                            None if local_size is None else tuple(local_size))
+            ev = cl.enqueue_nd_range_kernel(self.queues[queue], kernel, tuple(global_size),
+                                            None if local_size is None else tuple(local_size),
+                                            wait_for=list(wait) or None)
         except cl.Error as err:
             raise RuntimeBackendError(f"kernel {kernel.function_name}: the launch failed on "
                                       f"{self.label} ({err})") from None
+        self.queues[queue].flush()
         return ev
 
     def flush(self) -> None:
-        self.queue.flush()
+        for q in self.queues:
+            q.flush()
+        self.tqueue.flush()
 
     def done(self, event: Any) -> bool:
         return event.command_execution_status == self._cl.command_execution_status.COMPLETE
@@ -109,7 +137,9 @@ class OpenCLDevice:
         event.wait()
 
     def finish(self) -> None:
-        self.queue.finish()
+        for q in self.queues:
+            q.finish()
+        self.tqueue.finish()
 
 
 class CUDADevice:
@@ -119,7 +149,7 @@ class CUDADevice:
     dialect = "cuda"
     is_cpu = False
 
-    def __init__(self, spec: Optional[str] = None, cache: Any = None) -> None:
+    def __init__(self, spec: Optional[str] = None, cache: Any = None, queues: int = 1) -> None:
         from cuda.bindings import driver
 
         from liftkit.backends.cuda import ModuleCache, select_device
@@ -129,7 +159,13 @@ class CUDADevice:
         self._core = core()
         self._dev = self._core.Device(self.device.ordinal)
         self._dev.set_current()
-        self.stream = self._dev.create_stream()
+        self.streams = [self._dev.create_stream() for _ in range(max(1, int(queues)))]
+        self.stream = self.streams[0]
+        self.tstream = self._dev.create_stream()  # transfers; allocations are ordered on it
+        self._alloc_gen = 0                       # allocations made on tstream so far
+        self._alloc_event: Any = None
+        self._seen = [0] * len(self.streams)      # the allocation each compute stream follows
+        self.queues = self.streams
         self.cache = cache if cache is not None else ModuleCache()
         self.label = self.device.label
         self.total_memory = int(self.device.total_memory)
@@ -143,33 +179,64 @@ class CUDADevice:
         except BackendError as err:
             raise RuntimeBackendError(str(err)) from None
 
+    def set_queues(self, n: int) -> None:
+        """Use ``n`` compute streams (before any task is enqueued)."""
+        self.streams = self.streams[:max(1, n)] + [
+            self._dev.create_stream() for _ in range(max(1, n) - len(self.streams))]
+        self.stream = self.streams[0]
+        self.queues = self.streams
+        self._seen = [0] * len(self.streams)
+
+    @property
+    def fingerprint(self) -> str:
+        return self.device.fingerprint
+
     def alloc(self, nbytes: int) -> Any:
         try:
-            return self._dev.allocate(max(nbytes, 1), stream=self.stream)
+            h = self._dev.allocate(max(nbytes, 1), stream=self.tstream)
         except Exception as err:  # noqa: BLE001 - out of memory, in cuda.core's words
             raise OutOfDeviceMemory(str(err)) from None
+        self._alloc_gen += 1
+        self._alloc_event = self.tstream.record()
+        return h
 
-    def free(self, handle: Any) -> None:
-        handle.close(self.stream)
+    def _on(self, queue: int, wait: Sequence[Any]) -> Any:
+        """Compute stream ``queue``, made to follow ``wait`` and the allocations before now."""
+        s = self.streams[queue]
+        if self._seen[queue] != self._alloc_gen:
+            s.wait(self._alloc_event)
+            self._seen[queue] = self._alloc_gen
+        for ev in wait:
+            s.wait(ev)
+        return s
+
+    def free(self, handle: Any, wait: Sequence[Any] = ()) -> None:
+        handle.close(self._on(0, wait))  # after the tasks still using it (stream-ordered)
 
     def ptr(self, handle: Any) -> int:
         return handle if isinstance(handle, int) else int(handle.handle)
 
-    def upload(self, handle: Any, offset: int, host: np.ndarray) -> Any:
+    def upload(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> Any:
+        for ev in wait:
+            self.tstream.wait(ev)
         self._check(self._drv.cuMemcpyHtoDAsync(self.ptr(handle) + offset, host.ctypes.data,
-                                                host.nbytes, self.stream.handle), "upload")
-        return self.stream.record()
+                                                host.nbytes, self.tstream.handle), "upload")
+        return self.tstream.record()
 
-    def download(self, handle: Any, offset: int, host: np.ndarray) -> None:
+    def download(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> None:
+        for ev in wait:
+            self.tstream.wait(ev)
         self._check(self._drv.cuMemcpyDtoHAsync(host.ctypes.data, self.ptr(handle) + offset,
-                                                host.nbytes, self.stream.handle), "download")
-        self.stream.sync()
+                                                host.nbytes, self.tstream.handle), "download")
+        self.tstream.sync()
 
-    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int) -> Any:
+    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int,
+             queue: int = 0, wait: Sequence[Any] = ()) -> Any:
+        s = self._on(queue, wait)
         self._check(self._drv.cuMemcpyDtoDAsync(self.ptr(dst) + dst_offset,
                                                 self.ptr(src) + src_offset, nbytes,
-                                                self.stream.handle), "device copy")
-        return self.stream.record()
+                                                s.handle), "device copy")
+        return s.record()
 
     def build(self, name: str, source: str) -> Any:
         key = (name, source)
@@ -184,18 +251,19 @@ class CUDADevice:
         return k
 
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
-               args: Sequence[Any]) -> Any:
+               args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         c = self._core
         if local_size is None:
             local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
         grid = tuple(min(math.ceil(g / b), m) for g, b, m in
                      zip(global_size, local_size, self.device.max_grid_dims))
         vals = [self.ptr(a.handle) if isinstance(a, Ref) else a for a in args]
+        s = self._on(queue, wait)
         try:
-            c.launch(self.stream, c.LaunchConfig(grid=grid, block=tuple(local_size)), kernel, *vals)
+            c.launch(s, c.LaunchConfig(grid=grid, block=tuple(local_size)), kernel, *vals)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
-        return self.stream.record()
+        return s.record()
 
     def flush(self) -> None:
         return None
@@ -208,7 +276,9 @@ class CUDADevice:
 
     def finish(self) -> None:
         try:
-            self.stream.sync()
+            for s in self.streams:
+                s.sync()
+            self.tstream.sync()
         except Exception as err:  # noqa: BLE001 - a fault inside a kernel surfaces here
             raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
 
@@ -222,7 +292,7 @@ class CUDADevice:
         return b.ptr, b.shape, b.dtype, b.obj
 
 
-def open_device(backend: str = "auto", spec: Optional[str] = None) -> Any:
+def open_device(backend: str = "auto", spec: Optional[str] = None, queues: int = 1) -> Any:
     """An OpenCLDevice or CUDADevice: ``auto`` takes CUDA where a CUDA GPU is present, else
     OpenCL's default device (a GPU, else the CPU: PoCL in CI)."""
     if backend == "auto":
@@ -231,7 +301,7 @@ def open_device(backend: str = "auto", spec: Optional[str] = None) -> Any:
         if backend == "opencl" and (spec or "gpu") == "gpu":
             spec = None
     if backend == "cuda":
-        return CUDADevice(spec)
+        return CUDADevice(spec, queues=queues)
     if backend == "opencl":
-        return OpenCLDevice(spec)
+        return OpenCLDevice(spec, queues=queues)
     raise ValueError(f"unknown backend {backend!r}: choose auto, opencl or cuda")

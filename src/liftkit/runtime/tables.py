@@ -94,10 +94,12 @@ class Whole:
 @dataclass
 class EventRow:
     """A row of the event table (§7.2.3): the backend's event of a task and what it touched;
-    ``keep`` holds host memory an asynchronous upload still reads."""
+    ``keep`` holds host memory an asynchronous upload still reads; ``queue`` is the compute
+    queue it ran on (-1: the transfer queue)."""
     id: int
     event: Any
     task: str
     reads: tuple = ()
     writes: tuple = ()
     keep: list = field(default_factory=list)
+    queue: int = -1
