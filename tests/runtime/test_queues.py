@@ -1,8 +1,10 @@
 """The runtime's queues (seed 003 §7.3.3, §7.4) on the CPU OpenCL device: transfers on their own
 queue overlap kernels, several compute queues for independent tasks, the order between queues
-kept by events (results stay correct)."""
+kept by events (results stay correct), and the calibration that writes the device profile."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -10,7 +12,9 @@ import pytest
 cl = pytest.importorskip("pyopencl")
 
 from liftkit.backends.opencl import list_devices  # noqa: E402
+from liftkit.cli.main import main  # noqa: E402
 from liftkit.runtime import Kernel, Runtime  # noqa: E402
+from liftkit.runtime.profile import FORMAT, calibrate, load_profile, profile_path  # noqa: E402
 
 HAS_CPU = any(d.type == "cpu" for d in list_devices())
 pytestmark = pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
@@ -25,7 +29,7 @@ SLOWCOPY = Kernel("slowcopy", {"opencl": """kernel void slowcopy(global const do
     long i = get_global_id(0); double s = 0.0;
     for (long k = 0; k < n; k++) s = s * 0.999999 + (double)k;
     y[yo + i] = x[xo + i] + (s < 0.0 ? 1.0 : 0.0); }"""})
-LONG = 4_000_000
+LONG = 30_000_000  # about 0.1 s for one work-item on this machine's CPU
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +37,7 @@ def no_profiles(tmp_path, monkeypatch):
     monkeypatch.setenv("LIFTKIT_RUNTIME_PROFILES", str(tmp_path / "profiles"))
 
 
-def _slow(rt, x, y, n=8):
+def _slow(rt, x, y, n=1):
     return rt.launch(SLOWCOPY, (n,), [x, y, np.int64(LONG)], reads=[x], writes=[y])
 
 
@@ -47,7 +51,7 @@ def test_download_does_not_wait_for_unrelated_kernels():
         assert not rt.event_done(slow)  # a came back while the slow kernel still runs
         s = rt.stats()
         assert s["downloads"] == 1 and s["overlapped_transfers"] >= 1
-        np.testing.assert_allclose(rt.read(spare), 1.0)
+        assert rt.read(spare)[0] == 1.0
     finally:
         rt.close()
 
@@ -56,7 +60,7 @@ def test_upload_overlaps_a_running_kernel_and_kernels_wait_for_it():
     rt = Runtime("opencl", "cpu", queues=1)
     try:
         spare = rt.empty((8,), np.float64)
-        slow = _slow(rt, rt.submit(np.ones(8)), spare, 1)  # one work-item: a core stays free
+        slow = _slow(rt, rt.submit(np.ones(8)), spare)  # one work-item: a core stays free
         b, c = rt.submit(np.arange(8.0)), rt.submit(np.full(8, 10.0))
         rt.launch(ADD, (8,), [b, c], reads=[b, c], writes=[c])  # two uploads, then the kernel
         ups = [e for e, row in rt.events.items() if row.task == "upload" and row.queue == -1
@@ -76,7 +80,7 @@ def test_an_upload_waits_for_the_kernels_still_reading_the_old_contents():
     try:
         host = np.arange(8.0)
         x, y = rt.submit(host), rt.empty((8,), np.float64)
-        _slow(rt, x, y)                     # reads the device copy of x for a while
+        _slow(rt, x, y, 8)                  # reads the device copy of x for a while
         rt.write(x, np.full(8, -1.0))        # the host copy changes meanwhile
         rt.launch(SCALE, (8,), [x, 2.0], writes=[x])  # re-uploads x: after slowcopy read it
         np.testing.assert_allclose(rt.read(y), np.arange(8.0))
@@ -138,3 +142,27 @@ def test_random_task_streams_match_numpy(queues):
         assert rt.stats()["queues"] == queues
     finally:
         rt.close()
+
+
+def test_calibration_writes_the_profile_the_runtime_reads(tmp_path):
+    data = calibrate("opencl", "cpu", (1, 2), kernels=4, items=16, work=10, repeats=1,
+                     directory=tmp_path)
+    assert data["queues"] in (1, 2) and set(data["seconds"]) == {"1", "2"}
+    fp = Runtime("opencl", "cpu", queues=1).device.fingerprint
+    assert load_profile(fp, tmp_path)["queues"] == data["queues"]
+    p = profile_path(fp)  # the default directory (the fixture's): a profile choosing 3 queues
+    p.parent.mkdir(parents=True)
+    p.write_text(json.dumps({"format": FORMAT, "device": {"fingerprint": fp}, "queues": 3}))
+    rt = Runtime("opencl", "cpu")
+    assert rt.stats()["queues"] == 3
+    rt.close()
+
+
+def test_calibrate_command(tmp_path, capsys):
+    assert main(["runtime", "calibrate", "--backend", "opencl", "--device", "cpu",
+                 "--queues", "1,2", "--kernels", "4", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "chosen:" in out and "profile:" in out
+    assert len(list(tmp_path.glob("runtime-*.json"))) == 1
+    assert main(["runtime", "calibrate", "--queues", "2,4"]) == 2  # 1 must be measured
+    assert "including 1" in capsys.readouterr().err

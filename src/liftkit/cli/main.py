@@ -146,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     from liftkit.cli.blas import configure_blas_parser
 
     configure_blas_parser(p)
+    p = add("runtime", "liftkit.runtime: calibrate the task runtime's queues for a device")
+    from liftkit.cli.runtime import configure_runtime_parser
+
+    configure_runtime_parser(p)
     return parser
 
 
@@ -329,7 +333,13 @@ def cmd_blas(args: argparse.Namespace, out: TextIO) -> int:
     return run_blas(args, out)
 
 
-COMMANDS: dict[str, Any] = {"check": cmd_check, "show": cmd_show, "run": cmd_run,
+def cmd_runtime(args: argparse.Namespace, out: TextIO) -> int:
+    from liftkit.cli.runtime import cmd_runtime as run_runtime
+
+    return run_runtime(args, out)
+
+
+COMMANDS: dict[str, Any] = {"runtime": cmd_runtime, "check": cmd_check, "show": cmd_show, "run": cmd_run,
                             "compile": cmd_compile, "explore": cmd_explore, "bench": cmd_bench,
                             "blas": cmd_blas, "tune-suite": cmd_tune_suite}
 

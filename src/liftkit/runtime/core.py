@@ -53,14 +53,17 @@ class Runtime:
     ``backend``: "auto" (CUDA where present, else OpenCL's default device), "opencl" or "cuda";
     ``device``: the backend's device spec ("cpu", "gpu", a name); ``memory_limit``: bytes the
     runtime may hold on the device (default: 90% of the device's memory); ``queues``: compute
-    queues (default 1)."""
+    queues (default: the device's calibration profile, else 1)."""
 
     def __init__(self, backend: str = "auto", device: Optional[str] = None,
                  memory_limit: Optional[int] = None, dev: Any = None,
                  queues: Optional[int] = None) -> None:
         if dev is None:
             dev = open_device(backend, device)
-            dev.set_queues(queues or 1)
+            if queues is None:
+                from .profile import queues_for
+                queues = queues_for(dev)
+            dev.set_queues(queues)
         elif queues is not None:
             dev.set_queues(queues)
         self.device = dev
