@@ -179,3 +179,33 @@ def test_one_warning_without_a_profile(session: Session, tmp_path, monkeypatch) 
     assert len(ours) == 1
     assert "liftkit blas tune --device cpu" in str(ours[0].message)
     assert ours[0].filename == __file__
+
+
+def test_a_profile_of_another_driver_is_used_with_one_warning(session: Session, tmp_path,
+                                                              monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A shipped profile still serves after a driver update (same platform and device name),
+    saying so; an exact match wins; another device's profile never serves."""
+    import liftkit.blas.profile as pm
+    from liftkit.blas import Profile
+
+    monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path / "user"))
+    monkeypatch.setattr(pm, "SHIPPED", tmp_path / "shipped")
+    dev = session.device
+    platform_and_name = dev.fingerprint.rsplit("|", 1)[0]
+    Profile(f"{platform_and_name}|0.0-older", dev.label, "cpu").save(
+        tmp_path / "shipped" / pm.file_name(f"{platform_and_name}|0.0-older"))
+    Profile(f"Other platform|{dev.label}|1.0", dev.label, "cpu").save(
+        tmp_path / "shipped" / pm.file_name(f"Other platform|{dev.label}|1.0"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = Session(dev)
+    assert s.profile is not None and s.profile.fingerprint.endswith("|0.0-older")
+    ours = [w for w in caught if issubclass(w.category, NoProfileWarning)]
+    assert len(ours) == 1 and "0.0-older" in str(ours[0].message)
+    Profile(dev.fingerprint, dev.label, "cpu").save(tmp_path / "user" / pm.file_name(dev.fingerprint))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = Session(dev)
+    assert s.profile is not None and s.profile.fingerprint == dev.fingerprint
+    assert not [w for w in caught if issubclass(w.category, NoProfileWarning)]
+    assert pm.find_profile_any_driver(f"Nowhere|{dev.label}|9") is None

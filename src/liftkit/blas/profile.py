@@ -202,3 +202,27 @@ def find_profile(fingerprint: str, directories: Optional[Iterable[Path]] = None
         if p.is_file():
             return Profile.load(p)
     return None
+
+
+def find_profile_any_driver(fingerprint: str, directories: Optional[Iterable[Path]] = None
+                            ) -> Optional[Profile]:
+    """The profile for this device and driver, else one tuned on the same device (platform and
+    name) with another driver version: a shipped profile stays useful after a driver update, and
+    its choices are still correct derivations (only possibly no longer the fastest). The caller
+    says so once."""
+    exact = find_profile(fingerprint, directories)
+    if exact is not None:
+        return exact
+    device = fingerprint.rsplit("|", 1)[0]
+    for d in directories if directories is not None else (profile_dir(), SHIPPED):
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for p in sorted(d.glob("profile-*.json")):
+            try:
+                prof = Profile.load(p)
+            except ProfileError:
+                continue
+            if prof.fingerprint.rsplit("|", 1)[0] == device:
+                return prof
+    return None

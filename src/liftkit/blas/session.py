@@ -20,7 +20,7 @@ import pyopencl.array as cla
 from liftkit.backends.opencl.devices import Device, select_device
 from liftkit.blas.codelets import Kind, Variant, default_variant, multiples
 from liftkit.blas.kernels import BlasError, Built, KernelStore
-from liftkit.blas.profile import Profile, ProfileError, find_profile
+from liftkit.blas.profile import Profile, ProfileError, find_profile_any_driver
 
 DTYPES = {np.dtype(t): np.dtype(t).name
           for t in (np.float32, np.float64, np.complex64, np.complex128)}
@@ -133,7 +133,13 @@ class Session:
             self.profile = Profile.load(profile)
         else:
             try:
-                self.profile = find_profile(self.device.fingerprint)
+                self.profile = find_profile_any_driver(self.device.fingerprint)
+                if self.profile is not None and self.profile.fingerprint != self.device.fingerprint:
+                    warnings.warn(
+                        f"liftkit.blas: using the profile tuned for {self.profile.fingerprint} on "
+                        f"driver {self.device.fingerprint.rsplit('|', 1)[-1]}; `liftkit blas tune "
+                        f"--device {self.device.type}` tunes for this driver", NoProfileWarning,
+                        stacklevel=2)
             except ProfileError as err:
                 warnings.warn(f"liftkit.blas: ignoring the profile for {self.device.label}: {err}",
                               NoProfileWarning, stacklevel=2)
