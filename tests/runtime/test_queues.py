@@ -5,6 +5,7 @@ kept by events (results stay correct), and the calibration that writes the devic
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -23,13 +24,8 @@ SCALE = Kernel("scale", {"opencl": """kernel void scale(global double* x, long x
     long i = get_global_id(0); x[xo + i] *= a; }"""})
 ADD = Kernel("add", {"opencl": """kernel void add(global const double* x, long xo,
         global double* y, long yo) { long i = get_global_id(0); y[yo + i] += x[xo + i]; }"""})
-# y = x after a busy loop: a kernel that keeps reading x for a while
-SLOWCOPY = Kernel("slowcopy", {"opencl": """kernel void slowcopy(global const double* x, long xo,
-        global double* y, long yo, long n) {
-    long i = get_global_id(0); double s = 0.0;
-    for (long k = 0; k < n; k++) s = s * 0.999999 + (double)k;
-    y[yo + i] = x[xo + i] + (s < 0.0 ? 1.0 : 0.0); }"""})
-LONG = 30_000_000  # about 0.1 s for one work-item on this machine's CPU
+COPY = Kernel("copy", {"opencl": """kernel void copy(global const double* x, long xo,
+        global double* y, long yo) { long i = get_global_id(0); y[yo + i] = x[xo + i]; }"""})
 
 
 @pytest.fixture(autouse=True)
@@ -37,52 +33,78 @@ def no_profiles(tmp_path, monkeypatch):
     monkeypatch.setenv("LIFTKIT_RUNTIME_PROFILES", str(tmp_path / "profiles"))
 
 
-def _slow(rt, x, y, n=1):
-    return rt.launch(SLOWCOPY, (n,), [x, y, np.int64(LONG)], reads=[x], writes=[y])
+def _hold(rt):
+    """Block compute queue 0 on a user event until the test lets it go (no timing involved)."""
+    gate = cl.UserEvent(rt.device.context)
+    cl.enqueue_marker(rt.device.queues[0], wait_for=[gate])
+    rt.device.queues[0].flush()
+    return gate
+
+
+def _within(fn, seconds=20.0):
+    """fn() in a thread; True if it returned in time."""
+    t = threading.Thread(target=fn, daemon=True)
+    t.start()
+    t.join(seconds)
+    return not t.is_alive()
 
 
 def test_download_does_not_wait_for_unrelated_kernels():
     rt = Runtime("opencl", "cpu", queues=1)
     try:
-        a, spare = rt.submit(np.arange(8.0)), rt.empty((8,), np.float64)
+        a, b = rt.submit(np.arange(8.0)), rt.submit(np.ones(8))
         rt.launch(SCALE, (8,), [a, 3.0], writes=[a])
-        slow = _slow(rt, rt.submit(np.ones(8)), spare)   # queued after the write of a
-        np.testing.assert_allclose(rt.read(a), 3 * np.arange(8.0))  # on the transfer queue
-        assert not rt.event_done(slow)  # a came back while the slow kernel still runs
-        s = rt.stats()
-        assert s["downloads"] == 1 and s["overlapped_transfers"] >= 1
-        assert rt.read(spare)[0] == 1.0
+        rt.launch(SCALE, (8,), [b, 2.0], writes=[b])
+        rt.wait_all(sync=False)
+        rt.launch(SCALE, (8,), [a, 3.0], writes=[a])
+        gate = _hold(rt)
+        later = rt.launch(SCALE, (8,), [b, 5.0], writes=[b])  # held behind the gate
+        got = {}
+        came_back = _within(lambda: got.setdefault("a", rt.read(a).copy()))
+        held = not rt.event_done(later)
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        assert came_back and held  # a came back while the queue was still held
+        np.testing.assert_allclose(got["a"], 9 * np.arange(8.0))
+        assert rt.stats()["overlapped_transfers"] >= 1
+        np.testing.assert_allclose(rt.read(b), 10.0)
     finally:
         rt.close()
 
 
-def test_upload_overlaps_a_running_kernel_and_kernels_wait_for_it():
+def test_upload_overlaps_a_held_queue_and_kernels_wait_for_it():
     rt = Runtime("opencl", "cpu", queues=1)
     try:
-        spare = rt.empty((8,), np.float64)
-        slow = _slow(rt, rt.submit(np.ones(8)), spare)  # one work-item: a core stays free
+        spare = rt.submit(np.ones(8))
+        rt.launch(SCALE, (8,), [spare, 2.0], writes=[spare])
+        rt.wait_all(sync=False)
+        gate = _hold(rt)
+        first = rt.launch(SCALE, (8,), [spare, 2.0], writes=[spare])  # held
         b, c = rt.submit(np.arange(8.0)), rt.submit(np.full(8, 10.0))
-        rt.launch(ADD, (8,), [b, c], reads=[b, c], writes=[c])  # two uploads, then the kernel
-        ups = [e for e, row in rt.events.items() if row.task == "upload" and row.queue == -1
-               and e > slow]
-        assert len(ups) == 2
-        for e in ups:
-            rt.wait_event(e)
-        assert not rt.event_done(slow)  # the uploads ran beside the slow kernel
+        add = rt.launch(ADD, (8,), [b, c], reads=[b, c], writes=[c])  # two uploads, the kernel
+        ups = [e for e, row in rt.events.items() if row.task == "upload" and e > first]
+        assert len(ups) == 2 and all(rt.events[e].queue == -1 for e in ups)
+        uploaded = _within(lambda: [rt.device.wait(rt.events[e].event) for e in ups])
+        held = not rt.event_done(first) and not rt.event_done(add)
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        assert uploaded and held  # the uploads finished while the compute queue was held
         assert rt.stats()["overlapped_transfers"] >= 2
         np.testing.assert_allclose(rt.read(c), 10.0 + np.arange(8.0))
+        np.testing.assert_allclose(rt.read(spare), 4.0)
     finally:
         rt.close()
 
 
 def test_an_upload_waits_for_the_kernels_still_reading_the_old_contents():
-    rt = Runtime("opencl", "cpu", queues=2)
+    rt = Runtime("opencl", "cpu", queues=1)
     try:
-        host = np.arange(8.0)
-        x, y = rt.submit(host), rt.empty((8,), np.float64)
-        _slow(rt, x, y, 8)                  # reads the device copy of x for a while
+        x, y = rt.submit(np.arange(8.0)), rt.empty((8,), np.float64)
+        rt.launch(SCALE, (8,), [x, 1.0], writes=[x])
+        rt.wait_all(sync=False)
+        gate = _hold(rt)
+        rt.launch(COPY, (8,), [x, y], reads=[x], writes=[y])  # held: reads x's device copy later
         rt.write(x, np.full(8, -1.0))        # the host copy changes meanwhile
-        rt.launch(SCALE, (8,), [x, 2.0], writes=[x])  # re-uploads x: after slowcopy read it
+        rt.launch(SCALE, (8,), [x, 2.0], writes=[x])  # re-uploads x, after COPY has read it
+        gate.set_status(cl.command_execution_status.COMPLETE)
         np.testing.assert_allclose(rt.read(y), np.arange(8.0))
         np.testing.assert_allclose(rt.read(x), -2.0)
     finally:
