@@ -78,5 +78,8 @@ def test_shipped_profiles_load_and_are_named_by_their_device() -> None:
     for f in files:
         prof = Profile.load(f)
         assert f.name == file_name(prof.fingerprint)
-        assert prof.peaks is not None and prof.entries
-        assert {e.kind.op for e in prof.entries} >= {"mm", "gemv", "transpose"}
+        assert prof.entries and "mm" in {e.kind.op for e in prof.entries}
+        if prof.peaks is None:  # tuned before format 2 (the H100's GEMM-only profile)
+            assert {e.kind.op for e in prof.entries} == {"mm"}
+        else:
+            assert {e.kind.op for e in prof.entries} >= {"mm", "gemv", "transpose"}
