@@ -133,8 +133,29 @@ def typeof(x: object, what: str) -> T.Type:
         return T.ArrayType(s, x.ndim, T.layout_of(x))
     if isinstance(x, tuple):
         return T.TupleType(tuple(typeof(i, what) for i in x))
+    if _on_gpu(x):
+        raise TypeError(f"{what}: {type(x).__module__.split('.')[0]}.{type(x).__name__} is an "
+                        "array in GPU memory, which @jit functions do not take (their host code "
+                        "reads arguments in host memory); pass a NumPy array (e.g. "
+                        "cupy.asnumpy(x), x.cpu().numpy()), or run kernels on it in place "
+                        "with liftkit.runtime.Runtime.submit")
     raise TypeError(f"{what}: values of type {type(x).__name__} are not supported by @jit "
                     "(pass NumPy arrays, numbers or tuples of them)")
+
+
+def _on_gpu(x: object) -> bool:
+    """A CuPy/PyTorch/Numba-CUDA array: ``__cuda_array_interface__``, or DLPack on a device
+    other than the CPU (type 1) or CUDA-pinned host memory (type 3)."""
+    if hasattr(type(x), "__cuda_array_interface__") or hasattr(x, "__cuda_array_interface__"):
+        return True
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is None:
+        return False
+    try:
+        kind = int(dev()[0])
+    except Exception:  # noqa: BLE001 - a broken or odd object: not a GPU array we can name
+        return False
+    return kind not in (1, 3)
 
 
 @dataclass
