@@ -5,7 +5,10 @@
     x = rt.submit(np.arange(8.0))        # an array variable; the host copy stays where it is
     ev = rt.launch(kernel, (8,), [x, 2.0], reads=[x], writes=[x])   # returns at once
     rt.read(x)                           # blocks on the tasks writing x, downloads once
-    liftkit.runtime.stats()              # transfers, copies, evictions, CPU fallbacks
+    liftkit.runtime.stats()              # transfers, copies, evictions, CPU fallbacks, overlap
+
+Transfers run on a queue (stream) of their own beside the compute queues; ``Runtime(queues=N)``
+or the device profile ``liftkit runtime calibrate`` writes sets how many compute queues.
 
 GPU sections of ``@jit`` functions (``with liftkit.gpu():``) run through the process's default
 runtime (:func:`default_runtime`; ``LIFTKIT_RUNTIME_BACKEND`` = auto/opencl/cuda and
