@@ -24,7 +24,7 @@ from liftkit.ir.userfuns import id_of
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import call, lam
-from liftkit.types import ArrayType, ScalarType, Type, VectorType
+from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType
 
 Options = list[dict[str, Any]]
 SOURCE = "liftkit extension (seed 002 §5 copy rules; Parboil ComputeQ)"
@@ -55,8 +55,6 @@ def _component(n: Any, p: Param) -> Optional[int]:
 
 
 def _value_type(t: Type, k: int) -> Optional[Type]:
-    from liftkit.types import TupleType
-
     if k == -1:
         return t if isinstance(t, (ScalarType, VectorType)) else None
     if isinstance(t, TupleType) and k < len(t.elems) and isinstance(t.elems[k], (ScalarType, VectorType)):
