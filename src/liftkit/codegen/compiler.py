@@ -143,8 +143,15 @@ def launch_geometry(body: Expr, env: Mapping[Param, Type], options: CompileOptio
         if not outer:
             glob.append(cst(local[d] if local else 1))
             continue
-        m, n = outer[0]
-        glob.append(n * local[d] if isinstance(m, P.MapWrg) and local else n)
+        # a mapWrg fixes the dimension's global size (groups × local size); a mapGlb beside it in
+        # the same kernel loops with the global stride, so it runs right under any global size
+        # (rounded up to a multiple of the local size where a mapLcl elsewhere sets one)
+        m, n = next(((m, n) for m, n in outer if isinstance(m, P.MapWrg)), outer[0])
+        if isinstance(m, P.MapWrg) and local:
+            n = n * local[d]
+        elif local and local[d] > 1:
+            n = (n + (local[d] - 1)) // local[d] * local[d]
+        glob.append(n)
     return NDRange(tuple(glob), local), local
 
 
