@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from liftkit.bench.harness import MIN_REPORT_REPEAT
 from liftkit.bench.jit_programs import NAMES
 
 
@@ -16,14 +15,12 @@ def cmd_bench_jit(args: argparse.Namespace, out: TextIO) -> int:
     """Exit status 1 when a benchmark gives a wrong result or fails, 0 otherwise."""
     from liftkit.bench.jit_report import print_table, write_all
     from liftkit.bench.jit_suite import SCALES, JitBenchConfig, run_jit_bench
-    from liftkit.cli.common import check_writable
+    from liftkit.cli.common import check_report_options, refuse_options
     from liftkit.cli.main import UsageError
 
-    for flag, given in (("--backend", args.backend != "opencl"), ("--db", args.db is not None),
-                        ("--only-ablation", args.only_ablation)):
-        if given:
-            raise UsageError(f"argument {flag}: does not apply to --suite jit (the @jit "
-                             f"benchmarks run on the CPU)")
+    refuse_options("jit", (("--backend", args.backend != "opencl"), ("--db", args.db is not None),
+                           ("--only-ablation", args.only_ablation)),
+                   " (the @jit benchmarks run on the CPU)")
     programs = None
     if args.programs is not None:
         programs = [t.strip() for t in args.programs.split(",") if t.strip()]
@@ -32,13 +29,8 @@ def cmd_bench_jit(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(f"argument --programs: unknown JIT benchmark(s) {', '.join(unknown)} "
                              f"(known: {', '.join(NAMES)})" if unknown else
                              "argument --programs: give at least one name, e.g. --programs lud,srad")
-    if args.repeat < 1 or (args.repeat < MIN_REPORT_REPEAT and not args.allow_few_runs):
-        raise UsageError(f"argument --repeat: at least {MIN_REPORT_REPEAT} runs for a report "
-                         f"(medians of ≥ {MIN_REPORT_REPEAT}), got {args.repeat}")
+    check_report_options(args)
     out_dir = Path(args.out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"argument --out: {out_dir} exists and is not a directory")
-    check_writable(args.out, "--out", directory=True)
     size_set = args.size_set or "cpu"
     cfg = JitBenchConfig(programs=programs, size_set=size_set, repeat=args.repeat,
                          ablation=args.ablation, seed=args.seed,

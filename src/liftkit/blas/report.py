@@ -17,7 +17,7 @@ import argparse
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Optional, TextIO
 
 from liftkit.blas.bench import OPS, Row
 from liftkit.blas.peak import PeakSettings, measure_peaks, peak_for
@@ -144,15 +144,12 @@ def cmd_bench_blas(args: argparse.Namespace, out: TextIO) -> int:
     import pyopencl as cl
 
     from liftkit.blas.bench import print_table, run_bench
-    from liftkit.bench.harness import MIN_REPORT_REPEAT
     from liftkit.blas.session import Session
-    from liftkit.cli.common import check_writable
+    from liftkit.cli.common import check_report_options, refuse_options
     from liftkit.cli.main import UsageError
 
-    for flag, given in (("--backend", args.backend != "opencl"), ("--db", args.db is not None),
-                        ("--ablation", args.ablation or args.only_ablation)):
-        if given:
-            raise UsageError(f"argument {flag}: does not apply to --suite blas")
+    refuse_options("blas", (("--backend", args.backend != "opencl"), ("--db", args.db is not None),
+                            ("--ablation", args.ablation or args.only_ablation)))
     ops = [t.strip() for t in (args.programs or ",".join(OPS)).split(",") if t.strip()]
     bad = [o for o in ops if o not in OPS]
     if not ops or bad:
@@ -163,13 +160,8 @@ def cmd_bench_blas(args: argparse.Namespace, out: TextIO) -> int:
     if not dtypes or bad:
         raise UsageError(f"argument --dtypes: unknown {', '.join(bad)} (known: "
                          f"{', '.join(DTYPES)})")
-    if args.repeat < 1 or (args.repeat < MIN_REPORT_REPEAT and not args.allow_few_runs):
-        raise UsageError(f"argument --repeat: at least {MIN_REPORT_REPEAT} runs for a report "
-                         f"(medians of ≥ {MIN_REPORT_REPEAT}), got {args.repeat}")
+    check_report_options(args)
     out_dir = Path(args.out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"argument --out: {out_dir} exists and is not a directory")
-    check_writable(args.out, "--out", directory=True)
     session = Session(args.device, warn=False)
     gpu = session.device.is_gpu
     sizes = list(SIZE_SETS[args.size_set or ("large" if gpu else "cpu")])

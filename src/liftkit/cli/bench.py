@@ -79,7 +79,7 @@ def programs_arg(text: str | None) -> list[str] | None:
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.bench.harness import BenchConfig, run_bench
     from liftkit.bench.report import print_table, write_all
-    from liftkit.cli.common import check_writable
+    from liftkit.cli.common import check_report_options
     from liftkit.cli.explore import open_tuning_db
     from liftkit.cli.main import UsageError
 
@@ -95,13 +95,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         programs = programs_arg(args.programs)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    if args.repeat < 1 or (args.repeat < MIN_REPORT_REPEAT and not args.allow_few_runs):
-        raise UsageError(f"argument --repeat: at least {MIN_REPORT_REPEAT} runs for a report "
-                         f"(medians of ≥ {MIN_REPORT_REPEAT}), got {args.repeat}")
+    check_report_options(args)
     out_dir = Path(args.out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"argument --out: {out_dir} exists and is not a directory")
-    check_writable(args.out, "--out", directory=True)  # before the runs, not after them
     if args.db is not None:  # named: it must be a tuning database (the default may be absent)
         open_tuning_db(args.db, create=False)
     cfg = BenchConfig(device=args.device, programs=programs, size_set=args.size_set,

@@ -8,7 +8,7 @@ import argparse
 import logging
 import os
 from contextlib import contextmanager
-from typing import Iterator, TextIO
+from typing import Iterator, Sequence, TextIO
 
 
 def check_common_values(args: argparse.Namespace) -> None:
@@ -93,3 +93,29 @@ def check_writable(path: str, what: str, directory: bool = False,
                 pass
     except OSError as err:
         raise CliError(f"{what} {path}: cannot be written ({err.strerror or err})") from None
+
+
+def refuse_options(suite: str, given: Sequence[tuple[str, bool]], why: str = "") -> None:
+    """One usage error for the first option that means nothing to a `bench --suite`."""
+    from liftkit.cli.main import UsageError
+
+    for flag, on in given:
+        if on:
+            raise UsageError(f"argument {flag}: does not apply to --suite {suite}{why}")
+
+
+def check_report_options(args: argparse.Namespace) -> None:
+    """`--repeat` and `--out` of a benchmark report, checked before the first run (every suite:
+    a report's medians need enough runs, and its directory must be writable)."""
+    from pathlib import Path
+
+    from liftkit.bench.harness import MIN_REPORT_REPEAT
+    from liftkit.cli.main import UsageError
+
+    if args.repeat < 1 or (args.repeat < MIN_REPORT_REPEAT and not args.allow_few_runs):
+        raise UsageError(f"argument --repeat: at least {MIN_REPORT_REPEAT} runs for a report "
+                         f"(medians of ≥ {MIN_REPORT_REPEAT}), got {args.repeat}")
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"argument --out: {out_dir} exists and is not a directory")
+    check_writable(args.out, "--out", directory=True)  # before the runs, not after them
