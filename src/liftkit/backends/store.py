@@ -18,6 +18,16 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "liftkit" / "kernels"
 
 
+def user_dir(env_var: str, name: str) -> Path:
+    """Where liftkit keeps a kind of per-user data (`name`: profiles of the BLAS, of the
+    runtime): `$env_var` if set, else `$XDG_CACHE_HOME/liftkit/name` (`~/.cache/liftkit/name`)."""
+    env = os.environ.get(env_var)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "liftkit" / name
+
+
 def hash_key(parts: Sequence[str]) -> str:
     """sha256 over the parts with separators: ("ab", "c") and ("a", "bc") differ."""
     h = hashlib.sha256()

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Union
 
+from liftkit.backends.store import user_dir
 from liftkit.blas.codelets import Kind, Variant, padding_ratio
 
 FORMAT = "liftkit-blas-profile/2"  # 2: the peak-rate micro-benchmarks (`peaks`)
@@ -29,11 +29,7 @@ class ProfileError(ValueError):
 
 
 def profile_dir() -> Path:
-    env = os.environ.get("LIFTKIT_BLAS_PROFILES")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "liftkit" / "blas"
+    return user_dir("LIFTKIT_BLAS_PROFILES", "blas")
 
 
 def file_name(fingerprint: str) -> str:
@@ -214,15 +210,12 @@ def find_profile_any_driver(fingerprint: str, directories: Optional[Iterable[Pat
     if exact is not None:
         return exact
     device = fingerprint.rsplit("|", 1)[0]
-    for d in directories if directories is not None else (profile_dir(), SHIPPED):
-        d = Path(d)
-        if not d.is_dir():
+    dirs = [Path(d) for d in (directories if directories is not None else (profile_dir(), SHIPPED))]
+    for p in (f for d in dirs if d.is_dir() for f in sorted(d.glob("profile-*.json"))):
+        try:
+            prof = Profile.load(p)
+        except ProfileError:  # someone else's broken file: not this device's profile
             continue
-        for p in sorted(d.glob("profile-*.json")):
-            try:
-                prof = Profile.load(p)
-            except ProfileError:
-                continue
-            if prof.fingerprint.rsplit("|", 1)[0] == device:
-                return prof
+        if prof.fingerprint.rsplit("|", 1)[0] == device:
+            return prof
     return None

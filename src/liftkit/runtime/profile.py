@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+
+from liftkit.backends.store import user_dir
 
 from .tables import Kernel
 
@@ -37,11 +38,7 @@ class RuntimeProfileError(ValueError):
 
 
 def profile_dir() -> Path:
-    env = os.environ.get("LIFTKIT_RUNTIME_PROFILES")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "liftkit" / "runtime"
+    return user_dir("LIFTKIT_RUNTIME_PROFILES", "runtime")
 
 
 def profile_path(fingerprint: str, directory: Optional[Path] = None) -> Path:
