@@ -65,22 +65,23 @@ class OpenCLRunner(HostPipeline):
         known-answer kernels, `quirks.py`): its defects must never give a wrong answer."""
         compiled = in_dialect(compiled, "opencl")
         quirks = compiler_quirks(self.device)
-        if quirks <= compiled.options.quirks or not affects(compiled.program, quirks):
+        if quirks <= compiled.options.quirks:
             return compiled
-        hit = self._with_quirks.get(id(compiled))
+        hit = self._with_quirks.get(id(compiled))  # decided once per program, not per run
         if hit is not None and hit[0] is compiled:
             return hit[1]
-        from liftkit.codegen.compiler import compile_program
+        fixed = compiled
+        if affects(compiled.program, quirks):
+            from liftkit.codegen.compiler import compile_program
 
-        try:
-            fixed = compile_program(compiled.program,
-                                    replace(compiled.options, quirks=compiled.options.quirks | quirks))
-        except CodegenError:
-            # a hand-written kernel: its program is a high-level specification, not its source
-            _log.warning("%s: the device's compiler has known defects (%s); the hand-written "
-                         "kernels of this program are run as written", self.device.label,
-                         ", ".join(sorted(quirks)))
-            fixed = compiled
+            try:
+                fixed = compile_program(compiled.program, replace(
+                    compiled.options, quirks=compiled.options.quirks | quirks))
+            except CodegenError:
+                # a hand-written kernel: its program is a high-level specification, not its source
+                _log.warning("%s: the device's compiler has known defects (%s); the hand-written "
+                             "kernels of this program are run as written", self.device.label,
+                             ", ".join(sorted(quirks)))
         if len(self._with_quirks) >= _QUIRK_CACHE_SIZE:
             self._with_quirks.pop(next(iter(self._with_quirks)))
         self._with_quirks[id(compiled)] = (compiled, fixed)  # holds compiled: its id stays unique
