@@ -19,6 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from liftkit.runtime import Kernel, Runtime
+from liftkit.runtime.tables import c_strides
 
 from . import types as T
 from .gpu_plan import GpuPlan
@@ -206,7 +207,7 @@ class GpuHost:
         else:
             sizes = {"N": specs[0][1][0]}
         # Lift's reductions split N in chunks of a power of two: odd lengths stay on the host
-        plain = all(sp[2] == _c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
+        plain = all(sp[2] == c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
             all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0) and \
             all(int(np.prod(sp[1])) < INT32_LIMIT for sp in specs)  # Lift's kernels use int
         vs = [self._attach(call, sp, name not in lib.dead)
@@ -248,7 +249,7 @@ class GpuHost:
                 return False
             var = rt.vars[v.id]
             if var.shape != shape or var.offset or \
-                    var.strides != _c_strides(var.shape, var.dtype.itemsize):
+                    var.strides != c_strides(var.shape, var.dtype.itemsize):
                 return False
             vs.append(v)
         if rt.vars[out.id].offset or len(shape) != len(counts) or \
@@ -349,11 +350,3 @@ def _host_array(spec: tuple) -> np.ndarray:
     lo, hi = _extent(spec)
     buf = (ctypes.c_char * max(hi - lo, 1)).from_address(lo)
     return np.ndarray(shape, dtype, buffer=buf, offset=ptr - lo, strides=strides)
-
-
-def _c_strides(shape: tuple, itemsize: int) -> tuple:
-    out, step = [], itemsize
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(int(n), 1)
-    return tuple(reversed(out))

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from .devices import OpenCLDevice, OutOfDeviceMemory, Ref, open_device
-from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole
+from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole, c_strides
 
 STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
              "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
@@ -128,7 +128,7 @@ class Runtime:
         buf = Buffer(self._next(), nbytes, None, None, [owner], handle=ptr, borrowed=True,
                      dev_valid=True)
         self.buffers[buf.id] = buf
-        return self._new_var(buf, 0, shape, _c_strides(shape, dtype.itemsize), dtype)
+        return self._new_var(buf, 0, shape, c_strides(shape, dtype.itemsize), dtype)
 
     def attach(self, ptr: int, shape: Sequence[int], strides: Sequence[int], dtype: Any,
                owner: Any = None) -> ArrayVar:
@@ -183,7 +183,7 @@ class Runtime:
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             buf = Buffer(self._next(), nbytes, None, None)
             self.buffers[buf.id] = buf
-            return self._new_var(buf, 0, shape, _c_strides(shape, dtype.itemsize), dtype)
+            return self._new_var(buf, 0, shape, c_strides(shape, dtype.itemsize), dtype)
 
     def copy(self, v: ArrayVar) -> ArrayVar:
         """A deep copy of ``v``, deferred until a task may write either (§7.3.2)."""
@@ -637,11 +637,3 @@ class Runtime:
         self._stats["cpu_tasks"] += 1
         self._stats["kernels"] += 1
         return self._record(ev, kernel.name + "@cpu", (), (), [])
-
-
-def _c_strides(shape: tuple, itemsize: int) -> tuple:
-    out, step = [], itemsize
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(int(n), 1)
-    return tuple(reversed(out))

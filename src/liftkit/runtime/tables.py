@@ -103,3 +103,12 @@ class EventRow:
     writes: tuple = ()
     keep: list = field(default_factory=list)
     queue: int = -1
+
+
+def c_strides(shape: tuple, itemsize: int) -> tuple:
+    """Byte strides of a C-ordered array of `shape` (an empty dimension counts as length 1)."""
+    out, step = [], itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(out))
