@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import kernels as K  # noqa: E402
 
 import liftkit  # noqa: E402
+import liftkit.bench.jit_programs as JP  # noqa: E402
 from liftkit.jit import PAR, Domain, jit, prange  # noqa: E402
 from liftkit.runtime import Kernel, Runtime  # noqa: E402
 
@@ -126,19 +127,12 @@ def growcut_cupy(cp, image, state, r):
 
 
 # ----------------------------------------------------------------------------- helpers
+# the GPU runs the CPU suite's inputs (liftkit.bench.jit_programs.inputs) at these larger scales
+GPU_SCALE = {"julia": 5.0, "pairwise": 4.0, "growcut": 20 / 3}
+
+
 def inputs(name: str, s: float, rng: np.random.Generator) -> tuple:
-    def n(x: int) -> int:
-        return max(4, int(x * s))
-    if name == "julia":
-        return (n(2000), n(2000), 200)
-    if name == "pairwise":
-        return (rng.random((n(4000), 3)),)
-    h = n(2000)
-    img = rng.random((h, h, 3))
-    st = np.zeros((h, h, 2))
-    st[:, :, 0] = rng.integers(0, 2, (h, h))
-    st[:, :, 1] = rng.random((h, h))
-    return (img, st, np.zeros_like(st), 1)
+    return JP.inputs(name, s * GPU_SCALE[name], rng)
 
 
 def med(fn, repeat: int) -> float:
