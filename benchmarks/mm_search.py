@@ -24,16 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from search_compare import check_then_time, rel_error  # this folder (the script's path)
 
 HAND = ("mm_nvidia", "mm_amd", "mm_tiled")
-
-
-def rel_error(got: Any, want: Any) -> float:
-    g, w = np.asarray(got, np.float64).ravel(), np.asarray(want, np.float64).ravel()
-    if g.shape != w.shape:
-        return float("inf")
-    return float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
 
 
 def search(sizes: dict[str, int], args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -107,23 +100,7 @@ def time_all(sizes: dict[str, int], args: argparse.Namespace, out: Path) -> dict
     if derived is not None:
         progs["derived"] = compile_program(derived[0])
     row: dict[str, Any] = {"device": runner.device.name}
-    for label, compiled in progs.items():  # correct first, on fresh inputs
-        inputs = spec.inputs(sizes, seed=int(time.time()) % 10_000)
-        got = runner.run(compiled, *inputs, sizes=sizes)
-        err = rel_error(got, spec.reference(*inputs))
-        row[f"{label} rel_error"] = err
-        if not err < 1e-4:
-            raise SystemExit(f"mm: the {label} kernel is wrong (relative error {err:.3g})")
-    inputs = spec.inputs(sizes, seed=1)
-    times: dict[str, list[float]] = {k: [] for k in progs}
-    for _ in range(args.rounds):  # alternate, so drift hits all alike
-        for label, compiled in progs.items():
-            _, run = runner.run_with_info(compiled, *inputs, sizes=sizes, timing=True,
-                                          repeat=args.repeat)
-            times[label].append(run.total_seconds)
-    for label, ts in times.items():
-        row[f"{label} ms"] = statistics.median(ts) * 1e3
-        row[f"{label} ms rounds"] = [t * 1e3 for t in ts]
+    row.update(check_then_time("mm", runner, spec, progs, sizes, args.rounds, args.repeat))
     return row
 
 

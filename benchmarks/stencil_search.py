@@ -15,25 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from search_compare import check_then_time  # this folder (the script's path)
 
 PAIRS = {  # high-level program -> (hand-written low-level program, sizes for --size S)
     "convolution": ("conv2d", lambda s: {"M": s, "N": s}),
     "stencil3": ("stencil1d_clamp", lambda s: {"N": s * s}),
 }
-
-
-def rel_error(got: Any, want: Any) -> float:
-    g, w = np.asarray(got, np.float64).ravel(), np.asarray(want, np.float64).ravel()
-    if g.shape != w.shape:
-        return float("inf")
-    return float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
 
 
 def search_one(name: str, sizes: dict[str, int], args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -79,24 +71,8 @@ def time_pair(name: str, info: dict[str, Any], args: argparse.Namespace, out: Pa
     if derived is not None:
         progs["derived"] = compile_program(derived[0])
     row: dict[str, Any] = {"program": name, "hand": hand}
-    for label, compiled in progs.items():  # correct first, on fresh inputs, every output written
-        inputs = spec.inputs(sizes, seed=int(time.time()) % 10_000)
-        got = runner.run(compiled, *inputs, sizes=sizes)
-        err = rel_error(got, spec.reference(*inputs))
-        row[f"{label} rel_error"] = err
-        if not err < 1e-4:
-            raise SystemExit(f"{name}: the {label} kernel is wrong (relative error {err:.3g})")
-    inputs = spec.inputs(sizes, seed=1)
-    times: dict[str, list[float]] = {k: [] for k in progs}
-    for _ in range(args.rounds):  # alternate, so drift hits both alike
-        for label, compiled in progs.items():
-            _, run = runner.run_with_info(compiled, *inputs, sizes=sizes, timing=True,
-                                          repeat=args.repeat)
-            times[label].append(run.total_seconds)
-    for label, ts in times.items():
-        row[f"{label} ms"] = statistics.median(ts) * 1e3
-        row[f"{label} ms rounds"] = [t * 1e3 for t in ts]
-    if "derived" in times:
+    row.update(check_then_time(name, runner, spec, progs, sizes, args.rounds, args.repeat))
+    if "derived" in progs:
         row["derived / hand-written"] = row["derived ms"] / row["hand-written ms"]
     return row
 
