@@ -175,3 +175,17 @@ def test_bench_without_the_derived_column() -> None:
                                    derived=False), log=lambda _m: None)
     assert result.entries[0].status == "ok" and result.entries[0].derived is None
     assert "## Derived" not in markdown(result)
+
+
+@needs_cpu
+def test_bench_without_references_times_the_programs_only() -> None:
+    """--no-references: the hand-written (and derived) programs checked and timed, no
+    reference run (the GPU suite's CuPy N-Body alone takes minutes)."""
+    from liftkit.bench.harness import BenchConfig, run_bench
+
+    cfg = BenchConfig(device="cpu", size_set="tiny", repeat=3, programs=["nn"], derived=False)
+    with_refs = run_bench(cfg, log=lambda _m: None).entries[0]
+    without = run_bench(replace(cfg, references=False), log=lambda _m: None).entries[0]
+    assert with_refs.references and with_refs.speedup_best
+    assert without.status == "ok" and without.seconds and without.references == []
+    assert without.speedup_best is None

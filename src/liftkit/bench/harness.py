@@ -45,6 +45,7 @@ class BenchConfig:
     ablation: bool = False
     db: Optional[str] = None  # tuning database for the derived column (else the bundled ones)
     derived: bool = True  # the "derived" column: each high-level program's derivation
+    references: bool = True  # False: no references (the derived column against the hand-written)
     entries: Optional[Sequence[Entry]] = None  # replaces the suite (tests)
     registry: Any = None  # replaces the bundled registry (tests)
     main_table: bool = True  # False: only the ablation (with ablation=True)
@@ -388,7 +389,8 @@ def bench_entry(entry: Entry, runner: Any, device_kind: str, size_set: str, cfg:
         lift_result = None
     table_names = [entry.reference, entry.high or "", *entry.low, choice.name]
     errors: list[str] = []
-    refs = references_for(entry.reference, [n for n in table_names if n], device_kind, table, errors)
+    refs = references_for(entry.reference, [n for n in table_names if n], device_kind, table,
+                          errors) if cfg.references else []
     ref_results = [_reference(r, prep, lift_result, cfg.repeat) for r in refs]
     for r in ref_results:  # a reference that disagrees with liftkit at full size: liftkit suspect
         if lift_result is not None and prep.check_inputs is not None and r.status == "wrong" \

@@ -2,7 +2,7 @@
 
     liftkit bench [--device gpu|cpu] [--backend opencl|cuda|both] [--programs a,b,...] [--size-set tiny|cpu|small|large]
                   [--repeat K] [--out DIR] [--ablation | --only-ablation] [--seed S] [--db PATH]
-                  [--no-derived]
+                  [--no-derived] [--no-references]
     liftkit bench --suite jit [--programs lud,srad,...] [--size-set ...] [--repeat K] [--out DIR] [--ablation]
     liftkit bench --suite blas [--device cpu] [--programs gemm,gemv,...] [--dtypes float32,...] [--size-set ...]
 
@@ -59,6 +59,9 @@ def configure_bench_parser(p: argparse.ArgumentParser) -> None:
                         "derivations, which also fill in where the database has none)")
     p.add_argument("--no-derived", action="store_true",
                    help="leave out the \"derived\" column (each high-level program's derivation)")
+    p.add_argument("--no-references", action="store_true",
+                   help="time no references (CuPy, cuBLAS, NumPy ...): only the hand-written and "
+                        "the derived programs, and the ceilings")
     p.add_argument("--allow-few-runs", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -103,7 +106,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
                       repeat=args.repeat, seed=args.seed,
                       ablation=args.ablation or args.only_ablation, db=args.db,
                       main_table=not args.only_ablation, partial=out_dir / "partial.json",
-                      backend=args.backend, derived=not args.no_derived)
+                      backend=args.backend, derived=not args.no_derived,
+                      references=not args.no_references)
     result = run_bench(cfg)
     result.meta["command"] = "liftkit bench " + " ".join(_argv_text(args))
     files = write_all(result, out_dir)
@@ -131,6 +135,8 @@ def _argv_text(args: argparse.Namespace) -> list[str]:
         parts.append(f"--db {args.db}")
     if args.no_derived:
         parts.append("--no-derived")
+    if args.no_references:
+        parts.append("--no-references")
     return parts
 
 
