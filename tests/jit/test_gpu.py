@@ -472,28 +472,3 @@ def f(a, b):
         b = np.zeros(9)
         np.testing.assert_allclose(f(a, b), a[1:] * 3 + a[1:] * 2)
         assert f._last().from_cache == (k == 1)
-
-
-class _FakeCupy:
-    """Stands in for a CuPy array: device memory described by ``__cuda_array_interface__``."""
-    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f8", "data": (0x1000, False),
-                                "version": 3, "strides": None}
-
-
-class _FakeTorch:
-    """Stands in for a CUDA PyTorch tensor: DLPack on device type 2 (kDLCUDA)."""
-    def __dlpack_device__(self):
-        return (2, 0)
-
-
-@pytest.mark.parametrize("fake", [_FakeCupy(), _FakeTorch()])
-def test_gpu_arrays_as_arguments_are_one_clear_error(fake):
-    f = compile_source(STENCIL, "f")
-    with pytest.raises(TypeError, match=r"argument 'A': .* is an array in GPU memory.*"
-                                        r"pass a NumPy array"):
-        f(fake, np.zeros((4, 4)))
-    g = compile_source("def g(x):\n    return x + 1.0\n", "g")  # a CPU-only function too
-    with pytest.raises(TypeError, match="array in GPU memory"):
-        g(fake)
-    out = f(np.ones((4, 4)), np.zeros((4, 4)))  # the function still works with NumPy arrays
-    assert out[1, 1] == 1.0

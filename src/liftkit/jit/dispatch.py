@@ -222,7 +222,7 @@ class JitFunction:
                                  if isinstance(v, (T.ScalarType, T.ArrayType))}
         return self._annotations
 
-    def signature(self, args: tuple) -> tuple:
+    def signature(self, args: tuple, dev: dict | None = None) -> tuple:
         params = self._params
         if params is None:
             params = self._params = list(inspect.signature(self.py_func).parameters)
@@ -230,8 +230,9 @@ class JitFunction:
             raise TypeError(f"{self.__name__}() takes {len(params)} arguments, {len(args)} given")
         ann = self._annotated()
         out = []
-        for name, a in zip(params, args):
-            t = typeof(a, f"argument '{name}'")
+        for k, (name, a) in enumerate(zip(params, args)):
+            t = _device_type(dev[k], f"argument '{name}'") if dev and k in dev else \
+                typeof(a, f"argument '{name}'")
             want = ann.get(name)
             if want is not None:
                 t = _check_annotation(name, t, want)
@@ -240,10 +241,14 @@ class JitFunction:
 
     # -- calling
     def __call__(self, *args: Any) -> Any:
-        types = self.signature(args)
+        dev = _device_args(args, self._params or list(inspect.signature(self.py_func).parameters))
+        types = self.signature(args, dev)
         arrays = _arrays_in(args)
         noalias = not any(np.may_share_memory(a, b) for i, a in enumerate(arrays)
                           for b in arrays[i + 1:])
+        if dev:
+            spans = sorted((b.ptr, b.ptr + b.nbytes) for b in dev.values())
+            noalias = noalias and all(hi <= lo2 for (_, hi), (lo2, _) in zip(spans, spans[1:]))
         an = self.analyses.get(types)
         if an is None:
             from .pipeline import analyse
@@ -252,7 +257,8 @@ class JitFunction:
         spec = None
         if an.critical.shapes or an.critical.values:
             pos = {p: k for k, p in enumerate(an.params)}
-            spec_key = (tuple(args[pos[p]].shape for p in an.critical.shapes),
+            spec_key = (tuple(dev[pos[p]].shape if pos[p] in dev else args[pos[p]].shape
+                              for p in an.critical.shapes),
                         tuple(int(args[pos[p]]) for p in an.critical.values))
             if (types, noalias, spec_key) in self.specs or an.versions < MAX_VERSIONS:
                 spec = spec_key
@@ -268,9 +274,27 @@ class JitFunction:
             if spec is not None:
                 an.versions += 1
             self.specs[key] = c
+        if dev:
+            return self._invoke(c, tuple(dev.get(k, a) for k, a in enumerate(args)),
+                                self._device_call(c, an.params, dev))
         return self._invoke(c, args)
 
-    def _invoke(self, c: Compiled, args: tuple) -> Any:
+    def _device_call(self, c: Compiled, params: tuple, dev: dict) -> Any:
+        """Refuse GPU arrays this specialisation's host code would read (one error naming the
+        argument and the line); otherwise the call's device side (gpu_host.DeviceCall)."""
+        for k, b in dev.items():
+            what = f"argument '{params[k]}' ({b.kind} in GPU memory)"
+            if c.gpu is None:
+                raise TypeError(f"{what}: {self.__name__} has no GPU section to use it in (with "
+                                "liftkit.gpu(): or @jit(target='gpu')); pass a NumPy array")
+            lines = sorted({line for name, line in c.gpu.plan.host_uses if name == params[k]})
+            if lines:
+                raise TypeError(f"{what}: line {lines[0]} uses its data on the host, outside the "
+                                "kernels and library calls of a GPU section; pass a NumPy array "
+                                "or move that code into a parallel loop of the section")
+        return c.gpu.device_call(list(dev.values()))
+
+    def _invoke(self, c: Compiled, args: tuple, dc: Any = None) -> Any:
         slots: list[int] = []
         keep = []
         for a, t in zip(args, c.argtypes):
@@ -284,6 +308,8 @@ class JitFunction:
         env[7] = c.pool
         if c.gpu is not None:
             env[12] = c.gpu.address
+        if dc is not None:
+            dc.open(env)
         st = c.entry(env, block, res)
         try:
             kept = c.gpu.finish(env) if c.gpu is not None else None
@@ -291,9 +317,15 @@ class JitFunction:
                 if kept is not None:
                     raise kept
                 raise _error(list(env), c.raises)
-            return _unpack(c.result, res, 0, _Arena(env))[0]
+            arena = _Arena(env)
+            arena.device = dc
+            return _unpack(c.result, res, 0, arena)[0]
         finally:
-            c.free(env)
+            try:
+                if dc is not None:
+                    dc.close()
+            finally:
+                c.free(env)
 
     # -- inspection
     def _last(self) -> Compiled:
@@ -321,6 +353,55 @@ class JitFunction:
         if not c.llvm_ir:
             c.llvm_ir = llvm_ir(self, c)
         return c.llvm_ir
+
+
+@dataclass(frozen=True)
+class _Device:
+    """A GPU array argument: its device memory (C order) as compiled code receives it."""
+    obj: Any
+    ptr: int
+    shape: tuple
+    dtype: np.dtype
+    ordinal: Any
+    library: str
+
+    @property
+    def kind(self) -> str:
+        return f"a {type(self.obj).__module__.split('.')[0]}.{type(self.obj).__name__}"
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+def _device_args(args: tuple, params: list) -> dict:
+    """The GPU arrays (CUDA array interface, DLPack on a CUDA device) among the arguments."""
+    out: dict = {}
+    for k, a in enumerate(args):
+        if isinstance(a, (np.ndarray, int, float, tuple)) or not _on_gpu(a):
+            continue
+        what = f"argument '{params[k]}'" if k < len(params) else f"argument {k}"
+        try:
+            from liftkit.backends.cuda.arrays import device_array
+            b = device_array(a, what)
+        except ImportError:
+            b = None
+        except Exception as err:  # noqa: BLE001 - CUDAError: not contiguous, unreadable
+            msg = str(err).replace("input ", "", 1)
+            raise TypeError(msg if msg.startswith(what) else f"{what}: {msg}") from None
+        if b is None:
+            raise TypeError(f"{what}: a GPU array on a device other than CUDA; pass a NumPy "
+                            "array or a CuPy/PyTorch CUDA array")
+        out[k] = _Device(a, b.ptr, b.shape, b.dtype, b.ordinal, b.library)
+    return out
+
+
+def _device_type(d: _Device, what: str) -> T.Type:
+    s = _BY_DTYPE.get(d.dtype)
+    if s is None or s.is_complex:
+        raise TypeError(f"{what}: GPU arrays of dtype {d.dtype} are not supported by @jit's GPU "
+                        "sections (bool, integers, float32, float64)")
+    return T.ArrayType(s, len(d.shape), "C")
 
 
 def _arrays_in(args: Any) -> list:
@@ -360,6 +441,12 @@ def _pack(a: Any, t: T.Type, slots: list, keep: list) -> None:
             slots.append(int(a))
         return
     if isinstance(t, T.ArrayType):
+        if isinstance(a, _Device):  # the device pointer: only kernels and library calls use it
+            from liftkit.runtime.tables import c_strides
+            slots.append(a.ptr)
+            slots += [int(n) for n in a.shape]
+            slots += [st // a.dtype.itemsize for st in c_strides(a.shape, a.dtype.itemsize)]
+            return
         item = a.itemsize
         if any(s % item for s in a.strides):
             a = np.ascontiguousarray(a)
@@ -398,9 +485,10 @@ class _Arena:
     """The call's allocation chain (env slot 5): returned arrays are detached from it and
     handed to NumPy without a copy."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, taken: dict | None = None) -> None:
         self.env = env
-        self.taken: dict[int, Any] = {}
+        self.taken: dict[int, Any] = taken if taken is not None else {}
+        self.device: Any = None  # gpu_host.DeviceCall of a call with GPU array arguments
 
     def buffer(self, lo: int, hi: int) -> Any:
         """A ctypes buffer owning the block holding [lo, hi), or None."""
@@ -452,6 +540,13 @@ def _unpack(t: T.Type, res: Any, k: int, arena: Any = None) -> tuple[Any, int]:
         shape = tuple(int(x) for x in res[k + 1:k + 1 + nd])
         strides = tuple(int(x) * t.elem.dtype.itemsize for x in res[k + 1 + nd:k + 1 + 2 * nd])
         dt = t.elem.dtype
+        dev = getattr(arena, "device", None)
+        if dev is not None:  # a call with GPU arrays: its array results are GPU arrays too
+            got = dev.result(ptr, shape, strides, dt)
+            if got is not None:
+                return got, k + 1 + 2 * nd
+            host, k = _unpack(t, res, k, _Arena(arena.env, arena.taken))
+            return dev.upload(host), k
         if 0 in shape:
             return np.zeros(shape, dt), k + 1 + 2 * nd
         lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))

@@ -45,7 +45,109 @@ class _Call:
     vars: dict = field(default_factory=dict)
     live: dict = field(default_factory=dict)   # var id -> read after the section
     memo: dict = field(default_factory=dict)   # prepared launches by kernel and arrays
+    names: dict = field(default_factory=dict)  # var id -> the array variable's name
     error: Optional[BaseException] = None
+
+
+class DeviceCall:
+    """One call with GPU (CuPy/PyTorch) arrays among its arguments: they are adopted by the
+    runtime in place for the call; arrays the sections computed and the function only returns
+    stay on the device (``kept``) and come back as arrays of the caller's library, as do the
+    other array results (uploaded) — GPU arrays in, GPU arrays out."""
+
+    def __init__(self, host: "GpuHost", rt: Runtime, devs: list) -> None:
+        self.host, self.rt, self.devs = host, rt, devs
+        self.library = devs[0].library
+        self.ordinal = rt.device.device.ordinal
+        self.adopted: list = []
+        self.kept: list = []
+        self.made: dict = {}  # (ptr, shape, strides) -> the result handed out
+        self.key: Optional[int] = None
+
+    def open(self, env: Any) -> None:
+        rt = self.rt
+        for d in self.devs:
+            if d.ordinal is not None and d.ordinal != self.ordinal:
+                raise TypeError(f"{d.kind} is on CUDA device {d.ordinal}, but GPU sections run "
+                                f"on device {self.ordinal} ({rt.device.label}); copy it there "
+                                "first or choose the runtime (LIFTKIT_RUNTIME_DEVICE)")
+        self.adopted = [rt.adopt(d.obj) for d in self.devs]
+        self.key = ctypes.addressof(env)
+        self.host.device_calls[self.key] = self
+
+    def result(self, ptr: int, shape: tuple, strides: tuple, dtype: np.dtype) -> Any:
+        """The GPU array for a result at ``ptr`` (a kept array, or a user's array or a view of
+        it), or None for host memory."""
+        key = (ptr, shape, strides, dtype.str)
+        if key in self.made:
+            return self.made[key]
+        rt = self.rt
+        for v in list(self.kept):
+            var = rt.vars[v.id]
+            buf = rt.buffers[var.buffer]
+            if buf.lo is None or buf.lo + var.offset != ptr:
+                continue
+            self.kept.remove(v)
+            if var.shape == shape and var.strides == strides and var.offset == 0 and \
+                    var.dtype == dtype and buf.vars == {v.id} and buf.nbytes == var.nbytes:
+                handle = rt.detach(v)
+                got = self.made[key] = self._wrap(_Cai(handle, rt.device.ptr(handle), shape,
+                                                       strides, dtype))
+                return got
+            rt.release(v)  # a view: its host copy is brought up to date instead
+            return None
+        for d, v in zip(self.devs, self.adopted):
+            if d.ptr <= ptr < d.ptr + max(d.nbytes, 1):
+                if (ptr, shape, dtype) == (d.ptr, d.shape, d.dtype) and \
+                        strides == c_strides(shape, dtype.itemsize):
+                    return d.obj
+                got = self.made[key] = self._wrap(_Cai(d.obj, ptr, shape, strides, dtype))
+                return got
+        return None
+
+    def _wrap(self, cai: "_Cai") -> Any:
+        if self.library == "cupy":
+            import cupy
+            with cupy.cuda.Device(self.ordinal):
+                return cupy.asarray(cai)
+        if self.library == "torch":
+            import torch
+            return torch.as_tensor(cai, device=f"cuda:{self.ordinal}")
+        return cai
+
+    def upload(self, host: np.ndarray) -> Any:
+        """A result the host computed, as an array of the caller's library on the device."""
+        if self.library == "cupy":
+            import cupy
+            with cupy.cuda.Device(self.ordinal):
+                return cupy.asarray(host)
+        if self.library == "torch":
+            import torch
+            return torch.from_numpy(np.ascontiguousarray(host)).to(f"cuda:{self.ordinal}")
+        return host
+
+    def close(self) -> None:
+        """Free what the call kept and did not return; let go of the adopted arrays."""
+        rt = self.rt
+        self.host.device_calls.pop(self.key, None)
+        for v in self.kept + self.adopted:
+            if v.id in rt.vars:
+                rt.release(v, writeback=False)
+        self.kept, self.adopted = [], []
+
+
+class _Cai:
+    """Device memory (kept alive by ``owner``) under the CUDA array interface, for CuPy and
+    PyTorch to take without a copy."""
+
+    def __init__(self, owner: Any, ptr: int, shape: tuple, strides: tuple, dtype: np.dtype) -> None:
+        self.owner, self.ptr, self.shape, self.strides, self.dtype = \
+            owner, ptr, shape, strides, np.dtype(dtype)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
+                "strides": self.strides, "version": 3}
 
 
 class GpuHost:
@@ -59,6 +161,7 @@ class GpuHost:
         self.runtime = runtime
         self.kernels = [Kernel(k.name, dict(k.sources)) for k in plan.kernels]
         self.calls: dict[int, _Call] = {}
+        self.device_calls: dict[int, DeviceCall] = {}
         self.errors: dict[int, BaseException] = {}
         self.cfunc = CALLBACK(self._callback)
         self.address = ctypes.cast(self.cfunc, ctypes.c_void_p).value
@@ -74,7 +177,7 @@ class GpuHost:
             elif op == 3:
                 self.host(key, ident, block)
             elif op == 4:
-                self.end(key)
+                self.end(key, ident)
             elif op == 5:
                 self.run_library(key, ident, block)
             return 0
@@ -83,11 +186,22 @@ class GpuHost:
             env[0] = ERR_HOST
             return 1
 
-    def begin(self, key: int) -> None:
+    def _runtime(self) -> Runtime:
         if self.runtime is None:
             from liftkit.runtime import default_runtime
             self.runtime = default_runtime()
-        rt = self.runtime
+        return self.runtime
+
+    def device_call(self, devs: list) -> DeviceCall:
+        """The device side of a call with GPU arrays ``devs`` (dispatch._Device) as arguments."""
+        rt = self._runtime()
+        if rt.dialect != "cuda":
+            raise TypeError(f"{devs[0].kind} in GPU memory needs the CUDA task runtime; GPU "
+                            f"sections here run on {rt.device.label} (OpenCL): pass a NumPy array")
+        return DeviceCall(self, rt, devs)
+
+    def begin(self, key: int) -> None:
+        rt = self._runtime()
         err = rt.empty((8,), np.int32)
         rt.launch(CLEAR, (8,), [err], writes=[err], overwrites=[err])
         self.calls[key] = _Call(rt, err)
@@ -100,11 +214,12 @@ class GpuHost:
         strides = tuple(block[k + 1 + nd + j] * item for j in range(nd))
         return (ptr, shape, strides, t.elem.dtype), k + 1 + 2 * nd
 
-    def _attach(self, call: _Call, spec: tuple, live: bool = True) -> Any:
+    def _attach(self, call: _Call, spec: tuple, live: bool = True, name: str = "") -> Any:
         v = call.rt.attach(*spec)
         if v.id in call.vars:  # attached once per section
             call.rt.release(v, writeback=False)
         call.vars[v.id] = v
+        call.names.setdefault(v.id, name)
         call.live[v.id] = call.live.get(v.id, False) or live
         return v
 
@@ -178,7 +293,7 @@ class GpuHost:
                 spec, slot = self._arrays(call, block, slot, t)
                 ptr, shape, strides, dtype = spec
                 if name in k.data:
-                    v = named[name] = self._attach(call, spec, name not in k.dead)
+                    v = named[name] = self._attach(call, spec, name not in k.dead, name)
                     args.append(v)
                 args += [np.int64(n) for n in shape]
                 if name in k.data:
@@ -210,7 +325,7 @@ class GpuHost:
         plain = all(sp[2] == c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
             all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0) and \
             all(int(np.prod(sp[1])) < INT32_LIMIT for sp in specs)  # Lift's kernels use int
-        vs = [self._attach(call, sp, name not in lib.dead)
+        vs = [self._attach(call, sp, name not in lib.dead, name)
               for (name, _), sp in zip(lib.arrays, specs)] if plain else []
         if plain and all(rt.vars[v.id].offset == 0 for v in vs):
             if self.library is None:
@@ -221,6 +336,12 @@ class GpuHost:
                 return
             value = self.library.run(rt, lib.op, vs, None, sizes, dtype.name)
         else:
+            if key in self.device_calls and any(
+                    b.borrowed and b.lo is not None and b.lo <= sp[0] < b.hi
+                    for sp in specs for b in rt.buffers.values()):
+                raise TypeError(f"line {lib.line}: {lib.op} of a strided view of a GPU array "
+                                "argument runs on the host; pass a NumPy array or a contiguous "
+                                "GPU array")
             views = []
             for k, sp in enumerate(specs):
                 lo, hi = _extent(sp)
@@ -280,9 +401,9 @@ class GpuHost:
                 continue
             call.rt.host_range(*_extent(spec), write)
 
-    def end(self, key: int) -> None:
+    def end(self, key: int, sid: int = -1) -> None:
         call = self.calls.pop(key)
-        err = self._kernel_error(self._close(call))
+        err = self._kernel_error(self._close(call, self.device_calls.get(key), sid))
         if err is not None:
             raise err
 
@@ -296,15 +417,23 @@ class GpuHost:
         a, c = (x - (1 << 64) if x >= 1 << 63 else x for x in (a, c))
         return _error([int(flags[0]), int(flags[1]), a, int(flags[4]), c], self.raises)
 
-    def _close(self, call: _Call) -> np.ndarray:
-        """Wait, read the error buffer, write back what kernels changed, release everything."""
+    def _close(self, call: _Call, dc: Optional[DeviceCall] = None, sid: int = -1) -> np.ndarray:
+        """Wait, read the error buffer, write back what kernels changed, release everything —
+        except, in a call with GPU arrays, the arrays the function only returns (kept on the
+        device for ``DeviceCall.result``)."""
         rt = call.rt
+        keep = self.plan.returned.get(sid, frozenset()) if dc is not None else frozenset()
         try:
             flags = np.array(rt.read(call.err))
         finally:  # dead arrays first: a buffer only they use is freed without a download
             for v in sorted(call.vars.values(), key=lambda v: call.live.get(v.id, True)):
-                if v.id in rt.vars:
-                    rt.release(v, writeback=call.live.get(v.id, True))
+                if v.id not in rt.vars:
+                    continue
+                if call.names.get(v.id) in keep and not rt.buffers[rt.vars[v.id].buffer].borrowed:
+                    assert dc is not None
+                    dc.kept.append(v)
+                    continue
+                rt.release(v, writeback=call.live.get(v.id, True))
             if call.err.id in rt.vars:
                 rt.release(call.err, writeback=False)
         return flags

@@ -44,6 +44,8 @@ class GpuPlan:
     sections: dict[int, int]
     libraries: list[LibraryCall] = field(default_factory=list)
     library_ids: dict[int, int] = field(default_factory=dict)
+    returned: dict[int, frozenset] = field(default_factory=dict)  # section -> returned-only
+    host_uses: tuple[tuple[str, int], ...] = ()  # (array, line) the host reads or writes
 
 
 def library_call(s: V.Stmt) -> V.LibCall | None:
@@ -115,6 +117,95 @@ def _dead_after(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[s
             for k in merged:
                 group[k] = merged
     return frozenset(k for k in owned if not group[k] & outside)
+
+
+def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[str]:
+    """Owned arrays that, outside ``section``, are only returned (by name or in a tuple): with
+    GPU arrays among the arguments they leave the call on the device, never downloaded."""
+    outside: set[str] = set()
+    ret: set[str] = set()
+
+    alloc = ("zeros", "ones", "empty", "full", "arange")
+
+    def walk(x: object) -> None:
+        if x is section:
+            return
+        if isinstance(x, V.Dim) and isinstance(x.array, V.Name):  # a shape is no data use
+            return
+        if isinstance(x, V.Assign) and isinstance(x.target, V.Name) and x.target.name in owned \
+                and isinstance(x.value, V.LibCall) and x.value.fn in alloc:
+            walk(x.value.args)  # the allocation itself
+            return
+        if isinstance(x, V.Return) and x.value is not None:
+            items = x.value.items if isinstance(x.value, V.TupleExpr) else (x.value,)
+            for i in items:
+                if isinstance(i, V.Name):
+                    ret.add(i.name)
+                else:
+                    walk(i)
+            return
+        if isinstance(x, V.Name):
+            outside.add(x.name)
+        if isinstance(x, tuple):
+            for i in x:
+                walk(i)
+        elif hasattr(x, "__dataclass_fields__") and not isinstance(
+                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType)):
+            for fld in x.__dataclass_fields__:
+                walk(getattr(x, fld))
+    walk(f.body)
+    group = {k: {k} for k in owned}
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.value, V.Name) and n.target.name in owned and n.value.name in owned:
+            merged = group[n.target.name] | group[n.value.name]
+            for k in merged:
+                group[k] = merged
+    return frozenset(k for k in owned if group[k] & ret and not group[k] & outside)
+
+
+def host_uses(f: V.Function) -> tuple[tuple[str, int], ...]:
+    """(array, line) for every array whose data host code of ``f`` reads or writes — statements
+    outside kernels and library calls, parallel loops outside sections (run on the CPU) — with
+    the array variables assigned from it (``B = A``, views) counted as it."""
+    out: list[tuple[str, int]] = []
+
+    def body(stmts: tuple, gpu: bool) -> None:
+        for st in stmts:
+            if isinstance(st, V.GpuSection):
+                body(st.body, True)
+            elif isinstance(st, V.ParFor):
+                if not gpu:
+                    out.extend((n.name, st.line) for n in nodes(st.body)
+                               if isinstance(n, V.Name) and isinstance(n.type, T.ArrayType))
+            elif gpu and library_call(st) is not None:
+                continue
+            else:
+                out.extend((a, getattr(st, "line", 0)) for a, _, _ in
+                           host_arrays(_header(st), set()))
+                for part in ((st.then, st.orelse) if isinstance(st, V.If) else
+                             (st.body,) if isinstance(st, (V.For, V.While)) else ()):
+                    body(part, gpu)
+    body(f.body, False)
+    alias: dict[str, set[str]] = {}  # name -> the names it may share memory with
+    for n in nodes(f.body):
+        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                isinstance(n.target.type, T.ArrayType):
+            root = n.value  # a copy of the variable or a view of it shares its memory
+            while isinstance(root, V.Index) and isinstance(root.type, T.ArrayType):
+                root = root.array
+            if isinstance(root, V.Name):
+                alias.setdefault(n.target.name, set()).add(root.name)
+    seen = dict.fromkeys(out)
+    changed = True
+    while changed:
+        changed = False
+        for name, line in list(seen):
+            for src in alias.get(name, ()):
+                if (src, line) not in seen:
+                    seen[(src, line)] = None
+                    changed = True
+    return tuple(seen)
 
 
 def _undefined_arrays(f: V.Function, owned: set) -> set[str]:
@@ -300,6 +391,7 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
             for s in body:
                 if isinstance(s, V.GpuSection):
                     if not gpu:
+                        plan.returned[len(plan.sections)] = _returned_only(f, s, owned)
                         plan.sections[id(s)] = len(plan.sections)
                         dead = _dead_after(f, s, owned)
                     stmts(s.body, True)
@@ -326,6 +418,7 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
                 elif isinstance(s, (V.For, V.While, V.ParFor)):
                     stmts(s.body, gpu)
         stmts(f.body, False)
+    plan.host_uses = host_uses(m.functions[0])
     return plan
 
 

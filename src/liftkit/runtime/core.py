@@ -125,10 +125,49 @@ class Runtime:
 
     def _borrowed(self, ptr: int, shape: tuple, dtype: np.dtype, owner: Any) -> ArrayVar:
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        buf = Buffer(self._next(), nbytes, None, None, [owner], handle=ptr, borrowed=True,
-                     dev_valid=True)
+        for b in self.buffers.values():  # the same memory adopted again: one buffer
+            if b.borrowed and b.lo is not None and b.lo <= ptr and ptr + nbytes <= b.hi:
+                b.owners.append(owner)
+                return self.attach(ptr, shape, c_strides(shape, dtype.itemsize), dtype)
+        buf = Buffer(self._next(), nbytes, int(ptr), None, [owner], handle=int(ptr),
+                     borrowed=True, dev_valid=True)
         self.buffers[buf.id] = buf
-        return self._new_var(buf, 0, shape, c_strides(shape, dtype.itemsize), dtype)
+        v = self._new_var(buf, 0, shape, c_strides(shape, dtype.itemsize), dtype)
+        v.key = (int(ptr), tuple(shape), v.strides, dtype.str)
+        self._by_key.setdefault(v.key, v.id)
+        return v
+
+    def adopt(self, x: Any) -> ArrayVar:
+        """A CuPy/PyTorch (CUDA array interface, DLPack) array used in place: its device memory
+        becomes a buffer of the runtime, never copied, freed or evicted, and ``attach`` of an
+        address range inside it (the pointer compiled code holds) finds it. CUDA only."""
+        with self.lock:
+            borrow = getattr(self.device, "borrow", None)
+            got = borrow(x) if borrow is not None else None
+            if got is None:
+                raise TypeError(f"{type(x).__name__} is not an array in this runtime's GPU "
+                                f"memory ({self.device.label})")
+            return self._borrowed(*got)
+
+    def detach(self, v: ArrayVar) -> Any:
+        """Hand the device allocation holding ``v`` (alone in its buffer) to the caller: it
+        leaves the runtime's tables without being freed or downloaded (after its writers)."""
+        with self.lock:
+            var = self._var(v)
+            buf = self.buffers[var.buffer]
+            if buf.borrowed or buf.handle is None or buf.vars != {var.id} or not buf.dev_valid:
+                raise RuntimeError_(f"{var} cannot leave the runtime on the device")
+            for eid in list(buf.writers):
+                row = self.events.get(eid)
+                if row is not None:
+                    self.device.wait(row.event)
+            handle = buf.handle
+            buf.handle = None
+            del self.vars[var.id]
+            if var.key is not None and self._by_key.get(var.key) == var.id:
+                del self._by_key[var.key]
+            self.buffers.pop(buf.id, None)
+            return handle
 
     def attach(self, ptr: int, shape: Sequence[int], strides: Sequence[int], dtype: Any,
                owner: Any = None) -> ArrayVar:
@@ -148,6 +187,14 @@ class Runtime:
             probe = ArrayVar(0, 0, 0, shape, strides, dtype)
             elo, ehi = probe.extent()
             lo, hi = int(ptr) + elo, int(ptr) + max(ehi, elo + 1)
+            for b in self.buffers.values():  # inside a CuPy/PyTorch array adopted in place
+                if b.borrowed and b.lo is not None and b.lo < hi and lo < b.hi:
+                    if not (b.lo <= lo and hi <= b.hi):
+                        raise RuntimeError_("an array reaches past the GPU array it views")
+                    v = self._new_var(b, int(ptr) - b.lo, shape, strides, dtype)
+                    v.key = key
+                    self._by_key[key] = v.id
+                    return v
             over = [b for b in self.buffers.values()
                     if b.registered and b.lo < hi and lo < b.hi]
             inside = [b for b in over if b.lo <= lo and hi <= b.hi]
@@ -215,7 +262,7 @@ class Runtime:
         times (the same host array submitted twice) lives until released n times."""
         with self.lock:
             var = self._var(v)
-            if writeback:
+            if writeback and not self.buffers[var.buffer].borrowed:  # the device is its home
                 self.sync_host(var)
             var.refs -= 1
             if var.refs > 0:
@@ -254,6 +301,9 @@ class Runtime:
         part of it is brought up to date there (and, for a write, marked stale on the device)."""
         with self.lock:
             for buf in list(self.buffers.values()):
+                if buf.borrowed and buf.lo is not None and buf.lo < hi and lo < buf.hi:
+                    raise RuntimeError_("host code cannot read or write an array in GPU memory "
+                                        "(a CuPy/PyTorch argument)")
                 if not (buf.registered and buf.lo < hi and lo < buf.hi):  # type: ignore[operator]
                     continue
                 if write:
