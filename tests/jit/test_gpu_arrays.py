@@ -204,3 +204,15 @@ def test_arrays_a_function_only_returns_are_planned_to_stay_on_the_device():
         assert h._last().gpu.plan.returned == {0: frozenset()}
     finally:
         rt.close()
+
+
+def test_gpu_matmul_takes_the_blas_profile_of_the_same_gpu_model():
+    """A @ B in a section on the H100 runs the GEMM derivation liftkit.blas tuned there (its
+    shipped profile), not the untuned default."""
+    from types import SimpleNamespace
+
+    from liftkit.jit.gpu_library import _profiled, cd_kind
+    sizes = {"M": 4096, "K": 4096, "N": 4096}
+    v = _profiled(cd_kind("float32"), sizes, SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    assert v is not None and v.codelet == "tiles"
+    assert _profiled(cd_kind("float32"), sizes, SimpleNamespace(name="no such GPU")) is None

@@ -57,7 +57,7 @@ class LiftLibrary:
         from liftkit.codegen.compiler import compile_program
         from liftkit.codegen.kernel import CompileOptions
         program, derived, variant = _map_program(spec) if spec is not None else \
-            _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu")
+            _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu", rt.device.device)
         low, origin = None, str(variant)
         try:
             from liftkit.explore.tuned import best_for
@@ -66,6 +66,9 @@ class LiftLibrary:
                 low, origin = found[0], "tuned"
         except Exception:  # noqa: BLE001 - no database, or an unreadable one: use the default
             low = None
+        if low is None and op == "mm" and not rt.device.is_cpu and \
+                _profiled(cd_kind(dtype), sizes, rt.device.device) == variant:
+            low, origin = derived(), f"blas profile {variant}"  # liftkit.blas tuned it here
         if low is None:
             low = derived()
             note = (op.split(":")[0], dtype, rt.device.device.fingerprint)
@@ -175,14 +178,41 @@ def _map_program(spec: Any) -> tuple:
                                                            (0,)).final, "glb()"
 
 
-def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str) -> tuple:
+def cd_kind(dtype: str) -> Any:
+    from liftkit.blas import codelets as cd
+    return cd.Kind("mm", dtype, "NN")
+
+
+def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
+    """The variant ``liftkit.blas``'s profile of this GPU model chose (tuned through either
+    backend: a derivation is the same program in OpenCL C and CUDA C), or None."""
+    if device is None or not getattr(device, "name", None):
+        return None
+    from liftkit.blas import codelets as cd
+    from liftkit.blas.profile import SHIPPED, Profile, ProfileError, profile_dir
+    for d in (profile_dir(), SHIPPED):
+        for path in sorted(d.glob("profile-*.json")) if d.is_dir() else ():
+            try:
+                prof = Profile.load(path)
+            except ProfileError:
+                continue
+            parts = prof.fingerprint.split("|")
+            if len(parts) > 1 and parts[1] == device.name:
+                v = prof.choose(kind, sizes, cd.multiples)
+                if v is not None:
+                    return v
+    return None
+
+
+def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str,
+             device: Any = None) -> tuple:
     """(high-level program, its default low-level program (lazily), the variant's name)."""
     from liftkit.blas import codelets as cd
     from liftkit.blas import programs as bp
     from liftkit.rewrite.derivation import Derivation
     if op == "mm":
         kind = cd.Kind("mm", dtype, "NN")
-        variant = cd.default_variant(kind, devkind, sizes)
+        variant = _profiled(kind, sizes, device) or cd.default_variant(kind, devkind, sizes)
         mult = cd.multiples(kind, variant)
         if any(sizes[k] % m for k, m in mult.items()):
             variant = cd.Variant.of("glb")
