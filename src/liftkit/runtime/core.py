@@ -418,22 +418,21 @@ class Runtime:
         may read or write (default: every array argument both); ``overwrites`` are written
         whole without being read (their stale contents are not uploaded)."""
         with self.lock:
-            arrays = [self._var(a.var if isinstance(a, Whole) else a) for a in args
-                      if isinstance(a, (ArrayVar, Whole))]
-            ow = {self._var(a).id for a in overwrites}
-            rd = [self._var(a) for a in reads] if reads is not None else \
+            get = self._var  # the table's own rows (a released handle is refused)
+            arrays = [get(a.var if type(a) is Whole else a) for a in args
+                      if type(a) is ArrayVar or type(a) is Whole]
+            ow = {get(a).id for a in overwrites} if overwrites else set()
+            rd = [get(a) for a in reads] if reads is not None else \
                 [a for a in arrays if a.id not in ow]
-            wr = [self._var(a) for a in writes] if writes is not None else arrays
-            for var in wr:
-                self._before_write(var)
-            arrays = [self._var(a.id) for a in arrays]
-            wr = [self._var(a.id) for a in wr]
-            rd = [self._var(a.id) for a in rd]
+            wr = [get(a) for a in writes] if writes is not None else arrays
+            for var in wr:  # deferred copies made now move rows in place (same objects)
+                if var.cow_of is not None or len(self.buffers[var.buffer].vars) > 1:
+                    self._before_write(var)
             self._stats["tasks"] += 1
-            bufs = {self.vars[v.id].buffer: None for v in arrays}
+            bufs = {v.buffer: None for v in arrays}
             whole = {v.buffer for v in wr if v.id in ow and v.offset == 0 and
                      v.extent() == (0, self.buffers[v.buffer].nbytes) and v.id not in
-                     {r.id for r in rd}}
+                     {r.id for r in rd}} if ow else set()
             if not self._reserve(list(bufs)):
                 return self._on_cpu(kernel, global_size, local_size, args, wr)
             kern = self.device.build(kernel.name, kernel.source(self.dialect))
@@ -492,11 +491,13 @@ class Runtime:
         """A compute queue for a task depending on ``deps``: the queue of its latest pending
         compute dependency (no event needed), else the next queue in turn; and the events it
         must wait for on the other queues."""
-        on = [self.events[e].queue for e in deps if e in self.events and self.events[e].queue >= 0]
-        if on:
-            queue = self.events[max(e for e in deps if e in self.events
-                                    and self.events[e].queue >= 0)].queue
-        else:
+        latest, queue = -1, -1
+        events = self.events
+        for e in deps:
+            row = events.get(e)
+            if row is not None and row.queue >= 0 and e > latest:
+                latest, queue = e, row.queue
+        if queue < 0:
             queue = self._rr
             self._rr = (self._rr + 1) % self.nqueues
         wait = self._events(deps, queue)
@@ -528,6 +529,16 @@ class Runtime:
     def _kernel_args(self, args: Sequence[Any]) -> list:
         out: list = []
         for a in args:
+            t = type(a)
+            if t is ArrayVar:  # the common case first
+                var = self.vars.get(a.id)
+                if var is not None and not var.offset % var.dtype.itemsize:
+                    out += [Ref(self.buffers[var.buffer].handle),
+                            np.int64(var.offset // var.dtype.itemsize)]
+                    continue
+            elif t is np.int64 or t is np.int32 or t is np.float64 or t is np.float32:
+                out.append(a)
+                continue
             if isinstance(a, Whole):
                 var = self._var(a.var)
                 if var.offset:

@@ -171,6 +171,7 @@ class CUDADevice:
         self.total_memory = int(self.device.total_memory)
         self.max_alloc = self.total_memory
         self._kernels: dict[tuple[str, str], Any] = {}
+        self._configs: dict[tuple, Any] = {}
 
     def _check(self, result: Any, what: str) -> Any:
         from liftkit.backends.cuda.devices import check
@@ -253,14 +254,20 @@ class CUDADevice:
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
                args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         c = self._core
-        if local_size is None:
-            local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
-        grid = tuple(min(math.ceil(g / b), m) for g, b, m in
-                     zip(global_size, local_size, self.device.max_grid_dims))
-        vals = [self.ptr(a.handle) if isinstance(a, Ref) else a for a in args]
-        s = self._on(queue, wait)
+        ck = (tuple(global_size), None if local_size is None else tuple(local_size))
+        config = self._configs.get(ck)
+        if config is None:  # a launch configuration per geometry, made once
+            if local_size is None:
+                local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
+            grid = tuple(min(math.ceil(g / b), m) for g, b, m in
+                         zip(global_size, local_size, self.device.max_grid_dims))
+            config = self._configs[ck] = c.LaunchConfig(grid=grid, block=tuple(local_size))
+        vals = [a.handle if type(a) is Ref and type(a.handle) is int else
+                self.ptr(a.handle) if type(a) is Ref else a for a in args]
+        s = self._on(queue, wait) if wait or self._seen[queue] != self._alloc_gen \
+            else self.streams[queue]
         try:
-            c.launch(s, c.LaunchConfig(grid=grid, block=tuple(local_size)), kernel, *vals)
+            c.launch(s, config, kernel, *vals)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
         return s.record()
