@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional, Sequence, TextIO
 
 from liftkit.cli.common import check_common_values, check_writable
@@ -33,9 +34,11 @@ def configure_explore_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM",
                    help="a bundled program name (see `liftkit list`), module:attribute or "
                         "path/to/file.py:attribute naming a high-level Lambda or a ProgramSpec")
-    p.add_argument("--backend", choices=("auto", "opencl", "cuda"), default="auto",
-                   help="where candidates run: opencl, cuda, or auto (default): CUDA for "
-                        "--device gpu where CUDA is available, else OpenCL")
+    p.add_argument("--backend", choices=("auto", "opencl", "cuda", "any"), default="auto",
+                   help="where candidates run: opencl, cuda, any (each candidate on both, for "
+                        "a GPU that CUDA also drives, the faster recorded: the search chooses "
+                        "the backend), or auto (default): CUDA for --device gpu where CUDA is "
+                        "available, else OpenCL")
     p.add_argument("--device", metavar="SPEC", default=None,
                    help="device: gpu, cpu, or part of its platform/device name "
                         "(default: a GPU if present, else the CPU)")
@@ -108,6 +111,7 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     if not args.timeout > 0:
         raise CliError(f"argument --timeout: must be positive, got {args.timeout:g}")
     if args.ray is not None:
+        _no_ray_for_any(args)
         from liftkit.explore.distributed import require_ray
 
         require_ray()
@@ -143,10 +147,14 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
     for seed, r in zip(seeds, results):
         counts = ", ".join(f"{n} {k}" for k, n in sorted(r.counts().items()))
         rate = len(r.records) / r.elapsed if r.elapsed > 0 else 0.0
-        print(f"{problem.name} on {runner.device.label} at {_size_text(problem.sizes)}"
+        print(f"{problem.name} on {_device_label(runner)} at {_size_text(problem.sizes)}"
               f"{f' (seed {seed})' if len(seeds) > 1 else ''}: {len(r.records)} candidates "
               f"({counts or 'none'}) in {r.elapsed:.1f} s, {rate:.2f}/s; stopped: {r.stop_reason}",
               file=out)
+        if len(_fingerprints(runner)) > 1:
+            won = {b: sum(1 for x in r.records if x.ok and x.backend == b) for b in _fingerprints(runner)}
+            print("  valid candidates by the faster backend: "
+                  + ", ".join(f"{b} {n}" for b, n in won.items()), file=out)
     for t in tuning:
         best = f"{t['best_ms']:.4g} ms" if t.get("best_ms") is not None else "nothing valid"
         print(f"tuned numeric parameters, {t['sampler']}: {t['trials']} trials, best {best}", file=out)
@@ -172,11 +180,12 @@ def cmd_explore(args: argparse.Namespace, out: TextIO) -> int:
                        f"(increase --budget, or check the rule set {space.name!r}){hint}")
     best = result.best
     first = next(r for r in result.records if r.ok)
-    print(f"best: {best.time * 1e3:.4g} ms (candidate {best.seq + 1}, {len(best.derivation)} "  # type: ignore[operator]
-          f"rewrite steps); first valid {first.time * 1e3:.4g} ms"  # type: ignore[operator]
+    print(f"best: {best.time * 1e3:.4g} ms on {best.backend} (candidate {best.seq + 1}, "  # type: ignore[operator]
+          f"{len(best.derivation)} rewrite steps); first valid {first.time * 1e3:.4g} ms"  # type: ignore[operator]
           f" ({first.time / best.time:.2f}x the best)", file=out)  # type: ignore[operator]
     print(f"  {best.low_level}", file=out)
-    written = write_result(out_dir, problem, result, runner.device, space.name)
+    written = write_result(out_dir, problem, result, runner.device, space.name,
+                           _fingerprints(runner))
     names = ", ".join(p.name for p in written)
     print(f"wrote {out_dir}/: {names}" + (f"; plot {plot_path}" if plot_path else ""), file=out)
     print(f"database: {db.path} (key {result.key[:12]}, search {result.search_id[:12]})", file=out)
@@ -193,12 +202,20 @@ def _workers(args: argparse.Namespace) -> int:
 
 def _runner(args: argparse.Namespace) -> Any:
     """OpenCL candidates are built and run in a worker process (a driver crash costs one
-    candidate); CUDA candidates (NVRTC, then the driver) run in this process."""
+    candidate); CUDA candidates (NVRTC, then the driver) run in this process; `any`: both, for
+    a GPU CUDA drives too (else OpenCL, said once on stderr)."""
     from contextlib import nullcontext
 
     from liftkit.backends.choose import make_runner, resolve_backend
     from liftkit.explore import CandidateWorker
 
+    if args.backend == "any":
+        from liftkit.explore.backends import AnyBackendRunners, any_note
+
+        both = AnyBackendRunners(args.device, args.timeout)
+        if both.note:
+            print(f"note: {any_note(both.note)}", file=sys.stderr)
+        return both
     if resolve_backend(args.backend, args.device) == "cuda":
         return nullcontext(make_runner("cuda", args.device))
     return CandidateWorker(args.device, timeout=args.timeout)
@@ -209,7 +226,29 @@ def _evaluator(args: argparse.Namespace, problem: Any, runner: Any, seed: int) -
 
     from liftkit.explore import EvalSettings, Evaluator
 
-    return Evaluator(problem, runner, replace(EvalSettings(), repeat=args.repeat, seed=seed))
+    settings = replace(EvalSettings(), repeat=args.repeat, seed=seed)
+    if hasattr(runner, "evaluator"):  # --backend any
+        return runner.evaluator(problem, settings)
+    return Evaluator(problem, runner, settings)
+
+
+def _fingerprints(runner: Any) -> dict[str, str]:
+    """The device fingerprint of each backend the search times candidates on."""
+    if hasattr(runner, "runners"):
+        return {b: str(r.device.fingerprint) for b, r in runner.runners().items()}
+    backend = "cuda" if getattr(runner, "dialect", "opencl") == "cuda" else "opencl"
+    return {backend: str(runner.device.fingerprint)}
+
+
+def _device_label(runner: Any) -> str:
+    fps = _fingerprints(runner)
+    return runner.device.label + (" (OpenCL and CUDA)" if len(fps) > 1 else "")
+
+
+def _no_ray_for_any(args: argparse.Namespace) -> None:
+    if args.backend == "any":
+        raise CliError("--ray runs candidates on one backend of the cluster's timing actor; "
+                       "--backend any needs both on this machine: drop --ray or name a backend")
 
 
 def run_search(args: argparse.Namespace, problem: Any, space: Any, runner: Any, db: Any,
@@ -304,6 +343,7 @@ def cmd_tune_suite(args: argparse.Namespace, out: TextIO) -> int:
         raise CliError("tune-suite runs one search per program and device: --seeds, "
                        "--tune-trials, --report and --plot belong to `liftkit explore`")
     if args.ray is not None:
+        _no_ray_for_any(args)
         from liftkit.explore.distributed import require_ray
 
         require_ray()
@@ -359,16 +399,20 @@ def _previous(db: Any, key: str, args: argparse.Namespace, rules: str) -> tuple[
     return None, False
 
 
-def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: str) -> list[Path]:
+def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: str,
+                 fingerprints: Optional[Mapping[str, str]] = None) -> list[Path]:
     """derivation.json (steps as Choices, replayable from the high-level program), program.lift
-    (the low-level program, readable by `liftkit.ir.parser`) and kernel.cl (kernel.cu on CUDA)."""
+    (the low-level program, readable by `liftkit.ir.parser`) and kernel.cl (kernel.cu on CUDA:
+    the backend the best was timed on)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     best = result.best
+    fingerprint = (fingerprints or {}).get(best.backend, device.fingerprint)
     doc = {
         "program": problem.name,
         "high_level": problem.text,
         "sizes": dict(problem.sizes),
-        "device": device.fingerprint,
+        "device": fingerprint,
+        "backend": best.backend,
         "key": result.key,
         "rules": rules,
         "time_seconds": best.time,
@@ -376,7 +420,7 @@ def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: s
         "low_level": best.low_level,
         "params": dict(best.params),
     }
-    kernel_file = "kernel.cu" if str(device.fingerprint).startswith("cuda|") else "kernel.cl"
+    kernel_file = "kernel.cu" if best.backend == "cuda" else "kernel.cl"
     files = [out_dir / "derivation.json", out_dir / "program.lift", out_dir / kernel_file]
     files[0].write_text(json.dumps(doc, indent=2, default=str, ensure_ascii=False) + "\n")
     files[1].write_text(best.low_level + "\n")
@@ -386,54 +430,109 @@ def write_result(out_dir: Path, problem: Any, result: Any, device: Any, rules: s
 
 def tuned_program(res: Resolved, sizes: Mapping[str, int], device_spec: Optional[str] = None,
                   db_path: Optional[str] = None, backend: str = "auto") -> tuple[Any, tuple[Any, ...]]:
-    """For `compile`/`run --tuned`: (low-level program, derivation) of the best candidate stored
-    for this program at these sizes (the spec's defaults filling in the rest) on the device
-    (of the backend `liftkit explore` picks for the same --backend/--device), else the bundled
-    derivation (liftkit.explore.bundled), saying on stderr which was used; a CliError saying how
-    to tune it when there is none."""
-    from liftkit.backends.choose import resolve_backend
-    from liftkit.explore import NotTunedError, require_tuned
+    """(low-level program, derivation) of `tuned_choice`."""
+    found = tuned_choice(res, sizes, device_spec, db_path, backend)
+    return found.program, found.derivation
+
+
+@dataclass(frozen=True)
+class TunedChoice:
+    """What `--tuned` runs: the derived program, its derivation, and the backend it won on."""
+
+    program: Any
+    derivation: tuple[Any, ...]
+    backend: str
+
+
+def tuned_choice(res: Resolved, sizes: Mapping[str, int], device_spec: Optional[str] = None,
+                 db_path: Optional[str] = None, backend: str = "auto") -> TunedChoice:
+    """For `compile`/`run --tuned`: the best candidate stored for this program at these sizes
+    (the spec's defaults filling in the rest) on the device — for `auto` and `any` on either
+    backend of a GPU CUDA drives too, whichever was faster — else the bundled derivation
+    (liftkit.explore.bundled), saying on stderr which was used and on which backend; a CliError
+    saying how to tune it when there is none."""
+    from liftkit.explore import NotTunedError
+    from liftkit.explore.bundled import find, low_level_program, not_bundled_note
+    from liftkit.explore.db import default_db_path
+    from liftkit.explore.problem import size_names
+    from liftkit.explore.tuned import tuned_key
 
     merged = dict(res.spec.sizes) if res.spec is not None else {}
     merged.update(sizes)
+    devices = lookup_devices(backend, device_spec)
+    used = " ".join(f"--size {k}={v}" for k, v in sorted(merged.items()) if k in size_names(res.program))
+    missing = [n for n in size_names(res.program) if n not in merged]
+    if missing:
+        raise CliError(f"{res.name}: give the size(s) {', '.join(missing)} to look up a tuned "
+                       f"version (results are stored per input size)")
+    label = " and ".join(d.label for d in devices.values())
+    problem = f"nothing is tuned for {res.name} at {used or 'these sizes'} on {label}"
+    hint = f"run `liftkit explore {res.name} {used} --device ...` first"
+    if db_path is None and not default_db_path().exists():  # no database yet: the bundled ones
+        where = f"no tuning database at {default_db_path()}"
+    else:
+        db = open_tuning_db(db_path, create=False)
+        with _db_errors(db):
+            best = {b: rec for b, dev in devices.items()
+                    if (rec := db.best(tuned_key(res.program, merged, dev))) is not None}
+        if best:
+            b = min(best, key=lambda k: best[k].time)  # type: ignore[arg-type, return-value]
+            others = "; ".join(f"{k} {best[k].time * 1e3:.4g} ms" for k in best if k != b)  # type: ignore[operator]
+            print(f"{res.name}: tuned derivation from the tuning database {db.path}, on {b} "
+                  f"({best[b].time * 1e3:.4g} ms{'; ' + others if others else ''})",  # type: ignore[operator]
+                  file=sys.stderr)
+            from liftkit.explore.tuned import program_of
+
+            try:
+                return TunedChoice(program_of(best[b], res.program), best[b].derivation, b)
+            except NotTunedError as err:
+                raise CliError(f"{res.name}: {err}") from None
+        where = f"database {db.path}"
+    hits = {b: hit for b, dev in devices.items() if (hit := find(res.program, merged, dev)) is not None}
+    if not hits:
+        raise CliError(f"{problem} ({where}; {not_bundled_note(res.name)}); {hint}")
+    # a derivation found on this very device first, then the fastest
+    b = min(hits, key=lambda k: (not hits[k].same_device, hits[k].derivation.time))
+    hit = hits[b]
+    found_on = "cuda" if hit.derivation.device.startswith("cuda|") else "opencl"
+    if found_on in devices:
+        b = found_on
+    print(f"{res.name}: {hit.describe()}, on {b}; the tuning database has none", file=sys.stderr)
+    try:
+        return TunedChoice(low_level_program(hit.derivation, res.program), hit.derivation.steps, b)
+    except NotTunedError as err:
+        raise CliError(f"{res.name}: {hit.describe()}: {err}") from None
+
+
+def lookup_devices(backend: str, device_spec: Optional[str]) -> dict[str, Any]:
+    """The device of each backend a `--tuned` lookup considers: the one named, or for `auto`
+    and `any` the OpenCL device and, where CUDA drives the same GPU, its CUDA device (`any`
+    without one says once that it means OpenCL)."""
+    from liftkit.backends.choose import resolve_backend
+
+    if backend in ("auto", "any"):
+        from liftkit.backends.opencl import OpenCLError, select_device
+
+        try:
+            ocl = select_device(device_spec)
+        except OpenCLError:  # a CUDA-only spec (cuda:1): that backend's device alone
+            if backend == "any":
+                raise
+        else:
+            from liftkit.backends.cuda import list_devices
+            from liftkit.explore.backends import any_note, cuda_twin
+
+            twin, why = cuda_twin(ocl, list_devices())
+            if twin is None and backend == "any":
+                print(f"note: {any_note(why)}", file=sys.stderr)
+            return {"opencl": ocl} | ({"cuda": twin} if twin is not None else {})
     if resolve_backend(backend if backend in ("opencl", "cuda") else "auto", device_spec) == "cuda":
         from liftkit.backends.cuda import select_device as select_cuda
 
-        device: Any = select_cuda(device_spec)
-    else:
-        from liftkit.backends.opencl import select_device
+        return {"cuda": select_cuda(device_spec)}
+    from liftkit.backends.opencl import select_device
 
-        device = select_device(device_spec)
-    from liftkit.explore.bundled import find, low_level_program, not_bundled_note
-    from liftkit.explore.db import default_db_path
-
-    if db_path is None and not default_db_path().exists():  # no database yet: the bundled ones
-        hit = find(res.program, merged, device)
-        if hit is None:
-            from liftkit.explore.problem import size_names
-
-            used = " ".join(f"--size {k}={v}" for k, v in sorted(merged.items())
-                            if k in size_names(res.program))
-            raise CliError(f"nothing is tuned for {res.name} at {used or 'these sizes'} on "
-                           f"{device.label} (no tuning database at {default_db_path()}; "
-                           f"{not_bundled_note(res.name)}); run `liftkit explore {res.name} "
-                           f"{used} --device ...` first")
-    else:
-        db = open_tuning_db(db_path, create=False)
-        try:
-            with _db_errors(db):
-                found = require_tuned(res.name, res.program, merged, device, db)
-            print(f"{res.name}: tuned derivation from the tuning database {db.path}", file=sys.stderr)
-            return found
-        except NotTunedError as err:
-            hit = find(res.program, merged, device)
-            if hit is None:
-                raise CliError(f"{err} ({not_bundled_note(res.name)})") from None
-    print(f"{res.name}: {hit.describe()}; the tuning database has none", file=sys.stderr)
-    try:
-        return low_level_program(hit.derivation, res.program), hit.derivation.steps
-    except NotTunedError as err:
-        raise CliError(f"{res.name}: {hit.describe()}: {err}") from None
+    return {"opencl": select_device(device_spec)}
 
 
 _TABLES = ("keys", "searches", "candidates")
@@ -446,7 +545,7 @@ def open_tuning_db(path: Optional[str], create: bool) -> Any:
     import sqlite3
 
     from liftkit.explore import TuningDB
-    from liftkit.explore.db import _SCHEMA
+    from liftkit.explore.db import _SCHEMA, MIGRATED
 
     db = TuningDB(path)
     where = db.path
@@ -471,7 +570,7 @@ def open_tuning_db(path: Optional[str], create: bool) -> Any:
     except sqlite3.DatabaseError as err:
         raise CliError(f"tuning database {where}: cannot be read as SQLite ({err})") from None
     for t in _TABLES:
-        missing = want[t] - have[t]
+        missing = want[t] - have[t] - MIGRATED.get(t, set())  # added when first written to
         if have[t] and missing:
             raise CliError(f"tuning database {where}: not one liftkit explore wrote (table {t} "
                            f"lacks {', '.join(sorted(missing))})")

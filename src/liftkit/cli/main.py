@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where to run: opencl or cuda (compiled), interpreter, or auto (default): "
                         "compiled for OpenCL-level programs (on CUDA for --device gpu where CUDA "
-                        "is available, else OpenCL), interpreted for high-level ones")
+                        "is available, else OpenCL), interpreted for high-level ones; with "
+                        "--tuned, auto and any run the derivation on the backend it won on")
     p.add_argument("--device", metavar="SPEC", default=None,
                    help="device: cpu, gpu, or part of its name (OpenCL: platform/device name; "
                         "CUDA: name or ordinal); default: an OpenCL GPU if present, else the CPU")
@@ -163,10 +164,12 @@ def _tuned(args: argparse.Namespace, res: Resolved, sizes: dict[str, int]) -> Re
     """The program itself, or with --tuned the best low-level program found for it."""
     if not getattr(args, "tuned", False):
         return res
-    from liftkit.cli.explore import tuned_program
+    from liftkit.cli.explore import tuned_choice
 
-    low, _ = tuned_program(res, sizes, args.device, args.db, getattr(args, "backend", "auto"))
-    return Resolved(res.name, low, res.spec)
+    found = tuned_choice(res, sizes, args.device, args.db, getattr(args, "backend", "auto"))
+    if getattr(args, "backend", "") in ("auto", "any"):
+        args.backend = found.backend  # run it on the backend it won on
+    return Resolved(res.name, found.program, res.spec)
 
 
 def _compile_switches(p: argparse.ArgumentParser) -> None:

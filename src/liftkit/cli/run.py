@@ -18,7 +18,7 @@ from liftkit.ir.nodes import Lambda
 from liftkit.ir.printer import show_type
 from liftkit.types import ArrayType, TupleType, Type, VectorType
 
-BACKENDS = ("auto", "interpreter", "opencl", "cuda")
+BACKENDS = ("auto", "interpreter", "opencl", "cuda", "any")  # any: as auto (with --tuned: the winner)
 
 
 @dataclass(frozen=True)
@@ -148,8 +148,9 @@ def _size_text(sizes: Mapping[str, int]) -> str:
 
 def choose_backend(program: Lambda, backend: str, device: Optional[str] = None) -> str:
     """`auto`: compiled for programs the code generator accepts (OpenCL-level ones), on CUDA
-    for `--device gpu` where CUDA is available, else on OpenCL; the interpreter otherwise."""
-    if backend != "auto":
+    for `--device gpu` where CUDA is available, else on OpenCL; the interpreter otherwise
+    (`any` is `auto` for a program `--tuned` has not already put on its winning backend)."""
+    if backend not in ("auto", "any"):
         return backend
     from liftkit.backends.choose import resolve_backend
     from liftkit.ir.typecheck import is_low_level

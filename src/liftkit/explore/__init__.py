@@ -48,11 +48,14 @@ def explore(program: Any, sizes: Optional[Mapping[str, int]] = None, device: Any
             seed: Optional[int] = None, settings: SearchSettings = SearchSettings(),
             eval_settings: EvalSettings = EvalSettings(), db: Optional[TuningDB] = None,
             progress: bool = False, runner: Any = None, name: Optional[str] = None,
-            measure: Any = None, timeout: float = DEFAULT_TIMEOUT_S) -> SearchResult:
+            measure: Any = None, timeout: float = DEFAULT_TIMEOUT_S,
+            backend: str = "opencl") -> SearchResult:
     """Search for a fast derivation of `program` at `sizes` on `device` ("cpu", "gpu", a Device
     or None for the default); records go to `db` (pass TuningDB() for the default file).
     Candidates are built and run in a worker process (a driver crash or a candidate running
-    past `timeout` seconds fails that candidate only) unless a `runner` is given."""
+    past `timeout` seconds fails that candidate only) unless a `runner` is given. `backend`:
+    "opencl", "cuda", or "any" (each candidate on both backends of a GPU CUDA drives too, the
+    faster recorded; OpenCL alone elsewhere, with one warning)."""
     problem = make_problem(program, sizes, name)
     space = rules if isinstance(rules, RuleSpace) else load_rule_space(rules)
     if budget is not None:
@@ -63,6 +66,23 @@ def explore(program: Any, sizes: Optional[Mapping[str, int]] = None, device: Any
     if runner is not None:
         return search(problem, space, Evaluator(problem, runner, eval_settings, measure=measure),
                       settings, db, progress)
+    if backend not in ("opencl", "cuda", "any"):
+        raise ValueError(f"backend must be opencl, cuda or any, got {backend!r}")
+    if backend == "cuda":
+        from liftkit.backends.cuda import CUDARunner
+
+        evaluator = Evaluator(problem, CUDARunner(device), eval_settings, measure=measure)
+        return search(problem, space, evaluator, settings, db, progress)
+    if backend == "any":
+        import warnings
+
+        from liftkit.explore.backends import AnyBackendRunners, any_note
+
+        with AnyBackendRunners(device, timeout) as runners:
+            if runners.note:
+                warnings.warn(any_note(runners.note), stacklevel=2)
+            return search(problem, space, runners.evaluator(problem, eval_settings, measure),
+                          settings, db, progress)
     with CandidateWorker(device, timeout=timeout) as worker:
         evaluator = Evaluator(problem, worker, eval_settings, measure=measure)
         return search(problem, space, evaluator, settings, db, progress)

@@ -4,8 +4,16 @@ SQLite in WAL mode so several `liftkit explore` processes (one per device, say) 
 same file: each candidate is one autocommitted INSERT, readers never block writers, and a busy
 timeout absorbs the short write locks. The key is a sha256 over the normalised high-level program
 text, the input sizes and the device fingerprint, because a tuned derivation is only meaningful
-for exactly that triple. An explicit object (no module-level connection) so tests and processes
-each open their own.
+for exactly that triple; each candidate also records the backend it was measured on (OpenCL or
+CUDA: a search over both, `explore --backend any`, stores each candidate under the key of the
+device it won on). An explicit object (no module-level connection) so tests and processes each
+open their own.
+
+Reading never writes: a lookup (`run --tuned`, `bench`) opens the file read-only, and without
+a writer present (no `-wal` file beside it) as immutable, so a committed database is neither
+rewritten nor given `-wal`/`-shm` files. A database from before the backend column gets it
+when first opened for writing (rows of `cuda|` devices say CUDA, all others OpenCL); read
+as it is, the same is derived in the query.
 """
 
 from __future__ import annotations
@@ -23,8 +31,14 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 from liftkit.rewrite.core import Choice
 
 ENV_DB = "LIFTKIT_TUNING_DB"
+BACKENDS = ("opencl", "cuda")
 VALIDITIES = ("ok", "wrong-result", "compile-error", "filtered", "runtime-error", "skipped")
 BUSY_TIMEOUT_S = 30.0
+# columns added after databases were written (and committed): added on first write, derived on read
+MIGRATED = {"candidates": {"backend"}}
+# the backend of a row from before the column: CUDA for a key of a CUDA device, else OpenCL
+_OLD_BACKEND = ("(CASE WHEN (SELECT k.device FROM keys k WHERE k.key = c.key) LIKE 'cuda|%' "
+                "THEN 'cuda' ELSE 'opencl' END)")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS keys (
@@ -54,7 +68,8 @@ CREATE TABLE IF NOT EXISTS candidates (
     validity TEXT NOT NULL,
     reason TEXT NOT NULL,
     source TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    backend TEXT NOT NULL DEFAULT 'opencl'
 );
 CREATE INDEX IF NOT EXISTS candidates_best ON candidates (key, validity, time);
 CREATE INDEX IF NOT EXISTS candidates_order ON candidates (key, search_id, seq);
@@ -110,10 +125,13 @@ class Record:
     search_id: str = ""
     key: str = ""
     created: float = 0.0
+    backend: str = "opencl"  # where it was built and timed: "opencl" or "cuda"
 
     def __post_init__(self) -> None:
         if self.validity not in VALIDITIES:
             raise ValueError(f"validity must be one of {VALIDITIES}, got {self.validity!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
 
     @property
     def ok(self) -> bool:
@@ -154,6 +172,9 @@ class TuningDB:
         self.path = Path(path).expanduser() if path is not None else default_db_path()
         self._conn: Optional[sqlite3.Connection] = None
         self._pid = -1
+        self._reader: Optional[sqlite3.Connection] = None
+        self._reader_pid = -1
+        self._columns = ""
 
     def __repr__(self) -> str:
         return f"TuningDB({str(self.path)!r})"
@@ -171,10 +192,39 @@ class TuningDB:
                 self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
                 conn.execute("PRAGMA synchronous = NORMAL")
                 self._retry(lambda: conn.executescript(_SCHEMA))
+                self._retry(lambda: _migrate(conn))
             except sqlite3.Error as err:  # a user's path problem, reported like other OS errors
                 raise OSError(f"cannot open the tuning database {self.path}: {err}") from None
+            self._close_reader()
             self._conn, self._pid = conn, os.getpid()
+            self._columns = _columns(conn)
         return self._conn
+
+    @property
+    def reader(self) -> sqlite3.Connection:
+        """A connection for queries: the writing one when this process opened it, else a
+        read-only one (immutable where no writer is present: no -wal file). A file that does
+        not exist yet is created as by a write (an empty database answers every query)."""
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        if self._reader is None or self._reader_pid != os.getpid():
+            if not self.path.is_file():
+                return self.conn
+            wal = self.path.with_name(self.path.name + "-wal")
+            mode = "ro" if wal.exists() else "ro&immutable=1"
+            try:
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True,
+                                       timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                columns = _columns(conn)
+            except sqlite3.Error as err:
+                raise OSError(f"cannot read the tuning database {self.path}: {err}") from None
+            self._reader, self._reader_pid, self._columns = conn, os.getpid(), columns
+        return self._reader
+
+    def _close_reader(self) -> None:
+        if self._reader is not None and self._reader_pid == os.getpid():
+            self._reader.close()
+        self._reader = None
 
     @staticmethod
     def _retry(op: Any, attempts: int = 20) -> Any:
@@ -193,6 +243,7 @@ class TuningDB:
         if self._conn is not None and self._pid == os.getpid():
             self._conn.close()
         self._conn = None
+        self._close_reader()
 
     def __enter__(self) -> "TuningDB":
         return self
@@ -225,10 +276,10 @@ class TuningDB:
         rec = replace(record, created=record.created or time.time())
         self._retry(lambda: self.conn.execute(
             "INSERT INTO candidates (key, search_id, seq, step, derivation, low_level, params, time, "
-            "validity, reason, source, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "validity, reason, source, created, backend) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rec.key, rec.search_id, rec.seq, rec.step, json.dumps(rec.derivation_json()),
              rec.low_level, json.dumps(dict(rec.params), sort_keys=True, default=str), rec.time,
-             rec.validity, rec.reason, rec.source, rec.created)))
+             rec.validity, rec.reason, rec.source, rec.created, rec.backend)))
         return rec
 
     def finish_search(self, search_id: str, stop_reason: str) -> None:
@@ -238,12 +289,14 @@ class TuningDB:
             (search_id, stop_reason, time.time())))
 
     def is_finished(self, search_id: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM finished WHERE search_id = ?",
+        return self.reader.execute("SELECT 1 FROM finished WHERE search_id = ?",
                                  (search_id,)).fetchone() is not None
 
     def bandwidth(self, device: str, nbytes: int) -> Optional[float]:
         """The device's copy bandwidth measured at `nbytes` (GB/s), if recorded."""
-        row = self.conn.execute("SELECT bandwidth_gbs FROM device_profiles WHERE device = ? AND "
+        if not self._has_table("device_profiles"):
+            return None
+        row = self.reader.execute("SELECT bandwidth_gbs FROM device_profiles WHERE device = ? AND "
                                 "nbytes = ?", (device, int(nbytes))).fetchone()
         return float(row[0]) if row else None
 
@@ -254,46 +307,59 @@ class TuningDB:
 
     # -- queries ----------------------------------------------------------------------------------
 
+    def _has_table(self, name: str) -> bool:
+        return self.reader.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                   (name,)).fetchone() is not None
+
+    def _select(self) -> str:
+        conn = self.reader
+        if not self._columns:
+            self._columns = _columns(conn)
+        return self._columns
+
     def best(self, key: str) -> Optional[Record]:
         """The fastest valid candidate of any search for `key` (ties: the earliest)."""
-        row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM candidates c WHERE key = ? AND validity = 'ok' AND time IS NOT NULL "
+        cols = self._select()
+        row = self.reader.execute(
+            f"SELECT {cols} FROM candidates c WHERE key = ? AND validity = 'ok' AND time IS NOT NULL "
             "ORDER BY time ASC, id ASC LIMIT 1", (key,)).fetchone()
         return _record(row) if row else None
 
     def candidates(self, key: str, search_id: Optional[str] = None) -> list[Record]:
-        """Candidates in search order: one search's (by seq), or every search's for the key, the
-        searches in the order they started."""
+        """Candidates in search order: one search's (by seq; a search over both backends
+        stores each candidate under its backend's key, so all of them, whatever their key), or
+        every search's for the key, the searches in the order they started."""
+        cols = self._select()
         if search_id is not None:
-            rows = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM candidates c WHERE key = ? AND search_id = ? ORDER BY seq, id",
-                (key, search_id)).fetchall()
+            rows = self.reader.execute(
+                f"SELECT {cols} FROM candidates c WHERE search_id = ? ORDER BY seq, id",
+                (search_id,)).fetchall()
         else:
-            rows = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM candidates c LEFT JOIN searches s USING (search_id) "
+            rows = self.reader.execute(
+                f"SELECT {cols} FROM candidates c LEFT JOIN searches s USING (search_id) "
                 "WHERE c.key = ? ORDER BY s.started, c.search_id, c.seq, c.id", (key,)).fetchall()
         return [_record(r) for r in rows]
 
     def searches(self, key: str) -> list[SearchInfo]:
-        rows = self.conn.execute(
+        rows = self.reader.execute(
             "SELECT s.search_id, s.key, s.started, s.settings, "
             "(SELECT COUNT(*) FROM candidates c WHERE c.search_id = s.search_id AND c.key = s.key) "
             "FROM searches s WHERE s.key = ? ORDER BY s.started", (key,)).fetchall()
         return [SearchInfo(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
 
     def key_info(self, key: str) -> Optional[KeyInfo]:
-        row = self.conn.execute("SELECT key, name, program, sizes, device FROM keys WHERE key = ?",
+        row = self.reader.execute("SELECT key, name, program, sizes, device FROM keys WHERE key = ?",
                                 (key,)).fetchone()
         return KeyInfo(row[0], row[1], row[2], json.loads(row[3]), row[4]) if row else None
 
     def keys(self) -> Iterator[KeyInfo]:
-        for row in self.conn.execute("SELECT key, name, program, sizes, device FROM keys ORDER BY created"):
+        for row in self.reader.execute("SELECT key, name, program, sizes, device FROM keys ORDER BY created"):
             yield KeyInfo(row[0], row[1], row[2], json.loads(row[3]), row[4])
 
     def count(self, key: Optional[str] = None) -> int:
         if key is None:
-            return int(self.conn.execute("SELECT COUNT(*) FROM candidates").fetchone()[0])
-        return int(self.conn.execute("SELECT COUNT(*) FROM candidates WHERE key = ?",
+            return int(self.reader.execute("SELECT COUNT(*) FROM candidates").fetchone()[0])
+        return int(self.reader.execute("SELECT COUNT(*) FROM candidates WHERE key = ?",
                                      (key,)).fetchone()[0])
 
 
@@ -301,8 +367,37 @@ _COLUMNS = ("c.derivation, c.low_level, c.validity, c.time, c.reason, c.params, 
             "c.seq, c.search_id, c.key, c.created")
 
 
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return any(r[1] == column for r in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def _columns(conn: sqlite3.Connection) -> str:
+    """The SELECT list of a record on this connection (the backend derived where the file
+    predates its column)."""
+    backend = "c.backend" if _has_column(conn, "candidates", "backend") else _OLD_BACKEND
+    return f"{_COLUMNS}, {backend}"
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the columns of MIGRATED to a database written before them, in one transaction
+    (another process migrating at the same moment: the second finds the column there)."""
+    if _has_column(conn, "candidates", "backend"):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_column(conn, "candidates", "backend"):
+            conn.execute("ALTER TABLE candidates ADD COLUMN backend TEXT NOT NULL DEFAULT 'opencl'")
+            conn.execute("UPDATE candidates SET backend = 'cuda' WHERE key IN "
+                         "(SELECT key FROM keys WHERE device LIKE 'cuda|%')")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def _record(row: Sequence[Any]) -> Record:
-    deriv, low, validity, t, reason, params, source, step, seq, sid, key, created = row
+    deriv, low, validity, t, reason, params, source, step, seq, sid, key, created, backend = row
     return Record(derivation=tuple(Choice.from_json(c) for c in json.loads(deriv)), low_level=low,
                   validity=validity, time=t, reason=reason, params=json.loads(params),
-                  source=source, step=step, seq=seq, search_id=sid, key=key, created=created)
+                  source=source, step=step, seq=seq, search_id=sid, key=key, created=created,
+                  backend=backend if backend in BACKENDS else "opencl")

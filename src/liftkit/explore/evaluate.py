@@ -37,6 +37,7 @@ from liftkit.explore.problem import Problem
 
 Measure = Callable[[CompiledProgram], float]  # a stand-in timer (tests, cost models)
 SEARCH_LIMIT = 1 << 20  # largest value tried per size variable when scaling sizes down
+RACE_MARGIN = 1.5  # a backend whose first run is this much slower than the other's cannot win
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,15 @@ class Evaluator:
     def device_fingerprint(self) -> str:
         return str(self.runner.device.fingerprint)
 
+    @property
+    def backend(self) -> str:
+        """Where candidates are built and timed: "cuda" for a CUDA runner, else "opencl"."""
+        return "cuda" if getattr(self.runner, "dialect", "opencl") == "cuda" else "opencl"
+
+    def fingerprints(self) -> dict[str, str]:
+        """The device fingerprint of each backend this evaluator times candidates on."""
+        return {self.backend: self.device_fingerprint}
+
     # -- the steps --------------------------------------------------------------------------------
 
     def evaluate(self, program: Lambda, derivation: Sequence[Choice] = (),
@@ -179,8 +189,11 @@ class Evaluator:
                     return ready.failed(*failure)
         return replace(ready, checked=True)
 
-    def finish(self, ready: "Ready", best: Optional[float] = None) -> Record:
-        """Time a prepared (and checked) candidate at the real sizes: its record."""
+    def finish(self, ready: "Ready", best: Optional[float] = None,
+               race: Optional[float] = None) -> Record:
+        """Time a prepared (and checked) candidate at the real sizes: its record. `race`: a
+        time to beat (another backend's for the same candidate); a first run slower than it by
+        RACE_MARGIN is recorded alone, as for the cutoff."""
         if not ready.checked:
             checked = self.check_ready(ready)
             if isinstance(checked, Record):
@@ -194,13 +207,18 @@ class Evaluator:
             else:
                 info = None
                 cut = self.settings.cutoff
-                if cut > 0 and best is not None:
+                if (cut > 0 and best is not None) or race is not None:
                     # after an untimed warm-up run: a driver may finish compiling on the first
                     once = self._time(compiled, 1)
-                    if once.total_seconds > cut * best:
+                    if cut > 0 and best is not None and once.total_seconds > cut * best:
                         info = once
                         params["runs"] = 1
                         params["note"] = f"timed once: over {cut:g}x the best so far"
+                    elif race is not None and once.total_seconds > RACE_MARGIN * race:
+                        info = once
+                        params["runs"] = 1
+                        params["note"] = (f"timed once: over {RACE_MARGIN:g}x the other "
+                                          f"backend's {race * 1e3:.4g} ms")
                 if info is None:
                     info = self._time(compiled, self.settings.repeat)
                     params["runs"] = self.settings.repeat

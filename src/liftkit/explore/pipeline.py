@@ -37,6 +37,7 @@ from liftkit.ir.typecheck import is_low_level
 from liftkit.rewrite.core import Choice
 from liftkit.types import LiftTypeError
 
+from liftkit.explore.backends import PerBackend
 from liftkit.explore.db import Record
 from liftkit.explore.evaluate import Evaluator, Ready, _record
 from liftkit.explore.worker import CandidateWorker, _dumps
@@ -129,7 +130,8 @@ class HostStages:
 
     def __init__(self, problem: Any, space: Any, settings: Any, eval_settings: Any, filters: Any,
                  device_fingerprint: str, device_limits: Any, dialect: str = "opencl",
-                 runner: Optional[CandidateWorker] = None) -> None:
+                 runner: Optional[CandidateWorker] = None,
+                 others: tuple[tuple[str, str, Any], ...] = ()) -> None:
         self.problem, self.space, self.settings = problem, space, settings
         self.eval_settings, self.filters = eval_settings, filters
         self.device = _WalkDevice(device_fingerprint, device_limits)
@@ -137,6 +139,10 @@ class HostStages:
         self.can_check = runner is not None
         self._template = runner
         self._evaluator: Optional[Evaluator] = None
+        # a search over both backends: (backend, dialect, device limits) of the other, whose
+        # code is generated here and built, checked and timed by the driver
+        self.others = others
+        self._other_evaluators: dict[str, Evaluator] = {}
         self._walker: Any = None
         self._children: OrderedDict[str, Lambda] = OrderedDict()
 
@@ -145,11 +151,17 @@ class HostStages:
         """The host stages of a search; `check`: build and check in the workers when the
         search's runner can be cloned into them (a CandidateWorker)."""
         ev = search.evaluator
+        both = getattr(ev, "each", None)  # a BothBackends
+        others: tuple[tuple[str, str, Any], ...] = ()
+        if both is not None:
+            names = list(both)
+            others = tuple((b, ev.dialect(b), both[b].device_limits) for b in names[1:])
+            ev = both[names[0]]
         runner = ev.runner
         template = runner.clone() if check and isinstance(runner, CandidateWorker) else None
         return cls(search.problem, search.space, search.settings, ev.settings, ev.filters,
                    ev.device_fingerprint, ev.device_limits, getattr(runner, "dialect", "opencl"),
-                   template)
+                   template, others)
 
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
@@ -195,8 +207,18 @@ class HostStages:
             program, steps = end[0], tuple(end[1])
         stages = {"derive": time.perf_counter() - t0}
         ready = self.evaluator().prepare(program, job.prefix + steps, check=self.can_check,
-                                         stages=stages)
-        return Outcome(steps, show(program), ready)
+                                         stages=dict(stages))
+        if not self.others:
+            return Outcome(steps, show(program), ready)
+        results: list[tuple[str, Union[Record, Ready]]] = [("", ready)]
+        for backend, dialect, limits in self.others:
+            ev = self._other_evaluators.get(backend)
+            if ev is None:
+                ev = self._other_evaluators[backend] = Evaluator(
+                    self.problem, _NoRunner(dialect), self.eval_settings, self.filters, None, limits)
+            results.append((backend, ev.prepare(program, job.prefix + steps, check=False,
+                                                stages=dict(stages))))
+        return Outcome(steps, show(program), PerBackend(tuple(results)))
 
     def close(self) -> None:
         if self._evaluator is not None and isinstance(self._evaluator.runner, CandidateWorker):
@@ -436,12 +458,20 @@ class Pipeline:
         def make() -> Record:
             if isinstance(result, Record):
                 return result
+            if isinstance(result, PerBackend):  # both backends: each timed, the faster kept
+                both = search.evaluator
+                first = next(iter(both.each))
+                prepared = {b or first: r for b, r in result.results}
+                return both.complete(prepared, lambda b, ready, race: self.time(
+                    search, ready, both.each[b], race))
             return self.time(search, result)
 
         return search.admit(out.text, make)
 
-    def time(self, search: Any, ready: Ready) -> Record:
-        ev = getattr(self.engine, "timer", None) or search.evaluator  # Ray: the timing actor
+    def time(self, search: Any, ready: Ready, ev: Any = None, race: Optional[float] = None) -> Record:
+        """Check (when the host stages did not) and time one prepared candidate on `ev` (default:
+        the search's evaluator, or Ray's timing actor), unless a duplicate or the bound says."""
+        ev = ev or getattr(self.engine, "timer", None) or search.evaluator
         best = search.best.time if search.best else None
         if not ready.checked:
             checked = ev.check_ready(ready)
@@ -464,7 +494,7 @@ class Pipeline:
                                f"lower bound {low * 1e3:.4g} ms cannot beat the best "
                                f"{best * 1e3:.4g} ms by {bound.tolerance:.0%}",
                                source=ready.compiled.source)
-        rec = ev.finish(ready, best)
+        rec = ev.finish(ready, best, race) if race is not None else ev.finish(ready, best)
         if key and rec.ok:
             self._timed[key] = replace(rec, seq=len(search.records))
         if bound is not None and rec.ok and rec.time:

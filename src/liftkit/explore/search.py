@@ -155,6 +155,13 @@ class Search:
         self.db = db
         self.progress = progress
         self.key = problem.key(evaluator.device_fingerprint)
+        # each record goes under the key of the device it was timed on (a search over both
+        # backends has two; the search itself is filed under the first, `key`)
+        fps = (evaluator.fingerprints() if hasattr(evaluator, "fingerprints")
+               else {"opencl": evaluator.device_fingerprint})  # a pipeline worker's walker
+        self.fingerprints = dict(fps)
+        self.keys = {b: problem.key(fp) for b, fp in fps.items()}
+        self.backends = tuple(self.keys)
         self.search_id = ""
         self.resume = resume  # an interrupted search's id: its records are taken, not re-run
         self._resumed: list[Record] = []
@@ -174,10 +181,15 @@ class Search:
         s = self.settings
         t0, started = time.monotonic(), time.time()
         self._deadline = t0 + s.seconds if s.seconds is not None else None  # 0: nothing
-        settings = s.as_dict() | {"rules": self.space.name, "problem": self.problem.name}
+        settings = s.as_dict() | {"rules": self.space.name, "problem": self.problem.name,
+                                  "backends": list(self.backends)}
         if self.db is not None:
             self.db.register_key(self.key, self.problem.name, self.problem.text, self.problem.sizes,
                                  self.evaluator.device_fingerprint)
+            for b, fp in self.fingerprints.items():
+                if self.keys[b] != self.key:
+                    self.db.register_key(self.keys[b], self.problem.name, self.problem.text,
+                                         self.problem.sizes, fp)
             if self.resume:
                 self.search_id = self.resume
                 self._resumed = self.db.candidates(self.key, self.resume)
@@ -456,8 +468,10 @@ class Search:
             rec = self._resumed[seq]  # the same seed draws the same candidates: not run again
         else:
             rec = make()
-            rec = replace(rec, key=self.key, search_id=self.search_id, seq=seq, step=self._step,
-                          created=time.time())
+            # one backend: its own; several: the record says which one it was timed on
+            backend = rec.backend if len(self.backends) > 1 else self.backends[0]
+            rec = replace(rec, key=self.keys.get(backend, self.key), search_id=self.search_id,
+                          seq=seq, step=self._step, created=time.time(), backend=backend)
             if self.db is not None:
                 rec = self.db.insert(rec)
         self._memo[text] = rec
