@@ -39,3 +39,17 @@ def gpu_session():  # type: ignore[no-untyped-def]
     from liftkit.blas import Profile, Session
 
     return Session(dev, profile=Profile(dev.fingerprint, dev.label, "gpu"))
+
+
+@pytest.fixture(scope="session")
+def cuda_session():  # type: ignore[no-untyped-def]
+    """liftkit.blas on the CUDA backend (skipped where no CUDA GPU and driver exist)."""
+    from liftkit.backends.cuda import cuda_available
+
+    if not cuda_available():
+        pytest.skip("needs a CUDA GPU")
+    from liftkit.backends.cuda import select_device as cuda_device
+    from liftkit.blas import Profile, Session
+
+    dev = cuda_device("gpu")
+    return Session(dev, profile=Profile(dev.fingerprint, dev.label, "gpu"))

@@ -52,10 +52,12 @@ PADDED_COMPLEX = {
 }
 
 
-@pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.fixture(scope="module", params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu),
+                                        pytest.param("cuda", marks=pytest.mark.gpu)])
 def dev_session(request: Any) -> Session:
-    """The CPU device's session, and (tests marked gpu) the GPU's."""
-    return request.getfixturevalue("session" if request.param == "cpu" else "gpu_session")
+    """The CPU device's session, and (tests marked gpu) the GPU's on OpenCL and on CUDA."""
+    return request.getfixturevalue({"cpu": "session", "gpu": "gpu_session",
+                                    "cuda": "cuda_session"}[request.param])
 
 
 @pytest.fixture(scope="module")

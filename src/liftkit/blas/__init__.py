@@ -8,7 +8,9 @@ derivations.
 
 Operations: gemm, gemv, transpose, scal, axpy, dot, dotc, asum, nrm2 (float32, float64,
 complex64, complex128; row- and column-major; op flags False/"N", True/"T" and "C", the
-conjugate transpose; NumPy arrays or pyopencl arrays, used in place). For complex vectors asum
+conjugate transpose; NumPy arrays, or device arrays used in place: pyopencl arrays on OpenCL,
+CuPy/PyTorch/`__cuda_array_interface__` arrays on CUDA, where "gpu" runs when a CUDA GPU is
+present). For complex vectors asum
 and nrm2 follow BLAS (scasum: Σ|re|+|im|; scnrm2) and return reals; dot is dotu, dotc
 conjugates x. `plan_gemm` is the low-level
 form with caller-owned workspace; `hybrid_gemm` splits C's rows between a GPU and the CPU. Kernels come from codelets (`liftkit.blas.codelets`),
@@ -89,11 +91,17 @@ def default_session(device: Optional[str] = None) -> Session:
 
 
 def _session(args: tuple[Any, ...], device: Optional[str]) -> Session:
-    import pyopencl.array as cla
+    """The session of the arrays' device: a pyopencl array's context, or the CUDA GPU a
+    CuPy/PyTorch array lives on; else `device`'s."""
+    from liftkit.blas.queues import is_cuda_array
+    from liftkit.blas.session import _pyopencl_array
 
+    cla = _pyopencl_array()
     for a in args:
-        if isinstance(a, cla.Array):
+        if cla is not None and isinstance(a, cla.Array):
             return _session_for(None, a.context)
+        if device is None and is_cuda_array(a):
+            return _session_for("cuda", None)
     return default_session(device)
 
 

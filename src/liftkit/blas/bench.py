@@ -47,6 +47,8 @@ class Row:
 def configure_bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", metavar="SPEC", default=None,
                    help="gpu, cpu or part of a device name (default: a GPU if any)")
+    p.add_argument("--backend", choices=("auto", "opencl", "cuda"), default="auto",
+                   help="auto (default): CUDA for --device gpu where a CUDA GPU is present")
     p.add_argument("--sizes", metavar="N,N,...", default=None,
                    help="square sizes n (matrices n×n, vectors n²); default "
                         f"{','.join(map(str, DEFAULT_SIZES['cpu']))} on a CPU, "
@@ -87,15 +89,16 @@ def _wide(x: np.ndarray) -> np.ndarray:
 
 def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
               dtypes: list[str], repeat: int = 5, log: Optional[Callable[[str], None]] = None,
-              clblast: bool = False, session: Any = None) -> list[Row]:
+              clblast: bool = False, session: Any = None, backend: str = "auto") -> list[Row]:
     """The rows, one per op × dtype × size; `clblast` adds CLBlast's rate where pyclblast is
     installed (checked against the same float64 result before it is timed)."""
-    import pyopencl.array as cla
-
     from liftkit.blas.session import Session
     from liftkit.blas.tune import DTYPES  # noqa: F401 - the dtype names the library knows
 
-    session = session if session is not None else Session(device, warn=False)
+    session = session if session is not None else Session(device, warn=False, backend=backend)
+    if log:
+        log(f"note: liftkit.blas on {session.device.label} ({session.backend} backend)")
+    to_dev, empty_nan = _device_arrays(session)
     clb = _clblast_module() if clblast else None
     if clblast and clb is None and log:
         log("note: pyclblast is not installed: no CLBlast column (pip install pyclblast)")
@@ -105,7 +108,6 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
             f"`liftkit blas tune --device {'gpu' if gpu else 'cpu'}`)")
     sizes = sizes or list(DEFAULT_SIZES["gpu" if gpu else "cpu"])
     xp, ref_name = _reference_library(gpu)
-    q = session.queue
     rows = []
     for op in ops:
         for dt_name in dtypes:
@@ -115,31 +117,31 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
             for n in sizes:
                 rng = np.random.default_rng(n)
                 A, B, x = (_random(rng, shape, dt) for shape in ((n, n), (n, n), (n,)))
-                dA, dB, dx = (cla.to_device(q, v) for v in (A, B, x))
+                dA, dB, dx = (to_dev(v) for v in (A, B, x))
                 item = dt.itemsize
                 if op == "gemm":
-                    dC = cla.empty(q, (n, n), dt).fill(np.nan)
+                    dC = empty_nan((n, n), dt)
                     lk = lambda: session.gemm(dA, dB, dC)  # noqa: E731
                     want, amount, unit = _wide(A) @ B, flops * 2.0 * n ** 3, "GFLOP/s"
                     rf = (lambda a, b, v: a @ b), (A, B, x)
                 elif op == "gemv":
-                    dy = cla.empty(q, (n,), dt).fill(np.nan)
+                    dy = empty_nan((n,), dt)
                     lk = lambda: session.gemv(dA, dx, dy)  # noqa: E731
                     want, amount, unit = _wide(A) @ x, flops * 2.0 * n * n, "GFLOP/s"
                     rf = (lambda a, b, v: a @ v), (A, B, x)
                 elif op == "transpose":
-                    dT = cla.empty(q, (n, n), dt).fill(np.nan)
+                    dT = empty_nan((n, n), dt)
                     lk = lambda: session.transpose(dA, dT)  # noqa: E731
                     want, amount, unit = _wide(A.T), 2.0 * n * n * item, "GB/s"
                     rf = (lambda a, b, v: a.T.copy()), (A, B, x)
                 else:  # dot over n² elements
                     v1, v2 = A.reshape(-1), B.reshape(-1)
-                    dv1, dv2 = cla.to_device(q, v1), cla.to_device(q, v2)
+                    dv1, dv2 = to_dev(v1), to_dev(v2)
                     lk = lambda: session.dot(dv1, dv2)  # noqa: E731
                     want, amount, unit = np.array(_wide(v1) @ v2), flops * 2.0 * n * n, "GFLOP/s"
                     rf = (lambda a, b, v: a.reshape(-1) @ b.reshape(-1)), (A, B, x)
                 got = lk().result()
-                got_np = got.get() if hasattr(got, "get") else np.asarray(got)
+                got_np = _to_numpy(got)
                 err = _rel_error(got_np, want)
                 if err > tol * max(1.0, np.sqrt(n)):
                     raise RuntimeError(f"blas bench: {op} {dt_name} n={n}: liftkit's result "
@@ -148,7 +150,8 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
                 t_ref = _time_reference(xp, rf, gpu, repeat, tol, want)
                 variant = _variant_used(session, op, dt_name, n)
                 t_clb = _time_clblast(clb, session.queue, op, n, dt, (dA, dB, dx), want, tol,
-                                      repeat) if clb is not None else None
+                                      repeat) if clb is not None and session.backend == "opencl" \
+                    else None
                 row = Row(op, dt_name, n, amount / t_lk / 1e9,
                           amount / t_ref / 1e9 if t_ref else None, ref_name, unit, variant, err,
                           amount / t_clb / 1e9 if t_clb else None)
@@ -160,6 +163,32 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
                         f"{ref_name} {row.reference or 0:9.2f}{clb_text}  ratio {ratio}  "
                         f"[{variant}]")
     return rows
+
+
+def _device_arrays(session: Any) -> tuple[Callable[[np.ndarray], Any], Callable[..., Any]]:
+    """(upload, a NaN-filled empty array) on the session's device: pyopencl arrays on OpenCL,
+    CuPy arrays on CUDA."""
+    if session.backend == "cuda":
+        import cupy
+
+        def empty_cp(shape: tuple[int, ...], dt: np.dtype) -> Any:
+            a = cupy.empty(shape, dt)
+            a.fill(np.nan)
+            return a
+
+        return cupy.asarray, empty_cp
+    import pyopencl.array as cla
+
+    q = session.queue
+    return (lambda v: cla.to_device(q, v)), (lambda shape, dt: cla.empty(q, shape, dt).fill(np.nan))
+
+
+def _to_numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "get"):  # pyopencl and CuPy arrays
+        return np.asarray(x.get())
+    if type(x).__module__.startswith("torch"):
+        return x.cpu().numpy()
+    return np.asarray(x)
 
 
 def _random(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
@@ -291,7 +320,8 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
         warnings.simplefilter("ignore", cl.CompilerWarning)
         try:
             rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
-                             log=lambda line: print(line, file=out, flush=True))
+                             log=lambda line: print(line, file=out, flush=True),
+                             backend=getattr(args, "backend", "auto"))
         except cl.Error as err:  # a driver that cannot build or run: one line, its own words
             lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
             why = "; ".join(dict.fromkeys([lines[0].split(" - ")[0]] + [

@@ -99,6 +99,10 @@ class Codelet:
     strategy: Callable[..., Strategy]
     space: Callable[[str], list[dict[str, int]]]  # device kind ("cpu"/"gpu") -> params tried
     multiples: Callable[..., dict[str, int]] = field(default=lambda kind, **p: {})
+    backends: tuple[str, ...] = ("opencl", "cuda")  # where its kernels run
+    dtypes: Optional[tuple[str, ...]] = None  # element types it derives (None: all)
+    layouts: Optional[tuple[str, ...]] = None  # layouts it derives (None: all)
+    rules: Callable[[], Mapping[str, Any]] = field(default=lambda: {})  # beyond the rules package
 
 
 def _glb2d(kind: Kind) -> Strategy:
@@ -156,6 +160,24 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
     return dict(size_multiples(derive(kind, variant).final))
 
 
+def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int) -> Strategy:
+    from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
+
+    return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
+
+
+def _cuda_rules() -> Mapping[str, Any]:
+    from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
+
+    return CUDA_RULES_BY_NAME
+
+
+# tilings (tm, tn, tk, warps, staged) of the FP64 tensor-core derivation the tuner tries: the
+# ones results/issue12/patterns measured fastest on the H100, a wider one, and one per staging
+MMA_SPACE = ((64, 64, 16, 4, 2), (64, 64, 32, 4, 1), (128, 64, 16, 4, 2), (64, 64, 16, 4, 3),
+             (128, 64, 16, 8, 2), (64, 128, 16, 4, 2), (32, 32, 16, 2, 2))
+
+
 def _pow2(lo: int, hi: int) -> list[int]:
     out, v = [], lo
     while v <= hi:
@@ -194,6 +216,16 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             lambda kind, rm, rn, wx, wy: _tiled_multiples(
                 kind, Variant.of("blocks", rm=rm, rn=rn, wx=wx, wy=wy),
                 {"M": rm * wy, "N": rn * wx, "K": MM_WIDTH[kind.dtype]})),
+    Codelet("mma", ("mm",), "tm×tn tiles of C per block on the FP64 tensor cores (DMMA): the "
+            "mm-tensor-cores rule (rewrite.rules.cuda), K in steps of tk, tiles staged in shared "
+            "memory (staged=1) or by cp.async `staged` deep; CUDA only, float64 (same precision)",
+            _mm_mma,
+            lambda dev: [dict(zip(("tm", "tn", "tk", "warps", "staged"), p)) for p in MMA_SPACE]
+            if dev == "gpu" else [],
+            lambda kind, tm, tn, tk, warps, staged: _tiled_multiples(
+                kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged),
+                {"M": tm, "N": tn, "K": tk}),
+            backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
@@ -223,8 +255,9 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
 )}
 
 
-def codelets_for(op: str) -> list[Codelet]:
-    return [c for c in CODELETS.values() if op in c.ops]
+def codelets_for(op: str, backend: Optional[str] = None) -> list[Codelet]:
+    return [c for c in CODELETS.values()
+            if op in c.ops and (backend is None or backend in c.backends)]
 
 
 # codelets that read complex numbers as OpenCL vectors, which do not exist for them
@@ -246,6 +279,9 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
     if kind.op not in c.ops:
         raise CodeletError(f"codelet {c.name} does not derive {kind.op} (it derives "
                            f"{', '.join(c.ops)})")
+    if c.dtypes is not None and kind.dtype not in c.dtypes:
+        raise CodeletError(f"codelet {c.name} derives {', '.join(c.dtypes)} only, not "
+                           f"{kind.dtype}")
     if not fits(kind, variant):
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")
@@ -257,7 +293,7 @@ def derive(kind: Kind, variant: Variant) -> Derivation:
     c = get_codelet(variant, kind)
     start = Derivation(kind.program(), name=f"{kind}")
     try:
-        return start.then(c.strategy(kind, **variant.kw), BODY)
+        return start.then(c.strategy(kind, **variant.kw), BODY, rules=c.rules())
     except Exception as err:  # noqa: BLE001 - any rewrite failure is one message
         raise CodeletError(f"{variant} does not derive {kind}: {err}") from None
 
@@ -275,10 +311,12 @@ def _multiples_if_derives(kind: Kind, variant: Variant) -> Optional[dict[str, in
         return None
 
 
-def space(kind: Kind, device_kind: str) -> list[Variant]:
-    """Every variant the tuner tries for `kind` on a device of `device_kind`."""
-    return [v for c in codelets_for(kind.op) for p in c.space(device_kind)
-            if fits(kind, v := Variant.of(c.name, **p))]
+def space(kind: Kind, device_kind: str, backend: str = "opencl") -> list[Variant]:
+    """Every variant the tuner tries for `kind` on a device of `device_kind` and `backend`."""
+    return [v for c in codelets_for(kind.op, backend) for p in c.space(device_kind)
+            if (c.dtypes is None or kind.dtype in c.dtypes)
+            and (c.layouts is None or kind.layout in c.layouts)
+            and fits(kind, v := Variant.of(c.name, **p))]
 
 
 # untuned GEMMs large enough for tiles: the tiled derivation measured fastest on the CPU
@@ -296,7 +334,7 @@ DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use 
 
 
 def default_variant(kind: Kind, device_kind: str = "cpu",
-                    sizes: Optional[Mapping[str, int]] = None) -> Variant:
+                    sizes: Optional[Mapping[str, int]] = None, backend: str = "opencl") -> Variant:
     """The derivation used when no profile says better: correct for any size (with `sizes`,
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
     better = (DEFAULT_TILES.get(device_kind, {}).get(kind.dtype) if kind.op == "mm" else

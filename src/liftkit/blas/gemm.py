@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
-import pyopencl as cl
 
 from liftkit.blas.codelets import Kind, Variant, padded_sizes
 from liftkit.blas.kernels import BlasError, Built
@@ -111,9 +110,7 @@ class GemmPlan:
         item = self.dtype.itemsize
         buf = workspace.buffer(f"pack-{role}", need[0] * need[1] * item)
         ev0 = s.fill_zero(buf, need[0] * need[1] * item, o.events)
-        ev = cl.enqueue_copy(s.queue, buf, o.buf, src_origin=(0, 0), dst_origin=(0, 0),
-                             region=(have[1] * item, have[0]), src_pitches=(have[1] * item,),
-                             dst_pitches=(need[1] * item,), wait_for=[ev0])
+        ev = s.q.copy2d(buf, o.buf, have[0], have[1] * item, have[1] * item, need[1] * item, [ev0])
         return Packed(role, buf, (ev,), o)
 
     def _user_shape(self, role: str) -> tuple[int, int]:
@@ -144,32 +141,30 @@ class GemmPlan:
         scalars = {}
         p, item = self.padded, dt.itemsize
         if self._direct(alpha, beta):
-            ev, temps = self.built.launch(s.queue, {0: first.buf, 1: second.buf}, scalars,
+            ev, temps = self.built.launch(s.q, {0: first.buf, 1: second.buf}, scalars,
                                           out.buf, p, waits)
             events = [ev]
         else:
             prod = ws.buffer("product", p["M"] * p["N"] * item)
-            ev, temps = self.built.launch(s.queue, {0: first.buf, 1: second.buf}, scalars,
+            ev, temps = self.built.launch(s.q, {0: first.buf, 1: second.buf}, scalars,
                                           prod, p, waits)
             M, N = self.sizes["M"], self.sizes["N"]
             if (p["M"], p["N"]) != (M, N):
                 compact = ws.buffer("product-compact", M * N * item)
-                ev = cl.enqueue_copy(s.queue, compact, prod, src_origin=(0, 0), dst_origin=(0, 0),
-                                     region=(N * item, M), src_pitches=(p["N"] * item,),
-                                     dst_pitches=(N * item,), wait_for=[ev])
+                ev = s.q.copy2d(compact, prod, M, N * item, p["N"] * item, N * item, [ev])
                 prod = compact
             rows, cols = (N, M) if self.result_transposed else (M, N)
             if beta == 0:
                 ev = s.fill_zero(out.buf, rows * cols * item, [ev])
             kind = Kind("axpby2d", DTYPES[dt], "T" if self.result_transposed else "N")
             epi = s.kernel(kind, {"M": rows, "N": cols})
-            ev, temps2 = epi.launch(s.queue, {0: prod, 1: out.buf},
+            ev, temps2 = epi.launch(s.q, {0: prod, 1: out.buf},
                                     {2: dt.type(alpha), 3: dt.type(beta)}, out.buf,
                                     {"M": rows, "N": cols}, [ev])
             temps += temps2
             events = [ev]
         events, finish = s.finish_output(out, events)
-        return Future(events, finish, keep=[a, b, out, ws, temps])
+        return s.future(events, finish, keep=[a, b, out, ws, temps])
 
 
 def _order_name(order: str) -> str:

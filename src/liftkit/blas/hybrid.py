@@ -90,7 +90,7 @@ def hybrid_gemm(gpu: Session, A: Any, B: Any, C: Any = None, *, cpu: Optional[Se
     if mg:
         fut = gpu.gemm(opA[:mg], opB, None if c_in is None else c_in[:mg], alpha=alpha,
                        beta=beta if c_in is not None else 0.0)
-        gpu.queue.flush()  # start the GPU now, before the CPU's share
+        gpu.q.flush()  # start the GPU now, before the CPU's share
     if mg < m:
         if cpu is None:
             part = alpha * (opA[mg:] @ opB)

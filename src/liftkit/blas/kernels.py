@@ -1,5 +1,5 @@
-"""Derived kernels, compiled once per (kind, variant) and built once per OpenCL context, and
-their asynchronous launch on caller-given buffers.
+"""Derived kernels, compiled once per (kind, variant) and built once per device queue (OpenCL
+or CUDA, `liftkit.blas.queues`), and their asynchronous launch on caller-given buffers.
 
 The code generator passes sizes as kernel arguments, so one built kernel serves every input
 size its derivation allows (`multiples`); launching sets the buffers, scalars and sizes and
@@ -9,18 +9,14 @@ without waiting.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
-import pyopencl as cl
 
-from liftkit.backends.opencl.cache import KernelCache
-from liftkit.backends.opencl.devices import Device
 from liftkit.blas.codelets import Kind, Variant, derive, multiples
 from liftkit.codegen.compiler import compile_program
-from liftkit.codegen.kernel import CompiledProgram
+from liftkit.codegen.kernel import CompiledProgram, CompileOptions
 from liftkit.rewrite.derivation import Derivation
 
 
@@ -31,77 +27,79 @@ class BlasError(ValueError):
 
 @dataclass
 class Built:
-    """One derived kernel pipeline, built for one context."""
+    """One derived kernel pipeline, built for one queue's device (OpenCL or CUDA)."""
 
     kind: Kind
     variant: Variant
     derivation: Derivation
     compiled: CompiledProgram
     multiples: dict[str, int]
-    kernels: list[Any]  # cl.Kernel per pipeline stage (not thread-safe: launches set args)
+    kernels: list[Any]  # the backend's kernel handles per pipeline stage (launches set args)
 
     def launch(self, queue: Any, arrays: Mapping[int, Any], scalars: Mapping[int, Any],
                out: Any, sizes: Mapping[str, int], wait_for: Sequence[Any] = ()) -> tuple[Any, list[Any]]:
-        """Enqueue the pipeline: `arrays[i]`/`scalars[i]` are the buffers/values of program
-        parameter i, `out` the result buffer. Returns (last event, temporaries to keep alive
-        until it completes)."""
+        """Enqueue the pipeline on `queue` (a `liftkit.blas.queues` queue): `arrays[i]`/
+        `scalars[i]` are the buffers/values of program parameter i, `out` the result buffer.
+        Returns (last event, temporaries to keep alive until it completes)."""
         c = self.compiled
         temps: dict[str, Any] = {}
         for b in c.buffers:
             if b.role in ("intermediate", "temporary"):
-                temps[b.name] = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE,
-                                          size=max(1, int(b.nbytes.eval(sizes))))
+                temps[b.name] = queue.alloc(int(b.nbytes.eval(sizes)))
         event = None
         waits = list(wait_for)
-        for k, clk in zip(c.kernels, self.kernels):
-            for i, a in enumerate(k.args):
+        for k, handle in zip(c.kernels, self.kernels):
+            args: list[Any] = []
+            for a in k.args:
                 if a.kind == "buffer":
                     buf = c.buffer(a.buffer)  # type: ignore[arg-type]
                     if buf.role == "input":
-                        value = arrays[buf.param_index]  # type: ignore[index]
+                        args.append(arrays[buf.param_index])  # type: ignore[index]
                     elif buf.role == "output":
-                        value = out
+                        args.append(out)
                     else:
-                        value = temps[buf.name]
+                        args.append(temps[buf.name])
                 elif a.kind == "scalar":
-                    value = scalars[a.param_index]  # type: ignore[index]
+                    args.append(scalars[a.param_index])  # type: ignore[index]
                 else:
                     v = int(a.size.eval(sizes))  # type: ignore[union-attr]
                     if v > np.iinfo(np.int32).max:
                         raise BlasError(f"{self.kind.op}: size {a.name} = {v} exceeds the kernels' "
                                         f"32-bit indices")
-                    value = np.int32(v)
-                clk.set_arg(i, value)
+                    args.append(np.int32(v))
             glob = tuple(int(g.eval(sizes)) for g in k.ndrange.global_size)
-            local = k.ndrange.local_size
-            event = cl.enqueue_nd_range_kernel(queue, clk, glob, local, wait_for=waits or None)
+            event = queue.launch(handle, k, glob, k.ndrange.local_size, args, waits)
             waits = []
         return event, list(temps.values())
 
 
 class KernelStore:
-    """Derived and compiled programs by (kind, variant) for one context (an explicit cache:
-    derivation and code generation are pure, the driver build is cached on disk by
-    `KernelCache`)."""
+    """Derived and compiled programs by (kind, variant) for one queue (an explicit cache:
+    derivation and code generation are pure; the driver build is cached on disk by the backend's
+    cache: `KernelCache` for OpenCL, the CUDA runner's `ModuleCache`)."""
 
-    def __init__(self, context: Any, device: Device, cache: Optional[KernelCache] = None) -> None:
-        self.context = context
+    def __init__(self, queue: Any, device: Any, cache: Optional[Any] = None) -> None:
+        self.queue = queue
         self.device = device
-        self.cache = cache if cache is not None else KernelCache()
+        self.dialect = "cuda" if getattr(queue, "backend", "opencl") == "cuda" else "opencl"
+        if cache is None and self.dialect == "opencl":
+            from liftkit.backends.opencl.cache import KernelCache
+
+            cache = KernelCache()
+        self.cache = cache
         self._built: dict[tuple[Kind, Variant], Built] = {}
+
+    @property
+    def context(self) -> Any:
+        return getattr(self.queue, "context", None)
 
     def get(self, kind: Kind, variant: Variant) -> Built:
         key = (kind, variant)
         got = self._built.get(key)
         if got is None:
             derivation = derive(kind, variant)
-            compiled = compile_program(derivation.final)
-            kernels = []
-            with warnings.catch_warnings():  # driver build logs are not the user's business
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                for k in compiled.kernels:
-                    prog = self.cache.get(self.context, self.device, k.source, k.build_options)
-                    kernels.append(cl.Kernel(prog, k.name))
+            compiled = compile_program(derivation.final, CompileOptions(dialect=self.dialect))
+            kernels = self.queue.build(compiled, self.cache, self.device)
             got = Built(kind, variant, derivation, compiled, multiples(kind, variant), kernels)
             self._built[key] = got
         return got

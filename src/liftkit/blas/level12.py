@@ -8,7 +8,6 @@ import math
 from typing import Any, Optional
 
 import numpy as np
-import pyopencl as cl
 
 from liftkit.blas.codelets import Kind, padded_sizes
 from liftkit.blas.gemm import Trans, _check_scalar, op_flag
@@ -22,7 +21,7 @@ def _pad1d(s: Session, o: Operand, n_pad: int, ws: Workspace, name: str) -> tupl
         return o.buf, list(o.events)
     buf = ws.buffer(name, n_pad * item)
     ev0 = s.fill_zero(buf, n_pad * item, o.events)
-    ev = cl.enqueue_copy(s.queue, buf, o.buf, byte_count=n * item, wait_for=[ev0])
+    ev = s.q.copy(buf, o.buf, n * item, [ev0])
     return buf, [ev]
 
 
@@ -32,9 +31,7 @@ def _pad2d(s: Session, buf: Any, events: list[Any], have: tuple[int, int],
         return buf, events
     dst = ws.buffer(name, need[0] * need[1] * item)
     ev0 = s.fill_zero(dst, need[0] * need[1] * item, events)
-    ev = cl.enqueue_copy(s.queue, dst, buf, src_origin=(0, 0), dst_origin=(0, 0),
-                         region=(have[1] * item, have[0]), src_pitches=(have[1] * item,),
-                         dst_pitches=(need[1] * item,), wait_for=[ev0])
+    ev = s.q.copy2d(dst, buf, have[0], have[1] * item, have[1] * item, need[1] * item, [ev0])
     return dst, [ev]
 
 
@@ -77,12 +74,12 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
         s, Operand(out.buf, (rows,), "C", dt, waits), ylen_p, ws, "y")
     waits += yw
     dest = out.buf if ylen_p == rows else ws.buffer("y-out", ylen_p * item)
-    ev, temps = built.launch(s.queue, {0: abuf, 1: xbuf, 2: ybuf},
+    ev, temps = built.launch(s.q, {0: abuf, 1: xbuf, 2: ybuf},
                              {3: dt.type(alpha), 4: dt.type(beta)}, dest, p, waits)
     if dest is not out.buf:
-        ev = cl.enqueue_copy(s.queue, out.buf, dest, byte_count=rows * item, wait_for=[ev])
+        ev = s.q.copy(out.buf, dest, rows * item, [ev])
     events, finish = s.finish_output(out, [ev])
-    return Future(events, finish, keep=[a, xv, out, ws, temps])
+    return s.future(events, finish, keep=[a, xv, out, ws, temps])
 
 
 # -- transpose -----------------------------------------------------------------------------------
@@ -108,20 +105,17 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
         src, waits = _pad2d(s, a.buf, list(a.events) + o.events, (sm, sn), (p["M"], p["N"]),
                             item, ws, "A")
         if p == {"M": sm, "N": sn}:
-            ev, temps = built.launch(s.queue, {0: src}, {}, o.buf, p, waits)
+            ev, temps = built.launch(s.q, {0: src}, {}, o.buf, p, waits)
         else:
             tmp = ws.buffer("T", p["M"] * p["N"] * item)
-            ev, temps = built.launch(s.queue, {0: src}, {}, tmp, p, waits)
-            ev = cl.enqueue_copy(s.queue, o.buf, tmp, src_origin=(0, 0), dst_origin=(0, 0),
-                                 region=(sm * item, sn), src_pitches=(p["M"] * item,),
-                                 dst_pitches=(sm * item,), wait_for=[ev])
+            ev, temps = built.launch(s.q, {0: src}, {}, tmp, p, waits)
+            ev = s.q.copy2d(o.buf, tmp, sn, sm * item, p["M"] * item, sm * item, [ev])
         keep: list[Any] = [ws, temps]
     else:  # the orders differ: the bytes are already the transpose's
-        ev = cl.enqueue_copy(s.queue, o.buf, a.buf, byte_count=math.prod(a.shape) * item,
-                             wait_for=(list(a.events) + o.events) or None)
+        ev = s.q.copy(o.buf, a.buf, math.prod(a.shape) * item, list(a.events) + o.events)
         keep = []
     events, finish = s.finish_output(o, [ev])
-    return Future(events, finish, keep=[a, o, *keep])
+    return s.future(events, finish, keep=[a, o, *keep])
 
 
 def _as_order(s: Session, o: Operand, order: str) -> Operand:
@@ -129,10 +123,7 @@ def _as_order(s: Session, o: Operand, order: str) -> Operand:
     if o.host is not None:
         host = np.empty(o.shape, o.dtype, order=order)
         return Operand(o.buf, o.shape, order, o.dtype, host=host)
-    import pyopencl.array as cla
-
-    arr = cla.empty(s.queue, o.shape, o.dtype, order=order)
-    return Operand(arr.base_data, o.shape, order, o.dtype, device=arr)
+    return s.output([o], o.shape, o.dtype, order)
 
 
 # -- BLAS-1 ---------------------------------------------------------------------------------------
@@ -177,11 +168,11 @@ def _map1(s: Session, op: str, vs: list[Operand], alpha: float, out: Any) -> Fut
         bufs[i + 1], w = _pad1d(s, v, n_pad, ws, f"v{i}")
         waits += w
     dest = o.buf if n_pad == n else ws.buffer("out", n_pad * dt.itemsize)
-    ev, temps = built.launch(s.queue, bufs, {0: dt.type(alpha)}, dest, {"N": n_pad}, waits)
+    ev, temps = built.launch(s.q, bufs, {0: dt.type(alpha)}, dest, {"N": n_pad}, waits)
     if dest is not o.buf:
-        ev = cl.enqueue_copy(s.queue, o.buf, dest, byte_count=n * dt.itemsize, wait_for=[ev])
+        ev = s.q.copy(o.buf, dest, n * dt.itemsize, [ev])
     events, finish = s.finish_output(o, [ev])
-    return Future(events, finish, keep=[*vs, o, ws, temps])
+    return s.future(events, finish, keep=[*vs, o, ws, temps])
 
 
 def _reduction(s: Session, op: str, vs: list[Operand],
@@ -196,10 +187,14 @@ def _reduction(s: Session, op: str, vs: list[Operand],
     # asum and the sum of squares of complex vectors are real
     res = np.empty(1, _REAL.get(dt, dt) if op in ("asum", "sumsq") else dt)
     dest = ws.buffer("result", res.itemsize)
-    ev, temps = built.launch(s.queue, bufs, {}, dest, {"N": n_pad}, waits)
-    ev2 = cl.enqueue_copy(s.queue, res, dest, is_blocking=False, wait_for=[ev])
-    value = (lambda: post(res[0])) if post is not None else (lambda: res[0])
-    return Future([ev, ev2], value, keep=[*vs, ws, temps, res])
+    ev, temps = built.launch(s.q, bufs, {}, dest, {"N": n_pad}, waits)
+    waits = s.q.download_later(res, dest, [ev])
+
+    def value() -> Any:
+        s.q.after_download(res, dest)
+        return post(res[0]) if post is not None else res[0]
+
+    return s.future(waits, value, keep=[*vs, ws, temps, res])
 
 
 def dot(s: Session, x: Any, y: Any) -> Future:

@@ -1,10 +1,11 @@
-"""A BLAS session: one OpenCL device, its in-order queue, its built kernels and its profile;
-the operands (NumPy arrays uploaded, pyopencl arrays used in place), futures and caller-owned
-workspace every operation shares.
+"""A BLAS session: one device on one backend (OpenCL, or CUDA where `--device gpu` finds a
+CUDA GPU), its in-order queue (`liftkit.blas.queues`), its built kernels and its profile; the
+operands (NumPy arrays uploaded; pyopencl arrays on OpenCL and CuPy/PyTorch/CUDA-array-interface
+arrays on CUDA used in place), futures and caller-owned workspace every operation shares.
 
 Calls enqueue and return a `Future` at once (seed 003 §8.3.2); `.result()` waits. NumPy outputs
-are downloaded by a non-blocking copy enqueued after the kernels; pyopencl outputs are written
-in place.
+are downloaded after the kernels; device outputs are written in place (new ones are arrays of the
+inputs' library).
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
-import pyopencl as cl
-import pyopencl.array as cla
 
-from liftkit.backends.opencl.devices import Device, select_device
 from liftkit.blas.codelets import Kind, Variant, default_variant, multiples
 from liftkit.blas.kernels import BlasError, Built, KernelStore
 from liftkit.blas.profile import Profile, ProfileError, find_profile_any_driver
+from liftkit.blas.queues import CLQueue, CUDAQueue, is_cuda_array
 
 DTYPES = {np.dtype(t): np.dtype(t).name
           for t in (np.float32, np.float64, np.complex64, np.complex128)}
@@ -32,10 +31,11 @@ class NoProfileWarning(UserWarning):
 
 class Future:
     """The pending result of an enqueued operation. `result()` waits for its events and
-    returns the output (a NumPy array or scalar, or the pyopencl array written)."""
+    returns the output (a NumPy array or scalar, or the device array written)."""
 
-    def __init__(self, events: Sequence[Any], finish: Callable[[], Any], keep: Sequence[Any] = ()
-                 ) -> None:
+    def __init__(self, q: Any, events: Sequence[Any], finish: Callable[[], Any],
+                 keep: Sequence[Any] = ()) -> None:
+        self.queue = q
         self.events = [e for e in events if e is not None]
         self._finish = finish
         self._keep = list(keep)  # buffers and host arrays the enqueued commands still use
@@ -44,17 +44,16 @@ class Future:
 
     @property
     def event(self) -> Any:
-        """The last OpenCL event of the operation (None when nothing was enqueued)."""
+        """The last event of the operation (an OpenCL event or a CUDA event; None when nothing
+        was enqueued)."""
         return self.events[-1] if self.events else None
 
     def done(self) -> bool:
-        return self._done or all(
-            e.command_execution_status == cl.command_execution_status.COMPLETE for e in self.events)
+        return self._done or self.queue.done(self.events)
 
     def result(self) -> Any:
         if not self._done:
-            if self.events:
-                cl.wait_for_events(self.events)
+            self.queue.wait(self.events)
             self._value = self._finish()
             self._done, self._keep = True, []
         return self._value
@@ -73,7 +72,7 @@ class Operand:
     dtype: np.dtype
     events: list[Any] = field(default_factory=list)  # what must finish before it is read
     host: Optional[np.ndarray] = None  # the NumPy array it came from / goes to
-    device: Optional[Any] = None  # the pyopencl array it is
+    device: Optional[Any] = None  # the device array it is (pyopencl, CuPy, PyTorch, ...)
 
     @property
     def stored(self) -> tuple[int, ...]:
@@ -92,41 +91,57 @@ class Workspace:
         self._bufs: dict[str, Any] = {}
 
     def buffer(self, name: str, nbytes: int) -> Any:
+        q = self.session.q
         b = self._bufs.get(name)
-        if b is None or b.size < nbytes:
-            b = cl.Buffer(self.session.context, cl.mem_flags.READ_WRITE, size=max(1, nbytes))
+        if b is None or q.nbytes(b) < nbytes:
+            b = q.alloc(max(1, nbytes))
             self._bufs[name] = b
         return b
 
     @property
     def nbytes(self) -> int:
-        return sum(b.size for b in self._bufs.values())
+        return sum(self.session.q.nbytes(b) for b in self._bufs.values())
 
     def release(self) -> None:
         """Free the buffers (after the calls using them have finished)."""
         for b in self._bufs.values():
-            b.release()
+            self.session.q.release(b)
         self._bufs.clear()
 
 
 class Session:
-    """liftkit.blas on one OpenCL device. `device`: "cpu", "gpu", a name fragment or a Device;
-    or give the `context` (and `queue`) that pyopencl arrays live in. `profile`: a Profile, a
-    path, or None to look one up by the device's fingerprint."""
+    """liftkit.blas on one device. `device`: "cpu", "gpu", a name fragment or a Device; or give
+    the `context` (and `queue`) that pyopencl arrays live in. `backend`: "auto" (CUDA for
+    "gpu"/"cuda"/"cuda:N" where a CUDA GPU and driver are present, as `--device gpu` picks
+    elsewhere; OpenCL otherwise), "opencl" or "cuda". `profile`: a Profile, a path, or None to
+    look one up by the device's fingerprint (which names the backend)."""
 
-    def __init__(self, device: Union[str, Device, None] = None, *, context: Any = None,
+    def __init__(self, device: Union[str, Any, None] = None, *, context: Any = None,
                  queue: Any = None, profile: Union[Profile, str, None] = None,
-                 warn: bool = True) -> None:
-        if context is not None:
-            cl_dev = context.devices[0]
-            self.device = Device.from_cl(cl_dev.platform, cl_dev)
-            self.context = context
+                 warn: bool = True, backend: str = "auto") -> None:
+        self.backend = _resolve_backend(backend, device, context)
+        if self.backend == "cuda":
+            self.q: Any = CUDAQueue(device if not isinstance(device, str) or
+                                    device.strip().lower() not in ("gpu", "cuda") else None)
+            self.device = self.q.device
+            self.context = None
+            self.queue = self.q.stream
         else:
-            self.device = device if isinstance(device, Device) else select_device(device)
-            self.context = cl.Context([self.device.cl_device])
-        self.queue = queue if queue is not None else cl.CommandQueue(
-            self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        self.store = KernelStore(self.context, self.device)
+            import pyopencl as cl
+
+            from liftkit.backends.opencl.devices import Device, select_device
+
+            if context is not None:
+                cl_dev = context.devices[0]
+                self.device = Device.from_cl(cl_dev.platform, cl_dev)
+                self.context = context
+            else:
+                self.device = device if isinstance(device, Device) else select_device(device)
+                self.context = cl.Context([self.device.cl_device])
+            self.queue = queue if queue is not None else cl.CommandQueue(
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            self.q = CLQueue(self.context, self.queue)
+        self.store = KernelStore(self.q, self.device)
         if isinstance(profile, Profile):
             self.profile: Optional[Profile] = profile
         elif profile is not None:
@@ -149,7 +164,7 @@ class Session:
 
     def __repr__(self) -> str:
         tuned = "tuned" if self.profile else "untuned"
-        return f"<liftkit.blas.Session {self.device.label} ({tuned})>"
+        return f"<liftkit.blas.Session {self.device.label} ({self.backend}, {tuned})>"
 
     # -- kernels ------------------------------------------------------------------------------
     def choose(self, kind: Kind, sizes: dict[str, int]) -> Variant:
@@ -167,7 +182,7 @@ class Session:
                 f"run (slower). Tune it once with `liftkit blas tune --device "
                 f"{self.device_kind}` or import a profile with `liftkit blas profile import FILE`.",
                 NoProfileWarning, stacklevel=_caller_level())
-        return default_variant(kind, self.device_kind, sizes)
+        return default_variant(kind, self.device_kind, sizes, self.backend)
 
     def kernel(self, kind: Kind, sizes: dict[str, int], variant: Optional[Variant] = None) -> Built:
         return self.store.get(kind, variant or self.choose(kind, sizes))
@@ -184,11 +199,25 @@ class Session:
         if isinstance(x, Operand):  # already placed (a library-internal second use)
             _check_dtype(op, name, x.dtype, dtype)
             return x
-        if isinstance(x, cla.Array):
+        cla = _pyopencl_array()
+        if cla is not None and isinstance(x, cla.Array):
+            if self.backend != "opencl":
+                raise BlasError(f"{op}: {name} is a pyopencl array, but this session runs on "
+                                f"{self.device.label} (CUDA); pass a CuPy/PyTorch array or NumPy, "
+                                f"or use an OpenCL session (backend='opencl')")
             if x.context != self.context:
                 raise BlasError(f"{op}: {name} lives in another OpenCL context than this "
                                 f"session's ({self.device.label}); use the session of its context")
             arr_dtype, shape = np.dtype(x.dtype), tuple(x.shape)
+        elif is_cuda_array(x):
+            if self.backend != "cuda":
+                raise BlasError(f"{op}: {name} is a GPU array (CUDA), but this session runs on "
+                                f"{self.device.label} (OpenCL); use a CUDA session "
+                                f"(Session('gpu') where a CUDA GPU is present) or pass NumPy")
+            buf, shape, arr_dtype, order = self.q.borrow(x, name, op)
+            _check_dtype(op, name, arr_dtype, dtype)
+            _check_shape(op, name, shape, ndim)
+            return Operand(buf, shape, order, arr_dtype, [], device=x)
         else:
             try:
                 x = np.asarray(x)
@@ -196,12 +225,8 @@ class Session:
                 raise BlasError(f"{op}: {name} is not an array ({err})") from None
             arr_dtype, shape = x.dtype, x.shape
         _check_dtype(op, name, arr_dtype, dtype)
-        if len(shape) != ndim:
-            what = {1: "a vector (1-D)", 2: "a matrix (2-D)"}[ndim]
-            raise BlasError(f"{op}: {name} must be {what}, got shape {shape}")
-        if any(s == 0 for s in shape):
-            raise BlasError(f"{op}: {name} is empty (shape {shape}); every size must be ≥ 1")
-        if isinstance(x, cla.Array):
+        _check_shape(op, name, shape, ndim)
+        if cla is not None and isinstance(x, cla.Array):
             return self._device_operand(x, name, op, shape, arr_dtype)
         order = "C" if x.flags.c_contiguous else "F" if x.flags.f_contiguous else None
         if output and (order is None or not x.flags.writeable):
@@ -210,8 +235,8 @@ class Session:
         if order is None:
             x = np.ascontiguousarray(x)
             order = "C"
-        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=x.nbytes)
-        evs = [cl.enqueue_copy(self.queue, buf, x, is_blocking=False)] if upload else []
+        buf = self.q.alloc(x.nbytes)
+        evs = [self.q.upload(buf, x)] if upload else []
         return Operand(buf, shape, order, arr_dtype, evs, host=x)
 
     def _device_operand(self, x: Any, name: str, op: str, shape: tuple[int, ...],
@@ -221,38 +246,89 @@ class Session:
             raise BlasError(f"{op}: {name} is a strided view (strides {x.strides}); pass a "
                             f"contiguous array (row- or column-major), e.g. {name}.copy()")
         if x.offset:
-            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=x.nbytes)
-            ev = cl.enqueue_copy(self.queue, buf, x.base_data, src_offset=x.offset,
-                                 byte_count=x.nbytes)
+            buf = self.q.alloc(x.nbytes)
+            ev = self.q.copy(buf, x.base_data, x.nbytes, src_offset=x.offset)
             return Operand(buf, shape, order, dtype, [ev], device=x)
         return Operand(x.base_data, shape, order, dtype, list(x.events), device=x)
 
-    def output(self, like: Sequence[Operand], shape: tuple[int, ...], dtype: np.dtype) -> Operand:
-        """A fresh output: a pyopencl array when an input was one, else a NumPy array."""
-        if any(o.device is not None for o in like):
-            arr = cla.empty(self.queue, shape, dtype)
-            return Operand(arr.base_data, shape, "C", dtype, device=arr)
-        host = np.empty(shape, dtype)
-        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=max(1, host.nbytes))
-        return Operand(buf, shape, "C", dtype, host=host)
+    def output(self, like: Sequence[Operand], shape: tuple[int, ...], dtype: np.dtype,
+               order: str = "C") -> Operand:
+        """A fresh output in `order`: a device array of the inputs' library when an input was
+        one (pyopencl on OpenCL; PyTorch or CuPy on CUDA), else a NumPy array."""
+        dev = next((o.device for o in like if o.device is not None), None)
+        if dev is not None:
+            if self.backend == "cuda":
+                arr, buf = self.q.new_array(dev, shape, dtype, order)
+                return Operand(buf, shape, order, dtype, device=arr)
+            import pyopencl.array as cla
+
+            arr = cla.empty(self.queue, shape, dtype, order=order)
+            return Operand(arr.base_data, shape, order, dtype, device=arr)
+        host = np.empty(shape, dtype, order=order)
+        return Operand(self.q.alloc(max(1, host.nbytes)), shape, order, dtype, host=host)
 
     def finish_output(self, out: Operand, events: list[Any]) -> tuple[list[Any], Callable[[], Any]]:
         """Events to wait for and the function returning the user's array: a NumPy output is
-        downloaded (non-blocking, after `events`); a device output was written in place."""
+        downloaded (after `events`); a device output was written in place."""
         if out.device is not None:
             arr = out.device
-            if events:
+            if events and self.backend == "opencl":
                 arr.add_event(events[-1])
             return events, lambda: arr
         host = out.host
         assert host is not None
-        ev = cl.enqueue_copy(self.queue, host, out.buf, is_blocking=False,
-                             wait_for=events or None)
-        return events + [ev], lambda: host
+        buf = out.buf
+        waits = self.q.download_later(host, buf, events)
+
+        def finish() -> Any:
+            self.q.after_download(host, buf)
+            return host
+
+        return waits, finish
 
     def fill_zero(self, buf: Any, nbytes: int, wait_for: Sequence[Any] = ()) -> Any:
-        return cl.enqueue_fill_buffer(self.queue, buf, np.uint8(0), 0, nbytes,
-                                      wait_for=list(wait_for) or None)
+        return self.q.fill_zero(buf, nbytes, wait_for)
+
+    def future(self, events: Sequence[Any], finish: Callable[[], Any], keep: Sequence[Any] = ()
+               ) -> Future:
+        return Future(self.q, events, finish, keep)
+
+
+def _pyopencl_array() -> Any:
+    """pyopencl.array where pyopencl is installed (a CUDA-only machine may lack it)."""
+    try:
+        import pyopencl.array as cla
+    except ImportError:
+        return None
+    return cla
+
+
+def _resolve_backend(backend: str, device: Any, context: Any) -> str:
+    if backend not in ("auto", "opencl", "cuda"):
+        raise BlasError(f"unknown backend {backend!r}: choose one of auto, opencl, cuda")
+    if context is not None:
+        if backend == "cuda":
+            raise BlasError("an OpenCL context was given, but backend='cuda'")
+        return "opencl"
+    if backend != "auto":
+        return backend
+    if device is not None and not isinstance(device, str):
+        return "cuda" if type(device).__module__.startswith("liftkit.backends.cuda") else "opencl"
+    spec = (device or "").strip().lower()
+    if spec in ("gpu", "cuda") or spec.startswith("cuda:"):
+        from liftkit.backends.cuda import cuda_available
+
+        if cuda_available():
+            return "cuda"
+    return "opencl"
+
+
+def _check_shape(op: str, name: str, shape: tuple[int, ...], ndim: int) -> None:
+    if len(shape) != ndim:
+        what = {1: "a vector (1-D)", 2: "a matrix (2-D)"}[ndim]
+        raise BlasError(f"{op}: {name} must be {what}, got shape {shape}")
+    if any(s == 0 for s in shape):
+        raise BlasError(f"{op}: {name} is empty (shape {shape}); every size must be ≥ 1")
 
 
 def _tuned_kinds(kind: Kind) -> list[Kind]:

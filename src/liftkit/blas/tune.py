@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
-import pyopencl as cl
 
 from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space
 from liftkit.blas.kernels import Built
@@ -175,13 +174,13 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     try:
         out, run = _launcher(session, built, xs, p)
         run()
-        session.queue.finish()
+        session.q.finish()
         dt = np.dtype(kind.dtype)
         if kind.op in ("asum", "sumsq"):  # reals, also for complex vectors
             dt = np.empty(0, dt).real.dtype
         got = np.empty(out[1], dt)
-        cl.enqueue_copy(session.queue, got, out[0], is_blocking=True)
-    except cl.Error as err:
+        session.q.read(got, out[0])
+    except Exception as err:  # noqa: BLE001 - a launch the device refuses or a kernel fault
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
     want = reference(kind, xs)
@@ -207,27 +206,29 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
 def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, int]
               ) -> tuple[tuple[Any, tuple[int, ...]], Callable[[], Any]]:
     """Upload the inputs once; return (output buffer and shape, a function launching once and
-    returning the event covering the whole pipeline)."""
-    ctx, q = session.context, session.queue
+    returning the span covering the whole pipeline)."""
+    q = session.q
     arrays, scalars = {}, {}
     for i, x in enumerate(xs):
         if isinstance(x, np.ndarray):
-            arrays[i] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                  hostbuf=np.ascontiguousarray(x))
+            x = np.ascontiguousarray(x)
+            arrays[i] = q.alloc(x.nbytes)
+            q.upload(arrays[i], x)
         else:
             scalars[i] = x
     rt = built.compiled.result_type
     from liftkit.backends.hostdata import host_buffer
 
     host = host_buffer(rt, sizes)
-    out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, size=max(1, host.nbytes))
+    out = q.alloc(max(1, host.nbytes))
+    q.finish()
     keep: list[Any] = []
 
     def run() -> Any:
-        marker = cl.enqueue_marker(q)
+        marker = q.marker()
         ev, temps = built.launch(q, arrays, scalars, out, sizes, [marker])
         keep[:] = temps
-        return _Span(marker, ev)
+        return _Span(q, marker, ev)
 
     return (out, host.shape), run
 
@@ -235,15 +236,36 @@ def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, in
 class _Span:
     """From the first to the last event of a pipeline (several kernels)."""
 
-    def __init__(self, first: Any, last: Any) -> None:
-        self.first, self.last = first, last
+    def __init__(self, q: Any, first: Any, last: Any) -> None:
+        self.q, self.first, self.last = q, first, last
 
     def wait(self) -> None:
-        self.last.wait()
+        self.q.wait([self.last])
 
     @property
     def seconds(self) -> float:
-        return (self.last.profile.end - self.first.profile.end) * 1e-9
+        return self.q.seconds(self.first, self.last)
+
+
+def peak_target(session: Session) -> Optional[tuple[Any, Any, Any]]:
+    """(context, queue, cl_device) the peak micro-benchmarks run on: the session's own OpenCL
+    device, or for a CUDA session the same GPU through OpenCL (peaks are the hardware's; the
+    micro-benchmarks are OpenCL C). None where no OpenCL device is that GPU."""
+    if session.backend == "opencl":
+        return session.context, session.queue, session.device.cl_device
+    try:
+        import pyopencl as cl
+
+        from liftkit.backends.opencl.devices import list_devices
+    except ImportError:
+        return None
+    name = session.device.name.lower()
+    for d in list_devices():
+        if d.is_gpu and d.cl_device.name.strip().lower() == name:
+            ctx = cl.Context([d.cl_device])
+            queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+            return ctx, queue, d.cl_device
+    return None
 
 
 # -- the tuning run -------------------------------------------------------------------------------
@@ -258,19 +280,21 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLAS
     dev = session.device
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
                                                                session.device_kind)
-    if peaks is not None and prof.peaks is None:
+    target = peak_target(session) if peaks is not None and prof.peaks is None else None
+    if target is not None:
         if progress:
             print(f"measuring the peak rates of {dev.label} (add, mul, mad, fma; copy)",
                   flush=True)
-        prof.peaks = measure_peaks(session.context, session.queue, dev.cl_device,
-                                   settings=peaks)
+        prof.peaks = measure_peaks(*target, settings=peaks)
         if save is not None:
             save(prof)
+    elif peaks is not None and prof.peaks is None and progress:
+        print(f"no OpenCL device is {dev.label}: peak rates not measured", flush=True)
     prof.notes.setdefault("failed", [])
     failed = set(prof.notes["failed"])
     plan = []
     for kind in kinds_:
-        variants = space(kind, session.device_kind)[:max_variants]
+        variants = space(kind, session.device_kind, session.backend)[:max_variants]
         for cls in classes:
             done = prof.measured(kind, cls)
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]

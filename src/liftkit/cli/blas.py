@@ -1,6 +1,6 @@
 """`liftkit blas`: tune a device for liftkit.blas, manage device profiles, run the BLAS benchmark.
 
-    liftkit blas tune --device gpu|cpu|NAME [--ops mm,gemv] [--dtypes float32] [--layouts NN]
+    liftkit blas tune --device gpu|cpu|NAME [--backend auto|opencl|cuda] [--ops mm,gemv] [--dtypes float32] [--layouts NN]
                       [--classes large] [--fresh] [--no-progress]
                       [--peaks full|quick|none]
     liftkit blas profile show [--device SPEC | FILE]
@@ -31,6 +31,12 @@ def _csv(choices: tuple[str, ...], what: str) -> Any:
     return parse
 
 
+def _backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("auto", "opencl", "cuda"), default="auto",
+                   help="auto (default): CUDA for --device gpu where a CUDA GPU is present, "
+                        "OpenCL otherwise; each backend's device has its own profile")
+
+
 def configure_blas_parser(p: argparse.ArgumentParser) -> None:
     from liftkit.blas.codelets import OPS
     from liftkit.blas.tune import CLASSES, DTYPES
@@ -41,6 +47,7 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
                                     "write its profile (resumable)")
     t.add_argument("--device", metavar="SPEC", default=None,
                    help="gpu, cpu, or part of the platform/device name (default: a GPU if any)")
+    _backend_arg(t)
     t.add_argument("--ops", type=_csv(OPS, "operation"), default=list(OPS),
                    help=f"operations (default all: {','.join(OPS)})")
     t.add_argument("--dtypes", type=_csv(DTYPES, "dtype"), default=list(DTYPES))
@@ -64,9 +71,11 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
     s = psub.add_parser("show", help="the best derivation per operation, dtype, layout, size")
     s.add_argument("file", metavar="FILE", nargs="?", help="a profile file (default: the device's)")
     s.add_argument("--device", metavar="SPEC", default=None)
+    _backend_arg(s)
     e = psub.add_parser("export", help="copy a device's profile to FILE")
     e.add_argument("file", metavar="FILE")
     e.add_argument("--device", metavar="SPEC", default=None)
+    _backend_arg(e)
     i = psub.add_parser("import", help="install a profile file for its device")
     i.add_argument("file", metavar="FILE")
 
@@ -86,7 +95,15 @@ def cmd_blas(args: argparse.Namespace, out: TextIO) -> int:
     return {"show": _show, "export": _export, "import": _import}[args.profile_command](args, out)
 
 
-def _device(spec: Optional[str]) -> Any:
+def _device(spec: Optional[str], backend: str = "auto") -> Any:
+    """The device liftkit.blas would run on for `spec` and `backend` (OpenCL or CUDA)."""
+    from liftkit.blas.session import _resolve_backend
+
+    if _resolve_backend(backend, spec, None) == "cuda":
+        from liftkit.backends.cuda import select_device as cuda_device
+
+        key = (spec or "").strip().lower()
+        return cuda_device(None if key in ("", "gpu", "cuda") else spec)
     from liftkit.backends.opencl.devices import select_device
 
     return select_device(spec)
@@ -97,8 +114,9 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.blas.session import Session
     from liftkit.blas.tune import kinds, tune
 
-    session = Session(_device(args.device), warn=False)
+    session = Session(_device(args.device, args.backend), warn=False)
     dev = session.device
+    print(f"tuning {dev.label} on the {session.backend} backend", file=out, flush=True)
     target = Path(args.out) if args.out else profile_dir() / file_name(dev.fingerprint)
     from liftkit.cli.common import check_writable
 
@@ -170,12 +188,14 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     if args.file:
         profile = Profile.load(args.file)
     else:
-        dev = _device(args.device)
+        dev = _device(args.device, args.backend)
         profile = find_profile(dev.fingerprint)
         if profile is None:
             raise CliError(f"no profile for {dev.label}; create one with `liftkit blas tune "
                            f"--device {args.device or ('gpu' if dev.is_gpu else 'cpu')}`")
-    print(f"device: {profile.label} ({profile.device_type})\nfingerprint: {profile.fingerprint}"
+    backend = "cuda" if profile.fingerprint.startswith("cuda|") else "opencl"
+    print(f"device: {profile.label} ({profile.device_type}, {backend} backend)\n"
+          f"fingerprint: {profile.fingerprint}"
           f"\ncreated: {profile.created}", file=out)
     secs = profile.notes.get("tuning_seconds", {})
     if isinstance(secs, dict) and "total" in secs:
@@ -188,7 +208,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 def _export(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.blas.profile import find_profile
 
-    dev = _device(args.device)
+    dev = _device(args.device, args.backend)
     profile = find_profile(dev.fingerprint)
     if profile is None:
         raise CliError(f"no profile for {dev.label} to export; tune it first")

@@ -1,0 +1,422 @@
+"""The device side of a liftkit.blas session, one class per backend: memory, copies, fills,
+kernel builds and launches, and events, all asynchronous in one in-order queue.
+
+- `CLQueue`: an OpenCL command queue (pyopencl); events are `cl.Event`s and wait lists order
+  commands.
+- `CUDAQueue`: one CUDA stream (cuda.core, the CUDA backend's runner and module cache); every
+  command goes on the stream in order, so wait lists are not needed, and an event is a CUDA
+  event recorded after a command. GPU arrays of CuPy, PyTorch or anything with
+  `__cuda_array_interface__` are read and written in place: before their first use the stream
+  waits (on the device, not the host) for the stream their library is working on.
+
+The session, the GEMM plans and the level-1/2 operations speak only to this interface, so the
+same code runs on both backends; only the kernels' C dialect and these classes differ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from liftkit.blas.kernels import BlasError
+
+
+def _int32(v: int, what: str) -> np.int32:
+    if v > np.iinfo(np.int32).max:
+        raise BlasError(f"{what} = {v} exceeds the kernels' 32-bit indices")
+    return np.int32(v)
+
+
+class CLQueue:
+    """liftkit.blas's commands on an OpenCL in-order queue."""
+
+    backend = "opencl"
+
+    def __init__(self, context: Any, queue: Any) -> None:
+        self.context = context
+        self.queue = queue
+
+    # -- memory -----------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Any:
+        import pyopencl as cl
+
+        return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=max(1, int(nbytes)))
+
+    def nbytes(self, buf: Any) -> int:
+        return int(buf.size)
+
+    def release(self, buf: Any) -> None:
+        buf.release()
+
+    def upload(self, buf: Any, host: np.ndarray, wait_for: Sequence[Any] = ()) -> Any:
+        import pyopencl as cl
+
+        return cl.enqueue_copy(self.queue, buf, host, is_blocking=False,
+                               wait_for=list(wait_for) or None)
+
+    def download_later(self, host: np.ndarray, buf: Any, wait_for: Sequence[Any]) -> list[Any]:
+        """Enqueue the copy of `buf` into `host`; the events to wait for before reading it."""
+        import pyopencl as cl
+
+        ev = cl.enqueue_copy(self.queue, host, buf, is_blocking=False,
+                             wait_for=list(wait_for) or None)
+        return list(wait_for) + [ev]
+
+    def after_download(self, host: np.ndarray, buf: Any) -> None:
+        """What reading `host` needs after the events of `download_later` (nothing here)."""
+
+    def read(self, host: np.ndarray, buf: Any) -> None:
+        """Copy `buf` into `host` after everything enqueued (blocking)."""
+        import pyopencl as cl
+
+        cl.enqueue_copy(self.queue, host, buf, is_blocking=True)
+
+    def fill_zero(self, buf: Any, nbytes: int, wait_for: Sequence[Any] = ()) -> Any:
+        import pyopencl as cl
+
+        return cl.enqueue_fill_buffer(self.queue, buf, np.uint8(0), 0, int(nbytes),
+                                      wait_for=list(wait_for) or None)
+
+    def copy(self, dst: Any, src: Any, nbytes: int, wait_for: Sequence[Any] = (),
+             src_offset: int = 0) -> Any:
+        import pyopencl as cl
+
+        return cl.enqueue_copy(self.queue, dst, src, byte_count=int(nbytes),
+                               src_offset=src_offset, wait_for=list(wait_for) or None)
+
+    def copy2d(self, dst: Any, src: Any, rows: int, row_bytes: int, src_pitch: int,
+               dst_pitch: int, wait_for: Sequence[Any] = ()) -> Any:
+        """`rows` rows of `row_bytes` from src (rows `src_pitch` bytes apart) to dst."""
+        import pyopencl as cl
+
+        return cl.enqueue_copy(self.queue, dst, src, src_origin=(0, 0), dst_origin=(0, 0),
+                               region=(row_bytes, rows), src_pitches=(src_pitch,),
+                               dst_pitches=(dst_pitch,), wait_for=list(wait_for) or None)
+
+    # -- events -----------------------------------------------------------------------------
+    def marker(self) -> Any:
+        import pyopencl as cl
+
+        return cl.enqueue_marker(self.queue)
+
+    def wait(self, events: Sequence[Any]) -> None:
+        import pyopencl as cl
+
+        if events:
+            cl.wait_for_events(list(events))
+
+    def done(self, events: Sequence[Any]) -> bool:
+        import pyopencl as cl
+
+        return all(e.command_execution_status == cl.command_execution_status.COMPLETE
+                   for e in events)
+
+    def seconds(self, first: Any, last: Any) -> float:
+        """Device time from the end of `first` (a marker) to the end of `last`."""
+        return (last.profile.end - first.profile.end) * 1e-9
+
+    def finish(self) -> None:
+        self.queue.finish()
+
+    def flush(self) -> None:
+        self.queue.flush()
+
+    # -- kernels ----------------------------------------------------------------------------
+    def build(self, compiled: Any, cache: Any, device: Any) -> list[Any]:
+        import warnings
+
+        import pyopencl as cl
+
+        kernels = []
+        with warnings.catch_warnings():  # driver build logs are not the user's business
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            for k in compiled.kernels:
+                prog = cache.get(self.context, device, k.source, k.build_options)
+                kernels.append(cl.Kernel(prog, k.name))
+        return kernels
+
+    def launch(self, handle: Any, kernel: Any, glob: tuple[int, ...],
+               local: Optional[tuple[int, ...]], args: Sequence[Any],
+               wait_for: Sequence[Any]) -> Any:
+        import pyopencl as cl
+
+        for i, v in enumerate(args):
+            handle.set_arg(i, v)
+        return cl.enqueue_nd_range_kernel(self.queue, handle, glob, local,
+                                          wait_for=list(wait_for) or None)
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA
+
+
+@dataclass
+class DevBuf:
+    """Device memory on the CUDA backend: a pointer, its size and what keeps it alive (a
+    cuda.core Buffer, or the caller's GPU array)."""
+
+    ptr: int
+    size: int
+    owner: Any = None
+
+
+class CUDAQueue:
+    """liftkit.blas's commands on one CUDA stream (the CUDA backend's runner owns the stream,
+    the module cache and the launch geometry)."""
+
+    backend = "cuda"
+
+    def __init__(self, device: Any = None) -> None:
+        from liftkit.backends.cuda import CUDARunner
+
+        try:
+            self.runner = CUDARunner(device)
+        except Exception as err:  # noqa: BLE001 - no driver/GPU, or a bad spec: one line
+            raise BlasError(f"liftkit.blas on CUDA: {str(err).splitlines()[0]}") from None
+        self.device = self.runner.device
+        self.stream = self.runner.stream
+        self._core = self.runner._core
+        self._waited: set[int] = set()
+
+    def _drv(self) -> Any:
+        from cuda.bindings import driver
+
+        return driver
+
+    def _check(self, result: Any, what: str) -> Any:
+        from liftkit.backends.cuda.devices import check
+
+        try:
+            return check(result, what)
+        except Exception as err:  # noqa: BLE001 - the backend's CUDAError, in the library's words
+            raise BlasError(f"{self.device.label}: {err}") from None
+
+    # -- memory -----------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> DevBuf:
+        b = self.runner._allocate(max(1, int(nbytes)))
+        return DevBuf(int(b.handle), max(1, int(nbytes)), b)
+
+    def nbytes(self, buf: DevBuf) -> int:
+        return buf.size
+
+    def release(self, buf: DevBuf) -> None:
+        owner, buf.owner = buf.owner, None
+        close = getattr(owner, "close", None)
+        if close is not None:
+            close(self.stream)
+
+    def upload(self, buf: DevBuf, host: np.ndarray, wait_for: Sequence[Any] = ()) -> Any:
+        self._check(self._drv().cuMemcpyHtoDAsync(buf.ptr, host.ctypes.data, host.nbytes,
+                                                  self.stream.handle), "upload")
+        return self.marker()
+
+    def download_later(self, host: np.ndarray, buf: DevBuf, wait_for: Sequence[Any]) -> list[Any]:
+        # a copy into pageable host memory would block the caller until the stream reaches
+        # it: the copy is made by `after_download`, once the events are complete
+        return list(wait_for) or [self.marker()]
+
+    def after_download(self, host: np.ndarray, buf: DevBuf) -> None:
+        self._check(self._drv().cuMemcpyDtoH(host.ctypes.data, buf.ptr, host.nbytes), "download")
+
+    def read(self, host: np.ndarray, buf: DevBuf) -> None:
+        self.finish()
+        self.after_download(host, buf)
+
+    def fill_zero(self, buf: DevBuf, nbytes: int, wait_for: Sequence[Any] = ()) -> Any:
+        self._check(self._drv().cuMemsetD8Async(buf.ptr, 0, int(nbytes), self.stream.handle),
+                    "memset")
+        return self.marker()
+
+    def copy(self, dst: DevBuf, src: DevBuf, nbytes: int, wait_for: Sequence[Any] = (),
+             src_offset: int = 0) -> Any:
+        self._check(self._drv().cuMemcpyDtoDAsync(dst.ptr, src.ptr + src_offset, int(nbytes),
+                                                  self.stream.handle), "copy")
+        return self.marker()
+
+    def copy2d(self, dst: DevBuf, src: DevBuf, rows: int, row_bytes: int, src_pitch: int,
+               dst_pitch: int, wait_for: Sequence[Any] = ()) -> Any:
+        drv = self._drv()
+        p = drv.CUDA_MEMCPY2D()
+        p.srcMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        p.srcDevice = src.ptr
+        p.srcPitch = int(src_pitch)
+        p.dstMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        p.dstDevice = dst.ptr
+        p.dstPitch = int(dst_pitch)
+        p.WidthInBytes = int(row_bytes)
+        p.Height = int(rows)
+        self._check(drv.cuMemcpy2DAsync(p, self.stream.handle), "2-D copy")
+        return self.marker()
+
+    # -- GPU arrays of other libraries --------------------------------------------------------
+    def borrow(self, x: Any, what: str, op: str) -> tuple[DevBuf, tuple[int, ...], np.dtype, str]:
+        """(memory, shape, dtype, order "C"/"F") of a CuPy/PyTorch/CUDA-array-interface array,
+        used in place; the stream waits for the library's current stream first."""
+        cai = _cai(x, what, op)
+        shape = tuple(int(s) for s in cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+        ptr = int(cai["data"][0])
+        order = _order(shape, cai.get("strides"), dtype.itemsize)
+        if order is None:
+            raise BlasError(f"{op}: {what} is a strided GPU array (strides {tuple(cai['strides'])})"
+                            f"; pass a contiguous one (row- or column-major), e.g. "
+                            f"cupy.ascontiguousarray({what}) or {what}.contiguous()")
+        from liftkit.backends.cuda.arrays import _ordinal
+
+        ordinal = _ordinal(ptr)
+        if ordinal is not None and ordinal != self.device.ordinal:
+            raise BlasError(f"{op}: {what} is on CUDA device {ordinal}, but this session runs on "
+                            f"{self.device.label}; use a session of that device or copy it there")
+        self._wait_library(x)
+        nbytes = math.prod(shape) * dtype.itemsize
+        return DevBuf(ptr, nbytes, x), shape, dtype, order
+
+    def _wait_library(self, x: Any) -> None:
+        """Order our stream after the work the array's library has enqueued (device-side)."""
+        handle = _library_stream(x)
+        drv = self._drv()
+        ev = self._check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
+        self._check(drv.cuEventRecord(ev, handle), "event record")
+        self._check(drv.cuStreamWaitEvent(self.stream.handle, ev, 0), "stream wait")
+        self._check(drv.cuEventDestroy(ev), "event destroy")
+
+    def new_array(self, like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str = "C"
+                  ) -> tuple[Any, DevBuf]:
+        """A fresh GPU array of the library `like` came from (PyTorch, else CuPy)."""
+        from liftkit.backends.cuda.arrays import new_result
+
+        lib = type(like).__module__.split(".", 1)[0]
+        lib = lib if lib in ("torch", "cupy") else "other"
+        if order == "F":
+            arr, ptr = new_result(lib, shape[::-1], dtype, self.device.ordinal, self.runner._allocate)
+            arr = arr.T
+        else:
+            arr, ptr = new_result(lib, shape, dtype, self.device.ordinal, self.runner._allocate)
+        self._wait_library(arr)  # the library may still be allocating/initialising on its stream
+        return arr, DevBuf(ptr, math.prod(shape) * np.dtype(dtype).itemsize, arr)
+
+    # -- events -----------------------------------------------------------------------------
+    def marker(self) -> Any:
+        return self.stream.record(options=self._core.EventOptions(timing_enabled=True))
+
+    def wait(self, events: Sequence[Any]) -> None:
+        if events:
+            try:
+                events[-1].sync()  # one stream: the last event completes after the others
+            except Exception as err:  # noqa: BLE001 - a fault in a kernel surfaces here
+                raise BlasError(f"a kernel failed on {self.device.label}: {err}") from None
+
+    def done(self, events: Sequence[Any]) -> bool:
+        return not events or bool(events[-1].is_done)
+
+    def seconds(self, first: Any, last: Any) -> float:
+        return (last - first) * 1e-3
+
+    def finish(self) -> None:
+        self.stream.sync()
+
+    def flush(self) -> None:
+        """CUDA launches start at once: nothing to flush."""
+
+    # -- kernels ----------------------------------------------------------------------------
+    def build(self, compiled: Any, cache: Any, device: Any) -> list[Any]:
+        try:
+            return [self.runner.get_kernel(k) for k in compiled.kernels]
+        except Exception as err:  # noqa: BLE001 - NVRTC or module load, in its own words
+            raise BlasError(f"building {compiled.kernels[0].name if compiled.kernels else 'a kernel'}"
+                            f" for {self.device.label}: {str(err).splitlines()[0]}") from None
+
+    def launch(self, handle: Any, kernel: Any, glob: tuple[int, ...],
+               local: Optional[tuple[int, ...]], args: Sequence[Any],
+               wait_for: Sequence[Any]) -> Any:
+        from liftkit.backends.pipeline import Launch
+
+        launch = Launch(kernel.name, glob, local)
+        self.runner.check_device_limits(kernel, handle, launch, kernel.name)
+        block, grid = self.runner.geometry(launch)
+        values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
+        c = self._core
+        try:
+            c.launch(self.stream, c.LaunchConfig(grid=grid, block=block), handle, *values)
+        except Exception as err:  # noqa: BLE001 - cuda.core's own error type
+            raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
+                            f"({err})") from None
+        return self.marker()
+
+
+def _cai(x: Any, what: str, op: str) -> Mapping[str, Any]:
+    try:
+        cai = getattr(x, "__cuda_array_interface__", None)
+    except Exception as err:  # noqa: BLE001 - e.g. PyTorch refuses tensors that require grad
+        raise BlasError(f"{op}: cannot read the GPU memory of {what} ({err})") from None
+    if cai is None:
+        from liftkit.backends.cuda.arrays import _from_dlpack
+
+        cai = _from_dlpack(x).__cuda_array_interface__
+    return cai
+
+
+def is_cuda_array(x: Any) -> bool:
+    """A GPU array the CUDA backend reads in place (CUDA array interface, or DLPack on a CUDA
+    device)."""
+    if isinstance(x, np.ndarray):
+        return False
+    try:
+        if hasattr(x, "__cuda_array_interface__"):
+            return True
+    except Exception:  # noqa: BLE001 - a tensor that refuses: still a GPU array
+        return True
+    dl = getattr(x, "__dlpack_device__", None)
+    if dl is None:
+        return False
+    try:
+        from liftkit.backends.cuda.arrays import KDL_CUDA, KDL_CUDA_MANAGED
+
+        return int(dl()[0]) in (KDL_CUDA, KDL_CUDA_MANAGED)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _order(shape: tuple[int, ...], strides: Any, item: int) -> Optional[str]:
+    """"C" or "F" for a contiguous array's strides (None: strided); dimensions of length 1
+    may have any stride."""
+    if strides is None:
+        return "C"
+    s = tuple(strides)
+
+    def same(want: tuple[int, ...]) -> bool:
+        return all(n <= 1 or a == b for n, a, b in zip(shape, s, want))
+
+    if same(_c(shape, item)):
+        return "C"
+    if len(shape) == 2 and same(_c(shape[::-1], item)[::-1]):
+        return "F"
+    return None
+
+
+def _c(shape: tuple[int, ...], item: int) -> tuple[int, ...]:
+    out, step = [], item
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _library_stream(x: Any) -> Any:
+    """The stream handle the array's library is enqueuing on now (0: the legacy default)."""
+    mod = type(x).__module__.split(".", 1)[0]
+    try:
+        if mod == "cupy":
+            import cupy
+
+            return cupy.cuda.get_current_stream().ptr
+        if mod == "torch":
+            import torch
+
+            return torch.cuda.current_stream(x.device).cuda_stream
+    except Exception:  # noqa: BLE001 - fall back to the legacy default stream
+        pass
+    return 0

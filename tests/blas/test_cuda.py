@@ -1,0 +1,161 @@
+"""liftkit.blas on the CUDA backend: GPU arrays of CuPy and PyTorch in and out without copies,
+futures on CUDA events, the FP64 tensor-core derivation (`mma`), and one clear error for arrays
+of the wrong library, dtype or shape. The random-shape property tests run on CUDA too
+(test_properties.py, `cuda` parameter). Tests without `gpu` run everywhere: the refusals, and
+NVRTC compiling the CUDA-only derivations to PTX."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from liftkit.blas import BlasError, Kind, Profile, Session, Variant
+from liftkit.blas.profile import Entry
+
+MMA = Variant.of("mma", tm=64, tn=64, tk=16, warps=4, staged=2)
+
+
+class _FakeGPUArray:
+    """An object that says it lives on a CUDA GPU (never dereferenced by these tests)."""
+
+    __cuda_array_interface__ = {"shape": (4, 4), "typestr": "<f4", "data": (0, False),
+                                "version": 3, "strides": None}
+
+
+def test_gpu_array_on_an_opencl_session_is_one_error(session: Session) -> None:
+    with pytest.raises(BlasError, match="is a GPU array .CUDA., but this session runs on"):
+        session.gemm(_FakeGPUArray(), np.ones((4, 4), np.float32))
+
+
+def test_cuda_backend_without_a_gpu_is_one_error() -> None:
+    from liftkit.backends.cuda import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA GPU is present")
+    with pytest.raises(BlasError, match="liftkit.blas on CUDA: no CUDA device"):
+        Session("gpu", backend="cuda")
+
+
+@pytest.mark.parametrize("kind,variant", [
+    (Kind("mm", "float64", "NN"), MMA), (Kind("mm", "float64", "TN"), MMA),
+    (Kind("mm", "float32", "NN"), Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8))])
+def test_cuda_derivations_compile_with_nvrtc(kind: Kind, variant: Variant) -> None:
+    from liftkit.backends.cuda import compile_cuda
+    from liftkit.blas.codelets import derive
+    from liftkit.codegen.compiler import compile_program
+    from liftkit.codegen.kernel import CompileOptions
+
+    try:
+        from liftkit.backends.cuda import nvrtc_version
+
+        nvrtc_version()
+    except Exception:  # noqa: BLE001 - no NVRTC wheel: nothing to compile with
+        pytest.skip("needs NVRTC")
+    compiled = compile_program(derive(kind, variant).final, CompileOptions(dialect="cuda"))
+    for k in compiled.kernels:
+        out = compile_cuda(k.source, "sm_90", k.build_options, name=f"{k.name}.cu")
+        assert out is not None
+
+
+def test_mma_is_a_cuda_float64_codelet() -> None:
+    from liftkit.blas.codelets import CodeletError, derive, space
+
+    assert MMA in space(Kind("mm", "float64", "NN"), "gpu", "cuda")
+    assert all(v.codelet != "mma" for v in space(Kind("mm", "float64", "NN"), "gpu", "opencl"))
+    assert all(v.codelet != "mma" for v in space(Kind("mm", "float32", "NN"), "gpu", "cuda"))
+    with pytest.raises(CodeletError, match="float64 only"):
+        derive(Kind("mm", "float32", "NN"), MMA)
+
+
+# -- on a CUDA GPU ------------------------------------------------------------------------------
+def _cupy() -> Any:
+    return pytest.importorskip("cupy")
+
+
+@pytest.mark.gpu
+def test_cupy_in_and_out_without_copies(cuda_session: Session) -> None:
+    cp = _cupy()
+    rng = np.random.default_rng(0)
+    for order in ("C", "F"):
+        A = np.asarray(rng.uniform(-1, 1, (70, 33)), np.float32, order=order)
+        B = np.asarray(rng.uniform(-1, 1, (33, 45)), np.float32, order=order)
+        dA, dB = cp.asarray(A, order=order), cp.asarray(B, order=order)
+        dC = cp.full((70, 45), np.nan, np.float32, order=order)
+        ptr = dC.data.ptr
+        fut = cuda_session.gemm(dA, dB, dC, beta=0.0)
+        got = fut.result()
+        assert got is dC and dC.data.ptr == ptr  # written in place
+        np.testing.assert_allclose(cp.asnumpy(dC), A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+        new = cuda_session.gemm(dA, dB).result()
+        assert isinstance(new, cp.ndarray)
+        np.testing.assert_allclose(cp.asnumpy(new), A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+    x = cp.asarray(rng.uniform(-1, 1, 33).astype(np.float32))
+    y = cuda_session.gemv(dA, x).result()
+    assert isinstance(y, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(y), np.asarray(A, np.float64) @ cp.asnumpy(x), rtol=1e-4,
+                               atol=1e-4)
+    T = cuda_session.transpose(dA).result()
+    assert isinstance(T, cp.ndarray) and np.array_equal(cp.asnumpy(T), A.T)
+
+
+@pytest.mark.gpu
+def test_torch_in_and_out(cuda_session: Session) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    A = rng.uniform(-1, 1, (40, 24))
+    B = rng.uniform(-1, 1, (24, 17))
+    tA = torch.tensor(A, device="cuda")
+    tB = torch.tensor(B, device="cuda")
+    out = cuda_session.gemm(tA, tB, alpha=2.0).result()
+    assert isinstance(out, torch.Tensor) and out.is_cuda
+    np.testing.assert_allclose(out.cpu().numpy(), 2 * A @ B, rtol=1e-12, atol=1e-12)
+    s = cuda_session.dot(tA[0].contiguous(), tA[1].contiguous()).result()
+    assert abs(s - A[0] @ A[1]) < 1e-12
+
+
+@pytest.mark.gpu
+def test_futures_are_cuda_events(cuda_session: Session) -> None:
+    cp = _cupy()
+    A = cp.asarray(np.random.default_rng(2).uniform(-1, 1, (512, 512)).astype(np.float32))
+    futs = [cuda_session.gemm(A, A) for _ in range(4)]
+    assert all(f.event is not None for f in futs)
+    futs[-1].result()
+    assert all(f.done() for f in futs)  # one stream: the last done means all done
+
+
+@pytest.mark.gpu
+def test_wrong_arrays_are_one_error(cuda_session: Session) -> None:
+    cp = _cupy()
+    with pytest.raises(BlasError, match="dtype int32"):
+        cuda_session.gemm(cp.ones((4, 4), cp.int32), cp.ones((4, 4), cp.int32))
+    with pytest.raises(BlasError, match="inner dimensions"):
+        cuda_session.gemm(cp.ones((4, 5), cp.float32), cp.ones((4, 4), cp.float32))
+    with pytest.raises(BlasError, match="strided GPU array"):
+        cuda_session.gemm(cp.ones((8, 8), cp.float32)[:, ::2], cp.ones((4, 4), cp.float32))
+    with pytest.raises(BlasError, match="float64 but the other operands are float32"):
+        cuda_session.gemm(cp.ones((4, 4), cp.float32), cp.ones((4, 4), cp.float64))
+
+
+@pytest.mark.gpu
+def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session) -> None:
+    """The FP64 tensor-core derivation (NN and TN, and TT through NN) padded to its tiles, on
+    sizes that are not multiples of them."""
+    prof = Profile(cuda_session.device.fingerprint, cuda_session.device.label, "gpu")
+    prof.add(Entry(Kind("mm", "float64", lay), cls, {"N": 1}, MMA, 1.0, 1e9)
+             for lay in ("NN", "TN") for cls in ("small", "medium", "large"))
+    s = Session(cuda_session.device, profile=prof)
+    import liftkit.blas.profile as pm
+
+    s.profile.choose = lambda kind, sizes, mult: next(  # type: ignore[method-assign]
+        (e.variant for e in prof.ranked(kind, pm.size_class(kind.op, sizes))), None)
+    rng = np.random.default_rng(5)
+    for m, n, k, ta, tb in ((1, 1, 1, False, False), (100, 37, 129, False, False),
+                            (65, 130, 17, True, False), (200, 64, 64, True, True)):
+        A = rng.uniform(-1, 1, (k, m) if ta else (m, k))
+        B = rng.uniform(-1, 1, (n, k) if tb else (k, n))
+        got = s.gemm(A, B, trans_a=ta, trans_b=tb).result()
+        want = (A.T if ta else A) @ (B.T if tb else B)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * k)
+    assert s.plan_gemm((64, 64), (64, 64), np.float64).variant == MMA
