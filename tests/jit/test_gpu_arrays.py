@@ -216,3 +216,17 @@ def test_gpu_matmul_takes_the_blas_profile_of_the_same_gpu_model():
     v = _profiled(cd_kind("float32"), sizes, SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
     assert v is not None and v.codelet == "tiles"
     assert _profiled(cd_kind("float32"), sizes, SimpleNamespace(name="no such GPU")) is None
+
+
+@pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
+def test_a_whole_gpu_function_returns_its_result_from_inside_the_section():
+    rt = Runtime("opencl", "cpu")
+    try:
+        g = compile_source(PAIRWISE.replace("with liftkit.gpu():", "if True:"), "f",
+                           gpu_runtime=rt, target="gpu")
+        X = np.random.default_rng(1).random((6, 3))
+        D, _ = g(X)
+        np.testing.assert_allclose(D, np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1)))
+        assert g._last().gpu.plan.returned == {0: frozenset({"D"})}
+    finally:
+        rt.close()

@@ -97,7 +97,10 @@ def _dead_after(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[s
     outside: set[str] = set()
 
     def walk(x: object) -> None:
-        if x is section:
+        if x is section:  # what a return inside it (@jit(target="gpu")) hands out escapes
+            for r in nodes(section.body):
+                if isinstance(r, V.Return):
+                    walk(r.value)
             return
         if isinstance(x, V.Name):
             outside.add(x.name)
@@ -128,7 +131,10 @@ def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozense
     alloc = ("zeros", "ones", "empty", "full", "arange")
 
     def walk(x: object) -> None:
-        if x is section:
+        if x is section:  # a return inside it (@jit(target="gpu")) ends it first
+            for r in nodes(section.body):
+                if isinstance(r, V.Return):
+                    walk(r)
             return
         if isinstance(x, V.Dim) and isinstance(x.array, V.Name):  # a shape is no data use
             return
