@@ -130,6 +130,9 @@ class DeviceCall:
         """Free what the call kept and did not return; let go of the adopted arrays."""
         rt = self.rt
         self.host.device_calls.pop(self.key, None)
+        for v in self.adopted:  # the caller's library may use them next, on its own stream
+            if v.id in rt.vars:
+                rt.wait_for(v)
         for v in self.kept + self.adopted:
             if v.id in rt.vars:
                 rt.release(v, writeback=False)
