@@ -236,23 +236,44 @@ def test_mma_cuda_code_and_ptx() -> None:
                 assert "mma.sync.aligned" in ptx and ("cp.async" in ptx) == (staged > 1)
 
 
+def test_fp64_takes_hoppers_shapes_with_amperes_fallback_and_vector_reads() -> None:
+    """FP64 on 16-row fragments: m16n8k{16,8,4} by the tile's k under `__CUDA_ARCH__ >= 900`,
+    m8n8k4 on the same accumulators otherwise; 8-row warp tiles only m8n8k4. The staged layouts
+    make each lane's fragment elements 16-byte vectors (double2/float4 reads of local memory)."""
+    for tk, k in ((16, 16), (8, 8)):
+        src = compile_program(mm_low("f64", 64, 64, tk, 4, 2), CUDA).source
+        hopper = src[src.index("#if __CUDA_ARCH__ >= 900"):src.index("#else")]
+        ampere = src[src.index("#else"):src.index("#endif", src.index("#else"))]
+        assert f"m16n8k{k}.row.col.f64" in hopper and "m8n8k4" not in hopper
+        assert "m8n8k4.row.col.f64" in ampere and "m16n8" not in ampere
+        assert "double2 frag" in hopper and "__shared__ __align__(16) double stage" in src
+    src = compile_program(mm_low("f64", 8, 8, 4, 1, 1), CUDA).source
+    assert "m8n8k4.row.col.f64" in src and "m16n8" not in src and "#if __CUDA_ARCH__" not in src
+    src = compile_program(mm_low("tf32", 64, 64, 16, 4, 3), CUDA).source
+    assert "float4 frag" in src
+    src = compile_program(mm_low("tf32", 64, 64, 16, 4, 0), CUDA).source  # in place: element reads
+    assert "frag" not in src
+
+
 # ---------------------------------------------------------------------------------------------
 # toLocalAsync: cp.async pipelines
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_async_pipeline_code(stages: int) -> None:
-    """s-1 tiles issued before the loop; in it, tile k+s-1 issued (guarded), one commit per
-    tile, wait_group s-1, a barrier before and after the products; s buffers per operand."""
+    """s-1 tiles issued before the loop; in it, wait_group s-2 (tile k landed), one barrier,
+    then tile k+s-1 issued (guarded) into the buffer tile k-1 used, one commit per tile, then
+    the products; s buffers per operand; every copy drained after the loop."""
     src = compile_program(mm_low("tf32", 32, 16, 16, 2, stages), CUDA).source
     loop = src[src.index("for (int i = 0;"):]
     before = src[:src.index("for (int i = 0;")]
     assert before.count("cp.async.commit_group") == stages - 1
     assert f"if (i + {stages - 1} < K/16)" in loop
     assert loop.count("cp.async.commit_group") == 1
-    assert f"cp.async.wait_group {stages - 1};" in loop
-    assert loop.count("__syncthreads();") == 2
-    assert f"__shared__ float stage[{32 * 16 * stages}];" in src
+    wait, bar = loop.index(f"cp.async.wait_group {stages - 2};"), loop.index("__syncthreads();")
+    assert wait < bar < loop.index(f"if (i + {stages - 1} < K/16)") < loop.index("mma.sync")
+    assert loop[:loop.rindex("cp.async.wait_group 0;")].count("__syncthreads();") == 1
+    assert f"__shared__ __align__(16) float stage[{32 * 16 * stages}];" in src
     assert "cp.async.ca.shared.global [%0], [%1], 4;" in src
 
 
@@ -311,8 +332,15 @@ def test_mma_on_the_gpu_matches_the_interpreter(kind: str) -> None:
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
     T = MMA[kind][1]
     rng = np.random.default_rng(7)
-    for staged in (0, 1, 3):
-        p = mm_low(kind, 64, 64, 16, 4, staged)
+    # in place, local, cp.async 3 and 2 deep; k-steps of 8 (FP64: m16n8k8); 8-row warp tiles
+    # (FP64: m8n8k4)
+    tilings = [(64, 64, 16, 4, 0), (64, 64, 16, 4, 1), (64, 64, 16, 4, 3), (32, 64, 16, 4, 4)]
+    if kind != "bf16":
+        tilings.append((64, 64, 8, 4, 2))
+    if kind == "f64":
+        tilings.append((8, 8, 4, 1, 1))
+    for tiles in tilings:
+        p = mm_low(kind, *tiles)
         A, B = rng.integers(-8, 9, (128, 96)).astype(T.dtype), rng.integers(-8, 9, (96, 192)).astype(T.dtype)
         np.testing.assert_array_equal(runner.run(compile_program(p, CUDA), A, B), A @ B)
         A, B = rng.standard_normal((128, 96)).astype(T.dtype), rng.standard_normal((96, 192)).astype(T.dtype)

@@ -25,7 +25,7 @@ tests, reassociated rounding on floats, as every reduce rule).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from liftkit.arith import ArithExpr, cst
 from liftkit.ir import patterns as P
@@ -127,13 +127,13 @@ REDUCE_WARP = make_rule(
 # matrix products on the tensor cores
 
 # (tm, tn, tk) offered, largest first; warps from WARPS; tk a multiple of the instruction's k
-MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 64, 16), (64, 128, 16), (64, 64, 32),
-             (64, 64, 16), (64, 64, 8), (32, 32, 16), (32, 32, 8), (32, 16, 8), (16, 16, 16),
-             (16, 8, 8), (16, 8, 4), (8, 8, 4))
+MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 128, 8), (128, 64, 16), (64, 128, 16),
+             (128, 64, 8), (64, 128, 8), (64, 64, 32), (64, 64, 16), (64, 64, 8), (32, 32, 16),
+             (32, 32, 8), (32, 16, 8), (16, 16, 16), (16, 8, 8), (16, 8, 4), (8, 8, 4))
 WARPS = (8, 4, 2, 1)
 # staged: 0 operands read in place, 1 copied into local memory, s > 1 copied by cp.async s deep
-STAGINGS = (3, 2, 1, 0)
-MAX_MMA_CHOICES = 64
+STAGINGS = (4, 3, 2, 1, 0)
+MAX_MMA_CHOICES = 128
 _CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
 
 
@@ -213,12 +213,13 @@ def mm_nest(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, Arit
 
 
 def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bool:
-    from liftkit.codegen.cuda_patterns import warp_grid
+    from liftkit.codegen.cuda_mma import plan
 
     im, in_, ik = cls.shape
     if tm % im or tn % in_ or tk % ik:
         return False
-    if not warp_grid(tm // im, tn // in_, warps, cls.shape)[0]:
+    found = plan(cls, tm, tn, tk, warps)
+    if found is None:
         return False
     frags = (tm // im) * (tn // in_) // warps
     if frags > 32:  # accumulators per lane beyond a register file's share
@@ -246,19 +247,75 @@ def _mma_choices(site: Site) -> Options:
     return out[:MAX_MMA_CHOICES]
 
 
-def _stage(rows: int, cols: int, threads: int, elem: ScalarType, transposed: bool, staged: int) -> Any:
-    """A tile copied into local memory in rounds of `threads` by cp.async `staged` deep (staged >
-    1) or by plain copies, in a blocked layout whose fragment reads hit 32 different banks.
-
-    A (rows×cols = m×k, row-major in memory) is kept as [k/4][m][4]: lane (g, t) of an mma reads
-    element (g, t) of a 4-wide column block, word 4g + t. B arrives as the n×k view of a k×n
-    row-major matrix and is kept as [n/8][k][8]: lane (g, t) reads (k = t, n = g), word 8t + g;
-    its copy reads runs of 8 consecutive floats (a 32-byte sector) per k. Plain row-major tiles
-    put the 8 groups' reads of one column 4 ways into each bank."""
+def _at(depth: int, f: Any) -> Any:
+    """f applied at nesting depth `depth` (map^depth f)."""
     from liftkit import dsl as D
 
+    for _ in range(depth):
+        f = D.map(f)
+    return f
+
+
+def _permute(src: Sequence[str], dst: Sequence[str]) -> list[Any]:
+    """Adjacent transposes (map^d transpose), in the order applied, that reorder the nested
+    dimensions named `src` (outermost first) into `dst`."""
+    from liftkit import dsl as D
+
+    order, steps = list(src), []
+    for want in range(len(dst)):
+        j = order.index(dst[want])
+        while j > want:
+            order[j - 1], order[j] = order[j], order[j - 1]
+            steps.append(_at(j - 1, D.transpose))
+            j -= 1
+    return steps
+
+
+def fragment_blocks(kind: type, rows: int, k: int, transposed: bool) -> Optional[tuple[int, int]]:
+    """(row block, k block) of the local layout whose fragment reads are 8/16-byte vectors for
+    an m16n8 shape of one element per register (TF32, FP64), or None (BF16, FP64 on 8-row
+    fragments, k too short): A is kept [rows/16][k/4P][g 8][t 4][P][h 2] with row 16R + 8h + g
+    and k 4P·J + 4p + t, so lane (g, t) reads its rows g and g + 8 (and P k-steps) as one vector;
+    B (n×k) is kept [n/8][k/4Q][g 8][t 4][Q], lane (g, t) reading k t, t+4, …, t+4(Q-1)."""
+    if kind is P.ReduceMmaBF16 or (rows % (8 if transposed else 16)):
+        return None
+    words = 2 if kind.operand == float32 else 1  # 16 bytes: 4 floats or 2 doubles
+    if transposed:
+        q = next((q for q in (2 * words, words, 1) if k % (4 * q) == 0), 0)
+        return (8, q) if q else None
+    return (16, words) if k % (4 * words) == 0 else None
+
+
+def _stage(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int) -> Any:
+    """A tile copied into local memory in rounds of `threads` by cp.async `staged` deep (staged >
+    1) or by plain copies, in a layout whose fragment reads are vectors without bank conflicts
+    (`fragment_blocks`): each lane's 8 or 16 bytes lie next to each other and the 32 lanes of a
+    read cover one contiguous run. Where that layout does not apply, a blocked one whose
+    single-element reads hit 32 different banks: A (rows×cols = m×k) as [k/4][m][4], B (the n×k
+    view of a k×n row-major matrix) as [n/8][k][8]. Each copy round reads whole 32-byte sectors."""
+    from liftkit import dsl as D
+
+    elem = kind.operand
     rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(elem)))
     copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
+    blocks = fragment_blocks(kind, rows, cols, transposed)
+    if blocks is not None:
+        rb, w = blocks
+        if transposed:  # [N][g][J][q][t] → [N][J][g][t][q]
+            splits = [D.split(8), _at(2, D.split(4 * w)), _at(3, D.split(4))]
+            src, dst = ["N", "g", "J", "q", "t"], ["N", "J", "g", "t", "q"]
+            sizes = [rows // 8, cols // (4 * w), 8, 4, w]
+        else:  # [R][h][g][J][p][t] → [R][J][g][t][p][h]
+            splits = [D.split(16), _at(1, D.split(8)), _at(3, D.split(4 * w)), _at(4, D.split(4))]
+            src, dst = ["R", "h", "g", "J", "p", "t"], ["R", "J", "g", "t", "p", "h"]
+            sizes = [rows // 16, cols // (4 * w), 8, 4, w, 2]
+        forward = splits + _permute(src, dst)
+        joins = [_at(d, D.join) for d in (4, 3, 1, 0)] if not transposed else \
+            [_at(d, D.join) for d in (3, 2, 0)]
+        backward = [D.split(n) for n in reversed(sizes[1:])] + _permute(dst, src) + joins
+        flatten = [D.join] * (len(sizes) - 1)
+        flat = D.compose(D.join, copy, D.split(threads), *reversed(flatten))
+        return D.compose(*reversed(forward + [flat] + backward))
     flat = D.compose(D.join, copy, D.split(threads), D.join, D.join)  # copied in its own order
     if transposed:  # [n][k] ← [n/8][k][8] ← B's rows [k][n]
         blocked = D.compose(D.transpose, D.map(D.split(8)), D.transpose)
@@ -280,8 +337,8 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     elem = cls.operand
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     if staged:
-        sa = _stage(tm, tk, 32 * warps, elem, False, staged)
-        sb = _stage(tn, tk, 32 * warps, elem, True, staged)
+        sa = _stage(tm, tk, 32 * warps, cls, False, staged)
+        sb = _stage(tn, tk, 32 * warps, cls, True, staged)
         op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
     else:
         op = lambda pair: pair  # noqa: E731

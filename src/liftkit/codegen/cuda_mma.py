@@ -1,0 +1,365 @@
+"""Code generation for the tensor-core patterns reduceMmaTF32 / reduceMmaBF16 / reduceMmaF64
+(`liftkit.ir.patterns.cuda`): mma.sync through inline PTX, over a work-group's tile loop.
+
+The warps split the m×n tile into warp tiles of whole fragments; each lane keeps its
+accumulators in registers for the whole loop over the tile pairs. Per pair, the pattern's
+function stages the operands (a copy into local memory, a cp.async pipeline, or nothing); each
+k-step reads the lane's fragment elements through the operands' views and issues one mma.sync
+per fragment pair; the accumulators go to the destination at the end.
+
+Two things make it fast without changing what it computes:
+- the instruction: on Hopper (sm_90) FP64 uses the m16n8k{4,8,16} shapes (the largest the
+  tile's k allows), which run the FP64 tensor cores at their full rate; the Ampere shape
+  m8n8k4 runs at about half of it there (docs/perf.md, issue 12). The same accumulators serve
+  the m8n8k4 fallback compiled for older GPUs (`#if __CUDA_ARCH__ >= 900`).
+- the reads: a lane's fragment elements that lie next to each other in local memory (the rule
+  `mm-tensor-cores` lays the tiles out so that they do) are read as one 8- or 16-byte vector
+  when every element of the vector is one the lane needs in this tile; everything else is
+  read element by element through its view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+from liftkit.arith import ArithExpr, Var, cst
+from liftkit.codegen import views as V
+from liftkit.codegen.emit import space_of_view
+from liftkit.codegen.memory import ctype
+from liftkit.codegen.views import CodegenError, MemLoc, View
+from liftkit.ir import patterns as P
+from liftkit.ir.patterns.cuda import WARP, copy_levels
+from liftkit.types import ArrayType, ScalarType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from liftkit.codegen.generator import Arg, Ctx, Generator
+    from liftkit.ir.nodes import Param
+
+Coord = tuple[ArithExpr, ArithExpr]
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One mma.sync shape: the PTX, m×n×k, and per lane (group g = lane/4, t = lane%4) the
+    (row, k) of the A elements of register r, the (n, k) of B's, the (row, col) of C's."""
+
+    ptx: str
+    shape: tuple[int, int, int]
+    a_regs: int
+    b_regs: int
+    c_regs: int
+    a: Callable[[int, ArithExpr, ArithExpr], list[Coord]]
+    b: Callable[[int, ArithExpr, ArithExpr], list[Coord]]
+    c: Callable[[int, ArithExpr, ArithExpr], Coord]
+    c_con: str  # register constraint of the accumulators ("f" float, "d" double)
+    ab_con: str  # of A and B ("r": 32-bit words holding tf32 or two bf16, "d": doubles)
+
+
+def _m16n8(k: int, ptx: str, c_con: str, ab_con: str) -> Instr:
+    """The m16n8k{4,8,16} layout of one element per register (TF32, FP64): A register r holds
+    (g + 8(r%2), t + 4(r/2)), B register r holds (n g, k t + 4r), C r holds (g + 8(r/2), 2t + r%2)."""
+    return Instr(ptx, (16, 8, k), k // 2, k // 4, 4,
+                 lambda r, g, t: [(g + cst(8 * (r % 2)), t + cst(4 * (r // 2)))],
+                 lambda r, g, t: [(g, t + cst(4 * r))],
+                 lambda r, g, t: (g + cst(8 * (r // 2)), t * cst(2) + cst(r % 2)), c_con, ab_con)
+
+
+TF32 = _m16n8(8, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "f", "r")
+BF16 = Instr("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", (16, 8, 16), 4, 2, 4,
+             lambda r, g, t: [(g + cst(8 * (r % 2)), (t + cst(4 * (r // 2))) * cst(2) + cst(j))
+                              for j in range(2)],  # a bf16 pair, low half first
+             lambda r, g, t: [(g, (t + cst(4 * r)) * cst(2) + cst(j)) for j in range(2)],
+             TF32.c, "f", "r")
+F64_HOPPER = {k: _m16n8(k, f"mma.sync.aligned.m16n8k{k}.row.col.f64.f64.f64.f64", "d", "d")
+              for k in (4, 8, 16)}
+F64_AMPERE = Instr("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64", (8, 8, 4), 1, 1, 2,
+                   lambda r, g, t: [(g, t)], lambda r, g, t: [(g, t)],
+                   lambda r, g, t: (g, t * cst(2) + cst(r)), "d", "d")
+HOPPER = "__CUDA_ARCH__ >= 900"  # the m16n8k{4,8,16} FP64 shapes are sm_90's
+
+
+def f64_k(k: int) -> int:
+    """The k of the Hopper FP64 shape used for a k-deep tile: the largest of 16, 8, 4 dividing it."""
+    return next(s for s in (16, 8, 4) if k % s == 0)
+
+
+def plan(cls: type, m: int, n: int, k: int, warps: int) -> Optional[tuple[Instr, tuple[int, int]]]:
+    """(the instruction, (warps along m, along n)) of an m×n×k tile on `warps` warps, or None
+    when the warps cannot share it in whole fragments. TF32 and BF16 on their one shape; FP64 on
+    Hopper's m16n8k{16,8,4} (16×8 fragments: its Ampere fallback m8n8k4 uses the same
+    accumulators) where the warps can share the tile in 16×8 fragments, else on m8n8k4."""
+    if k % 4:
+        return None
+    if issubclass(cls, P.ReduceMmaF64):
+        options = [(F64_HOPPER[f64_k(k)], (16, 8)), (F64_AMPERE, (8, 8))]
+    else:
+        options = [(TF32 if issubclass(cls, P.ReduceMmaTF32) else BF16, (16, 8))]
+    for ins, (um, un) in options:
+        if m % um or n % un or k % ins.shape[2]:
+            continue
+        grid = warp_grid(m // um, n // un, warps, (um, un))
+        if grid[0]:
+            return ins, grid
+    return None
+
+
+def warp_grid(frags_m: int, frags_n: int, warps: int, shape: Sequence[int]) -> tuple[int, int]:
+    """(warps along m, along n) sharing frags_m × frags_n fragments in whole fragments, the warp
+    tiles as square as possible; (0, 0) when no split fits."""
+    best, fit = (0, 0), None
+    for wm in range(1, warps + 1):
+        wn = warps // wm
+        if wm * wn != warps or frags_m % wm or frags_n % wn:
+            continue
+        h, w = frags_m // wm * shape[0], frags_n // wn * shape[1]
+        score = max(h, w) / min(h, w)
+        if fit is None or score < fit:
+            best, fit = (wm, wn), score
+    return best
+
+
+class _Reads:
+    """A lane's reads of fragment elements in one tile: each element by itself, or, where the
+    elements of an aligned 8/16-byte vector in local memory are all ones the lane reads in this
+    tile, the vector once (the first use loads it, later uses take its component)."""
+
+    def __init__(self, g: "Generator", views: Sequence[View]) -> None:
+        self.em = g.em
+        self.vectors: dict[tuple[int, str], tuple[str, int]] = {}
+        self.needed: set[tuple[int, str]] = set()
+        for v in views:
+            loc = self._local(v)
+            if loc is not None:
+                self.needed.add(self._key(loc.mem, loc.offset))
+
+    def _local(self, v: View) -> Optional[MemLoc]:
+        try:
+            loc = self.em.resolve(v)
+        except V.NeedsTupleIndex:
+            return None
+        ok = (isinstance(loc, MemLoc) and loc.mem.space == "local" and loc.mem.kind == "array"
+              and not loc.fields and not loc.width and loc.lane is None
+              and isinstance(loc.mem.elem, ScalarType))
+        return loc if ok else None
+
+    @staticmethod
+    def _key(mem: Any, offset: ArithExpr) -> tuple[int, str]:
+        return id(mem), offset.to_c()
+
+    def load(self, v: View) -> str:
+        loc = self._local(v)
+        if loc is None:
+            return self.em.load(v)
+        size = loc.mem.elem.dtype.itemsize  # type: ignore[union-attr]
+        for w in (16 // size, 8 // size):
+            if w < 2:
+                continue
+            for d in range(w):
+                base = loc.offset - cst(d)
+                if not self.em.aligned(cst(w), base):
+                    continue
+                if all(self._key(loc.mem, base + cst(j)) in self.needed for j in range(w)):
+                    key = self._key(loc.mem, base)
+                    if key not in self.vectors:
+                        name = self.em.names.fresh("frag")
+                        vec = self.em.loc_c(MemLoc(loc.mem, base, (), w))
+                        self.em.line(f"{ctype(loc.mem.elem)}{w} {name} = {vec};")
+                        self.vectors[key] = (name, w)
+                    return f"{self.vectors[key][0]}.{'xyzw'[d]}"
+        return self.em.load(v)
+
+
+def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict["Param", View],
+               ctx: "Ctx", dest: Optional[View]) -> View:
+    """See the module docstring."""
+    from liftkit.codegen.cuda_patterns import async_staging
+
+    em = g.em
+    warps = p.warp_count()
+    ls = g.local_size or (1,)
+    threads = 1
+    for d in ls:
+        threads *= d
+    if threads != WARP * warps:
+        raise CodegenError(f"{p.name} {warps} runs on {warps} warps ({WARP * warps} threads), but "
+                           f"the work-group has {threads}: give the copies in its function "
+                           f"mapLcl(0) loops of {WARP * warps} threads")
+    init, tiles = args[0].gen(None), args[1].gen(None)
+    tt = V.array_view_type(tiles.type)
+    ops_t = g.result_type(p.f, [tt.elem], env, ctx.inside(p))
+    m, n, k, _ = p.check_tiles(ops_t)
+    found = plan(type(p), m, n, k, warps)
+    if found is None:
+        im, in_, _ = p.shape
+        raise CodegenError(f"{p.name} {warps}: {warps} warps cannot share a {m}×{n} tile in whole "
+                           f"{im}×{in_} fragments")
+    main, (wm, wn) = found
+    unit = main.shape[:2]
+    fm_n, fn_n = m // unit[0] // wm, n // unit[1] // wn
+    acc_t: ScalarType = p.acc
+    out_t = ArrayType(ArrayType(ArrayType(acc_t, cst(n)), cst(m)), cst(1))
+    if dest is None:
+        dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
+
+    # the lane's place: warp (along m, along n), group g and thread t in the group
+    lcl = [em.dialect.ids("lcl", d) for d in range(len(ls))]
+    lin = lcl[0] + "".join(f" + {_prod(ls[:d])} * {lcl[d]}" for d in range(1, len(ls)) if ls[d] > 1)
+    names = {h: em.names.fresh(h) for h in ("lk_warp_m", "lk_warp_n", "lk_g", "lk_t")}
+    em.line(f"int {names['lk_warp_m']} = ({lin}) / {WARP * wn}, {names['lk_warp_n']} = (({lin}) / {WARP}) % {wn};")
+    em.line(f"int {names['lk_g']} = (({lin}) % {WARP}) >> 2, {names['lk_t']} = ({lin}) & 3;")
+    warp_m, warp_n = Var(names["lk_warp_m"], 0, wm), Var(names["lk_warp_n"], 0, wn)
+    gv, tv = Var(names["lk_g"], 0, 8), Var(names["lk_t"], 0, 4)
+    row0 = [warp_m * cst(fm_n * unit[0]) + cst(fm * unit[0]) for fm in range(fm_n)]
+    col0 = [warp_n * cst(fn_n * unit[1]) + cst(fn * unit[1]) for fn in range(fn_n)]
+
+    def c_elem(view: View, fm: int, fn: int, r: int) -> View:
+        row, col = main.c(r, gv, tv)
+        return view.access(row0[fm] + row).access(col0[fn] + col)
+
+    acc = {}
+    for fm in range(fm_n):
+        for fn in range(fn_n):
+            for r in range(main.c_regs):
+                start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_elem(init, fm, fn, r))
+                acc[fm, fn, r] = em.private_var(acc_t, f"c{fm}_{fn}_{r}", start).name
+
+    def operand(elems: list[str], hint: str) -> str:
+        if isinstance(p, P.ReduceMmaF64):
+            return em.private_var(acc_t, hint, elems[0]).name
+        name = em.names.fresh(hint)
+        if isinstance(p, P.ReduceMmaTF32):
+            em.line(f'unsigned {name}; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"({name}) : "f"({elems[0]}));')
+        else:  # the pair's first element goes to the low half
+            em.line(f'unsigned {name}; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"({name}) '
+                    f': "f"({elems[1]}), "f"({elems[0]}));')
+        return name
+
+    def issue(ins: Instr, cs: list[str], ab: list[str]) -> None:
+        ph = iter(range(len(cs) + len(ab)))
+        c_ph = ",".join(f"%{next(ph)}" for _ in cs)
+        a_ph = ",".join(f"%{next(ph)}" for _ in range(ins.a_regs))
+        b_ph = ",".join(f"%{next(ph)}" for _ in range(ins.b_regs))
+        outs = ", ".join(f'"+{ins.c_con}"({x})' for x in cs)
+        ins_ = ", ".join(f'"{ins.ab_con}"({x})' for x in ab)
+        em.line(f'asm volatile("{ins.ptx} {{{c_ph}}}, {{{a_ph}}}, {{{b_ph}}}, {{{c_ph}}};" '
+                f': {outs} : {ins_});')
+
+    def products_with(ins: Instr, a: View, b: View) -> None:
+        """Every k-step of one tile pair in `ins`, the fragments read through _Reads."""
+        steps = [cst(kk * ins.shape[2]) for kk in range(k // ins.shape[2])]
+        a_el = {(s, fm, r): [a.access(row0[fm] + row).access(k0 + kc) for row, kc in ins.a(r, gv, tv)]
+                for s, k0 in enumerate(steps) for fm in range(fm_n) for r in range(ins.a_regs)}
+        b_el = {(s, fn, r): [b.access(col0[fn] + nc).access(k0 + kr) for nc, kr in ins.b(r, gv, tv)]
+                for s, k0 in enumerate(steps) for fn in range(fn_n) for r in range(ins.b_regs)}
+        reads = _Reads(g, [v for vs in list(a_el.values()) + list(b_el.values()) for v in vs])
+        for s in range(len(steps)):
+            af = {(fm, r): operand([reads.load(v) for v in a_el[s, fm, r]], f"a{fm}_{r}")
+                  for fm in range(fm_n) for r in range(ins.a_regs)}
+            bf = {(fn, r): operand([reads.load(v) for v in b_el[s, fn, r]], f"b{fn}_{r}")
+                  for fn in range(fn_n) for r in range(ins.b_regs)}
+            for fm in range(fm_n):
+                for fn in range(fn_n):
+                    issue(ins, [acc[fm, fn, r] for r in range(ins.c_regs)],
+                          [af[fm, r] for r in range(ins.a_regs)] + [bf[fn, r] for r in range(ins.b_regs)])
+
+    def ampere_fallback(a: View, b: View) -> None:
+        """m8n8k4 on the 16×8 fragments' accumulators: the upper 8 rows are registers 0-1, the
+        lower 8 rows 2-3, as in the m16n8 layout."""
+        for kk in range(k // 4):
+            k0 = cst(4 * kk)
+            reads = _Reads(g, [])
+            bf = {fn: operand([reads.load(b.access(col0[fn] + gv).access(k0 + tv))], f"b{fn}")
+                  for fn in range(fn_n)}
+            for fm in range(fm_n):
+                for h in range(2):
+                    af = operand([reads.load(a.access(row0[fm] + cst(8 * h) + gv).access(k0 + tv))], f"a{fm}_{h}")
+                    for fn in range(fn_n):
+                        issue(F64_AMPERE, [acc[fm, fn, 2 * h], acc[fm, fn, 2 * h + 1]], [af, bf[fn]])
+
+    def products(a: View, b: View) -> None:
+        if main in F64_HOPPER.values():
+            em.line(f"#if {HOPPER}")
+            products_with(main, a, b)
+            em.line("#else")
+            ampere_fallback(a, b)
+            em.line("#endif")
+        else:
+            products_with(main, a, b)
+
+    body = replace(ctx, write_to=None)
+    staging = async_staging(p)
+    if staging is not None:
+        if "cp.async" not in em.dialect.features:
+            raise CodegenError(P.ToLocalAsync.refusal)
+        pipelined_loop(g, p, staging, tiles, env, body, products)
+    else:
+        for i, c in g.loop("seq", 0, tt.length, body, p, False):
+            ops = g.apply(p.f, [tiles.access(i)], env, c, None)
+            a, b = ops.get(0), ops.get(1)
+            products(a, b)
+            if "local" in (space_of_view(a), space_of_view(b)):
+                em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles
+    out = dest.access(cst(0))
+    for (fm, fn, r), name in acc.items():
+        em.store(c_elem(out, fm, fn, r), name)
+    return dest
+
+
+def _prod(xs: Sequence[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def pipelined_loop(g: "Generator", p: P.ReduceMma, chains: list[Any], tiles: View,
+                   env: dict["Param", View], ctx: "Ctx", products: Any) -> None:
+    """s local buffers per operand; tiles 0..s-2 issued before the loop; at iteration k,
+    `wait_group s-2` (tile k has landed), one barrier (every thread's copies of tile k are
+    visible, and every warp has finished tile k-1), then the copy of tile k+s-1 is issued into
+    tile k-1's buffer (one commit group per tile, empty past the end) and the warps compute on
+    buffer k % s: one barrier per tile, s-1 tiles in flight under the products."""
+    from liftkit.codegen.cuda_patterns import _async_copy, _through
+    from liftkit.codegen.generator import Scope
+
+    em = g.em
+    stages = chains[0][1].stage_count()
+    kt = V.array_view_type(tiles.type).length
+    buffers = []
+    pair_t = V.array_view_type(tiles.type).elem
+    for k, (_, it, pre) in enumerate(chains):
+        src_t = pair_t.elems[k]  # type: ignore[attr-defined]
+        for h in reversed(pre):
+            src_t = g.result_type(h, [src_t], env, ctx)
+        levels = copy_levels(it.f)
+        if levels is None:
+            raise CodegenError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
+                               "mapLcl of id)")
+        buffers.append((g.allocate(ArrayType(src_t, cst(stages)), "local", ctx, "stage"), levels))
+
+    def issue(j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
+        for k, ((_, _, pre), (buf, levels)) in enumerate(zip(chains, buffers)):
+            src = _through(g, pre, tiles.access(j).get(k), env, c)
+            _async_copy(g, levels, src, buf.access(slot), c)
+
+    commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
+    for s in range(stages - 1):
+        with em.if_(f"{s} < {kt.to_c()}"):
+            issue(cst(s), cst(s), ctx)
+        em.line(commit)
+    name = em.names.fresh("i")
+    i = Var(name, 0, kt)
+    with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):  # no barrier at its end
+        c = ctx.inside(p, Scope("seq", 0, i, kt))
+        em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
+        em.barrier({"CLK_LOCAL_MEM_FENCE"})
+        ahead = i + cst(stages - 1)
+        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+            issue(ahead, ahead % cst(stages), c)
+        em.line(commit)
+        slot = i % cst(stages)
+        ops = [_through(g, post, buf.access(slot), env, c) for (post, _, _), (buf, _) in zip(chains, buffers)]
+        products(ops[0], ops[1])
+    em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
+    em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows
