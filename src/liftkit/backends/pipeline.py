@@ -145,7 +145,12 @@ class HostPipeline(ABC):
         self.check_divisibility(compiled, bound, label, plan)
 
         t0 = time.perf_counter()
-        kernels = [self.get_kernel(k) for k in compiled.kernels]
+        try:
+            kernels = [self.get_kernel(k) for k in compiled.kernels]
+        except BackendError as err:  # a compiler crash names the program it was building
+            if getattr(err, "needs_program", False):
+                raise err.with_program(label) from None  # type: ignore[attr-defined]
+            raise
         build_seconds = time.perf_counter() - t0
         for k, handle, launch in zip(compiled.kernels, kernels, launches):
             self.check_device_limits(k, handle, launch, label)

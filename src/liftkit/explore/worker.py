@@ -444,7 +444,9 @@ def serve(index: int, fingerprint: str, cache_dir: str, inp: BinaryIO, out: Bina
             device = matches[0]
         else:
             device = devices[index]
-        runner = OpenCLRunner(device, KernelCache(cache_dir) if cache_dir else KernelCache())
+        # this child is the crash isolation already: no build probe in a grandchild
+        runner = OpenCLRunner(device, KernelCache(cache_dir, safe_builds=False) if cache_dir
+                              else KernelCache(safe_builds=False))
     except Exception as err:  # noqa: BLE001 - reported to the parent
         _write(out, ("failed", f"{type(err).__name__}: {err}"))
         return
