@@ -24,6 +24,17 @@ _AXES = "xyz"
 # comma expression, so the CUDA dialect turns them into constructor calls, `float4(a, b)`
 _VECTOR_CAST = re.compile(
     r"\(\s*((?:u?(?:char|short|int|long))|float|double|uchar|ushort|uint|ulong)(2|3|4|8|16)\s*\)\s*\(")
+# C99 compound literals of tuples in user-function bodies, `return (Tuple){a, b};`: C++ has none,
+# so the CUDA dialect writes them as aggregate initialisation, `Tuple{a, b}` (only where an
+# expression starts: after return, `=`, `(`, `,`, `?` or `:`, so `if (TupleOk) {` stays)
+_TUPLE_LITERAL = re.compile(r"(\breturn\b|[=(,?:])(\s*)\(\s*(Tuple\w*)\s*\)\s*\{")
+
+
+def _cu_user_body(body: str) -> str:
+    """A user function's OpenCL C body as CUDA C: vector literals as constructor calls, tuple
+    compound literals as aggregate initialisation."""
+    body = _VECTOR_CAST.sub(lambda m: f"{m.group(1)}{m.group(2)}(", body)
+    return _TUPLE_LITERAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{{", body)
 
 
 @dataclass(frozen=True)
@@ -144,7 +155,7 @@ CUDA = Dialect(
     preamble=_cu_preamble,
     vector_literal=lambda t, parts: f"{t}(" + ", ".join(parts) + ")",
     tuple_literal=lambda t, parts: f"{t}{{" + ", ".join(parts) + "}",
-    user_body=lambda body: _VECTOR_CAST.sub(lambda m: f"{m.group(1)}{m.group(2)}(", body),
+    user_body=_cu_user_body,
     # a struct of its own (the prelude's float2 may be the OpenCL-like vector), aligned as
     # OpenCL's float2/double2 and NumPy's complex arrays' elements
     complex_type=lambda c, r: [
