@@ -104,3 +104,33 @@ def test_gpu_and_cpu_rule_spaces_hold_the_macros() -> None:
             "group-reduce", "map-glb-vec"} <= gpu.macro_names
     assert {"fuse-partial", "to-groups-seq", "cpu-rows", "glb-private"} <= cpu.macro_names
     assert load_rule_space("default").macro_names.isdisjoint({"to-workgroups"})
+
+
+
+@pytest.mark.parametrize("name,width", [("float", "float4"), ("double", "double2"),
+                                        ("cfloat", None)])
+def test_every_gpu_mm_tiles_parameter_set_applies_to_each_element_type(name: str,
+                                                                      width: str | None) -> None:
+    """The GPU parameter sets of mm-tiles name no vector width: mm-tiles-lower takes the widest
+    the element type allows (a fixed w=4 made every set fail on a double product)."""
+    from liftkit.codegen import compile_program
+    from liftkit.dsl import fun, join, lit, map, reduce, size, transpose, zip  # noqa: A004
+    from liftkit.explore.macros import GPU_PARAMS, MACROS_BY_NAME
+    from liftkit.ir.userfuns import complex_funs, scalar_funs
+    from liftkit.rewrite.rules import RULES_BY_NAME, normal_form
+    from liftkit.types import SCALARS
+
+    t = SCALARS[name]
+    fs = complex_funs(t) if t.is_complex else scalar_funs(t)
+    m, n, k = size("M"), size("N"), size("K")
+    prog = normal_form(fun([t[k][m], t[n][k]], lambda A, B: map(lambda row: join << map(
+        lambda col: reduce(fs.add, lit(0.0, t)) << map(fs.mult) << zip(row, col))
+        << transpose << B) << A))
+    for params in GPU_PARAMS["mm-tiles"]:
+        r = MACROS_BY_NAME["mm-tiles"].apply(prog, (0,), rules=dict(RULES_BY_NAME), **params)
+        assert r, (params, r)
+        lowered = [s.choice for s in r.steps if s.choice.rule == "mm-tiles-lower"]
+        assert len(lowered) == 1 and lowered[0].params["w"] == (4 if name == "float" else
+                                                                2 if name == "double" else 1)
+    if width is not None:
+        assert width in compile_program(r.program).source

@@ -45,7 +45,7 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunCall
@@ -236,12 +236,15 @@ def _map_glb_vec(w: int) -> Strategy:
     return seq(rule("vectorize-map", w=w), at((1,), rule("map-mapGlb", dim=0)))
 
 
-def _mm_tiles(tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1, w: int = 4) -> Strategy:
+def _mm_tiles(tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
+              w: Optional[int] = None) -> Strategy:
     """2D tiling and the K split (mm-tile-2d), then local memory, register blocks, vectors and
     unrolling (mm-tiles-lower): mm-local-tiles's kernel in two recorded steps. The tile shape
-    must be among those mm-tile-2d offers (rules/mm.py SYMBOLIC_TILES)."""
-    return seq(rule(MM_TILE_2D, tm=tm, tn=tn, tk=tk),
-               rule(MM_TILES_LOWER, rm=rm, rn=rn, w=w, unroll=unroll))
+    must be among those mm-tile-2d offers (rules/mm.py SYMBOLIC_TILES). `w`: the vector width
+    of the copies and blocks; None: the widest the element type allows (float4, double2,
+    scalars for complex), so one parameter set serves every element type."""
+    lower = {"rm": rm, "rn": rn, "unroll": unroll} | ({} if w is None else {"w": w})
+    return seq(rule(MM_TILE_2D, tm=tm, tn=tn, tk=tk), rule(MM_TILES_LOWER, **lower))
 
 
 def _mm_blocks(rm: int, rn: int, wx: int, wy: int) -> Strategy:
