@@ -219,6 +219,7 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
 
     buffers = list(out_buffers)
     for k, tmp in enumerate(gen.temps):
+        _check_temp_size(tmp.type, size_names, body)
         bname = f"{name}:{tmp.memory.name}"
         args.append(KernelArg("buffer", tmp.memory.name, dialect.pointer("global", ctype(tmp.memory.elem)),
                               buffer=bname))
@@ -227,6 +228,24 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         args.append(KernelArg("size", s, "int", size=_var(s)))
     source = _assemble(em, name, args)
     return Kernel(name, source, tuple(args), ndrange), buffers, out_t
+
+
+def _check_temp_size(t: Type, size_names: Sequence[str], body: Expr) -> None:
+    """A global temporary is allocated by the host before the kernel runs, so its length must
+    be known from the input sizes: one that depends on a value only the kernel knows (an
+    iterate's current length) is refused in pattern words, not left to fail at run time."""
+    inner = sorted({v.name for v in bytes_of(t).free_vars()} - set(size_names))
+    if not inner:
+        return
+    if any(isinstance(n, P.Iterate) for n in walk(body)):
+        raise CodegenError(
+            f"iterate: its step writes a global temporary ({t}) whose length changes from one "
+            f"iteration to the next ({', '.join(inner)}), but global memory is allocated before "
+            f"the kernel runs; move the iterate out of the mapWrg/mapGlb (each step is then a "
+            f"kernel of its own, its temporaries allocated per step), or keep the step's "
+            f"intermediate results out of global memory")
+    raise CodegenError(f"a global temporary ({t}) has a length known only inside the kernel "
+                       f"({', '.join(inner)}); global memory is allocated before the kernel runs")
 
 
 def result_leaves(t: Type) -> list[Type]:
