@@ -293,10 +293,15 @@ def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
           f"generated in {compiled.compile_seconds * 1e3:.1f} ms", file=out)
     for b in compiled.buffers:
         print(f"// buffer {b.name}: {b.role}, {b.type}, {b.nbytes} bytes", file=out)
+    printed: dict[str, str] = {}  # source -> the first kernel printed with it (iterate steps share one)
     for k in compiled.kernels:
         glob = ", ".join(str(g) for g in k.ndrange.global_size)
         local = k.ndrange.local_size or "driver's choice"
         print(f"\n// kernel {k.name}: global ({glob}), local {local}", file=out)
+        if k.source in printed:
+            print(f"// the same source as kernel {printed[k.source]}", file=out)
+            continue
+        printed[k.source] = k.name
         print(_ptx(k) if args.ptx else k.source, file=out, end="")
     return 0
 
