@@ -235,11 +235,18 @@ def test_cli_explore_any_without_cuda_means_opencl_and_says_so(tmp_path: Path, m
     assert "on opencl" in captured.out
     with TuningDB(db) as tdb:
         assert {r[0] for r in tdb.conn.execute("SELECT backend FROM candidates")} == {"opencl"}
+    import gc
+
+    gc.collect()  # the search's connection, closed: its -wal folded into the file
+    files = sorted(p.name for p in tmp_path.glob("t.sqlite*"))
+    before = _digest(db)
     rc = main(["run", "asum", "--device", "cpu", "--backend", "any", "--tuned", "--size", "N=4096",
                "--db", str(db)])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert "on opencl" in captured.err and captured.err.count("--backend any:") == 1
+    assert _digest(db) == before  # read, not written
+    assert sorted(p.name for p in tmp_path.glob("t.sqlite*")) == files == ["t.sqlite"]
 
 
 @pytest.mark.gpu

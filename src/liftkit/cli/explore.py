@@ -545,7 +545,7 @@ def open_tuning_db(path: Optional[str], create: bool) -> Any:
     import sqlite3
 
     from liftkit.explore import TuningDB
-    from liftkit.explore.db import _SCHEMA, MIGRATED
+    from liftkit.explore.db import _SCHEMA, MIGRATED, read_only_connection
 
     db = TuningDB(path)
     where = db.path
@@ -562,7 +562,7 @@ def open_tuning_db(path: Optional[str], create: bool) -> Any:
     want = {t: {r[1] for r in want_conn.execute(f"PRAGMA table_info({t})")} for t in _TABLES}
     want_conn.close()
     try:
-        conn = sqlite3.connect(where.resolve().as_uri() + "?mode=ro", uri=True)
+        conn = read_only_connection(where)
         try:
             have = {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in _TABLES}
         finally:

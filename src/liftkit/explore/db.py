@@ -94,6 +94,16 @@ def default_db_path() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "liftkit" / "tuning.sqlite"
 
 
+def read_only_connection(path: Path) -> sqlite3.Connection:
+    """A connection that never writes the file or beside it: read-only, and immutable where no
+    writer is present (no -wal file; else SQLite would create -wal and -shm files to read a
+    WAL database)."""
+    wal = path.with_name(path.name + "-wal")
+    mode = "ro" if wal.exists() else "ro&immutable=1"
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True,
+                           timeout=BUSY_TIMEOUT_S, isolation_level=None)
+
+
 def sizes_text(sizes: Mapping[str, int]) -> str:
     """Canonical text of a size binding (sorted, so the key does not depend on dict order)."""
     return json.dumps({k: int(v) for k, v in sorted(sizes.items())}, separators=(",", ":"))
@@ -210,11 +220,8 @@ class TuningDB:
         if self._reader is None or self._reader_pid != os.getpid():
             if not self.path.is_file():
                 return self.conn
-            wal = self.path.with_name(self.path.name + "-wal")
-            mode = "ro" if wal.exists() else "ro&immutable=1"
             try:
-                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode={mode}", uri=True,
-                                       timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                conn = read_only_connection(self.path)
                 columns = _columns(conn)
             except sqlite3.Error as err:
                 raise OSError(f"cannot read the tuning database {self.path}: {err}") from None
