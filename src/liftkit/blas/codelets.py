@@ -81,6 +81,7 @@ class Kind:
         builders: dict[str, Callable[[], Lambda]] = {
             "mm": lambda: bp.mm(t, lay), "gemv": lambda: bp.gemv(t, lay in "TC", lay in "RC"),
             "transpose": lambda: bp.transpose_prog(t), "axpby2d": lambda: bp.axpby2d(t, lay == "T"),
+            "cembed": lambda: bp.cembed(t, lay), "cprep": lambda: bp.cprep(t, lay),
             "scal": lambda: bp.scal(t), "axpy": lambda: bp.axpy(t), "dot": lambda: bp.dot(t),
             "dotc": lambda: bp.dotc(t), "asum": lambda: bp.asum(t), "sumsq": lambda: bp.sumsq(t)}
         if self.op not in builders:
@@ -110,6 +111,13 @@ def _glb2d(kind: Kind) -> Strategy:
     element), inner reductions fused and sequential."""
     return seq(rule("map-mapGlb", dim=1), topdown(rule("map-mapGlb", dim=0)),
                try_(topdown("reduce-map-fusion")))
+
+
+def _embed_rows(kind: Kind) -> Strategy:
+    """cembed: rows of op(Y) to dimension 1, their elements to dimension 0, the pair (1, i)
+    sequential (each work-item writes an element of row 2k and of row 2k+1)."""
+    return at((1,), seq(rule("map-mapGlb", dim=1), topdown(rule("map-mapGlb", dim=0)),
+                        topdown("map-mapSeq")))
 
 
 def _chunks1d(kind: Kind, n: int) -> Strategy:
@@ -178,6 +186,11 @@ MMA_SPACE = ((64, 64, 16, 4, 2), (64, 64, 32, 4, 1), (128, 64, 16, 4, 2), (64, 6
              (128, 64, 16, 8, 2), (64, 128, 16, 4, 2), (32, 32, 16, 2, 2))
 
 
+def _plan_only(kind: Kind) -> Strategy:
+    raise CodeletError(f"{kind}: codelets real and nn are plans of several derived kernels "
+                       "(liftkit.blas.gemm), not one derivation")
+
+
 def _pow2(lo: int, hi: int) -> list[int]:
     out, v = [], lo
     while v <= hi:
@@ -187,9 +200,10 @@ def _pow2(lo: int, hi: int) -> list[int]:
 
 
 CODELETS: dict[str, Codelet] = {c.name: c for c in (
-    Codelet("glb", ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy"),
+    Codelet("glb", ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy", "cembed", "cprep"),
             "one work-item per output element (map → mapGlb), any size",
-            lambda kind: (_glb2d(kind) if kind.op in ("mm", "transpose", "axpby2d")
+            lambda kind: (_glb2d(kind) if kind.op in ("mm", "transpose", "axpby2d", "cprep")
+                          else _embed_rows(kind) if kind.op == "cembed"
                           else rule("map-mapGlb", dim=0) if kind.op in MAP1
                           else rule(mc.CPU_ROWS, w=1)),
             lambda dev: [{}]),
@@ -226,6 +240,16 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged),
                 {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
+    Codelet("real", ("mm",), "a complex GEMM as one real GEMM of twice the depth and width (the "
+            "4M form): A's complex rows read as reals, B embedded as [[Br, Bi], [-Bi, Br]] by the "
+            "derived cembed kernel, C's complex rows written as reals; the real kernel is the "
+            "profile's best for the real dtype (tensor cores for complex128 on CUDA)",
+            _plan_only, lambda dev: [{}] if dev == "gpu" else [],
+            lambda kind: {}, dtypes=("complex64", "complex128")),
+    Codelet("nn", ("mm",), "NT/TN as the transpose kernel on the transposed operand, then the "
+            "profile's NN kernel (the FP64 tensor-core derivation reads NN and TN only)",
+            _plan_only, lambda dev: [{}] if dev == "gpu" else [],
+            lambda kind: {}, dtypes=("float32", "float64"), layouts=("NT", "TN")),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),

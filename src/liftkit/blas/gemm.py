@@ -13,12 +13,13 @@ not multiples of the kernel's tiles are padded with zeros into caller-owned work
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 import numpy as np
 
-from liftkit.blas.codelets import Kind, Variant, padded_sizes
+from liftkit.blas.codelets import Kind, Variant, pad_to, padded_sizes
 from liftkit.blas.kernels import BlasError, Built
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
 
@@ -32,6 +33,53 @@ class Packed:
     buf: Any
     events: tuple[Any, ...]
     source: Operand
+    keep: tuple[Any, ...] = ()  # temporaries of the packing kernels
+
+
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """A GEMM computed by another layout's or dtype's kernel after derived packing kernels.
+
+    Codelet `real` (complex dtypes, the 4M form as one real GEMM): the first operand's M×K
+    complex rows read as M×2K reals (after `cprep` for the letters T, R, C), the second
+    embedded by `cembed` as 2K×N complex = 2K×2N reals [[Br, Bi], [-Bi, Br]] (interleaved);
+    the product's M×2N reals are C's M×N complex numbers (`doubled`).
+    Codelet `nn` (real dtypes, layouts NT and TN): the transposed operand copied by the derived
+    `transpose` kernel, then the NN kernel (the FP64 tensor-core derivation reads NN and TN
+    only). `padded`: the sizes padded to the kernel's multiples (in complex units)."""
+
+    real: Built
+    b_prep: Optional[Built]  # cembed (doubled) or transpose (nn), None: read as it is
+    a_prep: Optional[Built]
+    unit: Any  # device buffer holding (1, i) (doubled only)
+    padded: dict[str, int]
+    doubled: bool = True
+
+
+def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int]) -> Embedding:
+    name = DTYPES[dt]
+    M, N, K = sizes["M"], sizes["N"], sizes["K"]
+    if dt.kind != "c":  # codelet nn: transposes, then the NN kernel
+        real = session.kernel(Kind("mm", name, "NN"), sizes)
+        tr = Kind("transpose", name)
+        a = session.kernel(tr, {"M": K, "N": M}) if layout[0] == "T" else None
+        b = session.kernel(tr, {"M": N, "N": K}) if layout[1] == "T" else None
+        return Embedding(real, b, a, None, padded_sizes(sizes, real.multiples), doubled=False)
+    real = session.kernel(Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K})
+    mult = real.multiples
+
+    def half(v: int) -> int:  # a complex count whose double is a multiple of v
+        return math.lcm(v, 2) // 2
+
+    padded = {"M": pad_to(M, mult.get("M", 1)), "N": pad_to(N, half(mult.get("N", 1))),
+              "K": pad_to(K, half(mult.get("K", 1)))}
+    b = session.kernel(Kind("cembed", name, layout[1]), {"K": K, "N": N})
+    a = None if layout[0] == "N" else session.kernel(Kind("cprep", name, layout[0]),
+                                                     {"M": M, "N": K})
+    return Embedding(real, b, a, session.unit(dt), padded)
 
 
 @dataclass(frozen=True)
@@ -53,18 +101,25 @@ class GemmPlan:
     result_transposed: bool  # the kernel computes (C's stored matrix)ᵀ
     sizes: dict[str, int]  # the kernel's M, N, K
     built: Built
+    embed: Optional[Embedding] = None  # complex through a real GEMM (codelet `real`)
 
     @property
     def variant(self) -> Variant:
+        if self.embed is not None:
+            return Variant.of("real" if self.embed.doubled else "nn")
         return self.built.variant
 
     @property
     def padded(self) -> dict[str, int]:
+        if self.embed is not None:
+            return dict(self.embed.padded)
         return padded_sizes(self.sizes, self.built.multiples)
 
     def _stored(self, role: str, sizes: dict[str, int]) -> tuple[int, int]:
         """The row-major shape the kernel reads for operand `role` at `sizes`."""
         M, N, K = sizes["M"], sizes["N"], sizes["K"]
+        if self.embed is not None:
+            return (M, K) if role == self.first else ((2 * K, N) if self.embed.doubled else (K, N))
         if role == self.first:
             return (M, K) if self.layout[0] in "NR" else (K, M)
         return (K, N) if self.layout[1] in "NR" else (N, K)
@@ -103,6 +158,8 @@ class GemmPlan:
         if o.shape != want or o.order != want_order:
             raise BlasError(f"gemm plan: it was made for {role} of shape {want} "
                             f"({_order_name(want_order)}), got {o.shape} ({_order_name(o.order)})")
+        if self.embed is not None:
+            return self._pack_embedded(role, o, workspace)
         have, need = self._stored(role, self.sizes), self._stored(role, self.padded)
         assert o.stored == have, (o.stored, have)
         if have == need:
@@ -112,6 +169,51 @@ class GemmPlan:
         ev0 = s.fill_zero(buf, need[0] * need[1] * item, o.events)
         ev = s.q.copy2d(buf, o.buf, have[0], have[1] * item, have[1] * item, need[1] * item, [ev0])
         return Packed(role, buf, (ev,), o)
+
+    def _pack_embedded(self, role: str, o: Operand, ws: Workspace) -> Packed:
+        s, E, item = self.session, self.embed, self.dtype.itemsize
+        assert E is not None
+        M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
+        p = self.padded
+        buf, evs, temps = o.buf, list(o.events), []
+        if role == self.first:
+            if E.a_prep is not None:  # op(first) made row-major and plain: M×K
+                rows, cols = o.stored
+                tmp = ws.buffer(f"prep-{role}", M * K * item)
+                ev, temps = E.a_prep.launch(s.q, {0: buf}, {}, tmp, {"M": rows, "N": cols}, evs)
+                buf, evs = tmp, [ev]
+            have, need = (M, K), (p["M"], p["K"])
+        elif E.doubled:
+            emb = ws.buffer(f"embed-{role}", 2 * K * N * item)
+            ev, temps = E.b_prep.launch(s.q, {0: buf, 1: E.unit}, {}, emb, {"K": K, "N": N}, evs)
+            buf, evs = emb, [ev]
+            have, need = (2 * K, N), (2 * p["K"], p["N"])
+        else:
+            if E.b_prep is not None:  # op(second) made row-major: K×N
+                rows, cols = o.stored
+                tmp = ws.buffer(f"prep-{role}", K * N * item)
+                ev, temps = E.b_prep.launch(s.q, {0: buf}, {}, tmp, {"M": rows, "N": cols}, evs)
+                buf, evs = tmp, [ev]
+            have, need = (K, N), (p["K"], p["N"])
+        if have != need:
+            dst = ws.buffer(f"pad-{role}", need[0] * need[1] * item)
+            ev0 = s.fill_zero(dst, need[0] * need[1] * item, evs)
+            ev = s.q.copy2d(dst, buf, have[0], have[1] * item, have[1] * item, need[1] * item,
+                            [ev0])
+            buf, evs = dst, [ev]
+        return Packed(role, buf, tuple(evs), o, tuple(temps))
+
+    def launch(self, first: Packed, second: Packed, dest: Any, waits: list[Any]
+               ) -> tuple[Any, list[Any]]:
+        """Enqueue the product of the packed operands (kernel order) into `dest` (padded
+        M×N); returns (event, temporaries)."""
+        p = self.padded
+        if self.embed is not None:
+            d = 2 if self.embed.doubled else 1
+            return self.embed.real.launch(self.session.q, {0: first.buf, 1: second.buf}, {}, dest,
+                                          {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}, waits)
+        return self.built.launch(self.session.q, {0: first.buf, 1: second.buf}, {}, dest, p,
+                                 waits)
 
     def _user_shape(self, role: str) -> tuple[int, int]:
         m, n, k = self.m, self.n, self.k
@@ -138,16 +240,13 @@ class GemmPlan:
                                 f"({_order_name(self.orders[2])} planned)")
         first, second = (a, b) if self.first == "A" else (b, a)
         waits = list(first.events) + list(second.events) + list(out.events)
-        scalars = {}
         p, item = self.padded, dt.itemsize
         if self._direct(alpha, beta):
-            ev, temps = self.built.launch(s.q, {0: first.buf, 1: second.buf}, scalars,
-                                          out.buf, p, waits)
+            ev, temps = self.launch(first, second, out.buf, waits)
             events = [ev]
         else:
             prod = ws.buffer("product", p["M"] * p["N"] * item)
-            ev, temps = self.built.launch(s.q, {0: first.buf, 1: second.buf}, scalars,
-                                          prod, p, waits)
+            ev, temps = self.launch(first, second, prod, waits)
             M, N = self.sizes["M"], self.sizes["N"]
             if (p["M"], p["N"]) != (M, N):
                 compact = ws.buffer("product-compact", M * N * item)
@@ -205,9 +304,16 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
         layout = _LETTER[t1, c1] + _LETTER[t2, c2]
         first, transposed, sizes = fst, False, {"M": rows, "N": cols, "K": ka}
     kind = Kind("mm", DTYPES[dt], layout)
-    built = session.kernel(kind, sizes, variant)
+    chosen = variant or session.choose(kind, sizes)
+    embed = None
+    if (chosen.codelet == "real" and dt.kind == "c") or (chosen.codelet == "nn" and
+                                                         dt.kind != "c" and layout != "NN"):
+        embed = _embedding(session, dt, layout, sizes)
+        built = embed.real
+    else:
+        built = session.kernel(kind, sizes, chosen)
     return GemmPlan(session, dt, m, n, ka, bool(trans_a), bool(trans_b),
-                    (order_a, order_b, order_c), layout, first, transposed, sizes, built)
+                    (order_a, order_b, order_c), layout, first, transposed, sizes, built, embed)
 
 
 def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,

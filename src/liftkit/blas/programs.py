@@ -198,3 +198,33 @@ def sumsq(dtype: str) -> Lambda:
     return fun([t[N]], lambda x: reduce(scalar_funs(r).add, _zero(r)) << map(sq) << x)
 
 
+
+
+def cprep(dtype: str, letter: str) -> Lambda:
+    """A complex GEMM operand read as its kernel's layout letter says, made row-major and plain:
+    T: Xᵀ, R: conj(X), C: Xᴴ, for X: M×N row-major (the complex-through-real GEMM's first
+    operand, `liftkit.blas.gemm`)."""
+    t = scalar_type(dtype)
+    f = complex_funs(t).conj if letter in "RC" else _id(t)
+    if letter in "TC":
+        return fun([t[N][M]], lambda X: map(map(f)) << transpose << X)
+    return fun([t[N][M]], lambda X: map(map(f)) << X)
+
+
+def cembed(dtype: str, letter: str) -> Lambda:
+    """The second operand of a complex GEMM computed by a real one (the 4M form as one real
+    product): op(Y) (K×N, op by the layout letter N, T, R or C) becomes the 2K×N complex matrix
+    whose row 2k is op(Y)[k] and row 2k+1 is i·op(Y)[k], i.e. as reals the 2K×2N matrix
+    [[Yr, Yi], [-Yi, Yr]] interleaved. A's M×K complex rows read as reals (M×2K: re, im, re, ...)
+    times it give C's M×N complex rows as reals: Σ Ar·Yr - Ai·Yi, Σ Ar·Yi + Ai·Yr. `u` is the
+    pair (1, i), so the rows are products by 1 and by i, exact in floating point."""
+    t = scalar_type(dtype)
+    mult = _mult(t, False, letter in "RC")  # s · conj?(z)
+    y_t = t[K][N] if letter in "TC" else t[N][K]
+
+    def body(Y: Any, u: Any) -> Any:
+        rows = transpose << Y if letter in "TC" else Y
+        return join << map(lambda row: transpose << map(
+            lambda z: map(lambda s: mult(s, z)) << u) << row) << rows
+
+    return fun([y_t, t[2]], body)

@@ -190,6 +190,18 @@ class Session:
     def workspace(self) -> Workspace:
         return Workspace(self)
 
+    def unit(self, dtype: np.dtype) -> Any:
+        """A device buffer holding the complex pair (1, i) (the complex-through-real GEMM's
+        embedding), made once per dtype."""
+        units = self.__dict__.setdefault("_units", {})
+        if dtype not in units:
+            host = np.array([1, 1j], dtype)
+            buf = self.q.alloc(host.nbytes)
+            self.q.upload(buf, host)
+            self.q.finish()
+            units[dtype] = buf
+        return units[dtype]
+
     # -- operands -----------------------------------------------------------------------------
     def operand(self, x: Any, name: str, op: str, ndim: int, dtype: Optional[np.dtype] = None,
                 output: bool = False, upload: bool = True) -> Operand:

@@ -162,6 +162,8 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     fewer when a run is slow). Errors are recorded, not raised: a variant a device cannot run is
     simply not chosen."""
     t = Trial(kind, size_class(kind.op, sizes), variant)
+    if variant.codelet in ("real", "nn"):
+        return _measure_plan(session, t, sizes, repeat, max_seconds, seed)
     try:
         built = session.store.get(kind, variant)
     except Exception as err:  # noqa: BLE001 - derivation or build failure
@@ -199,6 +201,57 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
             break
     t.seconds = statistics.median(times)
     amount, t.unit = work(kind, sizes)  # the rate of the real (unpadded) problem
+    t.rate = amount / t.seconds / 1e9
+    return t
+
+
+def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int,
+                  max_seconds: float, seed: int) -> Trial:
+    """A GEMM plan of several kernels (the complex-through-real codelet): its packing and
+    product timed together on device operands, checked against NumPy first."""
+    kind, q = t.kind, session.q
+    t.sizes = dict(sizes)
+    xs = inputs_for(kind, sizes, np.random.default_rng(seed))
+    dt = np.dtype(kind.dtype)
+    try:
+        ops = [session.operand(x, name, "gemm", 2) for x, name in zip(xs, ("A", "B"))]
+        lay = kind.layout
+        plan = session.plan_gemm(ops[0].shape, ops[1].shape, dt, trans_a=lay[0] == "T",
+                                 trans_b=lay[1] == "T", variant=t.variant)
+        if plan.padded != plan.sizes:
+            t.error = "padded: measured at sizes its kernels divide only"
+            return t
+        ws = session.workspace()
+        out = q.alloc(sizes["M"] * sizes["N"] * dt.itemsize)
+
+        def run() -> _Span:
+            marker = q.marker()
+            a, b = plan.pack("A", ops[0], ws), plan.pack("B", ops[1], ws)
+            ev, _ = plan.launch(a, b, out, list(a.events) + list(b.events))
+            return _Span(q, marker, ev)
+
+        run()
+        q.finish()
+        got = np.empty((sizes["M"], sizes["N"]), dt)
+        q.read(got, out)
+    except Exception as err:  # noqa: BLE001 - a plan the device cannot run
+        t.error = f"launch: {str(err).splitlines()[0][:200]}"
+        return t
+    want = reference(kind, xs)
+    tol = (1e-3, 1e-4 * sizes["K"]) if dt == np.complex64 else (1e-9, 1e-11 * sizes["K"])
+    if not np.allclose(got, want, rtol=tol[0], atol=tol[1]):
+        t.error = "wrong result"
+        return t
+    times = []
+    start = time.perf_counter()
+    for _ in range(repeat):
+        span = run()
+        span.wait()
+        times.append(span.seconds)
+        if time.perf_counter() - start > max_seconds:
+            break
+    t.seconds = statistics.median(times)
+    amount, t.unit = work(kind, sizes)
     t.rate = amount / t.seconds / 1e9
     return t
 
@@ -290,6 +343,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLAS
             save(prof)
     elif peaks is not None and prof.peaks is None and progress:
         print(f"no OpenCL device is {dev.label}: peak rates not measured", flush=True)
+    session.profile = prof  # plans of several kernels (codelets real, nn) use what is tuned so far
     prof.notes.setdefault("failed", [])
     failed = set(prof.notes["failed"])
     plan = []
