@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from liftkit.arith import ArithExpr, Var, cst, divides
+from liftkit.arith import ArithExpr, Var, cst, divides, prove_lt
 from liftkit.codegen import views as V
 from liftkit.codegen.emit import space_of_view
 from liftkit.codegen.views import CodegenError, View
@@ -20,7 +20,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, walk
 from liftkit.codegen.stages import is_layout
 from liftkit.ir.patterns.cuda import WARP, copy_levels
-from liftkit.types import ArrayType, ScalarType
+from liftkit.types import ArrayType, ScalarType, VectorType
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.codegen.generator import Arg, Ctx, Generator
@@ -41,8 +41,9 @@ def generate(g: "Generator", p: P.CudaPattern, args: Sequence["Arg"], env: dict[
 
         return reduce_mma(g, p, args, env, ctx, dest)
     if isinstance(p, P.ToLocalAsync):
-        raise CodegenError("toLocalAsync: its copies are pipelined by the reduceMma loop around it; "
-                           "use it only in the staging function of a reduceMma, around the copy")
+        raise CodegenError("toLocalAsync: its copies are pipelined by the loop around it; use it "
+                           "only in the staging function of a reduceMma, or at the start of the "
+                           "function of a reduceSeq over tiles with an array accumulator")
     raise CodegenError(f"{p.name}: no code generator")  # every CudaPattern has one above
 
 
@@ -152,20 +153,121 @@ def _through(g: "Generator", funs: Sequence[FunDecl], v: View, env: dict[Param, 
 
 
 def _async_copy(g: "Generator", levels: Sequence[P.Pattern], src: View, dst: View, ctx: "Ctx") -> None:
-    """cp.async of every element of src into dst, the copy's maps as loops (mapLcl(0) over the
-    threads, mapSeqUnroll unrolled, mapSeq a loop)."""
+    """cp.async of every element of src into dst, the copy's maps as loops (mapLcl over the
+    threads of its dimension, mapSeqUnroll unrolled, mapSeq a loop). 16-byte elements (float4,
+    double2) go around L1 (`.cg`, the only form of that size), smaller ones through it (`.ca`)."""
     em = g.em
     if not levels:
         elem = src.type
-        size = elem.dtype.itemsize  # type: ignore[union-attr]
-        em.line(f'asm volatile("cp.async.ca.shared.global [%0], [%1], {size};" :: '
+        size = (elem.elem.dtype.itemsize * elem.width if isinstance(elem, VectorType)
+                else elem.dtype.itemsize)  # type: ignore[union-attr]
+        level = "cg" if size == 16 else "ca"
+        em.line(f'asm volatile("cp.async.{level}.shared.global [%0], [%1], {size};" :: '
                 f'"r"((unsigned)__cvta_generic_to_shared(&{em.load(dst)})), "l"(&{em.load(src)}));')
         return
     lv, rest = levels[0], levels[1:]
     n = V.array_view_type(src.type).length
     if isinstance(lv, P.MapLcl):
-        loop = g.loop("lcl", 0, n, ctx, lv, False)
+        loop = g.loop("lcl", lv.dim, n, ctx, lv, False)
     else:
         loop = g.loop("seq", 0, n, ctx, lv, isinstance(lv, P.MapSeqUnroll))
     for i, c in loop:
         _async_copy(g, rest, src.access(i), dst.access(i), c)
+
+
+# ---------------------------------------------------------------------------------------------
+# toLocalAsync at the start of a reduceSeq's function: a cp.async pipeline over the tile loop
+
+
+def async_reduce(p: P.AbstractReduce) -> Optional[tuple[Lambda, Lambda, list[Chain]]]:
+    """For reduceSeq(λ(acc, t). (λ(x, y). body)(… ∘ toLocalAsync s (copy) ∘ … $ get 0 t, … $ get
+    1 t), z) with layout-only steps around the copies: (the function, the let, the two chains);
+    None without toLocalAsync; a refusal in words for any other place of it."""
+    if not (isinstance(p, P.ReduceSeq) and any(isinstance(n, P.ToLocalAsync) for n in walk(p.f))):
+        return None
+    f = p.f
+    why = ("toLocalAsync in a reduceSeq: its function must be λ(acc, t). (λ(x, y). …)(… ∘ "
+           "toLocalAsync s (copy) ∘ … $ get 0 t, … $ get 1 t), the other steps data layout, and "
+           "toLocalAsync nowhere else in it")
+    if not (isinstance(f, Lambda) and len(f.params) == 2 and isinstance(f.body, FunCall)
+            and isinstance(f.body.f, Lambda) and len(f.body.args) == len(f.body.f.params) == 2):
+        raise CodegenError(why)
+    let = f.body.f
+    if any(isinstance(n, P.ToLocalAsync) for n in walk(let.body)):
+        raise CodegenError(why)
+    chains: list[Chain] = []
+    for k, e in enumerate(f.body.args):
+        funs, end = _flatten(e)
+        if not (isinstance(end, FunCall) and isinstance(end.f, P.Get) and end.f.i == k
+                and end.args[0] is f.params[1]):
+            raise CodegenError(why)
+        where = [j for j, h in enumerate(funs) if isinstance(h, P.ToLocalAsync)]
+        if len(where) != 1 or not all(is_layout(h) for j, h in enumerate(funs) if j != where[0]):
+            raise CodegenError(why)
+        chains.append((funs[:where[0]], funs[where[0]], funs[where[0] + 1:]))  # type: ignore[arg-type]
+    if len({it.stage_count() for _, it, _ in chains}) != 1:
+        raise CodegenError("toLocalAsync: both operands' copies need the same pipeline depth")
+    return f, let, chains
+
+
+def pipelined_reduce(g: "Generator", p: P.ReduceSeq, init: View, xs: View, env: dict[Param, View],
+                     ctx: "Ctx") -> None:
+    """The tile loop of a reduceSeq whose function starts with toLocalAsync copies (`async_reduce`),
+    its accumulator updated in place: s local buffers per operand; tiles 0..s-2 issued before the
+    loop; at iteration k, `wait_group s-2` (tile k has landed), one barrier (every thread's copies
+    of tile k are visible and every thread has finished tile k-1), then the copy of tile k+s-1 is
+    issued into the buffer of tile k-1 (one commit group per tile, empty past the end) and the
+    body runs on buffer k % s: one barrier per tile, the next tiles' loads in flight under it."""
+    from liftkit.codegen.generator import Scope
+
+    if "cp.async" not in g.em.dialect.features:
+        raise CodegenError(P.ToLocalAsync.refusal)
+    f, let, chains = async_reduce(p)  # type: ignore[misc]
+    em = g.em
+    stages = chains[0][1].stage_count()
+    kt = V.array_view_type(xs.type).length
+    pair_t = V.array_view_type(xs.type).elem
+    buffers = []
+    for k, (_, it, pre) in enumerate(chains):
+        src_t = pair_t.elems[k]  # type: ignore[attr-defined]
+        for h in reversed(pre):
+            src_t = g.result_type(h, [src_t], env, ctx)
+        levels = copy_levels(it.f)
+        if levels is None:
+            raise CodegenError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
+                               "mapLcl of id)")
+        buffers.append((g.allocate(ArrayType(src_t, cst(stages)), "local", ctx, "stage"), levels))
+
+    def issue(j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
+        for k, ((_, _, pre), (buf, levels)) in enumerate(zip(chains, buffers)):
+            src = _through(g, pre, xs.access(j).get(k), env, c)
+            _async_copy(g, levels, src, buf.access(slot), c)
+
+    commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
+    for s in range(stages - 1):
+        if prove_lt(cst(s), kt):
+            issue(cst(s), cst(s), ctx)
+        else:
+            with em.if_(f"{s} < {kt.to_c()}"):
+                issue(cst(s), cst(s), ctx)
+        em.line(commit)
+    name = em.names.fresh("i")
+    i = Var(name, 0, kt)
+    with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+        c = ctx.inside(p, Scope("seq", 0, i, kt))
+        em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
+        em.barrier({"CLK_LOCAL_MEM_FENCE"})
+        ahead = i + cst(stages - 1)
+        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+            issue(ahead, ahead % cst(stages), c)
+        em.line(commit)
+        slot = i % cst(stages)
+        staged = [_through(g, post, buf.access(slot), env, c)
+                  for (post, _, _), (buf, _) in zip(chains, buffers)]
+        env2 = {**env, f.params[0]: init, f.params[1]: xs.access(i), **dict(zip(let.params, staged))}
+        since = len(em.block.stmts)
+        g.gen(let.body, env2, c, init)
+        # a barrier ending the body is the next iteration's first one (or the one after the loop)
+        em.take_trailing_barrier(since)
+    em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
+    em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows

@@ -27,7 +27,7 @@ from liftkit.codegen.memory import Memory, Space, ctype, element_count, infer_sp
 from liftkit.codegen.quirks import NO_VECTORIZE_PRAGMA, SERIAL_SUB_REDUCTIONS, may_subtract
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun, unwrap_eta
+from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Param, UserFun, unwrap_eta, walk
 from liftkit.ir.typecheck import TypeChecker, layout_only
 from liftkit.types import ArrayType, TupleType, Type, VectorType
 
@@ -425,6 +425,11 @@ class Generator:
         spaces = self.in_place_spaces(acc_t, init)
         if spaces is not None:
             body_ctx = replace(ctx, write_to=spaces[0] if len(set(spaces)) == 1 else None)
+            if isinstance(p, P.ReduceSeq) and any(isinstance(n, P.ToLocalAsync) for n in walk(p.f)):
+                from liftkit.codegen.cuda_patterns import pipelined_reduce  # cp.async tile loop
+
+                pipelined_reduce(self, p, init, xs, env, body_ctx)
+                return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)
             for i, c in self.loop("seq", 0, xt.length, body_ctx, p, unroll):
                 self.apply(p.f, [init, xs.access(i)], env, c, init)
             return self.finish_value(V.SingletonView(init, ArrayType(acc_t, cst(1))), dest)

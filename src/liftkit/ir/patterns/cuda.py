@@ -18,11 +18,12 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   is IEEE double throughout (DMMA). Programs say where they round with `toTF32`/`toBF16` (user
   functions with the same rounding, so the same program runs, in FP32 arithmetic, on OpenCL),
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
-- `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl(0) of id) that
-  is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it: the
-  copies become `cp.async` into s local buffers, the copy of tile k+s-1 in flight while the
-  warps compute on tile k (one `cp.async.commit_group` per tile, `wait_group s-1`). It means
-  the identity of its copy, as toLocal does.
+- `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl of id) that
+  is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it, or
+  of the reduceSeq whose function starts with it (`λ(acc, t). (λ(x, y). …)(… toLocalAsync s
+  (copy) … $ get 0 t, … $ get 1 t)`): the copies become `cp.async` into s local buffers, the
+  copy of tile k+s-1 in flight while the group computes on tile k (one `cp.async.commit_group`
+  per tile). It means the identity of its copy, as toLocal does.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from liftkit.arith import ArithExpr, cst, divides
 from liftkit.ir.nodes import FunDecl, UserFun, unwrap_eta, user_fun
 from liftkit.ir.patterns.base import Kind, Pattern, PatternError, expect_args, param
 from liftkit.ir.patterns.maps import MapGlb, MapLcl, MapSeq, MapSeqUnroll, MapWrg
-from liftkit.ir.patterns.reductions import AbstractReduce
+from liftkit.ir.patterns.reductions import AbstractReduce, ReduceSeq
 from liftkit.semantics.values import axis_len, expand, take
-from liftkit.types import ArrayType, ScalarType, TupleType, Type, float32, float64, same_type
+from liftkit.types import (ArrayType, ScalarType, TupleType, Type, VectorType, float32, float64,
+                           same_type)
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.ir.typecheck import Typing
@@ -287,12 +289,12 @@ MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, Reduc
 
 
 def copy_levels(f: FunDecl) -> "list[Pattern] | None":
-    """The maps of a copy (outermost first) when f is nested mapSeqUnroll/mapSeq/mapLcl(0) of a
+    """The maps of a copy (outermost first) when f is nested mapSeqUnroll/mapSeq/mapLcl of a
     copying identity user function; None otherwise."""
     levels: list[Pattern] = []
     g = unwrap_eta(f)
     while True:
-        if isinstance(g, (MapSeqUnroll, MapSeq)) or (isinstance(g, MapLcl) and g.dim == 0):
+        if isinstance(g, (MapSeqUnroll, MapSeq, MapLcl)):
             levels.append(g)
             g = unwrap_eta(g.f)
             if not isinstance(g, Pattern) and not isinstance(g, UserFun):
@@ -332,18 +334,20 @@ class ToLocalAsync(CudaPattern):
     def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
         expect_args(self, args)
         self.stage_count()
-        if not any(isinstance(e, ReduceMma) for e in t.enclosing):
+        if not any(isinstance(e, (ReduceMma, ReduceSeq)) for e in t.enclosing):
             raise PatternError("toLocalAsync pipelines the copies of a loop over tiles: use it in "
-                               "the staging function of a reduceMma")
+                               "the staging function of a reduceMma or at the start of a reduceSeq's")
         if copy_levels(self.f) is None:
             raise PatternError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
-                               "mapLcl(0) of id)")
+                               "mapLcl of id)")
         out = t.apply(self.f, list(args), enter=self)
         elem = out
         while isinstance(elem, ArrayType):
             elem = elem.elem
-        if elem not in (float32, float64):
-            raise PatternError(f"toLocalAsync copies float or double elements, not {elem}")
+        scalar = elem.elem if isinstance(elem, VectorType) else elem
+        if scalar not in (float32, float64):
+            raise PatternError(f"toLocalAsync copies float or double elements (or their vectors), "
+                               f"not {elem}")
         return out
 
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":

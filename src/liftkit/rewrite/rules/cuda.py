@@ -363,7 +363,90 @@ MM_TENSOR_CORES = make_rule(
     "issue 12 (tensor cores)", _mma_choices, _mma_build, lowering=True, reshapes=True, opaque=False)
 
 
-CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES)
+# ---------------------------------------------------------------------------------------------
+# the tile copies of a reduceSeq pipelined with cp.async
+
+ASYNC_STAGES = (2, 3, 4)
+ASYNC_LOCAL_BYTES = 48 * 1024  # CUDA's static shared-memory limit per block
+
+
+def _async_copy_of(f: Any) -> bool:
+    """f is toLocal of a copy that cp.async can do (nested mapSeqUnroll/mapSeq/mapLcl of id)."""
+    from liftkit.ir.patterns.cuda import copy_levels
+
+    return isinstance(f, P.ToLocal) and copy_levels(f.f) is not None
+
+
+def _staged_let(site: Site) -> Optional[tuple[Lambda, FunCall]]:
+    """(the reduceSeq's function, its let) when the site is reduceSeq(λ(acc, t). (λ(x, y). body)(
+    a, b), z) with an array accumulator, run by the whole work-group, where a and b each contain
+    exactly one toLocal of a copy (and no toLocalAsync yet)."""
+    f = site.f
+    if type(f) is not P.ReduceSeq or not isinstance(f.f, Lambda) or len(f.f.params) != 2:
+        return None
+    if site.inside(P.MapLcl, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.ReduceMma):
+        return None
+    if not any(isinstance(p, P.MapWrg) for p in site.enclosing):
+        return None
+    body = f.f.body
+    if not (isinstance(body, FunCall) and isinstance(body.f, Lambda) and len(body.args) == 2
+            and len(body.f.params) == 2):
+        return None
+    if not isinstance(site.arg_types[0], ArrayType):
+        return None
+    if any(isinstance(n, P.ToLocalAsync) for n in walk(f.f)):
+        return None
+    for a in body.args:
+        if sum(1 for n in walk(a) if _async_copy_of(n)) != 1:
+            return None
+    return f.f, body
+
+
+def _async_choices(site: Site) -> Options:
+    found = _staged_let(site)
+    if found is None:
+        return []
+    out = []
+    for s in ASYNC_STAGES:
+        try:
+            new = _async_build(site, s)
+        except Exception:  # noqa: BLE001 - not a pipelinable staging after all
+            return []
+        if not type_checks(site, new):
+            return []
+        out.append({"stages": s})
+    return out
+
+
+def _async_build(site: Site, stages: int) -> Expr:
+    fun, let = _staged_let(site)  # type: ignore[misc]
+
+    def go(n: Any) -> Any:
+        if _async_copy_of(n):
+            return P.ToLocalAsync(cst(stages), n.f)
+        if isinstance(n, Lambda):
+            return Lambda(n.params, go(n.body))
+        if isinstance(n, FunCall):
+            return FunCall(go(n.f), tuple(go(a) for a in n.args))
+        if isinstance(n, P.Pattern):
+            fs = n.functions()
+            return n.with_functions([go(f) for f in fs]) if fs else n
+        return n
+
+    staged = FunCall(let.f, tuple(go(a) for a in let.args))
+    new_f = fresh(Lambda(fun.params, staged))
+    return call(P.ReduceSeq(new_f), *site.call.args)
+
+
+TILES_ASYNC = make_rule(
+    "tiles-async",
+    "reduceSeq(λ(acc, t). (λ(x, y). body)(… toLocal(copy) … $ get 0 t, … toLocal(copy) … $ get 1 "
+    "t), z) → reduceSeq(λ(acc, t). (λ(x, y). body)(… toLocalAsync s (copy) … $ get 0 t, …), z)   "
+    "(s tiles in flight: cp.async, one barrier per tile)",
+    "issue 12 (asynchronous tile copies)", _async_choices, _async_build, lowering=True)
+
+
+CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, TILES_ASYNC)
 CUDA_RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in CUDA_RULES}
 
 
@@ -379,7 +462,8 @@ def warp_reductions(program: Any) -> Any:
     return strategy.derive(program, rules=CUDA_RULES_BY_NAME, name="warp-reductions")
 
 
-__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "REDUCE_WARP", "TREE_CHUNKS_32",
+__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "REDUCE_WARP", "TILES_ASYNC",
+           "TREE_CHUNKS_32", "MM_TILES_ASYNC", "sgemm_derivation",
            "mm_nest", "mm_tensor_cores", "tensor_core_mm", "warp_reductions"]
 
 
@@ -411,3 +495,52 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         << D.transpose << rows(B)) << rows(A))
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
+
+
+def _mm_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int) -> Any:
+    """mm-local-tiles (float4, unrolled), then its tile loop's copies pipelined `stages` deep."""
+    from liftkit.rewrite.rules.mm import MM_LOCAL_TILES
+    from liftkit.rewrite.strategies import rule, seq, topdown
+
+    return seq(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4),
+               topdown(rule(TILES_ASYNC, stages=stages)))
+
+
+def _at_mm(site: Site) -> bool:
+    from liftkit.rewrite.rules.mm import mm_parts
+
+    return mm_parts(site) is not None
+
+
+def _mm_tiles_async_macro() -> Any:
+    from liftkit.rewrite.strategies import MacroRule
+
+    return MacroRule(
+        "mm-tiles-async", _mm_tiles_async,
+        "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) "
+        "$ A → tm×tn tiles of C per work-group, rm×rn float4 register blocks per thread, the A and "
+        "B tiles of depth tk copied by cp.async `stages` deep (mm-local-tiles, then tiles-async)",
+        "issue 12 (the Hopper FFMA matrix-product shape)", where=_at_mm)
+
+
+# the Hopper SGEMM shape as one macro (the search's `--rules` may name it with the others)
+MM_TILES_ASYNC = _mm_tiles_async_macro()
+
+
+def sgemm_derivation(m: int, n: int, k: int, tm: int, tn: int, tk: int, rm: int, rn: int,
+                     stages: int) -> Any:
+    """The replayable derivation of FP32 C = A·B (FFMA) from the bundled high-level `mm`
+    program (symbolic M, N, K, as `run mm --tuned` replays it; m, n, k are checked against the
+    tiles): mm-local-tiles(tm, tn, tk, rm, rn), then tiles-async(stages) for stages > 1."""
+    from liftkit.programs.apps import mm
+    from liftkit.rewrite.rules.mm import MM_LOCAL_TILES
+    from liftkit.rewrite.strategies import rule, topdown
+
+    if m % tm or n % tn or k % tk:
+        raise ValueError(f"sgemm {m}x{n}x{k}: tiles {tm}x{tn}x{tk} must divide the sizes")
+    rules = {**CUDA_RULES_BY_NAME, MM_LOCAL_TILES.name: MM_LOCAL_TILES, MM_TILES_ASYNC.name: MM_TILES_ASYNC}
+    if stages > 1:
+        step = topdown(rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages))
+    else:
+        step = topdown(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4))
+    return step.derive(mm(), rules=rules, name=f"sgemm-{tm}x{tn}x{tk}-{rm}x{rn}-s{stages}")

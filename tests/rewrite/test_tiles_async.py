@@ -1,0 +1,134 @@
+"""The rule `tiles-async` and the macro `mm-tiles-async` (rewrite/rules/cuda.py): a reduceSeq
+over tiles whose function starts by copying the tile pair into local memory gets those copies
+as `toLocalAsync s` (cp.async, s deep); soundness in the interpreter (bit for bit on
+integer-valued inputs, float and double, float4 and scalar tiles), the CUDA C the code generator
+makes of it (one barrier per tile, 16-byte copies; NVRTC compiles it without a GPU), OpenCL's
+refusal in the pattern's words, and (gpu marker) the kernel against NumPy on a GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit import dsl as D
+from liftkit.codegen import CompileOptions, compile_program
+from liftkit.codegen.views import CodegenError
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import walk
+from liftkit.rewrite import enumerate_choices
+from liftkit.rewrite.rules import normal_form
+from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, MM_TILES_ASYNC, TILES_ASYNC, sgemm_derivation
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS
+from liftkit.rewrite.strategies import rule, topdown
+from liftkit.semantics import interpret
+from liftkit.types import float32, float64
+
+CUDA = CompileOptions(dialect="cuda")
+RULES = {**CUDA_RULES_BY_NAME, MM_LOCAL_TILES.name: MM_LOCAL_TILES, MM_TILES_ASYNC.name: MM_TILES_ASYNC}
+
+
+def _mm(T, m: int = 0, n: int = 0, k: int = 0):  # type: ignore[no-untyped-def]
+    """A·B, at constant sizes or (0) the symbolic M, N, K the bundled program has."""
+    m_, n_, k_ = (m or D.size("M")), (n or D.size("N")), (k or D.size("K"))
+    add_, mult_ = (D.add, D.mult) if T == float32 else (D.DOUBLE.add, D.DOUBLE.mult)
+    return D.fun([T[k_][m_], T[n_][k_]], lambda A, B: D.map(lambda rowA: D.join << D.map(
+        lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
+        << D.transpose << B) << A)
+
+
+def _ints(shape: tuple[int, int], T, seed: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return np.random.default_rng(seed).integers(-8, 9, shape).astype(T.dtype)
+
+
+def _tiled(T, tiles):  # type: ignore[no-untyped-def]
+    tm, tn, tk, rm, rn, w = tiles
+    return topdown(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=w)).derive(
+        _mm(T), rules=RULES).final
+
+
+# (element type, M, N, K, (tm, tn, tk, rm, rn, w)): float4 and scalar tiles, double2
+CASES = [(float32, 64, 96, 48, (32, 32, 16, 4, 4, 4)), (float32, 32, 32, 32, (16, 16, 16, 1, 1, 1)),
+         (float32, 64, 32, 32, (32, 32, 16, 2, 2, 1)), (float64, 32, 64, 32, (32, 32, 16, 4, 4, 2))]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-w{c[4][5]}" for c in CASES])
+def test_tiles_async_is_sound(case) -> None:  # type: ignore[no-untyped-def]
+    """Every offered depth, at the one tile loop it applies to, computes the same as the tiled
+    program and as A·B (bit for bit: integer-valued inputs)."""
+    T, m, n, k, tiles = case
+    low = normal_form(_tiled(T, tiles))
+    offers = enumerate_choices(low, [TILES_ASYNC])
+    assert sorted(c.params["stages"] for c in offers) == [2, 3, 4]
+    assert len({c.path for c in offers}) == 1
+    for seed, c in enumerate(offers):
+        A, B = _ints((m, k), T, seed), _ints((k, n), T, seed + 10)
+        new = topdown(rule(TILES_ASYNC, stages=c.params["stages"])).derive(low, rules=RULES).final
+        assert sum(isinstance(x, P.ToLocalAsync) for x in walk(new.body)) == 2
+        np.testing.assert_array_equal(interpret(new, A, B), interpret(low, A, B))
+        np.testing.assert_array_equal(interpret(new, A, B), A @ B)
+
+
+def test_tiles_async_keeps_off_what_it_must_not_touch() -> None:
+    """Not on a product without local tiles (register blocks only), not twice, not on the
+    high-level program."""
+    blocks = topdown(rule(MM_PRIVATE_BLOCKS)).derive(_mm(float32, 64, 64, 64), rules={
+        MM_PRIVATE_BLOCKS.name: MM_PRIVATE_BLOCKS}).final
+    assert not enumerate_choices(normal_form(blocks), [TILES_ASYNC])
+    assert not enumerate_choices(normal_form(_mm(float32, 64, 64, 64)), [TILES_ASYNC])
+    once = topdown(rule(TILES_ASYNC, stages=2)).derive(
+        _tiled(float32, (32, 32, 16, 4, 4, 4)), rules=RULES).final
+    assert not enumerate_choices(normal_form(once), [TILES_ASYNC])
+
+
+def test_the_macro_is_the_two_rules_and_replays() -> None:
+    d = sgemm_derivation(4096, 4096, 4096, 64, 128, 16, 8, 8, 2)
+    assert [(s.choice.rule, s.macro) for s in d.steps] == [("mm-local-tiles", "mm-tiles-async"),
+                                                           ("tiles-async", "mm-tiles-async")]
+    assert d.steps[1].choice.params == {"stages": 2}
+    small = topdown(rule(MM_TILES_ASYNC, tm=32, tn=32, tk=16, rm=4, rn=4, stages=3)).derive(
+        normal_form(_mm(float32)), rules=RULES).final
+    A, B = _ints((64, 32), float32, 1), _ints((32, 96), float32, 2)
+    np.testing.assert_array_equal(interpret(small, A, B), A @ B)
+    with pytest.raises(ValueError, match="must divide the sizes"):
+        sgemm_derivation(4096, 4096, 4100, 64, 128, 16, 8, 8, 2)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_the_pipelined_tile_loop_in_cuda(stages: int) -> None:
+    """Tiles 0..s-2 issued before the loop; in it wait_group s-2, the one barrier, the next
+    copies (16 bytes each, around L1), one commit; s buffers per operand; NVRTC compiles it."""
+    d = sgemm_derivation(4096, 4096, 4096, 64, 128, 16, 8, 8, stages)
+    src = compile_program(d.final, CUDA).source
+    head = src.index("for (int i = 0; i < K/16;")
+    loop, before = src[head:], src[:head]
+    assert before.count("cp.async.commit_group") == stages - 1
+    body = loop[:loop.rindex("cp.async.wait_group 0;")]
+    assert body.count("__syncthreads();") == 1 and body.count("cp.async.commit_group") == 1
+    assert body.index(f"cp.async.wait_group {stages - 2};") < body.index("__syncthreads();") \
+        < body.index(f"if (i + {stages - 1} < K/16)") < body.index("madS4")
+    assert "cp.async.cg.shared.global [%0], [%1], 16;" in body
+    assert f"float stage[{64 * 16 * stages}];" in src and f"float stage_2[{128 * 16 * stages}];" in src
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    ptx = compile_cuda(src, "compute_90a", name="sgemm.cu").ptx
+    assert "cp.async.cg.shared.global" in ptx and "fma.rn.f32" in ptx
+
+
+def test_opencl_refuses_the_pipeline_in_words() -> None:
+    d = sgemm_derivation(4096, 4096, 4096, 64, 128, 16, 8, 8, 2)
+    with pytest.raises(CodegenError, match=r"^toLocalAsync needs the CUDA backend \(cp.async\)"):
+        compile_program(d.final)
+
+
+@pytest.mark.gpu
+def test_the_pipelined_product_on_the_gpu() -> None:
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices:
+        pytest.skip("no CUDA GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    for tiles in [(64, 128, 16, 8, 8, 2), (64, 64, 16, 8, 8, 3), (64, 64, 32, 8, 8, 2)]:
+        d = sgemm_derivation(256, 384, 512, *tiles)
+        A, B = _ints((256, 512), float32, 3), _ints((512, 384), float32, 4)
+        np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)
