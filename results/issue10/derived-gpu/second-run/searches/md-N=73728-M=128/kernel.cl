@@ -1,0 +1,34 @@
+float4 id_float4(float4 x) {
+  return x;
+}
+float4 updateF(float4 f, float4 p, float4 q, float cutsq, float lj1, float lj2) {
+  const float dx = p.x - q.x, dy = p.y - q.y, dz = p.z - q.z;
+  const float r2 = dx * dx + dy * dy + dz * dz;
+  if (r2 < cutsq) {
+    const float r2inv = 1.0f / r2;
+    const float r6inv = r2inv * r2inv * r2inv;
+    const float force = r2inv * r6inv * (lj1 * r6inv - lj2);
+    f.x += dx * force; f.y += dy * force; f.z += dz * force;
+  }
+  return f;
+}
+
+kernel void KERNEL(
+    const global float* restrict ps,
+    const global int* restrict nbhs,
+    float cutsq,
+    float lj1,
+    float lj2,
+    global float* out,
+    int M,
+    int N) {
+  for (int gl_id = get_global_id(0); gl_id < N; gl_id += get_global_size(0)) {
+    float4 v = id_float4(((const global float4*)ps)[gl_id]);
+    float4 acc = (float4)(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i = 0; i < M; i += 1) {
+      int idx = nbhs[gl_id*M + i];
+      acc = updateF(acc, v, ((const global float4*)ps)[idx], cutsq, lj1, lj2);
+    }
+    ((global float4*)out)[gl_id] = acc;
+  }
+}
