@@ -132,3 +132,31 @@ def test_the_pipelined_product_on_the_gpu() -> None:
         d = sgemm_derivation(256, 384, 512, *tiles)
         A, B = _ints((256, 512), float32, 3), _ints((512, 384), float32, 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)
+
+
+def test_the_bundled_sgemm_derivations_replay_and_stay_off_opencl() -> None:
+    """`run mm --tuned` on the H100's CUDA backend finds the cp.async derivations at the four
+    shapes of issue 12 (their steps replay to their stored program); an OpenCL device never
+    takes a derivation with a CUDA-only pattern (it finds mm-local-tiles' at 4096 instead)."""
+    from liftkit.explore import bundled
+    from liftkit.explore.space import load_rule_space
+    from liftkit.ir.printer import show
+    from liftkit.programs.apps import mm
+
+    from types import SimpleNamespace
+
+    cuda = "cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"
+    opencl = SimpleNamespace(fingerprint="NVIDIA CUDA|NVIDIA H100 80GB HBM3|580.159.04", is_gpu=True)
+    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (1024, 1024, 8192)]:
+        hit = bundled.find(mm(), {"M": m, "N": n, "K": k}, cuda)
+        assert hit is not None and hit.same_device and bundled.cuda_only(hit.derivation)
+        d = hit.derivation
+        assert [c.rule for c in d.steps] == ["mm-local-tiles", "tiles-async"]
+        low = bundled.low_level_program(d, mm())
+        assert show(load_rule_space(d.rules).replay(mm(), d.steps)) == show(low)
+        assert "cp.async.cg" in compile_program(low, CUDA).source
+        other = bundled.find(mm(), {"M": m, "N": n, "K": k}, opencl)
+        assert other is None or not bundled.cuda_only(other.derivation)
+    hit = bundled.find(mm(), {"M": 4096, "N": 4096, "K": 4096}, opencl)
+    assert hit is not None and "toLocalAsync" not in hit.derivation.low_level
+    compile_program(bundled.low_level_program(hit.derivation, mm()))  # OpenCL C

@@ -208,12 +208,28 @@ def find(program: Lambda, sizes: Mapping[str, int], device: Any,
     used = {k: int(v) for k, v in sizes.items() if k in size_names(program)}
     fingerprint = device if isinstance(device, str) else device.fingerprint
     kind = _kind(device)
+    cuda = fingerprint.startswith("cuda|")
     fits = [d for d in load_all(directory)
-            if d.high_level == text and d.sizes == used and d.kind == kind]
+            if d.high_level == text and d.sizes == used and d.kind == kind
+            and (cuda or not cuda_only(d))]
     same = [d for d in fits if d.device == fingerprint]
     if same:
         return Found(min(same, key=lambda d: d.time), True)
     return Found(min(fits, key=lambda d: d.time), False) if fits else None
+
+
+def cuda_only(d: Derivation) -> bool:
+    """Whether the derived program uses a pattern only the CUDA backend compiles (cp.async,
+    warp shuffles, tensor cores): an OpenCL device never takes it."""
+    from liftkit.ir.patterns.cuda import CudaPattern
+
+    names, todo = set(), list(CudaPattern.__subclasses__())
+    while todo:
+        c = todo.pop()
+        names.add(c.name)
+        todo += c.__subclasses__()
+    return d.device.startswith("cuda|") and any(re.search(rf"\b{re.escape(n)}\b", d.low_level)
+                                                for n in names if n and n[0].isalpha())
 
 
 def available(name: str, directory: Optional[Path] = None) -> list[Derivation]:
