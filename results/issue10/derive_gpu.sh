@@ -15,6 +15,7 @@ fi
 DEVICE=${DEVICE:-gpu}; SIZE_SET=${SIZE_SET:-large}
 SEARCH_TOTAL=${SEARCH_TOTAL:-235}
 BENCH_LIMIT=${BENCH_LIMIT:-170}
+rm -rf /tmp/derive-logs /tmp/bench  # a warm machine keeps /tmp between commands
 T0=$SECONDS
 timeout $((SEARCH_TOTAL + 30)) python3 benchmarks/derive_suite.py --device $DEVICE --size-set $SIZE_SET --rules gpu \
     --programs ${PROGRAMS:-md,nbody_nvidia,md_shoc,kmeans,nn,mriq,atax,gemv_clblast,gesummv} \
