@@ -317,7 +317,8 @@ def tune_best(args: argparse.Namespace, problem: Any, space: Any, runner: Any, d
     best = min((r for r in results if r.best), key=lambda r: r.best.time)
     evaluator = _evaluator(args, problem, runner, best.seed)
     return [tune_numeric(problem, space, evaluator, best.best, sampler, args.tune_trials,
-                         seed=best.seed, db=db, key=best.key, search_id=best.search_id)
+                         seed=best.seed, db=db, key=best.key, search_id=best.search_id,
+                         keys=best.keys)
             for sampler in ("tpe", "random")]
 
 

@@ -131,7 +131,8 @@ class Evaluator:
         """A record for one candidate (key, search id and order are the search's to fill in);
         `best` is the best time so far, for the cutoff."""
         ready = self.prepare(program, derivation)
-        return ready if isinstance(ready, Record) else self.finish(ready, best)
+        rec = ready if isinstance(ready, Record) else self.finish(ready, best)
+        return replace(rec, backend=self.backend)
 
     def prepare(self, program: Lambda, derivation: Sequence[Choice] = (), check: bool = True,
                 stages: Optional[dict[str, float]] = None) -> Union[Record, "Ready"]:

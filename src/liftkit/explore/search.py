@@ -87,6 +87,7 @@ class SearchResult:
     stop_reason: str = ""
     rule_faults: list[str] = field(default_factory=list)
     started: float = 0.0  # time.time() at the start (records' `created` count from it)
+    keys: dict[str, str] = field(default_factory=dict)  # each backend's key (records go there)
 
     @property
     def derivation(self) -> tuple[Choice, ...]:
@@ -209,7 +210,7 @@ class Search:
             self.db.finish_search(self.search_id, why)
         return SearchResult(self.problem.name, self.key, self.search_id, self.best, self.records,
                             fixed, final, time.monotonic() - t0, self._walks, self._dead, why,
-                            list(self.space.errors), started)
+                            list(self.space.errors), started, dict(self.keys))
 
     def _descend(self) -> tuple[list[Choice], Lambda, str]:
         s = self.settings

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from liftkit.rewrite.core import Choice
 from liftkit.types import LiftTypeError
@@ -55,10 +55,12 @@ def parameter_space(problem: Any, space: Any, derivation: tuple[Choice, ...]) ->
 
 
 def tune_numeric(problem: Any, space: Any, evaluator: Any, best: Any, sampler: str, trials: int,
-                 seed: int = 0, db: Any = None, key: str = "", search_id: str = "") -> dict[str, Any]:
+                 seed: int = 0, db: Any = None, key: str = "", search_id: str = "",
+                 keys: Optional[Mapping[str, str]] = None) -> dict[str, Any]:
     """`trials` trials of `sampler` ('tpe' or 'random') over the numeric parameters of the
     derivation of `best` (a Record); the first trial is the derivation as found. Records go to
-    `db` under a search of their own. Returns the figures for the report."""
+    `db` under a search of their own, each under `keys[its backend]` (a search over both
+    backends), else `key`. Returns the figures for the report."""
     optuna = require_optuna()
     from liftkit.ir.printer import show
 
@@ -90,7 +92,8 @@ def tune_numeric(problem: Any, space: Any, evaluator: Any, best: Any, sampler: s
         if text not in seen:
             rec = evaluator.evaluate(program, steps, best_time)
             if db is not None:
-                rec = db.insert(replace(rec, key=key, search_id=tune_id, seq=len(seen)))
+                rec = db.insert(replace(rec, key=(keys or {}).get(rec.backend, key),
+                                        search_id=tune_id, seq=len(seen)))
             seen[text] = rec.time if rec.ok else None
         value = seen[text]
         if value is None:
