@@ -33,14 +33,20 @@ def test_measure_peaks_on_the_cpu_device(session: Session) -> None:
     assert peak_for(p, "float32", "GB/s") == p.copy and peak_for(None, "float32", "GB/s") is None
 
 
-def test_tune_measures_peaks_once(session: Session) -> None:
+def test_tune_measures_peaks_once(session: Session, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from liftkit.blas.tune import kinds, tune
+
+    monkeypatch.setenv("LIFTKIT_RUNTIME_PROFILES", str(tmp_path / "runtime"))
 
     prof = Profile(session.device.fingerprint, session.device.label, "cpu")
     saves: list[object] = []
     tune(session, kinds(["scal"], ["float32"]), ["small"], prof, save=lambda p: saves.append(p.peaks),
          progress=False, max_variants=1, peaks=TINY)
     assert prof.peaks is not None and saves[0] is prof.peaks  # saved before the variants
+    # the queue micro-benchmark (liftkit.runtime's calibration) ran once too
+    q = prof.notes["queues"]
+    assert q["queues"] in (1, 2, 4) and set(q["seconds"]) == {"1", "2", "4"}, q
+    assert list((tmp_path / "runtime").glob("*.json"))  # the runtime's own profile, reused
     first = prof.peaks
     tune(session, kinds(["scal"], ["float32"]), ["small"], prof, progress=False, max_variants=1,
          peaks=TINY)

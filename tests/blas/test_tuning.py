@@ -99,11 +99,13 @@ def _cli(*argv: str) -> tuple[int, str]:
 
 def test_cli_tune_show_export_import(session: Session, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path / "profiles"))
+    monkeypatch.setenv("LIFTKIT_RUNTIME_PROFILES", str(tmp_path / "runtime"))
     code, text = _cli("blas", "tune", "--device", "cpu", "--ops", "scal", "--dtypes", "float64",
                       "--classes", "small", "--no-progress", "--max-variants", "2",
                       "--peaks", "quick", "--fresh")
     assert code == 0, text
     assert "scal/float64/-" in text and "peak float64: add" in text and "copy bandwidth" in text
+    assert "opencl backend" in text and "compute queues:" in text
     installed = tmp_path / "profiles" / file_name(session.device.fingerprint)
     assert installed.is_file()
     code, text = _cli("blas", "profile", "show", "--device", "cpu")

@@ -300,6 +300,22 @@ class _Span:
         return self.q.seconds(self.first, self.last)
 
 
+def measure_queues(session: Session, quick: bool = False) -> dict[str, Any]:
+    """The queue micro-benchmark of seed 003 §7.4.1: `liftkit.runtime`'s calibration (small
+    independent kernels on 1 and N queues, checked), which also writes the device's runtime
+    profile; what it found goes into the BLAS profile's notes. A failure is noted, not raised."""
+    from liftkit.runtime.profile import calibrate
+
+    spec = session.device_kind if session.backend == "opencl" else "gpu"
+    try:
+        kw: dict[str, Any] = {"kernels": 16, "work": 500, "repeats": 2} if quick else {}
+        data = calibrate(session.backend, spec, **kw)
+    except Exception as err:  # noqa: BLE001 - a runtime that cannot open the device
+        return {"error": str(err).splitlines()[0][:200]}
+    return {"queues": data["queues"], "seconds": data["seconds"], "kernels": data["kernels"],
+            "work": data["work"]}
+
+
 def peak_target(session: Session) -> Optional[tuple[Any, Any, Any]]:
     """(context, queue, cl_device) the peak micro-benchmarks run on: the session's own OpenCL
     device, or for a CUDA session the same GPU through OpenCL (peaks are the hardware's; the
@@ -343,6 +359,13 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLAS
             save(prof)
     elif peaks is not None and prof.peaks is None and progress:
         print(f"no OpenCL device is {dev.label}: peak rates not measured", flush=True)
+    if peaks is not None and "queues" not in prof.notes:
+        if progress:
+            print(f"measuring queues on {dev.label} (independent small kernels on 1, 2, 4 "
+                  f"queues; liftkit.runtime's calibration)", flush=True)
+        prof.notes["queues"] = measure_queues(session, quick=peaks.min_seconds < 0.01)
+        if save is not None:
+            save(prof)
     session.profile = prof  # plans of several kernels (codelets real, nn) use what is tuned so far
     prof.notes.setdefault("failed", [])
     failed = set(prof.notes["failed"])

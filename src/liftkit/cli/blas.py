@@ -161,6 +161,13 @@ def _print_peaks(profile: Any, out: TextIO) -> None:
         print(f"peak {dt}: " + ", ".join(f"{op} {v:.1f}" for op, v in r.items())
               + f" GFLOP/s (fma {'faster than' if fma else 'no faster than'} mul+add)", file=out)
     print(f"copy bandwidth: {p.copy:.1f} GB/s", file=out)
+    q = profile.notes.get("queues")
+    if isinstance(q, dict) and "queues" in q:
+        times = ", ".join(f"{n}: {t * 1e3:.2f} ms" for n, t in q.get("seconds", {}).items())
+        print(f"compute queues: {q['queues']} ({q.get('kernels')} small kernels on 1/2/4 queues: "
+              f"{times})", file=out)
+    elif isinstance(q, dict) and "error" in q:
+        print(f"compute queues: not measured ({q['error']})", file=out)
 
 
 def _print_best(profile: Any, out: TextIO) -> None:
