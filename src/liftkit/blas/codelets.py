@@ -303,8 +303,12 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
 
 
 def codelets_for(op: str, backend: Optional[str] = None) -> list[Codelet]:
-    return [c for c in CODELETS.values()
-            if op in c.ops and (backend is None or backend in c.backends)]
+    """The codelets deriving `op` on `backend`; a backend's own codelets (tensor cores, cp.async)
+    and the plans of several kernels first, so a tuning run capped by `max_variants` tries them."""
+    found = [c for c in CODELETS.values()
+             if op in c.ops and (backend is None or backend in c.backends)]
+    first = [c for c in found if len(c.backends) == 1 or c.strategy is _plan_only]
+    return first + [c for c in found if c not in first]
 
 
 # codelets that read complex numbers as OpenCL vectors, which do not exist for them
