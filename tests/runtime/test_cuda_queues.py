@@ -69,6 +69,6 @@ def test_cuda_download_overlaps_an_unrelated_long_kernel():
         rt.launch(AXPY, (1 << 20,), [a, b, 1.0, np.int64(1 << 20)], reads=[a, b], writes=[b])
         np.testing.assert_allclose(rt.read(b), 3 * np.arange(1 << 20))
         assert rt.stats()["overlapped_transfers"] >= 1
-        assert rt.read(slow)[0] > 1.0
+        assert abs(rt.read(slow)[0] - 1.0) > 0.5  # the long kernel ran (it tends to 1e-3)
     finally:
         rt.close()

@@ -387,7 +387,17 @@ class Runtime:
                         self._to_host(buf)
 
     def _retire(self) -> None:
-        done = [eid for eid, row in self.events.items() if self.device.done(row.event)]
+        """Drop finished tasks from the event table. Queues are in order: on each queue the
+        tasks finish in the order they were enqueued, so the first one still running there
+        ends the queries for that queue (a query is a driver call)."""
+        done, busy = [], set()
+        for eid, row in self.events.items():  # insertion order: oldest first
+            if row.queue in busy:
+                continue
+            if self.device.done(row.event):
+                done.append(eid)
+            else:
+                busy.add(row.queue)
         for eid in done:
             del self.events[eid]
         if done:
@@ -521,8 +531,12 @@ class Runtime:
         """A transfer enqueued while kernels it does not depend on are still running overlaps
         them (on one in-order queue it would have waited for them)."""
         skip = set(deps)
+        latest: dict[int, tuple[int, Any]] = {}  # each compute queue's newest task
         for eid, row in self.events.items():
-            if row.queue >= 0 and eid not in skip and not self.device.done(row.event):
+            if row.queue >= 0:
+                latest[row.queue] = (eid, row.event)
+        for eid, event in latest.values():  # in order: if the newest is done, all are
+            if eid not in skip and not self.device.done(event):
                 self._stats["overlapped_transfers"] += 1
                 return
 
