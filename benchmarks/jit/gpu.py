@@ -121,9 +121,13 @@ def _one(cp, nb, rt, name, scale, repeat, rng, sync, row) -> None:
     cufn = GP.CUPY[name]
     oks["cupy"] = close(name, cufn(cp, *[dev(a) for a in small_cp]), ref)
     if nb is not None:
-        t0 = time.perf_counter()
-        oks["numba"] = close(name, nb[name](*[dev(a) for a in small]), ref)
-        row["numba_first_call_s"] = time.perf_counter() - t0
+        try:
+            t0 = time.perf_counter()
+            oks["numba"] = close(name, nb[name](*[dev(a) for a in small]), ref)
+            row["numba_first_call_s"] = time.perf_counter() - t0
+        except Exception as err:  # noqa: BLE001 - Numba's failure is its row's note
+            row["numba_error"] = f"{type(err).__name__}: {err}"[:200]
+            nb = None
     row["ok"] = all(oks.values())
     row["checks"] = oks
     args, args_cp = inputs(name, scale, rng)
@@ -298,6 +302,30 @@ def call_overhead(cp, rt: Runtime, out: dict, repeat: int) -> None:
     cupy(None)
     out["call_overhead_us"] = {"jit_tiny_section": 1e6 * med(one, 50 * repeat),
                                "cupy_tiny_expression": 1e6 * med(cupy, 50 * repeat)}
+    out["call_overhead_profile"] = _profile(lambda: [one(None) for _ in range(200)])
+    n = 1 << 25
+    vx, va = rt.submit(np.ones(n)), rt.submit(np.ones(n))
+    rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
+    rt.wait_all(sync=False)
+    out["launch_profile"] = _profile(lambda: [rt.launch(
+        CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx]) for _ in range(20)])
+    rt.wait_all(sync=False)
+    rt.release(vx, writeback=False)
+    rt.release(va, writeback=False)
+
+
+def _profile(fn) -> list:
+    """The 15 functions with the most own time while ``fn`` runs (where host time goes)."""
+    import cProfile
+    import pstats
+    pr = cProfile.Profile()
+    pr.enable()
+    fn()
+    pr.disable()
+    st = pstats.Stats(pr)
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:15]
+    return [f"{tt * 1e3:.2f} ms own, {ct * 1e3:.2f} ms cum, {nc} calls: "
+            f"{os.path.basename(k[0])}:{k[1]}({k[2]})" for k, (_, nc, tt, ct, _) in rows]
 
 
 def _ten_kernels(a, out):
@@ -382,6 +410,8 @@ class _NumpyAsCupy:
 
 def numba_cuda() -> tuple:
     """Numba's CUDA versions, or None and why not."""
+    if not hasattr(np, "row_stack"):  # numba-cuda 0.30 registers np.row_stack, gone in NumPy 2.4
+        np.row_stack = np.vstack
     try:
         from numba import cuda
         if not cuda.is_available():
