@@ -71,7 +71,8 @@ class DeviceCall:
                 raise TypeError(f"{d.kind} is on CUDA device {d.ordinal}, but GPU sections run "
                                 f"on device {self.ordinal} ({rt.device.label}); copy it there "
                                 "first or choose the runtime (LIFTKIT_RUNTIME_DEVICE)")
-        self.adopted = [rt.adopt(d.obj) for d in self.devs]
+        rt.device.sync_device()  # the caller's library may still be writing them
+        self.adopted = [rt.adopt_range(d.ptr, d.shape, d.dtype, d.obj) for d in self.devs]
         self.key = ctypes.addressof(env)
         self.host.device_calls[self.key] = self
 

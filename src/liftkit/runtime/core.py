@@ -149,6 +149,12 @@ class Runtime:
                                 f"memory ({self.device.label})")
             return self._borrowed(*got)
 
+    def adopt_range(self, ptr: int, shape: Sequence[int], dtype: Any, owner: Any) -> ArrayVar:
+        """``adopt`` for device memory the caller already described and synchronised (a
+        C-ordered array at ``ptr`` kept alive by ``owner``)."""
+        with self.lock:
+            return self._borrowed(int(ptr), tuple(int(n) for n in shape), np.dtype(dtype), owner)
+
     def detach(self, v: ArrayVar) -> Any:
         """Hand the device allocation holding ``v`` (alone in its buffer) to the caller: it
         leaves the runtime's tables without being freed or downloaded (after its writers)."""

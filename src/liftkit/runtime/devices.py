@@ -289,6 +289,10 @@ class CUDADevice:
         except Exception as err:  # noqa: BLE001 - a fault inside a kernel surfaces here
             raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
 
+    def sync_device(self) -> None:
+        """Wait for all work on the device (other libraries' streams included)."""
+        self._dev.sync()
+
     def borrow(self, x: Any) -> Optional[tuple[int, tuple[int, ...], np.dtype, Any]]:
         """(pointer, shape, dtype, owner) of a CuPy/PyTorch/CUDA-array-interface array, or None."""
         from liftkit.backends.cuda.arrays import device_array
