@@ -113,7 +113,20 @@ MMA_VARIANTS = {
 }
 
 
-def mma(size: int, repeat: int) -> list[dict[str, Any]]:
+def parse_tiles(text: str) -> dict[str, list[tuple[int, ...]]]:
+    """`f64:128x64x16w4s2,tf32:128x128x8w4s4` → {kind: [(tm, tn, tk, warps, staged)]}."""
+    import re
+
+    out: dict[str, list[tuple[int, ...]]] = {"tf32": [], "f64": []}
+    for item in filter(None, text.split(",")):
+        m = re.fullmatch(r"(tf32|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", item.strip())
+        if m is None:
+            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED (e.g. f64:128x64x16w4s2)")
+        out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:]))
+    return out
+
+
+def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | None = None) -> list[dict[str, Any]]:
     import cupy as cp
     import torch
 
@@ -137,7 +150,7 @@ def mma(size: int, repeat: int) -> list[dict[str, Any]]:
                 raise SystemExit(f"{kind} {label}: relative error {err:.2e} (tolerance {tol:.0e})")
             return err
 
-        for tm, tn, tk, warps, staged in MMA_VARIANTS[kind]:
+        for tm, tn, tk, warps, staged in (variants or MMA_VARIANTS)[kind]:
             label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
                 f"cp.async x{staged}" if staged > 1 else "")
             d = tensor_core_mm(kind, tm, tn, tk, warps, staged)
@@ -205,6 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=1 << 26)
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--tiles", default="", help="mma: only these tilings, e.g. f64:128x64x16w4s2,tf32:128x128x8w4s4")
     a = ap.parse_args(argv)
     a.json = a.json or os.path.join(os.environ.get("OUT", "."), f"cuda_patterns_{a.what}.json")
     import cupy as cp
@@ -215,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"device: {device}, n = {a.n}, medians of {a.repeat}")
         print(_table(rows))
     else:
-        rows = mma(a.size, a.repeat)
+        rows = mma(a.size, a.repeat, parse_tiles(a.tiles) if a.tiles else None)
         print(f"device: {device}, {a.size}³, medians of {a.repeat}")
         print(_mma_table(rows))
     with open(a.json, "w") as f:

@@ -255,6 +255,23 @@ def test_fp64_takes_hoppers_shapes_with_amperes_fallback_and_vector_reads() -> N
     assert "frag" not in src
 
 
+def test_local_memory_beyond_48_kb_comes_from_the_launch() -> None:
+    """A block declares at most 48 KB of shared memory statically: a deeper pipeline's buffers
+    are carved from dynamic shared memory (16-byte aligned), whose size the kernel carries for
+    its launch; up to 48 KB nothing changes."""
+    k = compile_program(mm_low("f64", 128, 64, 16, 4, 4), CUDA).kernels[0]
+    assert k.dynamic_shared == 4 * (128 + 64) * 16 * 8
+    assert "extern __shared__ __align__(16) unsigned char lk_dynamic_shared[];" in k.source
+    assert "double* stage = (double*)(lk_dynamic_shared + 0);" in k.source
+    assert f"double* stage_2 = (double*)(lk_dynamic_shared + {4 * 128 * 16 * 8});" in k.source
+    small = compile_program(mm_low("f64", 128, 64, 16, 4, 2), CUDA).kernels[0]
+    assert small.dynamic_shared == 0 and "__shared__ __align__(16) double stage[" in small.source
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    assert "mma.sync" in compile_cuda(k.source, "compute_90a", name="dyn.cu").ptx
+
+
 # ---------------------------------------------------------------------------------------------
 # toLocalAsync: cp.async pipelines
 
@@ -338,7 +355,9 @@ def test_mma_on_the_gpu_matches_the_interpreter(kind: str) -> None:
     if kind != "bf16":
         tilings.append((64, 64, 8, 4, 2))
     if kind == "f64":
-        tilings.append((8, 8, 4, 1, 1))
+        tilings += [(8, 8, 4, 1, 1), (128, 64, 16, 4, 4)]  # the last: 96 KB of dynamic shared memory
+    if kind == "tf32":
+        tilings.append((128, 64, 32, 4, 3))  # 72 KB of dynamic shared memory
     for tiles in tilings:
         p = mm_low(kind, *tiles)
         A, B = rng.integers(-8, 9, (128, 96)).astype(T.dtype), rng.integers(-8, 9, (96, 192)).astype(T.dtype)

@@ -21,7 +21,8 @@ from liftkit.codegen.dialect import Dialect, dialect_named
 from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
 from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
-from liftkit.codegen.memory import Memory, bytes_of, ctype, element_count, storage_elem, struct_definition
+from liftkit.codegen.memory import (Memory, bytes_of, c_layout, ctype, element_count, storage_elem,
+                                    struct_definition)
 from liftkit.codegen.stages import (  # noqa: F401 - re-exported: the compiler's vocabulary
     Stage, check_no_unsynchronised_reads, is_layout, kernel_structure_error, split_stages,
 )
@@ -226,8 +227,8 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary"))
     for s in size_names:
         args.append(KernelArg("size", s, "int", size=_var(s)))
-    source = _assemble(em, name, args)
-    return Kernel(name, source, tuple(args), ndrange), buffers, out_t
+    source, dynamic = _assemble(em, name, args)
+    return Kernel(name, source, tuple(args), ndrange, dynamic_shared=dynamic), buffers, out_t
 
 
 def _check_temp_size(t: Type, size_names: Sequence[str], body: Expr) -> None:
@@ -276,7 +277,8 @@ def _var(name: str) -> ArithExpr:
     return size_var(name)
 
 
-def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
+def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> tuple[str, int]:
+    """The kernel's source, and the bytes of dynamic local memory its launch must provide."""
     d: Dialect = em.dialect
     lines: list[str] = d.preamble(em.uses_double, em.uses_vectors)
     for ct in em.complex_types:
@@ -289,11 +291,27 @@ def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> str:
         lines.append("")
     params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
     lines.append(f"{d.kernel_prefix} {name}(\n    {params}) {{")
-    for m in em.local_decls:
-        lines.append("  " + d.local_decl(ctype(m.elem), m.name, m.count.value, m.vector_align))
+    local, dynamic = _local_lines(em)
+    lines += local
     lines += em.finish()
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", dynamic
+
+
+def _local_lines(em: Emitter) -> tuple[list[str], int]:
+    """The local arrays' declarations: static ones, or, where they need more than the dialect
+    lets a kernel declare statically, pointers into the launch's dynamic local memory (each at
+    a 16-byte boundary) and its size in bytes."""
+    d: Dialect = em.dialect
+    sizes = [m.count.value * c_layout(m.elem)[0] for m in em.local_decls]
+    if d.dynamic_local is None or sum(sizes) <= d.static_local_limit:
+        return ["  " + d.local_decl(ctype(m.elem), m.name, m.count.value, m.vector_align)
+                for m in em.local_decls], 0
+    lines, off = ["  " + d.dynamic_local_head], 0
+    for m, size in zip(em.local_decls, sizes):
+        lines.append("  " + d.dynamic_local(ctype(m.elem), m.name, off))
+        off += -(-size // 16) * 16
+    return lines, off
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,6 +62,11 @@ class Dialect:
     features: frozenset[str] = frozenset()
     # (C value, lane offset) -> the value of the lane `offset` away by xor, from a full warp
     shuffle_xor: Optional[Callable[[str, int], str]] = None
+    # local memory beyond `static_local_limit` bytes: the declaration of the launch's dynamic
+    # local memory, and (elem ctype, name, byte offset) -> a local array carved from it
+    dynamic_local_head: str = ""
+    dynamic_local: Optional[Callable[[str, str, int], str]] = None
+    static_local_limit: int = 0
 
     def pointer(self, space: str, elem: str, const: bool = False) -> str:
         """`global float*`, `const local int*`, `float*` (CUDA)."""
@@ -163,6 +168,10 @@ CUDA = Dialect(
         f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
     features=frozenset({"warp-shuffle", "mma", "cp.async"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
+    # a block declares at most 48 KB statically; more comes at launch (opted in per kernel)
+    dynamic_local_head="extern __shared__ __align__(16) unsigned char lk_dynamic_shared[];",
+    dynamic_local=lambda elem, name, off: f"{elem}* {name} = ({elem}*)(lk_dynamic_shared + {off});",
+    static_local_limit=48 * 1024,
 )
 
 

@@ -106,6 +106,9 @@ class Kernel:
     ndrange: NDRange
     build_options: tuple[str, ...] = ()
     entry: str = ""
+    # CUDA: bytes of local (shared) memory carved from the launch's dynamic shared memory, for
+    # kernels needing more than the 48 KB a block may declare statically (0: none)
+    dynamic_shared: int = 0
 
     @property
     def function(self) -> str:

@@ -30,6 +30,7 @@ class Device:
     shared_memory_per_block: int  # without opting in to more
     total_memory: int
     type: str = "gpu"
+    shared_memory_optin: int = 0  # per block for a kernel that opts in (dynamic shared memory)
 
     @property
     def platform(self) -> str:
@@ -129,7 +130,8 @@ def list_devices() -> tuple[Device, ...]:
                            get(attr.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
                            get(attr.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)),
             shared_memory_per_block=get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
-            total_memory=int(check(driver.cuDeviceTotalMem(dev), "memory query"))))
+            total_memory=int(check(driver.cuDeviceTotalMem(dev), "memory query")),
+            shared_memory_optin=get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)))
     return tuple(out)
 
 

@@ -78,6 +78,7 @@ class CUDARunner(HostPipeline):
         self._dev.set_current()
         self.stream = self._dev.create_stream()
         self.cache = cache if cache is not None else ModuleCache()
+        self._dynamic: dict[int, int] = {}  # id of each kernel get_kernel gave -> its dynamic shared bytes
 
     def __repr__(self) -> str:
         return f"CUDARunner({self.device.label!r})"
@@ -91,9 +92,29 @@ class CUDARunner(HostPipeline):
         self._dev.set_current()
         mod = self.cache.get(self.device, k.source, k.build_options, name=k.function)
         try:
-            return mod.get_kernel(k.function)
+            kernel = mod.get_kernel(k.function)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise CUDAError(f"kernel {k.name}: cannot load it from its module ({err})") from None
+        if k.dynamic_shared:
+            self._allow_dynamic_shared(k, kernel)
+        self._dynamic[id(kernel)] = k.dynamic_shared  # what its launches give it
+        return kernel
+
+    def _allow_dynamic_shared(self, k: Kernel, kernel: Any) -> None:
+        """Opt the kernel in to k.dynamic_shared bytes of dynamic shared memory per block."""
+        dev, n = self.device, k.dynamic_shared
+        if n > max(dev.shared_memory_optin, dev.shared_memory_per_block):
+            raise CUDAError(f"kernel {k.name} needs {n} bytes of local (shared) memory; {dev.label} "
+                            f"gives a block at most {max(dev.shared_memory_optin, dev.shared_memory_per_block)}")
+        d = _driver()
+        attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        handle = getattr(kernel, "handle", None) or kernel._handle
+        if isinstance(handle, d.CUkernel):
+            err = d.cuKernelSetAttribute(attr, n, handle, d.CUdevice(dev.ordinal))[0]
+        else:
+            err = d.cuFuncSetAttribute(handle, attr, n)[0]
+        if err != d.CUresult.CUDA_SUCCESS:
+            raise CUDAError(f"kernel {k.name}: cannot give it {n} bytes of shared memory ({err.name})")
 
     def check_device_limits(self, k: Kernel, kernel: Any, launch: Launch, label: str) -> None:
         dev = self.device
@@ -201,7 +222,8 @@ class CUDARunner(HostPipeline):
             block, grid = self.geometry(launch)
             values = [_kernel_value(v, launch.kernel, i) for i, v in enumerate(values)]
             try:
-                c.launch(self.stream, c.LaunchConfig(grid=grid, block=block), kernel, *values)
+                config = c.LaunchConfig(grid=grid, block=block, shmem_size=self._dynamic.get(id(kernel), 0))
+                c.launch(self.stream, config, kernel, *values)
             except Exception as err:  # noqa: BLE001 - cuda.core's own error type
                 raise CUDAError(f"kernel {launch.kernel}: the launch failed ({err})") from None
             events.append(self._event())

@@ -134,6 +134,9 @@ WARPS = (8, 4, 2, 1)
 # staged: 0 operands read in place, 1 copied into local memory, s > 1 copied by cp.async s deep
 STAGINGS = (4, 3, 2, 1, 0)
 MAX_MMA_CHOICES = 128
+# local memory of a staged product: beyond 48 KB a CUDA block gets it at launch (dynamic shared
+# memory; an H100 gives up to 227 KB, an A100 163 KB; the runner refuses more in words)
+MMA_LOCAL_BYTES = 128 * 1024
 _CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
 
 
@@ -227,7 +230,7 @@ def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bo
     threads = 32 * warps
     local_bytes = (tm + tn) * tk * cls.operand.dtype.itemsize * max(staged, 1)
     return not staged or (tm * tk % threads == 0 and tn * tk % threads == 0 and tk % 4 == 0
-                          and local_bytes <= 48 * 1024)  # CUDA's static shared-memory limit
+                          and local_bytes <= MMA_LOCAL_BYTES)
 
 
 def _mma_choices(site: Site) -> Options:
