@@ -158,3 +158,22 @@ def test_cli_bench_complex(session: Session) -> None:
     assert "complex128" in text and "GFLOP/s" in text
     code, text = _cli("blas", "bench", "--dtypes", "complex32")
     assert code != 0 and "known: float32, float64, complex64, complex128" in text
+
+
+def test_huge_class_falls_back_to_large() -> None:
+    """GEMMs above n = 2048 are their own class (a GPU's tiles for 1024 and 4096 differ); a
+    profile without it serves them with the large class's choice."""
+    from liftkit.blas import Kind, Profile, Variant
+    from liftkit.blas.codelets import multiples
+    from liftkit.blas.profile import Entry, size_class
+
+    k = Kind("mm", "float32", "NN")
+    big, small = Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8), Variant.of("glb")
+    prof = Profile("fp", "dev", "gpu")
+    prof.add([Entry(k, "large", {"M": 1024}, small, 1.0, 1.0)])
+    assert size_class("mm", {"M": 1024, "N": 1024, "K": 1024}) == "large"
+    assert size_class("mm", {"M": 4096, "N": 4096, "K": 4096}) == "huge"
+    assert prof.choose(k, {"M": 4096, "N": 4096, "K": 4096}, multiples) == small
+    prof.add([Entry(k, "huge", {"M": 4096}, big, 1.0, 2.0)])
+    assert prof.choose(k, {"M": 4096, "N": 4096, "K": 4096}, multiples) == big
+    assert prof.choose(k, {"M": 1024, "N": 1024, "K": 1024}, multiples) == small

@@ -9,7 +9,7 @@ without waiting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -35,6 +35,30 @@ class Built:
     compiled: CompiledProgram
     multiples: dict[str, int]
     kernels: list[Any]  # the backend's kernel handles per pipeline stage (launches set args)
+    # per sizes: each kernel's size arguments and global size, evaluated once (the symbolic
+    # arithmetic costs more than a launch on a GPU)
+    _evaluated: dict[tuple[tuple[str, int], ...], list[tuple[dict[int, Any], tuple[int, ...]]]] = \
+        field(default_factory=dict, repr=False)
+
+    def _sizes_of(self, sizes: Mapping[str, int]) -> list[tuple[dict[int, Any], tuple[int, ...]]]:
+        key = tuple(sorted(sizes.items()))
+        got = self._evaluated.get(key)
+        if got is None:
+            got = []
+            for k in self.compiled.kernels:
+                vals: dict[int, Any] = {}
+                for i, a in enumerate(k.args):
+                    if a.kind not in ("buffer", "scalar"):
+                        v = int(a.size.eval(sizes))  # type: ignore[union-attr]
+                        if v > np.iinfo(np.int32).max:
+                            raise BlasError(f"{self.kind.op}: size {a.name} = {v} exceeds the "
+                                            f"kernels' 32-bit indices")
+                        vals[i] = np.int32(v)
+                got.append((vals, tuple(int(g.eval(sizes)) for g in k.ndrange.global_size)))
+            if len(self._evaluated) > 64:
+                self._evaluated.clear()
+            self._evaluated[key] = got
+        return got
 
     def launch(self, queue: Any, arrays: Mapping[int, Any], scalars: Mapping[int, Any],
                out: Any, sizes: Mapping[str, int], wait_for: Sequence[Any] = ()) -> tuple[Any, list[Any]]:
@@ -48,9 +72,9 @@ class Built:
                 temps[b.name] = queue.alloc(int(b.nbytes.eval(sizes)))
         event = None
         waits = list(wait_for)
-        for k, handle in zip(c.kernels, self.kernels):
+        for k, handle, (size_vals, glob) in zip(c.kernels, self.kernels, self._sizes_of(sizes)):
             args: list[Any] = []
-            for a in k.args:
+            for i, a in enumerate(k.args):
                 if a.kind == "buffer":
                     buf = c.buffer(a.buffer)  # type: ignore[arg-type]
                     if buf.role == "input":
@@ -62,12 +86,7 @@ class Built:
                 elif a.kind == "scalar":
                     args.append(scalars[a.param_index])  # type: ignore[index]
                 else:
-                    v = int(a.size.eval(sizes))  # type: ignore[union-attr]
-                    if v > np.iinfo(np.int32).max:
-                        raise BlasError(f"{self.kind.op}: size {a.name} = {v} exceeds the kernels' "
-                                        f"32-bit indices")
-                    args.append(np.int32(v))
-            glob = tuple(int(g.eval(sizes)) for g in k.ndrange.global_size)
+                    args.append(size_vals[i])
             event = queue.launch(handle, k, glob, k.ndrange.local_size, args, waits)
             waits = []
         return event, list(temps.values())

@@ -36,15 +36,20 @@ def file_name(fingerprint: str) -> str:
     return "profile-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16] + ".json"
 
 
+CLASS_ORDER = ("small", "medium", "large", "huge")
+
+
 def size_class(op: str, sizes: Mapping[str, int]) -> str:
-    """small / medium / large by the operation's work (the profile's granularity)."""
+    """small / medium / large / huge by the operation's work (the profile's granularity; huge
+    separates GEMMs that fill a GPU many times over, n > 2048, from n ≈ 1024)."""
     if op == "mm":
         n = max(sizes.values())
-        return "small" if n <= 128 else "medium" if n <= 768 else "large"
+        return "small" if n <= 128 else "medium" if n <= 768 else "large" if n <= 2048 else "huge"
     work = 1
     for v in sizes.values():
         work *= v
-    return "small" if work <= 1 << 14 else "medium" if work <= 1 << 20 else "large"
+    return ("small" if work <= 1 << 14 else "medium" if work <= 1 << 20 else
+            "large" if work <= 1 << 24 else "huge")
 
 
 @dataclass(frozen=True)
@@ -116,14 +121,22 @@ class Profile:
 
     def choose(self, kind: Kind, sizes: Mapping[str, int],
                multiples_of: Any) -> Optional[Variant]:
-        """The fastest measured variant for this size class whose padding is acceptable."""
-        for e in self.ranked(kind, size_class(kind.op, sizes)):
-            try:
-                mult = multiples_of(kind, e.variant)
-            except ValueError:
-                continue  # a codelet this liftkit does not know (a newer profile)
-            if padding_ratio(sizes, mult) <= MAX_PADDING:
-                return e.variant
+        """The fastest measured variant for this size class whose padding is acceptable; a
+        class nothing was measured for takes the nearest smaller class's choice (a profile tuned
+        without `huge` serves every size above `large`)."""
+        cls = size_class(kind.op, sizes)
+        order = CLASS_ORDER[:CLASS_ORDER.index(cls) + 1][::-1]
+        for c in order:
+            ranked = self.ranked(kind, c)
+            for e in ranked:
+                try:
+                    mult = multiples_of(kind, e.variant)
+                except ValueError:
+                    continue  # a codelet this liftkit does not know (a newer profile)
+                if padding_ratio(sizes, mult) <= MAX_PADDING:
+                    return e.variant
+            if ranked:
+                return None
         return None
 
     def add(self, entries: Iterable[Entry]) -> None:

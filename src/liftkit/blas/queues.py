@@ -165,7 +165,8 @@ class DevBuf:
 
 class CUDAQueue:
     """liftkit.blas's commands on one CUDA stream (the CUDA backend's runner owns the stream,
-    the module cache and the launch geometry)."""
+    the module cache and the launch geometry). The stream orders every command, so commands
+    return no event; `marker()` records one where a future or a timing needs it."""
 
     backend = "cuda"
 
@@ -179,7 +180,11 @@ class CUDAQueue:
         self.device = self.runner.device
         self.stream = self.runner.stream
         self._core = self.runner._core
-        self._waited: set[int] = set()
+        self._checked: dict[tuple[int, Any], Any] = {}
+        self._ordinals: dict[int, Optional[int]] = {}
+        drv = self._drv()
+        self._order_event = self._check(
+            drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
 
     def _drv(self) -> Any:
         from cuda.bindings import driver
@@ -211,12 +216,12 @@ class CUDAQueue:
     def upload(self, buf: DevBuf, host: np.ndarray, wait_for: Sequence[Any] = ()) -> Any:
         self._check(self._drv().cuMemcpyHtoDAsync(buf.ptr, host.ctypes.data, host.nbytes,
                                                   self.stream.handle), "upload")
-        return self.marker()
+        return None
 
     def download_later(self, host: np.ndarray, buf: DevBuf, wait_for: Sequence[Any]) -> list[Any]:
         # a copy into pageable host memory would block the caller until the stream reaches
         # it: the copy is made by `after_download`, once the events are complete
-        return list(wait_for) or [self.marker()]
+        return [self.marker()]
 
     def after_download(self, host: np.ndarray, buf: DevBuf) -> None:
         self._check(self._drv().cuMemcpyDtoH(host.ctypes.data, buf.ptr, host.nbytes), "download")
@@ -228,13 +233,13 @@ class CUDAQueue:
     def fill_zero(self, buf: DevBuf, nbytes: int, wait_for: Sequence[Any] = ()) -> Any:
         self._check(self._drv().cuMemsetD8Async(buf.ptr, 0, int(nbytes), self.stream.handle),
                     "memset")
-        return self.marker()
+        return None
 
     def copy(self, dst: DevBuf, src: DevBuf, nbytes: int, wait_for: Sequence[Any] = (),
              src_offset: int = 0) -> Any:
         self._check(self._drv().cuMemcpyDtoDAsync(dst.ptr, src.ptr + src_offset, int(nbytes),
                                                   self.stream.handle), "copy")
-        return self.marker()
+        return None
 
     def copy2d(self, dst: DevBuf, src: DevBuf, rows: int, row_bytes: int, src_pitch: int,
                dst_pitch: int, wait_for: Sequence[Any] = ()) -> Any:
@@ -249,7 +254,7 @@ class CUDAQueue:
         p.WidthInBytes = int(row_bytes)
         p.Height = int(rows)
         self._check(drv.cuMemcpy2DAsync(p, self.stream.handle), "2-D copy")
-        return self.marker()
+        return None
 
     # -- GPU arrays of other libraries --------------------------------------------------------
     def borrow(self, x: Any, what: str, op: str) -> tuple[DevBuf, tuple[int, ...], np.dtype, str]:
@@ -266,7 +271,12 @@ class CUDAQueue:
                             f"cupy.ascontiguousarray({what}) or {what}.contiguous()")
         from liftkit.backends.cuda.arrays import _ordinal
 
-        ordinal = _ordinal(ptr)
+        ordinal = self._ordinals.get(ptr, -1)
+        if ordinal == -1:
+            ordinal = _ordinal(ptr)
+            if len(self._ordinals) > 256:
+                self._ordinals.clear()
+            self._ordinals[ptr] = ordinal
         if ordinal is not None and ordinal != self.device.ordinal:
             raise BlasError(f"{op}: {what} is on CUDA device {ordinal}, but this session runs on "
                             f"{self.device.label}; use a session of that device or copy it there")
@@ -278,10 +288,9 @@ class CUDAQueue:
         """Order our stream after the work the array's library has enqueued (device-side)."""
         handle = _library_stream(x)
         drv = self._drv()
-        ev = self._check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
-        self._check(drv.cuEventRecord(ev, handle), "event record")
-        self._check(drv.cuStreamWaitEvent(self.stream.handle, ev, 0), "stream wait")
-        self._check(drv.cuEventDestroy(ev), "event destroy")
+        # one event, re-recorded: the wait takes the work recorded at the time of the call
+        self._check(drv.cuEventRecord(self._order_event, handle), "event record")
+        self._check(drv.cuStreamWaitEvent(self.stream.handle, self._order_event, 0), "stream wait")
 
     def new_array(self, like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str = "C"
                   ) -> tuple[Any, DevBuf]:
@@ -335,7 +344,10 @@ class CUDAQueue:
         from liftkit.backends.pipeline import Launch
 
         launch = Launch(kernel.name, glob, local)
-        self.runner.check_device_limits(kernel, handle, launch, kernel.name)
+        key = (id(handle), local)
+        if key not in self._checked:  # the limits depend on the kernel and its block only
+            self.runner.check_device_limits(kernel, handle, launch, kernel.name)
+            self._checked[key] = handle  # keeps the handle alive, so its id stays its own
         block, grid = self.runner.geometry(launch)
         values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
         c = self._core
@@ -344,7 +356,7 @@ class CUDAQueue:
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
                             f"({err})") from None
-        return self.marker()
+        return None
 
 
 def _cai(x: Any, what: str, op: str) -> Mapping[str, Any]:

@@ -303,6 +303,8 @@ class Session:
 
     def future(self, events: Sequence[Any], finish: Callable[[], Any], keep: Sequence[Any] = ()
                ) -> Future:
+        if self.backend == "cuda":  # one stream: an event after the operation's last command
+            events = [self.q.marker()]
         return Future(self.q, events, finish, keep)
 
 

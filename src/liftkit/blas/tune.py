@@ -28,14 +28,17 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 COMPLEX = ("complex64", "complex128")
 # representative sizes per size class and device kind (n: square matrices n×n, vectors n)
 SIZES = {
-    "cpu": {"mm": {"small": 64, "medium": 256, "large": 1024},
-            "2d": {"small": 96, "medium": 512, "large": 2048},
-            "1d": {"small": 4096, "medium": 1 << 18, "large": 1 << 22}},
-    "gpu": {"mm": {"small": 128, "medium": 512, "large": 2048},
-            "2d": {"small": 96, "medium": 1024, "large": 4096},
-            "1d": {"small": 4096, "medium": 1 << 20, "large": 1 << 24}},
+    "cpu": {"mm": {"small": 64, "medium": 256, "large": 1024, "huge": 3072},
+            "2d": {"small": 96, "medium": 512, "large": 2048, "huge": 8192},
+            "1d": {"small": 4096, "medium": 1 << 18, "large": 1 << 22, "huge": 1 << 26}},
+    "gpu": {"mm": {"small": 128, "medium": 512, "large": 1024, "huge": 4096},
+            "2d": {"small": 96, "medium": 1024, "large": 4096, "huge": 8192},
+            "1d": {"small": 4096, "medium": 1 << 20, "large": 1 << 24, "huge": 1 << 26}},
 }
-CLASSES = ("small", "medium", "large")
+CLASSES = ("small", "medium", "large", "huge")
+# what `liftkit blas tune` measures unless told: huge on GPUs only (on a CPU a huge GEMM
+# takes seconds per run and chooses what large chooses)
+DEFAULT_CLASSES = {"cpu": ("small", "medium", "large"), "gpu": CLASSES}
 
 
 def kinds(ops: Sequence[str] = OPS, dtypes: Sequence[str] = DTYPES,
@@ -228,7 +231,7 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
             marker = q.marker()
             a, b = plan.pack("A", ops[0], ws), plan.pack("B", ops[1], ws)
             ev, _ = plan.launch(a, b, out, list(a.events) + list(b.events))
-            return _Span(q, marker, ev)
+            return _Span(q, marker, ev if ev is not None else q.marker())
 
         run()
         q.finish()
@@ -281,7 +284,7 @@ def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, in
         marker = q.marker()
         ev, temps = built.launch(q, arrays, scalars, out, sizes, [marker])
         keep[:] = temps
-        return _Span(q, marker, ev)
+        return _Span(q, marker, ev if ev is not None else q.marker())
 
     return (out, host.shape), run
 
@@ -338,7 +341,7 @@ def peak_target(session: Session) -> Optional[tuple[Any, Any, Any]]:
 
 
 # -- the tuning run -------------------------------------------------------------------------------
-def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLASSES,
+def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[str]] = None,
          profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
          progress: bool = True, max_variants: Optional[int] = None,
          on_trial: Optional[Callable[[Trial], None]] = None,
@@ -347,6 +350,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Sequence[str] = CLAS
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class)."""
     dev = session.device
+    classes = classes or DEFAULT_CLASSES[session.device_kind]
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
                                                                session.device_kind)
     target = peak_target(session) if peaks is not None and prof.peaks is None else None

@@ -53,7 +53,8 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
     t.add_argument("--dtypes", type=_csv(DTYPES, "dtype"), default=list(DTYPES))
     t.add_argument("--layouts", type=_csv(("NN", "NT", "TN", "N", "T"), "layout"), default=None,
                    help="GEMM layouts NN,NT,TN and GEMV layouts N,T (default all)")
-    t.add_argument("--classes", type=_csv(CLASSES, "size class"), default=list(CLASSES))
+    t.add_argument("--classes", type=_csv(CLASSES, "size class"), default=None,
+                   help="size classes (default: small,medium,large; huge too on a GPU)")
     t.add_argument("--max-variants", type=int, default=None, help=argparse.SUPPRESS)
     t.add_argument("--fresh", action="store_true",
                    help="start a new profile instead of resuming the saved one")
@@ -182,7 +183,7 @@ def _print_best(profile: Any, out: TextIO) -> None:
     table = Table(title=f"best derivations on {profile.label}")
     for col in ("kind", "class", "size", "derivation", "rate"):
         table.add_column(col, justify="right" if col == "rate" else "left")
-    order = {"small": 0, "medium": 1, "large": 2}
+    order = {"small": 0, "medium": 1, "large": 2, "huge": 3}
     for (kind, cls), e in sorted(best.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 3))):
         size = "×".join(str(v) for v in e.sizes.values())
         table.add_row(kind, cls, size, str(e.variant), f"{e.rate:.2f} {e.unit}")
