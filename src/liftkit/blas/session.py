@@ -160,6 +160,8 @@ class Session:
                               NoProfileWarning, stacklevel=2)
                 self.profile = None
         self._warn = warn and self.profile is None
+        self._chosen: dict[Any, Any] = {}  # choose()'s answers for the current profile
+        self._units: dict[np.dtype, Any] = {}  # unit()'s buffers
         self.device_kind = "gpu" if self.device.is_gpu else "cpu"
 
     def __repr__(self) -> str:
@@ -171,9 +173,19 @@ class Session:
         """The profile's best variant for these sizes, else the default derivation (with the one
         warning that says how to tune)."""
         if self.profile is not None:
+            # remembered per (kind, sizes) while the profile stays the same object: ranking the
+            # profile's entries costs more than a GPU kernel launch
+            key = (kind, tuple(sorted(sizes.items())))
+            memo = self._chosen
+            if memo.get("profile") is not self.profile or len(memo) > 1024:
+                memo.clear()
+                memo["profile"] = self.profile
+            if key in memo:
+                return memo[key]
             for k in _tuned_kinds(kind):
                 v = self.profile.choose(k, sizes, multiples)
                 if v is not None:
+                    memo[key] = v
                     return v
         elif self._warn:
             self._warn = False
@@ -187,13 +199,17 @@ class Session:
     def kernel(self, kind: Kind, sizes: dict[str, int], variant: Optional[Variant] = None) -> Built:
         return self.store.get(kind, variant or self.choose(kind, sizes))
 
+    def forget_choices(self) -> None:
+        """Choose again from the profile (after entries were added to it)."""
+        self._chosen.clear()
+
     def workspace(self) -> Workspace:
         return Workspace(self)
 
     def unit(self, dtype: np.dtype) -> Any:
         """A device buffer holding the complex pair (1, i) (the complex-through-real GEMM's
         embedding), made once per dtype."""
-        units = self.__dict__.setdefault("_units", {})
+        units = self._units
         if dtype not in units:
             host = np.array([1, 1j], dtype)
             buf = self.q.alloc(host.nbytes)

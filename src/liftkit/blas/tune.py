@@ -401,6 +401,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                 bar.advance(task)
             if todo:
                 prof.add(entries)
+                session.forget_choices()  # plans (real, nn) see the new rates
                 prof.notes["failed"] = sorted(failed)
                 if save is not None:
                     save(prof)
