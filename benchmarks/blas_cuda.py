@@ -41,6 +41,18 @@ def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> floa
     return statistics.median(times)
 
 
+def _device_time(s: Any, fn: Callable[[], Any], reps: int = 5) -> float:
+    """Seconds from an event recorded on the session's stream before a call to the call's own
+    event (its kernels and copies, and any gaps while the host issues them)."""
+    times = []
+    for _ in range(reps):
+        first = s.q.marker()
+        f = fn()
+        f.result()
+        times.append(s.q.seconds(first, f.event))
+    return statistics.median(times)
+
+
 def _rand(cp: Any, rng: Any, shape: tuple[int, ...], dt: np.dtype) -> Any:
     x = rng.uniform(-1, 1, shape)
     if dt.kind == "c":
@@ -59,7 +71,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--dtypes", default="float32,float64,complex64,complex128")
     p.add_argument("--layouts", default="NN,NT,TN")
     p.add_argument("--odd", default="1000x1000x1000,4097x4095x4095")
-    p.add_argument("--gemv", default="4096,8192")
+    p.add_argument("--big", default="8192", help="square sizes for float32/float64 NN only")
+    p.add_argument("--gemv", default="4096,8192,16384")
     p.add_argument("--transpose", default="4096,8192")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--out", default=None)
@@ -77,25 +90,27 @@ def main(argv: list[str]) -> int:
     rows: list[dict[str, Any]] = []
 
     def row(op: str, dt: str, layout: str, size: str, lk: float, ref: float, unit: str,
-            variant: str, err: float, ref_name: str = "cuBLAS") -> None:
+            variant: str, err: float, ref_name: str = "cuBLAS", dev: float = 0.0) -> None:
         r = {"op": op, "dtype": dt, "layout": layout, "size": size, "liftkit": lk, ref_name: ref,
-             "ratio": lk / ref, "unit": unit, "variant": variant, "rel_error": err}
+             "ratio": lk / ref, "unit": unit, "variant": variant, "rel_error": err,
+             "liftkit_device": dev}
         rows.append(r)
-        print(f"{op:9s} {dt:10s} {layout:3s} {size:16s} liftkit {lk:10.1f} {ref_name} {ref:10.1f} "
-              f"{unit:7s} ratio {lk / ref:5.2f}x  err {err:.1e}  [{variant}]", flush=True)
+        print(f"{op:9s} {dt:10s} {layout:3s} {size:16s} liftkit {lk:10.1f} (device {dev:10.1f}) "
+              f"{ref_name} {ref:10.1f} {unit:7s} ratio {lk / ref:5.2f}x  err {err:.1e}  "
+              f"[{variant}]", flush=True)
 
-    shapes = [(n, n, n) for n in map(int, args.sizes.split(","))]
-    shapes += [tuple(int(v) for v in t.split("x")) for t in args.odd.split(",") if t]
+    square = [(n, n, n) for n in map(int, args.sizes.split(","))]
+    odd = [tuple(int(v) for v in t.split("x")) for t in args.odd.split(",") if t]
+    big = [(n, n, n) for n in map(int, args.big.split(",")) if n] if args.big else []
     for dt_name in args.dtypes.split(","):
         dt = np.dtype(dt_name)
         c = 4.0 if dt.kind == "c" else 1.0
         tol = 1e-4 if dt in (np.float32, np.complex64) else 1e-11
         for lay in args.layouts.split(","):
             ta, tb = LAYOUTS[lay]
+            shapes = square + (odd if lay == "NN" else []) + (
+                big if lay == "NN" and dt.kind == "f" else [])
             for (m, n, k) in shapes:
-                if (m, n, k) not in [(v, v, v) for v in map(int, args.sizes.split(","))] \
-                        and lay != "NN":
-                    continue  # odd sizes: NN only
                 A = _rand(cp, rng, (k, m) if ta else (m, k), dt)
                 B = _rand(cp, rng, (n, k) if tb else (k, n), dt)
                 C = cp.full((m, n), np.nan, dt)
@@ -118,10 +133,11 @@ def main(argv: list[str]) -> int:
                 flops = c * 2.0 * m * n * k
                 t_lk = _time(cp, lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb), args.repeat)
                 t_ref = _time(cp, lambda: cp.matmul(opA, opB, out=C), args.repeat)
+                t_dev = _device_time(s, lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb))
                 plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
                 size = f"{m}" if m == n == k else f"{m}x{n}x{k}"
                 row("gemm", dt_name, lay, size, flops / t_lk / 1e9, flops / t_ref / 1e9,
-                    "GFLOP/s", f"{plan.layout}:{plan.variant}", e)
+                    "GFLOP/s", f"{plan.layout}:{plan.variant}", e, dev=flops / t_dev / 1e9)
                 del A, B, C, want, ref_out
                 cp.get_default_memory_pool().free_all_blocks()
     for dt_name in ("float32", "float64"):
@@ -138,9 +154,10 @@ def main(argv: list[str]) -> int:
                 nbytes = (n * n + 2 * n) * dt.itemsize
                 t_lk = _time(cp, lambda: s.gemv(A, x, y, trans=trans), args.repeat)
                 t_ref = _time(cp, lambda: cp.matmul(opA, x, out=y), args.repeat)
+                t_dev = _device_time(s, lambda: s.gemv(A, x, y, trans=trans))
                 v = s.choose(Kind("gemv", dt_name, "T" if trans else "N"), {"M": n, "N": n})
                 row("gemv", dt_name, "T" if trans else "N", str(n), nbytes / t_lk / 1e9,
-                    nbytes / t_ref / 1e9, "GB/s", str(v), e)
+                    nbytes / t_ref / 1e9, "GB/s", str(v), e, dev=nbytes / t_dev / 1e9)
         for n in map(int, args.transpose.split(",")):
             A = _rand(cp, rng, (n, n), dt)
             T = cp.full((n, n), np.nan, dt)
@@ -149,9 +166,10 @@ def main(argv: list[str]) -> int:
             nbytes = 2.0 * n * n * dt.itemsize
             t_lk = _time(cp, lambda: s.transpose(A, T), args.repeat)
             t_copy = _time(cp, lambda: cp.copyto(T, A), args.repeat)
+            t_dev = _device_time(s, lambda: s.transpose(A, T))
             v = s.choose(Kind("transpose", dt_name), {"M": n, "N": n})
             row("transpose", dt_name, "-", str(n), nbytes / t_lk / 1e9, nbytes / t_copy / 1e9,
-                "GB/s", str(v), e, ref_name="copy")
+                "GB/s", str(v), e, ref_name="copy", dev=nbytes / t_dev / 1e9)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"device": s.device.describe(), "rows": rows}, f, indent=1)
