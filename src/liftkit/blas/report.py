@@ -177,8 +177,10 @@ def cmd_bench_blas(args: argparse.Namespace, out: TextIO) -> int:
         peaks = session.profile.peaks if session.profile is not None else None
         peaks_from = "the device profile's measured peak"
         if peaks is None:
-            peaks = measure_peaks(session.context, session.queue, session.device.cl_device,
-                                  settings=SAME_RUN_PEAKS)
+            from liftkit.blas.tune import peak_target
+
+            target = peak_target(session)  # a CUDA session: the same GPU through OpenCL
+            peaks = measure_peaks(*target, settings=SAME_RUN_PEAKS) if target else None
             peaks_from = "peak measured in this run (no tuned profile)"
     table = peak_table(rows, peaks)
     out_dir.mkdir(parents=True, exist_ok=True)
