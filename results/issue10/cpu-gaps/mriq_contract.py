@@ -1,9 +1,15 @@
 """MRI-Q on the CPU device: why the derived kernel (add2(acc, qTerm(..))) runs ~0.82x of
-mriq_low (computeQ(.., acc)). The same loop in five spellings, each built twice: as liftkit
-emits it, and with `#pragma clang fp contract(fast)` (multiply-add contraction across
-statements and inlined functions). Raw OpenCL on liftkit's CPU device, X=16384 K=1024 (the
-suite's cpu sizes); interleaved rounds, minimum and median of the event times, and each
-result's largest difference from computeQ's (0: bit-identical).
+mriq_low (computeQ(.., acc)). The same loop in four spellings, each built twice: as liftkit
+emits it, and with `#pragma clang fp contract(fast)`. Raw OpenCL on liftkit's CPU device,
+X=16384 K=1024 (the suite's cpu sizes); interleaved rounds, minimum and median of the event
+times, and each result's largest difference from computeQ's (0: bit-identical).
+
+Finding (results/issue10/cpu-gaps/mriq_contract.log): only computeQ as written is fast, and its
+result differs from every other spelling by ~3e-5: `acc.x + k.w * cos(e)` in ONE expression is
+contracted to a fused multiply-add. Splitting the products into statements, add2 o qTerm (the
+high-level program's user functions, inlined) and even one fused function adding a vector
+constructor all run 0.82-0.83x with the unfused result; the pragma does not fuse them, it takes
+computeQ's fma away instead.
 
     python results/issue10/cpu-gaps/mriq_contract.py [rounds]
 """
