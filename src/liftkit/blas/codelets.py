@@ -187,6 +187,18 @@ TILES_ASYNC_SPACE = ((64, 128, 16, 8, 8, 2), (64, 128, 32, 8, 8, 2), (64, 64, 16
                      (64, 64, 32, 8, 8, 2), (64, 64, 16, 8, 8, 4), (64, 64, 32, 8, 8, 3))
 
 
+def _transpose_rule() -> Any:
+    from liftkit.rewrite.rules.transpose import TRANSPOSE_BLOCKS
+
+    return TRANSPOSE_BLOCKS
+
+
+def _transpose_rules() -> Mapping[str, Any]:
+    from liftkit.rewrite.rules.transpose import TRANSPOSE_RULES
+
+    return TRANSPOSE_RULES
+
+
 def _cuda_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
 
@@ -273,6 +285,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "profile's NN kernel (the FP64 tensor-core derivation reads NN and TN only)",
             _plan_only, lambda dev: [{}] if dev == "gpu" else [],
             lambda kind: {}, dtypes=("float32", "float64"), layouts=("NT", "TN")),
+    Codelet("blocks-t", ("transpose",), "r×r blocks per work-item (the transpose-blocks rule, "
+            "rewrite.rules.transpose): block-rows of the result (swap=0) or of A (swap=1) along "
+            "dimension 0, each block copied by r×r sequential accesses",
+            lambda kind, r, swap: rule(_transpose_rule(), r=r, swap=swap),
+            lambda dev: [{"r": r, "swap": sw} for r in ((8, 4, 16) if dev == "gpu" else (8,))
+                         for sw in (0, 1)],
+            lambda kind, r, swap: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),

@@ -1,0 +1,73 @@
+"""A transposition copied in r×r blocks (rule `transpose-blocks`, liftkit.blas's transpose
+codelet for GPUs).
+
+    map(map f) ∘ transpose $ X
+  → join ∘ mapGlb(d₁)(λbrow. map(join) ∘ transpose ∘ mapGlb(d₀)(λb. mapSeq(mapSeq f) $ b) $ brow)
+      ∘ transpose ∘ map(map(transpose) ∘ transpose ∘ map(split r)) ∘ split r $ X
+
+X (M rows of N) is cut into r×r blocks; block (g, j) read transposed is block (j, g) of the
+result, and `join ∘ map(map(join) ∘ transpose)` puts the blocks back as rows. Each work-item
+copies one block with r×r sequential accesses: along dimension 0 run the blocks of one block-row
+of the result (`swap` = 0: work-items next to each other write neighbouring r-runs of the same
+rows, and read r-runs of r rows each that the cache serves across the block's loop) or of X
+(`swap` = 1: the reads are the neighbouring runs). Exact (a copy), for any unary f; M and N
+must be multiples of r.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Expr, FunCall, Lambda
+from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.rules.algorithmic import make_rule
+from liftkit.rewrite.rules.common import fresh
+
+BLOCKS = (4, 8, 16)
+
+
+def _parts(site: Site) -> Any:
+    """(f, X) when the site is map(λrow. map(f) $ row) $ transpose(X)."""
+    m = site.f
+    if type(m) is not P.Map or not isinstance(m.f, Lambda) or len(m.f.params) != 1:
+        return None
+    inner = m.f.body
+    if not (isinstance(inner, FunCall) and type(inner.f) is P.Map and inner.args == m.f.params):
+        return None
+    t = site.call.args[0]
+    if not (isinstance(t, FunCall) and type(t.f) is P.Transpose and len(t.args) == 1):
+        return None
+    return inner.f.f, t.args[0]
+
+
+def _choices(site: Site) -> list[dict[str, Any]]:
+    if site.enclosing or _parts(site) is None:
+        return []
+    return [{"r": r, "swap": s} for r in BLOCKS for s in (0, 1)]
+
+
+def transpose_blocks(f: Any, x: Expr, r: int, swap: int) -> Expr:
+    """The blocked copy of (map(map f) ∘ transpose) x (see the module docstring)."""
+    from liftkit import dsl as D
+
+    d1, d0 = (0, 1) if swap else (1, 0)
+    blocks = D.compose(D.transpose, D.map(D.compose(D.map(D.transpose), D.transpose,
+                                                    D.map(D.split(r)))), D.split(r))
+    return D.join << D.mapGlb(d1)(lambda brow: D.map(D.join) << D.transpose << D.mapGlb(d0)(
+        lambda blk: D.mapSeq(D.mapSeq(fresh(f))) << blk) << brow) << blocks(x)
+
+
+def _build(site: Site, r: int, swap: int) -> Expr:
+    f, x = _parts(site)
+    return transpose_blocks(f, fresh(x), r, swap)
+
+
+TRANSPOSE_BLOCKS = make_rule(
+    "transpose-blocks",
+    "map(map f) ∘ transpose → join ∘ mapGlb(λbrow. map(join) ∘ transpose ∘ mapGlb(mapSeq(mapSeq f)) "
+    "$ brow) ∘ transpose ∘ map(map(transpose) ∘ transpose ∘ map(split r)) ∘ split r   (r×r blocks)",
+    "liftkit.blas transpose (issue 15)", _choices, _build, lowering=True, reshapes=True,
+    opaque=False)
+
+TRANSPOSE_RULES: dict[str, Rule] = {TRANSPOSE_BLOCKS.name: TRANSPOSE_BLOCKS}
