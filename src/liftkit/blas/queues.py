@@ -352,7 +352,10 @@ class CUDAQueue:
         values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
         c = self._core
         try:
-            c.launch(self.stream, c.LaunchConfig(grid=grid, block=block), handle, *values)
+            shmem = int(getattr(kernel, "dynamic_shared", 0) or 0)  # > 48 KB of local memory
+            config = (c.LaunchConfig(grid=grid, block=block, shmem_size=shmem) if shmem else
+                      c.LaunchConfig(grid=grid, block=block))
+            c.launch(self.stream, config, handle, *values)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
                             f"({err})") from None
