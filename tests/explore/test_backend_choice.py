@@ -144,6 +144,19 @@ class _Dev:
     label: str = "X / dev"
 
 
+def test_a_cuda_device_has_the_same_filter_limits_as_its_opencl_twin() -> None:
+    """On the H100 `--backend any` timed single-work-group candidates on CUDA (640 ms each)
+    that OpenCL's too_few_work_items filter had rejected: CUDA devices reported no compute units."""
+    from liftkit.backends.cuda.devices import Device as CudaDevice
+    from liftkit.explore import DeviceLimits
+
+    h100 = CudaDevice(ordinal=0, name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0),
+                      driver_version=13000, multiprocessors=132, max_threads_per_block=1024,
+                      max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535),
+                      shared_memory_per_block=49152, total_memory=80 << 30)
+    assert DeviceLimits.from_device(h100) == DeviceLimits(True, 49152, 1024, 132)
+
+
 def test_cuda_twin_is_the_same_gpu_by_name() -> None:
     h100 = _Dev("NVIDIA H100 80GB HBM3")
     assert cuda_twin(h100, [_Dev("NVIDIA A100"), _Dev("NVIDIA H100 80GB HBM3")])[0].name == h100.name

@@ -33,7 +33,7 @@ class DeviceLimits:
 
     @classmethod
     def from_device(cls, device: Any) -> "DeviceLimits":
-        cu = None
+        cu = getattr(device, "multiprocessors", None)  # a CUDA device's SMs
         if getattr(device, "cl_device", None) is not None:
             try:
                 cu = int(device.cl_device.max_compute_units)
