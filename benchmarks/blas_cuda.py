@@ -76,7 +76,21 @@ def main(argv: list[str]) -> int:
     p.add_argument("--transpose", default="4096,8192")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--out", default=None)
+    p.add_argument("--markdown", metavar="FILE.json", default=None,
+                   help="print the rows of an earlier --out file as a Markdown table and stop")
     args = p.parse_args(argv)
+    if args.markdown:
+        with open(args.markdown) as f:
+            data = json.load(f)
+        print(f"Card: {data['device']}\n")
+        print("| op | dtype | layout | size | liftkit | liftkit device span | reference | ratio "
+              "| unit | derivation |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in data["rows"]:
+            ref = "copy" if "copy" in r else "cuBLAS"
+            print(f"| {r['op']} | {r['dtype']} | {r['layout']} | {r['size']} | {r['liftkit']:,.0f} "
+                  f"| {r.get('liftkit_device', 0):,.0f} | {r[ref]:,.0f} ({ref}) | "
+                  f"{r['ratio']:.2f}x | {r['unit']} | {r['variant']} |")
+        return 0
 
     import cupy as cp
 
