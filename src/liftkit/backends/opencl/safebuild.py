@@ -34,6 +34,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import pyopencl as cl  # here, not in the server: a forked child must not need the import lock
+
 ENV_SAFE = "LIFTKIT_SAFE_BUILD"
 DEFAULT_TIMEOUT_S = 300.0  # a build taking longer is a hung compiler
 # one build probe at a time per process: a fork while another thread is inside the driver
@@ -251,8 +253,6 @@ def _receive(fd: int, deadline: Optional[float]) -> tuple[Optional[bytes], bool]
 
 
 def _child_build(context: Any, cl_device: Any, source: str, options: Sequence[str]) -> bytes:
-    import pyopencl as cl
-
     warnings.simplefilter("ignore")
     prog = cl.Program(context, source)
     try:
