@@ -472,3 +472,51 @@ def f(a, b):
         b = np.zeros(9)
         np.testing.assert_allclose(f(a, b), a[1:] * 3 + a[1:] * 2)
         assert f._last().from_cache == (k == 1)
+
+
+def test_scratch_arrays_allocated_before_a_section_are_not_downloaded(rt):
+    f = gpu_fn("""
+import liftkit
+def f(x):
+    n = x.shape[0]
+    t = np.empty(n)
+    y = np.empty(n)
+    with liftkit.gpu():
+        for i in prange(n):
+            t[i] = x[i] * 2.0
+        for i in prange(n):
+            y[i] = t[i] + 1.0
+    return y
+""", rt)
+    x = np.arange(1000.0)
+    f(x)
+    rt.reset_stats()
+    np.testing.assert_allclose(f(x), 2 * x + 1)
+    assert rt.stats()["download_bytes"] < 2 * x.nbytes  # y (and the error flags), not t
+    g = gpu_fn("""
+import liftkit
+def g(x):
+    n = x.shape[0]
+    acc = np.zeros(n)
+    for it in range(3):
+        with liftkit.gpu():
+            for i in prange(n):
+                acc[i] = acc[i] + x[i]
+    s = 0.0
+    return x
+""", rt, "g")
+    h = gpu_fn("""
+import liftkit
+def h(x):
+    n = x.shape[0]
+    acc = np.zeros(n)
+    out = np.zeros(n)
+    for it in range(3):
+        with liftkit.gpu():
+            for i in prange(n):
+                acc[i] = acc[i] + x[i]
+                out[i] = acc[i]
+    return out
+""", rt, "h")
+    np.testing.assert_allclose(g(x), x)
+    np.testing.assert_allclose(h(x), 3 * x)  # a section in a loop keeps its arrays' values

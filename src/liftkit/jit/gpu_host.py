@@ -435,7 +435,10 @@ class GpuHost:
                     continue
                 if call.names.get(v.id) in keep and not rt.buffers[rt.vars[v.id].buffer].borrowed:
                     assert dc is not None
-                    dc.kept.append(v)
+                    if v in dc.kept:  # kept by an earlier run of the section (in a loop)
+                        rt.release(v, writeback=False)
+                    else:
+                        dc.kept.append(v)
                     continue
                 rt.release(v, writeback=call.live.get(v.id, True))
             if call.err.id in rt.vars:

@@ -91,12 +91,19 @@ def _owned_arrays(f: V.Function) -> set[str]:
     return owned
 
 
-def _dead_after(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[str]:
+def _dead_after(f: V.Function, section: V.GpuSection, owned: set,
+                loop: bool = False) -> frozenset[str]:
     """Owned arrays whose memory nothing outside ``section`` can reach: neither they nor any
-    array variable copied from or to them (``x = y``) is mentioned outside it."""
+    array variable copied from or to them (``x = y``) is mentioned outside it — their
+    allocation before it apart, unless the section runs in a loop (its next run reads them)."""
     outside: set[str] = set()
+    alloc = ("zeros", "ones", "empty", "full", "arange")
 
     def walk(x: object) -> None:
+        if not loop and isinstance(x, V.Assign) and isinstance(x.target, V.Name) and \
+                x.target.name in owned and isinstance(x.value, V.LibCall) and x.value.fn in alloc:
+            walk(x.value.args)  # the allocation itself
+            return
         if x is section:  # what a return inside it (@jit(target="gpu")) hands out escapes
             for r in nodes(section.body):
                 if isinstance(r, V.Return):
@@ -392,14 +399,14 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
         undefined = frozenset(_undefined_arrays(f, owned))
         dead: frozenset[str] = frozenset()
 
-        def stmts(body: tuple, gpu: bool) -> None:
+        def stmts(body: tuple, gpu: bool, loop: bool = False) -> None:
             nonlocal dead
             for s in body:
                 if isinstance(s, V.GpuSection):
                     if not gpu:
                         plan.returned[len(plan.sections)] = _returned_only(f, s, owned)
                         plan.sections[id(s)] = len(plan.sections)
-                        dead = _dead_after(f, s, owned)
+                        dead = _dead_after(f, s, owned, loop)
                     stmts(s.body, True)
                     continue
                 if gpu and isinstance(s, V.ParFor):
@@ -419,10 +426,10 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
                     plan.access_ids[id(s)] = len(plan.accesses)
                     plan.accesses.append(HostAccess(host_arrays(_header(s), _written(s))))
                 if isinstance(s, V.If):
-                    stmts(s.then, gpu)
-                    stmts(s.orelse, gpu)
+                    stmts(s.then, gpu, loop)
+                    stmts(s.orelse, gpu, loop)
                 elif isinstance(s, (V.For, V.While, V.ParFor)):
-                    stmts(s.body, gpu)
+                    stmts(s.body, gpu, True)
         stmts(f.body, False)
     plan.host_uses = host_uses(m.functions[0])
     return plan
