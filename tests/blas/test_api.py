@@ -209,3 +209,17 @@ def test_a_profile_of_another_driver_is_used_with_one_warning(session: Session, 
     assert s.profile is not None and s.profile.fingerprint == dev.fingerprint
     assert not [w for w in caught if issubclass(w.category, NoProfileWarning)]
     assert pm.find_profile_any_driver(f"Nowhere|{dev.label}|9") is None
+
+
+def test_calls_before_results_keep_their_values(session) -> None:  # type: ignore[no-untyped-def]
+    """Calls share the session's scratch workspace: results read later are still their own."""
+    rng = np.random.default_rng(12)
+    xs = [rng.uniform(-1, 1, 1000).astype(np.float32) for _ in range(3)]
+    futs = [session.asum(x) for x in xs] + [session.dot(xs[0], xs[1])]
+    mats = [rng.uniform(-1, 1, (33, 17)).astype(np.float32) for _ in range(3)]
+    gf = [session.gemm(a, a.T.copy()) for a in mats]
+    for f, x in zip(futs, xs):
+        assert abs(f.result() - np.abs(x).sum()) < 1e-3
+    assert abs(futs[-1].result() - xs[0] @ xs[1]) < 1e-3
+    for f, a in zip(gf, mats):
+        np.testing.assert_allclose(f.result(), a @ a.T, rtol=1e-4, atol=1e-4)

@@ -159,3 +159,18 @@ def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session) -> None:
         want = (A.T if ta else A) @ (B.T if tb else B)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * k)
     assert s.plan_gemm((64, 64), (64, 64), np.float64).variant == MMA
+
+
+@pytest.mark.gpu
+def test_numpy_results_read_late_are_their_own(cuda_session: Session) -> None:
+    """NumPy results come back at result(); calls enqueued before then share the session's
+    scratch workspace and must not overwrite them (reductions, padded GEMMs)."""
+    rng = np.random.default_rng(13)
+    xs = [rng.uniform(-1, 1, 999) for _ in range(3)]
+    mats = [rng.uniform(-1, 1, (65, 31)) for _ in range(3)]
+    futs = [cuda_session.asum(x) for x in xs]
+    gf = [cuda_session.gemm(a, a.T) for a in mats]
+    for f, x in zip(futs, xs):
+        assert abs(f.result() - np.abs(x).sum()) < 1e-9
+    for f, a in zip(gf, mats):
+        np.testing.assert_allclose(f.result(), a @ a.T, rtol=1e-12, atol=1e-12)

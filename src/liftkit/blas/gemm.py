@@ -226,7 +226,7 @@ class GemmPlan:
             workspace: Optional[Workspace] = None) -> Future:
         """Enqueue C = α·op(A)·op(B) + β·C on packed operands; returns a Future."""
         s, dt = self.session, self.dtype
-        ws = workspace or s.workspace()
+        ws = workspace or s.scratch
         if C is None:
             if self.orders[2] != "C":
                 raise BlasError("gemm plan: a plan for a column-major C needs C")
@@ -332,7 +332,7 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
     _check_scalar("gemm", "beta", beta, a.dtype)
     plan = plan_gemm(session, a.shape, b.shape, a.dtype, trans_a=trans_a, trans_b=trans_b,
                      order_a=a.order, order_b=b.order, order_c=order_c)
-    ws = session.workspace()
+    ws = session.scratch
     return plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), C, alpha=alpha, beta=beta,
                     workspace=ws)
 

@@ -62,7 +62,7 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
     sizes = {"M": sm, "N": sn}
     built = s.kernel(kind, sizes)
     p = padded_sizes(sizes, built.multiples)
-    ws = s.workspace()
+    ws = s.scratch
     item = dt.itemsize
     abuf, waits = _pad2d(s, a.buf, list(a.events), (sm, sn), (p["M"], p["N"]), item, ws, "A")
     xbuf, xw = _pad1d(s, xv, p["M"] if t else p["N"], ws, "x")
@@ -101,7 +101,7 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
         kind = Kind("transpose", DTYPES[a.dtype])
         built = s.kernel(kind, {"M": sm, "N": sn})
         p = padded_sizes({"M": sm, "N": sn}, built.multiples)
-        ws = s.workspace()
+        ws = s.scratch
         src, waits = _pad2d(s, a.buf, list(a.events) + o.events, (sm, sn), (p["M"], p["N"]),
                             item, ws, "A")
         if p == {"M": sm, "N": sn}:
@@ -162,7 +162,7 @@ def _map1(s: Session, op: str, vs: list[Operand], alpha: float, out: Any) -> Fut
             if o.host is not None and v.host is o.host:
                 o = Operand(v.buf, o.shape, "C", dt, list(v.events), host=o.host)
     built, n_pad = _vector_kernel(s, op, n, dt)
-    ws = s.workspace()
+    ws = s.scratch
     bufs, waits = {}, list(o.events)
     for i, v in enumerate(vs):
         bufs[i + 1], w = _pad1d(s, v, n_pad, ws, f"v{i}")
@@ -179,14 +179,14 @@ def _reduction(s: Session, op: str, vs: list[Operand],
                post: Optional[Any] = None) -> Future:
     n, dt = vs[0].shape[0], vs[0].dtype
     built, n_pad = _vector_kernel(s, op, n, dt)
-    ws = s.workspace()
+    ws = s.scratch
     bufs, waits = {}, []
     for i, v in enumerate(vs):
         bufs[i], w = _pad1d(s, v, n_pad, ws, f"v{i}")
         waits += w
     # asum and the sum of squares of complex vectors are real
     res = np.empty(1, _REAL.get(dt, dt) if op in ("asum", "sumsq") else dt)
-    dest = ws.buffer("result", res.itemsize)
+    dest = s.q.alloc(res.itemsize)  # its own: read back at result(), maybe after later calls
     ev, temps = built.launch(s.q, bufs, {}, dest, {"N": n_pad}, waits)
     waits = s.q.download_later(res, dest, [ev])
 
@@ -194,7 +194,7 @@ def _reduction(s: Session, op: str, vs: list[Operand],
         s.q.after_download(res, dest)
         return post(res[0]) if post is not None else res[0]
 
-    return s.future(waits, value, keep=[*vs, ws, temps, res])
+    return s.future(waits, value, keep=[*vs, ws, temps, res, dest])
 
 
 def dot(s: Session, x: Any, y: Any) -> Future:

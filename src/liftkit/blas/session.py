@@ -162,6 +162,7 @@ class Session:
         self._warn = warn and self.profile is None
         self._chosen: dict[Any, Any] = {}  # choose()'s answers for the current profile
         self._units: dict[np.dtype, Any] = {}  # unit()'s buffers
+        self._scratch: Optional[Workspace] = None
         self.device_kind = "gpu" if self.device.is_gpu else "cpu"
 
     def __repr__(self) -> str:
@@ -205,6 +206,15 @@ class Session:
 
     def workspace(self) -> Workspace:
         return Workspace(self)
+
+    @property
+    def scratch(self) -> Workspace:
+        """The session's own workspace, which the one-call operations reuse for their padded
+        and packed copies: the queue runs calls in order, so a later call's copies into it
+        follow the earlier call's reads (allocating per call costs more than a small GEMM)."""
+        if self._scratch is None:
+            self._scratch = Workspace(self)
+        return self._scratch
 
     def unit(self, dtype: np.dtype) -> Any:
         """A device buffer holding the complex pair (1, i) (the complex-through-real GEMM's
