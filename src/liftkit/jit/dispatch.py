@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import math
 import os
 import struct
 import threading
@@ -282,7 +283,10 @@ class JitFunction:
     def _device_call(self, c: Compiled, params: tuple, dev: dict) -> Any:
         """Refuse GPU arrays this specialisation's host code would read (one error naming the
         argument and the line); otherwise the call's device side (gpu_host.DeviceCall)."""
+        checked = c.info.setdefault("gpu_args_ok", set())
         for k, b in dev.items():
+            if k in checked:
+                continue
             what = f"argument '{params[k]}' ({b.kind} in GPU memory)"
             if c.gpu is None:
                 raise TypeError(f"{what}: {self.__name__} has no GPU section to use it in (with "
@@ -292,6 +296,7 @@ class JitFunction:
                 raise TypeError(f"{what}: line {lines[0]} uses its data on the host, outside the "
                                 "kernels and library calls of a GPU section; pass a NumPy array "
                                 "or move that code into a parallel loop of the section")
+            checked.add(k)
         return c.gpu.device_call(list(dev.values()))
 
     def _invoke(self, c: Compiled, args: tuple, dc: Any = None) -> Any:
@@ -371,7 +376,7 @@ class _Device:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 def _device_args(args: tuple, params: list) -> dict:

@@ -12,6 +12,7 @@ dispatcher raises it after cleaning up (``finish``), so the runtime holds nothin
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -328,7 +329,7 @@ class GpuHost:
         # Lift's reductions split N in chunks of a power of two: odd lengths stay on the host
         plain = all(sp[2] == c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
             all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0) and \
-            all(int(np.prod(sp[1])) < INT32_LIMIT for sp in specs)  # Lift's kernels use int
+            all(math.prod(sp[1]) < INT32_LIMIT for sp in specs)  # Lift's kernels use int
         vs = [self._attach(call, sp, name not in lib.dead, name)
               for (name, _), sp in zip(lib.arrays, specs)] if plain else []
         if plain and all(rt.vars[v.id].offset == 0 for v in vs):
@@ -378,7 +379,7 @@ class GpuHost:
                 return False
             vs.append(v)
         if rt.vars[out.id].offset or len(shape) != len(counts) or \
-                int(np.prod(shape)) >= INT32_LIMIT:  # Lift's kernels index with int
+                math.prod(shape) >= INT32_LIMIT:  # Lift's kernels index with int
             return False
         values = {}
         pos = 1
@@ -392,7 +393,7 @@ class GpuHost:
         if self.library is None:
             from .gpu_library import LiftLibrary
             self.library = LiftLibrary()
-        self.library.run_map(rt, k.lift, vs, scalars, out, int(np.prod(shape)))
+        self.library.run_map(rt, k.lift, vs, scalars, out, math.prod(shape))
         return True
 
     def host(self, key: int, aid: int, block: Any) -> None:

@@ -24,6 +24,7 @@ one device, OpenCL or CUDA.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from collections import Counter
 from typing import Any, Iterable, Optional, Sequence
@@ -124,7 +125,7 @@ class Runtime:
             return self.attach(x.__array_interface__["data"][0], x.shape, x.strides, x.dtype, x)
 
     def _borrowed(self, ptr: int, shape: tuple, dtype: np.dtype, owner: Any) -> ArrayVar:
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         for b in self.buffers.values():  # the same memory adopted again: one buffer
             if b.borrowed and b.lo is not None and b.lo <= ptr and ptr + nbytes <= b.hi:
                 b.owners.append(owner)
@@ -233,7 +234,7 @@ class Runtime:
         with self.lock:
             dtype = np.dtype(dtype)
             shape = tuple(int(n) for n in shape)
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            nbytes = math.prod(shape) * dtype.itemsize
             buf = Buffer(self._next(), nbytes, None, None)
             self.buffers[buf.id] = buf
             return self._new_var(buf, 0, shape, c_strides(shape, dtype.itemsize), dtype)
@@ -404,8 +405,11 @@ class Runtime:
                 done.append(eid)
             else:
                 busy.add(row.queue)
+        recycle = getattr(self.device, "recycle", None)
         for eid in done:
-            del self.events[eid]
+            row = self.events.pop(eid)
+            if recycle is not None and not row.task.endswith("@cpu"):
+                recycle(row.event)
         if done:
             gone = set(done)
             for buf in self.buffers.values():
@@ -434,49 +438,56 @@ class Runtime:
         may read or write (default: every array argument both); ``overwrites`` are written
         whole without being read (their stale contents are not uploaded)."""
         with self.lock:
-            get = self._var  # the table's own rows (a released handle is refused)
+            table, buffers = self.vars, self.buffers
+
+            def get(a: Any) -> ArrayVar:  # the table's own row (a released handle is refused)
+                v = table.get(a.id) if type(a) is ArrayVar else None
+                return v if v is not None else self._var(a)
             arrays = [get(a.var if type(a) is Whole else a) for a in args
                       if type(a) is ArrayVar or type(a) is Whole]
-            ow = {get(a).id for a in overwrites} if overwrites else set()
+            ow = {get(a).id for a in overwrites} if overwrites else ()
             rd = [get(a) for a in reads] if reads is not None else \
                 [a for a in arrays if a.id not in ow]
             wr = [get(a) for a in writes] if writes is not None else arrays
             for var in wr:  # deferred copies made now move rows in place (same objects)
-                if var.cow_of is not None or len(self.buffers[var.buffer].vars) > 1:
+                if var.cow_of is not None or len(buffers[var.buffer].vars) > 1:
                     self._before_write(var)
-            self._stats["tasks"] += 1
-            bufs = {v.buffer: None for v in arrays}
+            stats = self._stats
+            stats["tasks"] += 1
+            bufs = [buffers[b] for b in dict.fromkeys(v.buffer for v in arrays)]
             whole = {v.buffer for v in wr if v.id in ow and v.offset == 0 and
-                     v.extent() == (0, self.buffers[v.buffer].nbytes) and v.id not in
-                     {r.id for r in rd}} if ow else set()
-            if not self._reserve(list(bufs)):
+                     v.extent() == (0, buffers[v.buffer].nbytes) and v.id not in
+                     {r.id for r in rd}} if ow else ()
+            if any(b.handle is None for b in bufs) and not self._reserve([b.id for b in bufs]):
                 return self._on_cpu(kernel, global_size, local_size, args, wr)
             kern = self.device.build(kernel.name, kernel.source(self.dialect))
             keep: list = []
-            for bid in bufs:
-                buf = self.buffers[bid]
-                if not buf.dev_valid and buf.host_valid and bid not in whole:
+            wbufs = {v.buffer for v in wr}
+            deps: list = []
+            for buf in bufs:
+                if not buf.dev_valid and buf.host_valid and buf.id not in whole:
                     self._upload(buf, keep)
                 buf.dev_valid = True
-            wbufs = {v.buffer for v in wr}
-            deps = [e for bid in bufs for e in self.buffers[bid].writers + (
-                self.buffers[bid].readers if bid in wbufs else [])]
+                deps += buf.writers
+                if buf.id in wbufs:
+                    deps += buf.readers
             queue, wait = self._place(deps)
             ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args),
                                     queue, wait)
-            self._stats["kernels"] += 1
-            eid = self._record(ev, kernel.name, tuple(v.id for v in rd),
-                               tuple(v.id for v in wr), keep, queue)
+            stats["kernels"] += 1
+            eid = self._next()
+            self.events[eid] = EventRow(eid, ev, kernel.name, tuple(v.id for v in rd),
+                                        tuple(v.id for v in wr), keep, queue)
             self._clock += 1
-            for bid in bufs:
-                self.buffers[bid].last_use = self._clock
-            for bid in wbufs:  # it follows every earlier user of these buffers: it alone stands
-                buf = self.buffers[bid]  # for them in later tasks' dependencies
-                buf.writers, buf.readers = [eid], []
-                buf.host_valid = False
+            clock = self._clock
+            for buf in bufs:
+                buf.last_use = clock
+                if buf.id in wbufs:  # it follows every earlier user of these buffers: it
+                    buf.writers, buf.readers = [eid], []  # alone stands for them from now on
+                    buf.host_valid = False
             for v in rd:
                 if v.buffer not in wbufs:
-                    self.buffers[v.buffer].readers.append(eid)
+                    buffers[v.buffer].readers.append(eid)
                 v.events.append(eid)
             for v in wr:
                 v.events.append(eid)

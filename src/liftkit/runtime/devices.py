@@ -172,6 +172,7 @@ class CUDADevice:
         self.max_alloc = self.total_memory
         self._kernels: dict[tuple[str, str], Any] = {}
         self._configs: dict[tuple, Any] = {}
+        self._spare: list = []  # events of retired tasks, recorded again by later ones
 
     def _check(self, result: Any, what: str) -> Any:
         from liftkit.backends.cuda.devices import check
@@ -222,7 +223,7 @@ class CUDADevice:
             self.tstream.wait(ev)
         self._check(self._drv.cuMemcpyHtoDAsync(self.ptr(handle) + offset, host.ctypes.data,
                                                 host.nbytes, self.tstream.handle), "upload")
-        return self.tstream.record()
+        return self._record(self.tstream)
 
     def download(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> None:
         for ev in wait:
@@ -237,7 +238,7 @@ class CUDADevice:
         self._check(self._drv.cuMemcpyDtoDAsync(self.ptr(dst) + dst_offset,
                                                 self.ptr(src) + src_offset, nbytes,
                                                 s.handle), "device copy")
-        return s.record()
+        return self._record(s)
 
     def build(self, name: str, source: str) -> Any:
         key = (name, source)
@@ -270,7 +271,7 @@ class CUDADevice:
             c.launch(s, config, kernel, *vals)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
-        return s.record()
+        return self._record(s)
 
     def flush(self) -> None:
         return None
@@ -288,6 +289,16 @@ class CUDADevice:
             self.tstream.sync()
         except Exception as err:  # noqa: BLE001 - a fault inside a kernel surfaces here
             raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
+
+    def _record(self, stream: Any) -> Any:
+        """An event recorded on ``stream``: a finished task's event re-recorded when there is
+        one (creating events is a driver call per task)."""
+        return stream.record(self._spare.pop()) if self._spare else stream.record()
+
+    def recycle(self, event: Any) -> None:
+        """``event``'s task has left the runtime's tables: its event may be recorded again."""
+        if len(self._spare) < 256:
+            self._spare.append(event)
 
     def sync_device(self) -> None:
         """Wait for all work on the device (other libraries' streams included)."""

@@ -6,6 +6,7 @@ stays immutable; the state of memory does not)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -70,7 +71,7 @@ class ArrayVar:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def extent(self) -> tuple[int, int]:
         """Bytes [lo, hi) of the buffer the array touches, relative to element 0."""
