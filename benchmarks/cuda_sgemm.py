@@ -3,9 +3,9 @@ CUDA backend, against cuBLAS (CuPy `A @ B`, CUPY_TF32 unset) in the same run (is
 
     python benchmarks/cuda_sgemm.py sweep [--shape 4096x4096x4096] [--variants V,...] [--repeat 20]
     python benchmarks/cuda_sgemm.py confirm --variant V [--shapes MxNxK,...] [--repeat 30]
-    python benchmarks/cuda_sgemm.py export RESULT.json ... [--out DIR]
+    python benchmarks/cuda_sgemm.py export RESULT.json ... [--out DIR] [--shapes MxNxK,...]
 
-`export` writes the fastest checked variant of each sweep result (a JSON this script wrote on
+`export` writes the fastest checked variant of each shape of each result (a JSON this script wrote on
 the GPU) as a bundled derivation of `mm` at that shape (src/liftkit/derivations/, or --out),
 which `liftkit run mm --tuned --backend cuda` replays on a device of that kind.
 
@@ -46,7 +46,10 @@ SWEEP = ("64x128:16:8x8:1", "64x128:16:8x8:2", "64x128:16:8x8:3", "128x128:16:8x
          "64x64:16:8x8:3", "64x128:8:8x8:3", "128x64:8:8x8:3", "64x128:8:8x8:4",
          "128x128:16:8x8:2:lb", "128x128:8:8x8:3:lb", "128x128:8:8x8:4:lb", "64x128:16:8x8:2:lb",
          "64x128:16:8x8:3:lb", "128x64:16:8x8:3:lb", "64x64:16:8x8:3:lb", "64x128:8:8x8:4:lb",
-         "64x128:32:8x8:2:lb")
+         "64x128:32:8x8:2:lb",
+         # run 4: deep tiles in dynamic shared memory, 4×16 blocks
+         "128x64:32:8x8:2", "128x64:32:8x8:3", "64x128:32:8x8:3", "128x128:32:8x8:2",
+         "64x128:64:8x8:2", "64x128:32:4x16:2", "128x128:32:4x16:2:lb")
 TOL = 1e-5
 
 
@@ -76,8 +79,9 @@ def launch_bounds(compiled: Any) -> Any:
     return dataclasses.replace(compiled, kernels=(dataclasses.replace(k, source=src),))
 
 
-def export(paths: list[str], out: str | None) -> None:
-    """The fastest checked variant of each result file, as a bundled derivation of `mm`."""
+def export(paths: list[str], out: str | None, shapes: tuple[str, ...] = ()) -> None:
+    """The fastest checked variant of each shape in each result file (only `shapes`, if given),
+    as a bundled derivation of `mm`."""
     from pathlib import Path
 
     from liftkit.explore import bundled
@@ -87,18 +91,20 @@ def export(paths: list[str], out: str | None) -> None:
     from liftkit.rewrite.rules.cuda import sgemm_derivation
 
     found = []
-    for path in paths:
-        res = json.loads(Path(path).read_text())
-        ok = [r for r in res["rows"] if not r["version"].startswith("cuBLAS") and "error" not in r
-              and not r["version"].endswith(":lb") and r["ms"] == r["ms"]]
+    for path, res, shape in [(p, r, s) for p in paths for r in [json.loads(Path(p).read_text())]
+                             for s in dict.fromkeys(x["shape"] for x in r["rows"])]:
+        if shapes and shape not in shapes:
+            continue
+        ok = [r for r in res["rows"] if r["shape"] == shape and not r["version"].startswith("cuBLAS")
+              and "error" not in r and not r["version"].endswith(":lb") and r["ms"] == r["ms"]]
         if not ok:
-            sys.exit(f"cuda_sgemm export: {path} has no checked derived variant")
+            sys.exit(f"cuda_sgemm export: {path} has no checked derived variant at {shape}")
         best = min(ok, key=lambda r: r["ms"])
         m, n, k = parse_shape(best["shape"])
         (tm, tn, tk, rm, rn, stages), _ = parse_variant(best["version"])
         d = sgemm_derivation(m, n, k, tm, tn, tk, rm, rn, stages)
         seq = next(i for i, r in enumerate(ok) if r is best) + 1
-        lib = next(r for r in res["rows"] if r["version"].startswith("cuBLAS"))
+        lib = next(r for r in res["rows"] if r["shape"] == shape and r["version"].startswith("cuBLAS"))
         found.append(bundled.Derivation(
             "mm", program_text(mm()), {"M": m, "N": n, "K": k}, res["fingerprint"], "gpu",
             "liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES", best["ms"] / 1e3, len(ok), len(ok),
@@ -117,8 +123,9 @@ def main(argv: list[str] | None = None) -> None:
         ex = argparse.ArgumentParser(prog="cuda_sgemm.py export")
         ex.add_argument("results", nargs="+")
         ex.add_argument("--out", default=None)
+        ex.add_argument("--shapes", default="", help="only these shapes (MxNxK,...)")
         e = ex.parse_args(argv[1:])
-        export(e.results, e.out)
+        export(e.results, e.out, tuple(x for x in e.shapes.split(",") if x))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=["sweep", "confirm"])
@@ -171,9 +178,10 @@ def main(argv: list[str] | None = None) -> None:
 
         C = cp.empty((m, n), cp.float32)
         err = rel(A @ B)
+        t0 = time.time()
         s = median(cupy_times(lambda: cp.matmul(A, B, out=C), a.repeat))
         lib = {"shape": f"{m}x{n}x{k}", "version": "cuBLAS SGEMM (CuPy A @ B, TF32 off)", "ms": s * 1e3,
-               "tflops": flops / s / 1e12, "rel_err": err}
+               "tflops": flops / s / 1e12, "rel_err": err, "t0": t0, "t1": time.time()}
         rows.append(lib)
         print(f"{m}x{n}x{k}: floor {flops / peak * 1e3:.3f} ms at the FFMA peak; "
               f"cuBLAS {s * 1e3:.3f} ms", flush=True)
@@ -194,7 +202,9 @@ def main(argv: list[str] | None = None) -> None:
                 ref2 = A2.astype(cp.float64) @ B2.astype(cp.float64)
                 e2 = (float(cp.linalg.norm(cp.asarray(out).astype(cp.float64) - ref2))
                       / float(cp.linalg.norm(ref2)))
+                row["t0"] = time.time()  # the timed launches' wall-clock span (clock samples)
                 out, info = runner.run_with_info(compiled, A, B, timing=True, repeat=a.repeat)
+                row["t1"] = time.time()
                 e1 = rel(out)
                 row["rel_err"] = max(e1, e2 if e2 == e2 else float("inf"))
                 if not row["rel_err"] < TOL:
