@@ -520,3 +520,23 @@ def h(x):
 """, rt, "h")
     np.testing.assert_allclose(g(x), x)
     np.testing.assert_allclose(h(x), 3 * x)  # a section in a loop keeps its arrays' values
+
+
+def test_an_array_made_in_a_section_and_copied_to_an_outer_name_comes_back(rt):
+    """``r = (1 - d) / n + d * (M @ r)`` in a loop: each new r is made in the section and
+    only its copy to ``r`` (a name also holding host memory) is used later."""
+    f = gpu_fn("""
+import liftkit
+def f(M, d, niter):
+    n = M.shape[0]
+    r = np.ones(n) / n
+    with liftkit.gpu():
+        for it in range(niter):
+            r = (1.0 - d) / n + d * (M @ r)
+    return r
+""", rt)
+    M = np.random.default_rng(4).random((32, 32))
+    r = np.ones(32) / 32
+    for _ in range(3):
+        r = 0.15 / 32 + 0.85 * (M @ r)
+    np.testing.assert_allclose(f(M, 0.85, 3), r)

@@ -119,14 +119,30 @@ def _dead_after(f: V.Function, section: V.GpuSection, owned: set,
             for fld in x.__dataclass_fields__:
                 walk(getattr(x, fld))
     walk(f.body)
-    group = {k: {k} for k in owned}  # names sharing memory through copies
+    group = _groups(f, owned)
+    outside.add("$escapes")
+    return frozenset(k for k in owned if not group[k] & outside)
+
+
+def _groups(f: V.Function, owned: set) -> dict[str, set]:
+    """Owned names sharing memory through copies (``x = y``); a group copied to or from a name
+    that is not owned (``r = new`` with ``r`` a parameter's name too) escapes: it is grouped
+    with that name, which is always mentioned elsewhere (the ``"$escapes"`` marker)."""
+    group = {k: {k} for k in owned}
     for n in nodes(f.body):
         if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
-                isinstance(n.value, V.Name) and n.target.name in owned and n.value.name in owned:
-            merged = group[n.target.name] | group[n.value.name]
+                isinstance(n.value, V.Name) and isinstance(n.target.type, T.ArrayType):
+            a, b = n.target.name, n.value.name
+            if a in owned and b in owned:
+                merged = group[a] | group[b]
+            elif a in owned or b in owned:
+                merged = group[a if a in owned else b] | {"$escapes"}
+            else:
+                continue
             for k in merged:
-                group[k] = merged
-    return frozenset(k for k in owned if not group[k] & outside)
+                if k in group:
+                    group[k] = merged
+    return group
 
 
 def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozenset[str]:
@@ -167,13 +183,8 @@ def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozense
             for fld in x.__dataclass_fields__:
                 walk(getattr(x, fld))
     walk(f.body)
-    group = {k: {k} for k in owned}
-    for n in nodes(f.body):
-        if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
-                isinstance(n.value, V.Name) and n.target.name in owned and n.value.name in owned:
-            merged = group[n.target.name] | group[n.value.name]
-            for k in merged:
-                group[k] = merged
+    group = _groups(f, owned)
+    outside.add("$escapes")
     return frozenset(k for k in owned if group[k] & ret and not group[k] & outside)
 
 
