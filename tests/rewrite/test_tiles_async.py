@@ -115,6 +115,30 @@ def test_the_pipelined_tile_loop_in_cuda(stages: int) -> None:
     assert "cp.async.cg.shared.global" in ptx and "fma.rn.f32" in ptx
 
 
+# cuBLAS's own shape (256×128 tiles, 16×8 blocks, K steps of 8, 3 deep), 4×16 blocks, and a
+# pipeline deeper than CUDA's 48 KB of static shared memory (72 KB: dynamic)
+WIDE = [(256, 128, 8, 16, 8, 3), (64, 128, 32, 4, 16, 2), (64, 128, 32, 8, 8, 3)]
+
+
+@pytest.mark.parametrize("tiles", WIDE, ids=["x".join(map(str, t)) for t in WIDE])
+def test_wide_blocks_and_deep_tiles_replay_soundly(tiles: tuple[int, ...]) -> None:
+    """The Hopper tilings beyond the first ones: from the bundled `mm` (symbolic sizes), equal
+    to A·B in the interpreter (bit for bit) and compiled by NVRTC; local memory beyond 48 KB is
+    carved from dynamic shared memory."""
+    tm, tn, tk, rm, rn, stages = tiles
+    d = sgemm_derivation(tm, tn, 3 * tk, *tiles)
+    A, B = _ints((tm, 3 * tk), float32, 5), _ints((3 * tk, tn), float32, 6)
+    np.testing.assert_array_equal(interpret(d.final, A, B), A @ B)
+    k = compile_program(d.final, CUDA).kernels[0]
+    local = (tm + tn) * tk * 4 * stages
+    assert k.dynamic_shared == (local if local > 48 * 1024 else 0)
+    assert ("extern __shared__" in k.source) == (local > 48 * 1024)
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    assert "fma.rn.f32" in compile_cuda(k.source, "compute_90a", name="sgemm.cu").ptx
+
+
 def test_opencl_refuses_the_pipeline_in_words() -> None:
     d = sgemm_derivation(4096, 4096, 4096, 64, 128, 16, 8, 8, 2)
     with pytest.raises(CodegenError, match=r"^toLocalAsync needs the CUDA backend \(cp.async\)"):
@@ -128,7 +152,7 @@ def test_the_pipelined_product_on_the_gpu() -> None:
     if not devices:
         pytest.skip("no CUDA GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
-    for tiles in [(64, 128, 16, 8, 8, 2), (64, 64, 16, 8, 8, 3), (64, 64, 32, 8, 8, 2)]:
+    for tiles in [(64, 128, 16, 8, 8, 2), (64, 64, 16, 8, 8, 3), (64, 64, 32, 8, 8, 2), *WIDE]:
         d = sgemm_derivation(256, 384, 512, *tiles)
         A, B = _ints((256, 512), float32, 3), _ints((512, 384), float32, 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)

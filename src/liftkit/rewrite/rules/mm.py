@@ -146,14 +146,17 @@ SYMBOLIC_TILES = ((64, 64, 16, 8, 8, 1, 4), (64, 128, 16, 8, 8, 1, 4), (128, 64,
                   (32, 32, 16, 4, 4, 1, 4), (32, 64, 16, 2, 8, 0, 4), (64, 64, 16, 8, 8, 0, 4),
                   # Hopper FFMA shapes (256 work-items, K steps of 8 for deep cp.async pipelines)
                   (128, 128, 8, 8, 8, 1, 4), (64, 128, 8, 8, 8, 1, 4), (128, 64, 8, 8, 8, 1, 4),
-                  # ... and deep tiles beyond 48 KB of staged local memory (dynamic shared memory),
-                  # 4×16 blocks (a quarter of the A fragment registers of 8×8)
-                  (128, 128, 32, 8, 8, 1, 4), (128, 64, 32, 8, 8, 1, 4), (64, 128, 64, 8, 8, 1, 4),
-                  (64, 128, 32, 4, 16, 1, 4), (64, 128, 16, 4, 16, 1, 4), (128, 128, 16, 4, 16, 1, 4),
-                  (128, 128, 32, 4, 16, 1, 4),
                   # scalar (w = 1): 1×1 (no register blocking, the bundled mm_tiled), 1D, 2D
                   (16, 16, 16, 1, 1, 1, 1), (32, 32, 16, 2, 2, 1, 1), (64, 64, 16, 4, 4, 1, 1),
                   (32, 32, 32, 2, 2, 1, 1), (32, 32, 16, 4, 1, 1, 1), (64, 64, 16, 8, 8, 1, 1))
+# float32 only, after those (results/issue12/sgemm run 4, the Hopper FFMA shapes continued): 128×64
+# tiles 32 deep; deep tiles beyond 48 KB of staged local memory (CUDA: dynamic shared memory);
+# 4×16 blocks; 8×16 and 16×8 blocks (128 accumulators: 255 registers; cuBLAS's 256×128×8 shape)
+SYMBOLIC_TILES_FLOAT4 = ((128, 64, 32, 8, 8, 1, 4), (128, 128, 32, 8, 8, 1, 4), (64, 128, 64, 8, 8, 1, 4),
+                  (64, 128, 32, 4, 16, 1, 4), (64, 128, 16, 4, 16, 1, 4), (128, 128, 16, 4, 16, 1, 4),
+                  (128, 128, 32, 4, 16, 1, 4), (128, 128, 16, 8, 16, 1, 4), (128, 128, 32, 8, 16, 1, 4),
+                  (256, 128, 16, 16, 8, 1, 4), (128, 256, 16, 8, 16, 1, 4), (256, 128, 8, 16, 8, 1, 4),
+                  (128, 128, 16, 16, 8, 1, 4))
 SYMBOLIC_BLOCKS = ((4, 4, 8, 8), (4, 8, 8, 8), (8, 8, 8, 8), (4, 4, 16, 16), (8, 4, 8, 8),
                    (2, 4, 16, 8), (2, 8, 4, 8))
 # the candidates for constant sizes (filtered by divisibility)
@@ -334,11 +337,12 @@ def _choices_tiles(site: Site) -> Options:
 
 def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
     """SYMBOLIC_TILES for an element type: the float4 sets at its widest vector width (double2;
-    complex numbers: scalars), the scalar sets as they are."""
+    complex numbers: scalars), the scalar sets as they are; for float32 SYMBOLIC_TILES_FLOAT4
+    after them (so the first choices stay the general ones)."""
     out = [c for c in SYMBOLIC_TILES if c[6] in widths]
     if 4 not in widths:
-        out = [c[:6] + (max(widths),) for c in SYMBOLIC_TILES if c[6] == 4] + out
-    return out
+        return [c[:6] + (max(widths),) for c in SYMBOLIC_TILES if c[6] == 4] + out
+    return out + list(SYMBOLIC_TILES_FLOAT4)
 
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
