@@ -102,27 +102,31 @@ def warp(n: int, repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
-# (tm, tn, tk, warps, staged): staged 0 reads the operands in place, 1 copies each tile into
-# local memory, s > 1 pipelines the copies s deep with cp.async (toLocalAsync)
+# (tm, tn, tk, warps, staged[, lines]): staged 0 reads the operands in place, 1 copies each tile
+# into local memory, s > 1 pipelines the copies s deep with cp.async (toLocalAsync); lines: the
+# tiles copied in 16-byte chunks over whole lines into rotated rows (v5; v3/v4: one element per
+# copy into the fragment-blocked layout)
 MMA_VARIANTS = {
-    "tf32": [(128, 128, 16, 4, 3), (128, 128, 16, 8, 3), (128, 64, 16, 4, 4), (64, 128, 16, 4, 4),
-             (128, 128, 8, 4, 4), (128, 128, 8, 8, 4), (128, 128, 16, 4, 1)],
-    "f64": [(128, 64, 16, 4, 2), (64, 128, 16, 4, 2), (128, 64, 16, 8, 2), (64, 64, 16, 4, 3),
-            (128, 128, 8, 8, 3), (128, 64, 8, 4, 4), (64, 128, 8, 4, 4), (64, 64, 8, 4, 4),
-            (128, 128, 16, 8, 1), (64, 64, 16, 4, 0)],
+    "tf32": [(128, 128, 8, 4, 4), (128, 128, 16, 4, 3), (128, 128, 8, 4, 4, True),
+             (128, 128, 16, 4, 3, True), (128, 128, 16, 4, 4, True), (128, 128, 32, 4, 3, True),
+             (128, 128, 16, 8, 3, True), (128, 64, 16, 4, 4, True)],
+    "f64": [(128, 64, 16, 4, 2), (128, 64, 16, 4, 2, True), (128, 64, 16, 4, 3, True),
+            (128, 64, 16, 4, 4, True), (128, 64, 8, 4, 4, True), (128, 128, 16, 8, 3, True),
+            (128, 128, 8, 8, 4, True), (64, 64, 16, 4, 4, True)],
 }
 
 
 def parse_tiles(text: str) -> dict[str, list[tuple[int, ...]]]:
-    """`f64:128x64x16w4s2,tf32:128x128x8w4s4` → {kind: [(tm, tn, tk, warps, staged)]}."""
+    """`f64:128x64x16w4s2,tf32:128x128x8w4s4L` → {kind: [(tm, tn, tk, warps, staged[, lines])]}
+    (a trailing L: the tiles staged in whole lines)."""
     import re
 
     out: dict[str, list[tuple[int, ...]]] = {"tf32": [], "f64": []}
     for item in filter(None, text.split(",")):
-        m = re.fullmatch(r"(tf32|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", item.strip())
+        m = re.fullmatch(r"(tf32|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)(L?)", item.strip())
         if m is None:
             raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED (e.g. f64:128x64x16w4s2)")
-        out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:]))
+        out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:6]) + ((True,) if m.group(7) else ()))
     return out
 
 
@@ -150,10 +154,10 @@ def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | Non
                 raise SystemExit(f"{kind} {label}: relative error {err:.2e} (tolerance {tol:.0e})")
             return err
 
-        for tm, tn, tk, warps, staged in (variants or MMA_VARIANTS)[kind]:
+        for tm, tn, tk, warps, staged, *lines in (variants or MMA_VARIANTS)[kind]:
             label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
-                f"cp.async x{staged}" if staged > 1 else "")
-            d = tensor_core_mm(kind, tm, tn, tk, warps, staged)
+                f"cp.async x{staged}" if staged > 1 else "") + (" lines" if lines else "")
+            d = tensor_core_mm(kind, tm, tn, tk, warps, staged, bool(lines))
             compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
             try:
                 out, info = runner.run_with_info(compiled, A, B, timing=True, repeat=repeat)

@@ -157,7 +157,7 @@ def mm_high(kind: str):  # type: ignore[no-untyped-def]
 
 
 def mm_low(kind: str, tm: int = 32, tn: int = 16, tk: int = 16, warps: int = 2,
-           staged: int = 1) -> Any:
+           staged: int = 1, lines: bool = False) -> Any:
     from liftkit.ir.nodes import Lambda, Param
     from liftkit.ir import patterns as P
     from liftkit.rewrite.rules.cuda import mm_tensor_cores
@@ -165,7 +165,7 @@ def mm_low(kind: str, tm: int = 32, tn: int = 16, tk: int = 16, warps: int = 2,
     cls = {"tf32": P.ReduceMmaTF32, "bf16": P.ReduceMmaBF16, "f64": P.ReduceMmaF64}[kind]
     T = MMA[kind][1]
     A, B = Param("A", T[K][M]), Param("B", T[N][K])
-    return Lambda((A, B), mm_tensor_cores(A, B, cls, tm, tn, tk, warps, staged))
+    return Lambda((A, B), mm_tensor_cores(A, B, cls, tm, tn, tk, warps, staged, lines))
 
 
 def test_casts_round_as_the_hardware_does() -> None:
@@ -253,6 +253,27 @@ def test_fp64_takes_hoppers_shapes_with_amperes_fallback_and_vector_reads() -> N
     assert "float4 frag" in src
     src = compile_program(mm_low("tf32", 64, 64, 16, 4, 0), CUDA).source  # in place: element reads
     assert "frag" not in src
+
+
+@pytest.mark.parametrize("kind", ["tf32", "f64"])
+def test_line_staging_means_the_tiles_and_copies_16_bytes(kind: str) -> None:
+    """`lines`: the tiles copied in 16-byte chunks (cp.async.cg) into rotated rows; the same
+    product in the interpreter (exactly, on integers), fragment reads of single elements."""
+    T = MMA[kind][1]
+    rng = np.random.default_rng(11)
+    A, B = rng.integers(-8, 9, (128, 32)).astype(T.dtype), rng.integers(-8, 9, (32, 128)).astype(T.dtype)
+    for tk in (16, 8):
+        p = mm_low(kind, 64, 64, tk, 4, 2, lines=True)
+        np.testing.assert_array_equal(interpret(p, A, B), A @ B)
+        src = compile_program(p, CUDA).source
+        assert "cp.async.cg.shared.global [%0], [%1], 16;" in src and "cp.async.ca" not in src
+        assert "frag" not in src  # rotated rows: the lanes' elements are not adjacent
+    from liftkit.rewrite.rules.cuda import line_layout
+    from liftkit.ir import patterns as P
+
+    assert line_layout(P.ReduceMmaF64, 64, 16, 128, False) == (2, 8, 1)  # rows of one line
+    assert line_layout(P.ReduceMmaF64, 64, 8, 128, True) == (2, 32, 1)  # B: k rows of 64 doubles
+    assert line_layout(P.ReduceMmaBF16, 64, 16, 128, False) is None
 
 
 def test_local_memory_beyond_48_kb_comes_from_the_launch() -> None:
@@ -358,6 +379,8 @@ def test_mma_on_the_gpu_matches_the_interpreter(kind: str) -> None:
         tilings += [(8, 8, 4, 1, 1), (128, 64, 16, 4, 4)]  # the last: 96 KB of dynamic shared memory
     if kind == "tf32":
         tilings.append((128, 64, 32, 4, 3))  # 72 KB of dynamic shared memory
+    if kind != "bf16":  # 16-byte copies over whole lines into rotated rows
+        tilings += [(64, 64, 16, 4, 2, True), (64, 64, 8, 4, 3, True)]
     for tiles in tilings:
         p = mm_low(kind, *tiles)
         A, B = rng.integers(-8, 9, (128, 96)).astype(T.dtype), rng.integers(-8, 9, (96, 192)).astype(T.dtype)

@@ -14,7 +14,9 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   → tm×tn tiles of C per work-group (`mapWrg(1) ∘ mapWrg(0)`), the K loop split by tk into
   tile pairs reduced by `reduceMma… warps` on the tensor cores, each pair copied into local
   memory by the work-group first (staged = 1, coalesced rounds of `mapLcl(0)`), or by cp.async
-  pipelined `staged` tiles deep (staged > 1, `toLocalAsync`), or read in place (staged = 0).
+  pipelined `staged` tiles deep (staged > 1, `toLocalAsync`), or read in place (staged = 0);
+  with `lines`, the copies move 16-byte chunks over whole lines into rotated rows (a gather
+  around the copy) instead of single elements into the fragment-blocked layout.
   For double: DMMA (`reduceMmaF64`). For float only where both operands were rounded by the
   program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
   FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
@@ -133,7 +135,7 @@ MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 128, 8), (128, 64, 16), (64, 
 WARPS = (8, 4, 2, 1)
 # staged: 0 operands read in place, 1 copied into local memory, s > 1 copied by cp.async s deep
 STAGINGS = (4, 3, 2, 1, 0)
-MAX_MMA_CHOICES = 128
+MAX_MMA_CHOICES = 192
 # local memory of a staged product: beyond 48 KB a CUDA block gets it at launch (dynamic shared
 # memory; an H100 gives up to 227 KB, an A100 163 KB; the runner refuses more in words)
 MMA_LOCAL_BYTES = 128 * 1024
@@ -247,7 +249,16 @@ def _mma_choices(site: Site) -> Options:
             for staged in STAGINGS:
                 if _mma_ok(cls, tm, tn, tk, warps, staged):
                     out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged})
+                    if staged > 1 and min(tm, tn) >= 64 and _lines_ok(cls, tm, tn, tk, warps):
+                        out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged,
+                                    "lines": True})
     return out[:MAX_MMA_CHOICES]
+
+
+def _lines_ok(cls: type, tm: int, tn: int, tk: int, warps: int) -> bool:
+    """Both operand tiles can be staged in whole lines (`_stage_lines`)."""
+    return (line_layout(cls, tm, tk, 32 * warps, False) is not None
+            and line_layout(cls, tn, tk, 32 * warps, True) is not None)
 
 
 def _at(depth: int, f: Any) -> Any:
@@ -287,6 +298,47 @@ def fragment_blocks(kind: type, rows: int, k: int, transposed: bool) -> Optional
         q = next((q for q in (2 * words, words, 1) if k % (4 * q) == 0), 0)
         return (8, q) if q else None
     return (16, words) if k % (4 * words) == 0 else None
+
+
+def line_layout(kind: type, rows: int, cols: int, threads: int, transposed: bool) -> Optional[tuple[int, int, int]]:
+    """(elements per 16-byte chunk W, chunks per row C, rows sharing a 128-byte line L) of the
+    `lines` staging of a rows×cols operand tile (B: its k×n rows), or None where it does not
+    apply: 16-byte chunks, whole rows in the copy rounds, rows of at least 32 bytes, and for B
+    rows covering a 128-byte line (the fragment reads' rotation needs it)."""
+    size = kind.operand.dtype.itemsize
+    if kind is P.ReduceMmaBF16:
+        return None
+    w = 16 // size
+    r, c = (cols, rows) if transposed else (rows, cols)  # B is copied in its k×n orientation
+    if c % w or (r * c // w) % threads or c * size < 32 or (transposed and c * size < 128):
+        return None
+    return w, c // w, max(1, 128 // (c * size))
+
+
+def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int) -> Any:
+    """The tile copied in 16-byte chunks (double2, float4), each warp's chunks covering whole
+    rows, i.e. whole 128-byte lines (cp.async.cg of 16 bytes, the fewest L1 wavefronts), into a
+    row-major layout whose rows are rotated so that the lanes of a fragment read spread over
+    all banks: chunk c of row r sits at position (c + s(r)) mod C, s(r) = r/L for A (its 8
+    fragment rows land in different chunks), s(r) = r·(8 elements in chunks) for B (the 4 k rows
+    a fragment read touches land in different quarters or halves of a line). It means the tile.
+    """
+    from liftkit import dsl as D
+
+    w, c, lines = line_layout(kind, rows, cols, threads, transposed)  # type: ignore[misc]
+    step = max(1, 8 * kind.operand.dtype.itemsize // 16) if transposed else 0
+
+    def shift(r: Any) -> Any:
+        return (r * step if transposed else r // lines) % c
+
+    rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(D.vector(kind.operand, w))))
+    copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
+    to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)  # position → chunk
+    to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)  # chunk → position
+    forward = [D.transpose] if transposed else []
+    forward += [D.map(D.asVector(w)), D.join, to_pos, D.split(threads)]
+    backward = [D.join, to_chunk, D.split(c), D.map(D.asScalar)] + ([D.transpose] if transposed else [])
+    return D.compose(*reversed(forward + [copy] + backward))
 
 
 def _stage(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int) -> Any:
@@ -330,18 +382,19 @@ def _stage(rows: int, cols: int, threads: int, kind: type, transposed: bool, sta
 
 
 def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
-                    staged: int) -> Expr:
-    """C = A·B with `cls` over tm×tn×tk tiles (see the module docstring)."""
+                    staged: int, lines: bool = False) -> Expr:
+    """C = A·B with `cls` over tm×tn×tk tiles (see the module docstring); `lines`: the staged
+    tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`)."""
     from liftkit import dsl as D
     from liftkit.ir.nodes import Literal as Lit
 
-    if not _mma_ok(cls, tm, tn, tk, warps, staged):
+    if not _mma_ok(cls, tm, tn, tk, warps, staged) or (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps))):
         raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
-    elem = cls.operand
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     if staged:
-        sa = _stage(tm, tk, 32 * warps, cls, False, staged)
-        sb = _stage(tn, tk, 32 * warps, cls, True, staged)
+        stage = _stage_lines if lines else _stage
+        sa = stage(tm, tk, 32 * warps, cls, False, staged)
+        sb = stage(tn, tk, 32 * warps, cls, True, staged)
         op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
     else:
         op = lambda pair: pair  # noqa: E731
@@ -352,9 +405,10 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
         << tiles(tn) << D.transpose << b) << tiles(tm) << a)
 
 
-def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int) -> Expr:
+def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
+               lines: bool = False) -> Expr:
     a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
-    return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged)
+    return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged, lines)
 
 
 MM_TENSOR_CORES = make_rule(
@@ -480,10 +534,12 @@ def _search_rules() -> tuple[Rule, ...]:
 CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 
-def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int) -> Any:
+def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
+                   lines: bool = False) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "bf16" likewise with toBF16; "f64": double):
-    one application of mm-tensor-cores with these parameters, replayable."""
+    one application of mm-tensor-cores with these parameters, replayable (`lines`: the staged
+    tiles copied in 16-byte chunks over whole lines into rotated rows)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -496,7 +552,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     program = D.fun([T[K][M], T[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
         lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
         << D.transpose << rows(B)) << rows(A))
-    step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
+    extra = {"lines": True} if lines else {}
+    step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
 
 
