@@ -95,3 +95,14 @@ def test_nt_and_tn_through_the_nn_kernel(session: Session) -> None:
             Variant.of("nn")
         got = s.gemm(A, B, trans_a=ta, trans_b=tb, alpha=-2.0).result()
         np.testing.assert_allclose(got, -2.0 * _op(A, ta) @ _op(B, tb), **_tol(dt, k))
+
+
+@pytest.mark.parametrize("dtype,variant", [("float32", "nn"), ("float64", "nn"),
+                                           ("complex64", "real"), ("complex128", "real")])
+def test_the_tuner_measures_the_plans(session: Session, dtype: str, variant: str) -> None:
+    """`liftkit blas tune` times the plans (packing and product) after checking them."""
+    from liftkit.blas.tune import measure
+
+    for lay in ("NT", "TN"):
+        t = measure(session, Kind("mm", dtype, lay), Variant.of(variant), {"M": 64, "N": 64, "K": 64})
+        assert not t.error and t.rate > 0, (lay, t.error)

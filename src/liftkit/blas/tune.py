@@ -241,7 +241,8 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
     want = reference(kind, xs)
-    tol = (1e-3, 1e-4 * sizes["K"]) if dt == np.complex64 else (1e-9, 1e-11 * sizes["K"])
+    tol = ((1e-3, 1e-4 * sizes["K"]) if dt in (np.float32, np.complex64)
+           else (1e-9, 1e-11 * sizes["K"]))
     if not np.allclose(got, want, rtol=tol[0], atol=tol[1]):
         t.error = "wrong result"
         return t
