@@ -174,3 +174,18 @@ def test_numpy_results_read_late_are_their_own(cuda_session: Session) -> None:
         assert abs(f.result() - np.abs(x).sum()) < 1e-9
     for f, a in zip(gf, mats):
         np.testing.assert_allclose(f.result(), a @ a.T, rtol=1e-12, atol=1e-12)
+
+
+def test_cuda_defaults() -> None:
+    """Untuned CUDA sessions run the derivations the H100 ran fastest where their tiles fit
+    with little padding, `glb` otherwise; OpenCL keeps its own defaults."""
+    from liftkit.blas.codelets import default_variant
+
+    big = {"M": 1024, "N": 1024, "K": 1024}
+    assert default_variant(Kind("mm", "float64", "NN"), "gpu", big, "cuda").codelet == "mma"
+    assert default_variant(Kind("mm", "float32", "NN"), "gpu", big, "cuda").codelet == "tiles-async"
+    assert default_variant(Kind("mm", "float64", "NT"), "gpu", big, "cuda") == Variant.of("nn")
+    assert default_variant(Kind("mm", "complex64", "CN"), "gpu", big, "cuda") == Variant.of("real")
+    assert default_variant(Kind("mm", "float64", "NN"), "gpu", {"M": 5, "N": 7, "K": 3},
+                           "cuda") == Variant.of("glb")
+    assert default_variant(Kind("mm", "float64", "NN"), "gpu", big, "opencl") == Variant.of("glb")

@@ -402,6 +402,20 @@ DEFAULT_TILES: dict[str, dict[str, Variant]] = {"cpu": {
 # 2.3x the one-work-item-per-row derivation at 1024, whose reads stride across SIMD lanes)
 DEFAULT_ROWS = {"cpu": Variant.of("group-rows", L=32, w=1)}
 DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
+# untuned on the CUDA backend: what the H100 ran fastest (results/issue15/cuda: tiles-async
+# 64x64x16 with 2 stages best at 1024 and within 1 % of the best at 4096; DMMA 128x64x16 on 4
+# warps, results/issue12/mma; NT/TN and complex GEMMs as plans over those; 64 work-items per
+# row for GEMV); everything else as on any GPU
+_MMA_DEFAULT = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=2)
+CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
+    ("mm", "float32", "NN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
+    ("mm", "float32", "NT"): Variant.of("nn"), ("mm", "float32", "TN"): Variant.of("nn"),
+    ("mm", "float64", "NN"): _MMA_DEFAULT, ("mm", "float64", "TN"): _MMA_DEFAULT,
+    ("mm", "float64", "NT"): Variant.of("nn"),
+    **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
+    **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
+       for dt in bp.DTYPES for lay in "NR"},
+}
 
 
 def default_variant(kind: Kind, device_kind: str = "cpu",
@@ -410,6 +424,8 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
     better = (DEFAULT_TILES.get(device_kind, {}).get(kind.dtype) if kind.op == "mm" else
               DEFAULT_ROWS.get(device_kind) if kind.op == "gemv" and kind.layout in "NR" else None)
+    if backend == "cuda":
+        better = CUDA_DEFAULTS.get((kind.op, kind.dtype, kind.layout), better)
     if better is not None and sizes is not None:
         mult = _multiples_if_derives(kind, better)
         if mult is not None and padding_ratio(sizes, mult) <= DEFAULT_MAX_PADDING:
