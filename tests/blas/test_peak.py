@@ -87,5 +87,8 @@ def test_shipped_profiles_load_and_are_named_by_their_device() -> None:
         assert prof.entries and "mm" in {e.kind.op for e in prof.entries}
         if prof.peaks is None:  # tuned before format 2 (the H100's GEMM-only profile)
             assert {e.kind.op for e in prof.entries} == {"mm"}
-        else:
+        elif "coverage" not in prof.notes:
             assert {e.kind.op for e in prof.entries} >= {"mm", "gemv", "transpose"}
+        else:  # tuned in part (the H100's CUDA profile, cut by the device run's time): says so
+            assert {"mm", "gemv"} <= {e.kind.op for e in prof.entries}
+            assert "defaults" in prof.notes["coverage"]
