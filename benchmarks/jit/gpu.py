@@ -1,17 +1,22 @@
-"""@jit GPU sections (issue 14) against CuPy on an NVIDIA GPU, through the task runtime (CUDA).
+"""@jit GPU sections (issue 14) against CuPy and Numba's CUDA target on an NVIDIA GPU, through
+the task runtime (CUDA).
 
     PYTHONPATH=src python benchmarks/jit/gpu.py [--scale 1.0] [--repeat 10] [--json out.json]
+        [--only julia ...] [--skip suite runtime overhead matmul pressure] [--backend opencl]
 
-Three benchmarks of the JIT suite (julia, pairwise, growcut) with their parallel loops in GPU
-sections (2-D PAR domains: one work-item per output element, as a GPU user would write them),
-each checked against the suite's plain Python function at a small size first, then timed
-against CuPy written as a user would (array expressions): end to end from NumPy inputs to a
-NumPy result (what the jitted call does: upload, kernels, download), and CuPy with its data
-already on the device. First-call latency (NVRTC build included) is reported. Then the
-runtime's own claims: a chain of 20 dependent kernels (host enqueue time against the chain's
-time), a read-only input used by 10 kernels (uploads counted), a workload of 1.5x a memory
-limit (evictions, correct results), and A @ B at 4096^2 (float32) on the Lift derivation
-against cuBLAS (CuPy)."""
+The eight benchmarks of the JIT suite with their parallel loops in GPU sections
+(gpu_programs.py), each checked against the suite's plain Python function at a small size
+(every variant), then timed: @jit end to end from NumPy (upload, kernels, download) and with
+CuPy arrays as arguments (resident: nothing copied, CuPy arrays returned); CuPy written as a
+user would (array expressions, cuBLAS, cuFFT, cupyx.scipy.sparse) end to end and resident; and
+Numba's ``cuda.jit`` kernels with the same loops where numba-cuda imports. First-call latency
+(NVRTC/NVVM build included) is reported. Then the runtime's own claims: a chain of 20 dependent
+kernels (host enqueue time against the chain's time) with where a launch's host time goes, a
+read-only input used by 10 kernels (uploads counted), a workload of 1.5x a memory limit, a
+jitted call's host overhead (with a profile), A @ B at 4096^2 (float32) on the Lift derivation
+against cuBLAS (resident, and as a jitted call on CuPy arrays), and 1.5x the device's free
+memory with the driver refusing allocations. ``--backend opencl`` is a smoke test on the CPU
+device with NumPy standing in for CuPy."""
 
 from __future__ import annotations
 
