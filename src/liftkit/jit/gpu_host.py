@@ -134,7 +134,10 @@ class DeviceCall:
         self.host.device_calls.pop(self.key, None)
         for v in self.adopted:  # the caller's library may use them next, on its own stream
             if v.id in rt.vars:
-                rt.wait_for(v)
+                for eid in rt.buffers[rt.vars[v.id].buffer].writers:
+                    row = rt.events.get(eid)
+                    if row is not None:
+                        rt.device.wait(row.event)
         for v in self.kept + self.adopted:
             if v.id in rt.vars:
                 rt.release(v, writeback=False)
