@@ -184,8 +184,10 @@ def cd_kind(dtype: str) -> Any:
 
 
 def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
-    """The variant ``liftkit.blas``'s profile of this GPU model chose (tuned through either
-    backend: a derivation is the same program in OpenCL C and CUDA C), or None."""
+    """The variant ``liftkit.blas``'s OpenCL profile of this GPU model chose (a derivation is
+    the same program in OpenCL C and CUDA C), or None. Profiles tuned through CUDA are passed
+    over: their codelets (cp.async, tensor cores) have no OpenCL C twin for the runtime's CPU
+    fallback, and some need dynamic shared memory, which the runtime's launch does not give."""
     if device is None or not getattr(device, "name", None):
         return None
     from liftkit.blas import codelets as cd
@@ -197,7 +199,7 @@ def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
             except ProfileError:
                 continue
             parts = prof.fingerprint.split("|")
-            if len(parts) > 1 and parts[1] == device.name:
+            if len(parts) > 1 and parts[1] == device.name and parts[0] != "cuda":
                 v = prof.choose(kind, sizes, cd.multiples)
                 if v is not None:
                     return v
