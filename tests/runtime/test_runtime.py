@@ -168,6 +168,10 @@ def test_memory_pressure_evicts_lru_and_falls_back_to_the_cpu():
         np.testing.assert_allclose(rt.read(big), 5.0)
         rt.launch(ADD, (n,), [vs[1], vs[2]], reads=[vs[1], vs[2]], writes=[vs[2]])  # still works
         np.testing.assert_allclose(rt.read(vs[2]), 18.0)
+        cuda_only = Kernel("scale", {"cuda": SCALE.source("cuda")})  # no OpenCL C twin
+        with pytest.raises(RuntimeError_, match="no OpenCL C form to run on the CPU"):
+            rt.launch(cuda_only, (4 * n,), [big, 5.0], writes=[big])
+        np.testing.assert_allclose(rt.read(big), 5.0)  # nothing changed
     finally:
         rt.close()
 

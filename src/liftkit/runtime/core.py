@@ -691,6 +691,9 @@ class Runtime:
         """Run a task that does not fit on the device with the host copies, on the CPU OpenCL
         device (the thesis runs the same OpenCL kernel on the CPU)."""
         import pyopencl as cl
+        if "opencl" not in kernel.sources:
+            raise RuntimeError_(f"kernel {kernel.name} does not fit in device memory and has "
+                                "no OpenCL C form to run on the CPU (a CUDA-only derivation)")
         self.device.finish()
         self._retire()
         if self._cpu is None:
