@@ -10,16 +10,16 @@ lk() { python3 -m liftkit "$@"; }
 # 1. S/D GEMM NN from nothing (no profile, no kernel cache), size classes large (1024) and huge (4096)
 export LIFTKIT_CACHE_DIR=/tmp/lk-kernels-fresh; rm -rf $LIFTKIT_CACHE_DIR
 t0=$(date +%s.%N)
-timeout ${T_SD:-60} lk blas tune --device gpu --ops mm --dtypes float32,float64 --layouts NN \
+timeout ${T_SD:-60} python3 -m liftkit blas tune --device gpu --ops mm --dtypes float32,float64 --layouts NN \
     --classes large,huge --peaks none --max-variants ${MV_SD:-9} --fresh --no-progress > $OUT/tune_sd_nn.log 2>&1
 echo "tune S/D GEMM NN from nothing: rc $? in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s"
 tail -8 $OUT/tune_sd_nn.log
 # 2. the rest of the profile: peaks and queues, NT/TN, complex through real GEMMs, gemv, transpose
-timeout ${T_MM:-30} lk blas tune --device gpu --ops mm --layouts NN,NT,TN --classes large,huge \
+timeout ${T_MM:-30} python3 -m liftkit blas tune --device gpu --ops mm --layouts NN,NT,TN --classes large,huge \
     --peaks quick --max-variants 2 --no-progress > $OUT/tune_mm.log 2>&1; echo "tune mm rest: rc $?"
-timeout ${T_2D:-25} lk blas tune --device gpu --ops gemv,transpose --dtypes float32,float64 \
+timeout ${T_2D:-25} python3 -m liftkit blas tune --device gpu --ops gemv,transpose --dtypes float32,float64 \
     --classes huge --peaks none --no-progress > $OUT/tune_2d.log 2>&1; echo "tune gemv/transpose: rc $?"
 lk blas profile show --device gpu > $OUT/profile_show.txt 2>&1; head -12 $OUT/profile_show.txt
 # 3. beside cuBLAS
-timeout ${T_BENCH:-65} python3 benchmarks/blas_cuda.py --sizes 1024,4096 --big 8192 --gemv 8192,16384 \
-    --transpose 4096,8192 --repeat 5 --out $OUT/bench.json 2>&1 | tee $OUT/bench.log | cut -c1-150 | tail -48
+timeout ${T_BENCH:-65} python3 benchmarks/blas_cuda.py --sizes 1024,4096 --big 8192 --gemv ${GEMV:-8192,16384} \
+    --transpose ${TRANSPOSE:-4096,8192} --repeat 5 --out $OUT/bench.json 2>&1 | tee $OUT/bench.log | cut -c1-150 | tail -48
