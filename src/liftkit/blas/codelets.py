@@ -181,10 +181,12 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
     return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages)
 
 
-# the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages) results/issue12/sgemm measured at
-# 0.87-0.91x cuBLAS on the H100 (4096³)
-TILES_ASYNC_SPACE = ((64, 128, 16, 8, 8, 2), (64, 128, 32, 8, 8, 2), (64, 64, 16, 8, 8, 2),
-                     (64, 64, 32, 8, 8, 2), (64, 64, 16, 8, 8, 4), (64, 64, 32, 8, 8, 3))
+# the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages): H1's run 4 best (128x64x32, 0.92x
+# cuBLAS at 4096³, 0.97x at 8192³; the bundled derivations), then those results/issue12/sgemm
+# measured at 0.87-0.91x (4096³); 64x64x16 ran fastest at 1024 here (results/issue15/cuda)
+TILES_ASYNC_SPACE = ((128, 64, 32, 8, 8, 2), (64, 128, 16, 8, 8, 2), (64, 128, 32, 8, 8, 2),
+                     (64, 64, 16, 8, 8, 2), (64, 64, 32, 8, 8, 2), (64, 64, 16, 8, 8, 4),
+                     (64, 64, 32, 8, 8, 3))
 
 
 def _transpose_rule() -> Any:
