@@ -13,6 +13,7 @@ not multiples of the kernel's tiles are padded with zeros into caller-owned work
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Optional, Union
@@ -109,7 +110,7 @@ class GemmPlan:
             return Variant.of("real" if self.embed.doubled else "nn")
         return self.built.variant
 
-    @property
+    @functools.cached_property
     def padded(self) -> dict[str, int]:
         if self.embed is not None:
             return dict(self.embed.padded)
@@ -330,8 +331,12 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
             else "C"
     _check_scalar("gemm", "alpha", alpha, a.dtype)
     _check_scalar("gemm", "beta", beta, a.dtype)
-    plan = plan_gemm(session, a.shape, b.shape, a.dtype, trans_a=trans_a, trans_b=trans_b,
-                     order_a=a.order, order_b=b.order, order_c=order_c)
+    key = ("gemm-plan", a.shape, b.shape, a.dtype, trans_a, trans_b, a.order, b.order, order_c)
+    plan = session.remembered(key)  # the same call shape again: the same plan
+    if plan is None:
+        plan = plan_gemm(session, a.shape, b.shape, a.dtype, trans_a=trans_a, trans_b=trans_b,
+                         order_a=a.order, order_b=b.order, order_c=order_c)
+        session.remember(key, plan)
     ws = session.scratch
     return plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), C, alpha=alpha, beta=beta,
                     workspace=ws)

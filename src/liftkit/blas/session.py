@@ -204,6 +204,18 @@ class Session:
         """Choose again from the profile (after entries were added to it)."""
         self._chosen.clear()
 
+    def remembered(self, key: Any) -> Any:
+        """What `remember` stored under key while the profile stayed the same (plans)."""
+        if self._chosen.get("profile") is not self.profile:
+            return None
+        return self._chosen.get(key)
+
+    def remember(self, key: Any, value: Any) -> None:
+        if self._chosen.get("profile") is not self.profile or len(self._chosen) > 1024:
+            self._chosen.clear()
+            self._chosen["profile"] = self.profile
+        self._chosen[key] = value
+
     def workspace(self) -> Workspace:
         return Workspace(self)
 
