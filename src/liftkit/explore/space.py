@@ -16,7 +16,8 @@ import json
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from liftkit.ir.nodes import Lambda
-from liftkit.rewrite.core import Choice, Site, apply_choice, normalize, typed_sites
+from liftkit.rewrite.core import Choice, Rule, Site, SiteCache, apply_choice, normalize
+from liftkit.rewrite.strategies import MacroRule
 from liftkit.types import LiftTypeError
 
 # where the strategies module keeps its macro rules (a dict name -> MacroRule, or a list)
@@ -46,15 +47,20 @@ class MacroMove:
     def __repr__(self) -> str:
         return f"MacroMove({self.name})"
 
-    def _run(self, program: Lambda, path: tuple[int, ...], params: dict[str, Any]) -> Any:
+    def _run(self, program: Lambda, path: tuple[int, ...], params: dict[str, Any],
+             cache: Optional[SiteCache] = None) -> Any:
         if self._program is not program:
             self._program, self._results = program, {}
         k = (path, json.dumps(params, sort_keys=True))
         if k not in self._results:
-            self._results[k] = self.macro.apply(program, path, **params)
+            if cache is not None and isinstance(self.macro, MacroRule):
+                self._results[k] = self.macro.apply(program, path, cache=cache, **params)
+            else:
+                self._results[k] = self.macro.apply(program, path, **params)
         return self._results[k]
 
-    def choices_in(self, program: Lambda, sites: Sequence[Site]) -> list[Choice]:
+    def choices_in(self, program: Lambda, sites: Sequence[Site],
+                   cache: Optional[SiteCache] = None) -> list[Choice]:
         out = []
         where = getattr(self.macro, "where", None)
         for site in sites:
@@ -64,14 +70,15 @@ class MacroMove:
             # applies, all are offered (one that fails when chosen is skipped like any failing
             # rewrite), so listing choices runs each macro once per position, not once per value
             for k, ps in enumerate(self.params):
-                r = self._run(program, site.path, ps)
+                r = self._run(program, site.path, ps, cache)
                 if r and getattr(r, "steps", ()):
                     out.extend(Choice(self.name, site.path, dict(q)) for q in self.params[k:])
                     break
         return out
 
-    def apply_steps(self, program: Lambda, choice: Choice) -> tuple[Lambda, tuple[Choice, ...]]:
-        r = self._run(program, tuple(choice.path), dict(choice.params))
+    def apply_steps(self, program: Lambda, choice: Choice, cache: Optional[SiteCache] = None
+                    ) -> tuple[Lambda, tuple[Choice, ...]]:
+        r = self._run(program, tuple(choice.path), dict(choice.params), cache)
         if not r:
             raise LiftTypeError(f"macro {self.name} does not apply at {choice}: "
                                 f"{getattr(r, 'reason', r)}")
@@ -136,6 +143,9 @@ class RuleSpace:
         # choice's result), and listing choices costs 0.1–0.5 s on programs like gemv
         self._choice_cache: dict[str, list[Choice]] = {}
         self.choice_cache_size = 256
+        # typed sites, rule offers and rewrites of the programs met (one typing per program,
+        # shared by the rules, the macro rules' steps and the walks that apply them)
+        self.typing = SiteCache(256)
 
     def __repr__(self) -> str:
         return f"RuleSpace({self.name}: {len(self.rules)} rules, {len(self.macros)} macros)"
@@ -165,18 +175,19 @@ class RuleSpace:
         return list(out)
 
     def _list_choices(self, program: Lambda) -> list[Choice]:
-        sites = typed_sites(program)
+        sites = self.typing.sites(program)
         out: list[Choice] = []
         for rule in self.all_rules:
             if isinstance(rule, MacroMove):
                 try:
-                    out.extend(rule.choices_in(program, sites))
+                    out.extend(rule.choices_in(program, sites, self.typing))
                 except Exception as err:  # noqa: BLE001 - see the class docstring
                     self._fault(rule.name, err)
                 continue
             for site in sites:
                 try:
-                    params = rule.choices(site)
+                    params = (self.typing.offers(program, rule, site.path)
+                              if isinstance(rule, Rule) else rule.choices(site))
                 except LiftTypeError:
                     continue
                 except Exception as err:  # noqa: BLE001 - see the class docstring
@@ -190,7 +201,9 @@ class RuleSpace:
         rule = self.by_name.get(choice.rule)
         try:
             if isinstance(rule, MacroMove):
-                return rule.apply_steps(program, choice)
+                return rule.apply_steps(program, choice, self.typing)
+            if isinstance(rule, Rule):
+                return apply_choice(program, choice, self.by_name, self.typing), (choice,)
             return apply_choice(program, choice, self.by_name), (choice,)
         except LiftTypeError:
             raise

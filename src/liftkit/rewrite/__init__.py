@@ -6,6 +6,7 @@ from liftkit.rewrite.core import (
     RewriteError,
     Rule,
     Site,
+    SiteCache,
     apply_choice,
     choices_in,
     enumerate_choices,
@@ -19,5 +20,5 @@ from liftkit.rewrite.core import (
     typed_sites,
 )
 
-__all__ = ["Choice", "Path", "RewriteError", "Rule", "Site", "apply_choice", "choices_in", "enumerate_choices",
+__all__ = ["Choice", "Path", "RewriteError", "Rule", "Site", "SiteCache", "apply_choice", "choices_in", "enumerate_choices",
            "eta_expand", "get", "normalize", "passes", "positions", "replace_at", "site_at", "typed_sites"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun
 from liftkit.ir.patterns.base import Pattern
@@ -64,10 +64,15 @@ def replace_at(node: Node, path: Path, new: Node) -> Node:
 
 
 def positions(node: Node, prefix: Path = ()) -> Iterator[tuple[Path, Node]]:
-    """Every (path, node), pre-order."""
-    yield prefix, node
-    for i, c in enumerate(children(node)):
-        yield from positions(c, prefix + (i,))
+    """Every (path, node), pre-order (an explicit stack: nested generators cost a frame per
+    level for every node yielded, which made listing a deep program's sites quadratic)."""
+    stack: list[tuple[Path, Node]] = [(prefix, node)]
+    while stack:
+        path, n = stack.pop()
+        yield path, n
+        kids = children(n)
+        for i in range(len(kids) - 1, -1, -1):
+            stack.append((path + (i,), kids[i]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +170,9 @@ class Site:
     arg_types: tuple[Type, ...]
     enclosing: tuple[Pattern, ...]  # patterns whose functions contain this call, outermost first
     param_types: Mapping[Param, Type] = field(repr=False, default_factory=dict)
+    # the checker that typed the program (types of every call by identity): lets a rule's
+    # check of a replacement re-type only what the replacement can change (`retype`)
+    typing: Optional["_Recorder"] = field(repr=False, compare=False, default=None)
 
     def type_of(self, e: Expr) -> Type:
         """The type of any expression at this site (its free parameters have known types)."""
@@ -188,8 +196,148 @@ def typed_sites(program: Lambda) -> list[Site]:
     for path, node in positions(program):
         if isinstance(node, FunCall) and id(node) in rec.types:
             sites.append(Site(program, path, node, rec.types[id(node)], rec.arg_types[id(node)],
-                              rec.enclosing.get(id(node), ()), rec.param_types))
+                              rec.enclosing.get(id(node), ()), rec.param_types, rec))
     return sites
+
+
+class _Reusing(TypeChecker):
+    """A checker that takes the type a call had in a typed program (`old`) where nothing its
+    type depends on changed: the same call object, every parameter in scope of the same type as
+    it was, the same kinds of enclosing patterns (the nesting rules look at their classes and
+    dimensions only), and no iterate around it (whose body is typed once per iteration while
+    the table keeps the last)."""
+
+    def __init__(self, old: _Recorder) -> None:
+        super().__init__()
+        self.old = old
+
+    def expr(self, e, env, enclosing=()):  # type: ignore[no-untyped-def]
+        if isinstance(e, FunCall):
+            t = self.old.types.get(id(e))
+            if t is not None and self._unchanged(e, env, enclosing):
+                return t
+        return super().expr(e, env, enclosing)
+
+    def _unchanged(self, e: FunCall, env: Mapping[Param, Type], enclosing: tuple[Pattern, ...]) -> bool:
+        from liftkit.ir.patterns import Iterate
+
+        before = self.old.enclosing.get(id(e))
+        if before is None or len(before) != len(enclosing):
+            return False
+        for a, b in zip(before, enclosing):
+            if isinstance(b, Iterate) or not (
+                    a is b or (type(a) is type(b) and a.static_params() == b.static_params())):
+                return False
+        known = self.old.param_types
+        for p, t in env.items():
+            was = known.get(p)
+            # structural equality (no arithmetic proof): a type that only provably equals
+            # the old one counts as changed, which re-types more, never wrongly
+            if was is None or not (was is t or was == t):
+                return False
+        return True
+
+
+def retype(site: Site, new: Expr) -> Type:
+    """The result type of the site's program with the site's call replaced by `new` (raises
+    LiftTypeError where it does not type-check), re-typing only the calls whose types the
+    replacement can change: the ones on the path to it and the ones that consume what it
+    changed. A rule's side condition asks this once per offered parameter, and checking the
+    whole program each time made a two-matrix program's choices cost seconds."""
+    program = replace_at(site.program, site.path, new)
+    assert isinstance(program, Lambda)
+    checker = _Reusing(site.typing) if site.typing is not None else TypeChecker()
+    return checker.apply(program, [p.type for p in program.params], {}, ())  # type: ignore[misc]
+
+
+class SiteCache:
+    """The typed sites of recently seen programs and the rewrites already applied to them.
+
+    Typing a program is the rewrite engine's main cost (every pattern's type rule, symbolic
+    lengths simplified), and a search asks for the same program's sites over and over: every
+    rule and macro rule tried at every position, each macro's steps, each walk revisiting a
+    program. The cache is keyed by the program object (kept alive with its entry, so an id is
+    never reused while cached; the IR is immutable, so a program's types never change) and is
+    an explicit object that a search or a strategy application owns: no global state. A program
+    made by `apply_choice(..., cache=)` is typed once, by the check that accepts it, and its
+    sites come from that same traversal.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._entries: dict[int, _CacheEntry] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def knows(self, program: Lambda) -> bool:
+        e = self._entries.get(id(program))
+        return e is not None and e.program is program
+
+    def _entry(self, program: Lambda) -> "_CacheEntry":
+        e = self._entries.get(id(program))
+        if e is not None and e.program is program:
+            self.hits += 1
+            if next(reversed(self._entries)) != id(program):  # least recently used goes first:
+                self._entries[id(program)] = self._entries.pop(id(program))  # listing a program
+            return e  # makes hundreds of others (macro steps) that must not evict it
+        self.misses += 1
+        try:
+            table: Union[dict[Path, Site], LiftTypeError] = {
+                s.path: s for s in typed_sites(program)}
+        except LiftTypeError as err:
+            table = err
+        return self._put(program, table)
+
+    def _put(self, program: Lambda, table: Union[dict[Path, Site], LiftTypeError]) -> "_CacheEntry":
+        if len(self._entries) >= self.size:
+            self._entries.pop(next(iter(self._entries)))
+        e = self._entries[id(program)] = _CacheEntry(program, table, {}, {})
+        return e
+
+    def table(self, program: Lambda) -> dict[Path, Site]:
+        """Sites by path; raises the program's type error when it does not type-check."""
+        t = self._entry(program).table
+        if isinstance(t, LiftTypeError):
+            raise t
+        return t
+
+    def sites(self, program: Lambda) -> list[Site]:
+        """As `typed_sites(program)`, from the cache when the program was seen."""
+        return list(self.table(program).values())
+
+    def site(self, program: Lambda, path: Path) -> Site:
+        s = self.table(program).get(path)
+        if s is None:
+            raise RewriteError(f"no function call at position {'.'.join(map(str, path)) or 'root'}")
+        return s
+
+    def offers(self, program: Lambda, rule: Rule, path: Path) -> list[dict[str, Any]]:
+        """`rule.choices` at the site at `path` (asked once per program, rule and position;
+        raises the LiftTypeError it raised). Listing a program's choices, checking a chosen
+        one and a macro rule's steps all ask the same question."""
+        entry = self._entry(program)
+        key = (id(rule), rule.name, path)
+        got = entry.offers.get(key)
+        if got is None:
+            try:
+                found: Union[list[dict[str, Any]], LiftTypeError] = [
+                    dict(p) for p in rule.choices(self.site(program, path))]
+            except LiftTypeError as err:
+                found = err
+            got = entry.offers[key] = (rule, found)  # the rule kept alive: its id stays unique
+        if isinstance(got[1], LiftTypeError):
+            raise got[1]
+        return [dict(p) for p in got[1]]
+
+
+@dataclass
+class _CacheEntry:
+    program: Lambda
+    table: Union[dict[Path, Site], LiftTypeError]
+    # (id(rule), rule name, path, parameters) -> (rule, the rewritten program or its error)
+    applied: dict[tuple[Any, ...], tuple[Any, Union[Lambda, LiftTypeError]]]
+    # (id(rule), rule name, path) -> (rule, its offers there or the error they raised)
+    offers: dict[tuple[Any, ...], tuple[Any, Union[list[dict[str, Any]], LiftTypeError]]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,15 +419,37 @@ def site_at(program: Lambda, path: Path) -> Site:
     raise RewriteError(f"no function call at position {'.'.join(map(str, path)) or 'root'}")
 
 
-def apply_choice(program: Lambda, choice: Choice, rules: Mapping[str, Rule]) -> Lambda:
+def apply_choice(program: Lambda, choice: Choice, rules: Mapping[str, Rule],
+                 cache: Optional[SiteCache] = None) -> Lambda:
     """Apply one choice; the result is normalized and type-checked (a rule that builds an
-    ill-typed program is a bug in the rule, reported as RewriteError)."""
+    ill-typed program is a bug in the rule, reported as RewriteError). With a `cache`, the
+    program's sites come from it, the result's sites go into it (typed by the check itself),
+    and a choice applied to the same program before returns the same result."""
     try:
         rule = rules[choice.rule]
     except KeyError:
         raise RewriteError(f"unknown rule {choice.rule!r}") from None
-    site = site_at(program, choice.path)
-    allowed = [dict(p) for p in rule.choices(site)]
+    if cache is None:
+        return _apply(program, choice, rule, site_at(program, choice.path), None)
+    entry = cache._entry(program)
+    key = (id(rule), rule.name, tuple(choice.path), json.dumps(_jsonable(choice.params), sort_keys=True))
+    got = entry.applied.get(key)
+    if got is None:
+        done: Union[Lambda, LiftTypeError]
+        try:
+            done = _apply(program, choice, rule, cache.site(program, tuple(choice.path)), cache)
+        except LiftTypeError as err:
+            done = err
+        got = entry.applied[key] = (rule, done)
+    if isinstance(got[1], LiftTypeError):
+        raise got[1]
+    return got[1]
+
+
+def _apply(program: Lambda, choice: Choice, rule: Rule, site: Site,
+           cache: Optional[SiteCache]) -> Lambda:
+    allowed = (cache.offers(program, rule, site.path) if cache is not None
+               else [dict(p) for p in rule.choices(site)])
     if dict(choice.params) not in allowed:
         raise RewriteError(f"{rule.name} does not apply at {choice} "
                            f"(applicable parameters there: {allowed or 'none'})")
@@ -288,7 +458,10 @@ def apply_choice(program: Lambda, choice: Choice, rules: Mapping[str, Rule]) -> 
     assert isinstance(result, Lambda)
     result = normalize(result)
     try:
-        TypeChecker().apply(result, [p.type for p in result.params], {}, ())  # type: ignore[misc]
+        if cache is None:
+            TypeChecker().apply(result, [p.type for p in result.params], {}, ())  # type: ignore[misc]
+        else:
+            cache.table(result)  # type: ignore[arg-type]
     except LocatedTypeError as err:
         raise RewriteError(f"{rule.name} produced an ill-typed program at {choice}: {err.message}") from None
     return result  # type: ignore[return-value]

@@ -31,6 +31,7 @@ from liftkit.rewrite.core import (
     RewriteError,
     Rule,
     Site,
+    SiteCache,
     apply_choice,
     children,
     get,
@@ -92,12 +93,13 @@ RuleRef = Union[str, Rule, "MacroRule"]
 
 
 class _Context:
-    """One application's environment: the rule registry and a cache of typed sites (typing a
-    program once per program, not once per position tried)."""
+    """One application's environment: the rule registry and the typed sites of the programs it
+    meets (a `SiteCache`: a program is typed once, not once per position or rule tried; a
+    search passes its own cache so the macro rules it tries share the typing)."""
 
-    def __init__(self, rules: Mapping[str, Rewriter]) -> None:
+    def __init__(self, rules: Mapping[str, Rewriter], cache: Optional[SiteCache] = None) -> None:
         self.rules = rules
-        self._sites: dict[int, tuple[Lambda, Union[dict[Path, Site], str]]] = {}
+        self.cache = cache if cache is not None else SiteCache(64)
 
     def resolve(self, ref: RuleRef) -> Union[Rewriter, str]:
         if isinstance(ref, (Rule, MacroRule)):
@@ -115,18 +117,10 @@ class _Context:
         return s if isinstance(s, str) and s.startswith("the program") else None
 
     def site(self, program: Lambda, path: Path) -> Union[Site, str]:
-        entry = self._sites.get(id(program))
-        if entry is None or entry[0] is not program:
-            if len(self._sites) > 64:
-                self._sites.clear()
-            try:
-                table: Union[dict[Path, Site], str] = {s.path: s for s in typed_sites(program)}
-            except LiftTypeError as err:
-                table = f"the program does not type-check: {err}"
-            entry = self._sites[id(program)] = (program, table)
-        table = entry[1]
-        if isinstance(table, str):
-            return table
+        try:
+            table = self.cache.table(program)
+        except LiftTypeError as err:
+            return f"the program does not type-check: {err}"
         s = table.get(path)
         if s is None:
             return f"no function call there ({_describe(program, path)})"
@@ -152,11 +146,16 @@ class Strategy:
         self.run = run
 
     def apply(self, program: Lambda, focus: Union[str, Sequence[int]] = (), *,
-              rules: Optional[Mapping[str, Rewriter]] = None) -> Result:
+              rules: Optional[Mapping[str, Rewriter]] = None,
+              cache: Optional[SiteCache] = None) -> Result:
         """Apply to a program (put in rewrite normal form first) at a focus (default: the whole
-        program). `rules` adds to or overrides the default registry."""
-        ctx = _Context({**default_rules(), **dict(rules or {})})
-        return self.run(normal_form(program), parse_path(focus), ctx)
+        program). `rules` adds to or overrides the default registry. `cache`: typed sites and
+        rewrites shared with other applications (a program the cache has typed is taken as
+        already in normal form: the cache holds only normalized programs)."""
+        ctx = _Context({**default_rules(), **dict(rules or {})}, cache)
+        if cache is None or not cache.knows(program):
+            program = normal_form(program)
+        return self.run(program, parse_path(focus), ctx)
 
     __call__ = apply
 
@@ -229,7 +228,7 @@ def _apply_rule(r: Rule, p: Lambda, focus: Path, ctx: _Context, params: Mapping[
     if isinstance(site, str):
         return Failure(f"{r.name} does not apply at {where}: {site}")
     try:
-        offers = [dict(o) for o in r.choices(site)]
+        offers = ctx.cache.offers(p, r, focus)
     except LiftTypeError as err:
         return Failure(f"{r.name} does not apply at {where}: {err}")
     picked = next((o for o in offers if all(k in o and o[k] == v for k, v in params.items())),
@@ -241,7 +240,7 @@ def _apply_rule(r: Rule, p: Lambda, focus: Path, ctx: _Context, params: Mapping[
         return Failure(f"{r.name} does not apply at {where} (to a call of {_head(site.call)})")
     choice_ = Choice(r.name, focus, picked)
     try:
-        new = apply_choice(p, choice_, {r.name: r})
+        new = apply_choice(p, choice_, {r.name: r}, ctx.cache)
     except (RewriteError, LiftTypeError) as err:
         return Failure(str(err))
     return Success(new, (Step(choice_, None, show(new), new),), {r.name: r})
@@ -559,8 +558,9 @@ class MacroRule:
         return Success(r.program, tuple(s.in_macro(self.name) for s in r.steps), r.rules)
 
     def apply(self, program: Lambda, focus: Union[str, Sequence[int]] = (), *,
-              rules: Optional[Mapping[str, Rewriter]] = None, **params: Any) -> Result:
-        return rule(self, **params).apply(program, focus, rules=rules)
+              rules: Optional[Mapping[str, Rewriter]] = None,
+              cache: Optional[SiteCache] = None, **params: Any) -> Result:
+        return rule(self, **params).apply(program, focus, rules=rules, cache=cache)
 
     def __repr__(self) -> str:
         return f"MacroRule({self.name})"

@@ -16,7 +16,7 @@ from liftkit.arith import ArithExpr, cst, divides, parse_arith
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun, unwrap_eta
 from liftkit.ir.typecheck import TypeChecker
-from liftkit.rewrite.core import Path, Site, get, normalize, replace_at
+from liftkit.rewrite.core import Path, Site, get, normalize, replace_at, retype
 from liftkit.types import (
     ArrayType,
     LiftTypeError,
@@ -222,8 +222,7 @@ def type_checks(site: Site, new: Expr) -> bool:
             sub = replace_at(old, site.path[len(path):], new)
             t = TypeChecker().expr(sub, dict(site.param_types), enclosing)  # type: ignore[arg-type]
             return same_type(t, TypeChecker().expr(old, dict(site.param_types), enclosing))  # type: ignore[arg-type]
-        prog = replace_at(site.program, site.path, new)  # rules build in normal form already
-        TypeChecker().apply(prog, [p.type for p in prog.params], {}, ())  # type: ignore[union-attr, misc]
+        retype(site, new)  # rules build in normal form already
     except LiftTypeError:
         return False
     return True
