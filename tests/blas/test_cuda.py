@@ -15,6 +15,8 @@ from liftkit.blas import BlasError, Kind, Profile, Session, Variant
 from liftkit.blas.profile import Entry
 
 MMA = Variant.of("mma", tm=64, tn=64, tk=16, warps=4, staged=2)
+# the CUDA default (results/issue12/mma run 5): tiles copied over whole lines, cp.async 4 deep
+MMA_LINES = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1)
 
 
 class _FakeGPUArray:
@@ -40,6 +42,7 @@ def test_cuda_backend_without_a_gpu_is_one_error() -> None:
 
 @pytest.mark.parametrize("kind,variant", [
     (Kind("mm", "float64", "NN"), MMA), (Kind("mm", "float64", "TN"), MMA),
+    (Kind("mm", "float64", "NN"), MMA_LINES),
     (Kind("mm", "float32", "NN"), Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8))])
 def test_cuda_derivations_compile_with_nvrtc(kind: Kind, variant: Variant) -> None:
     from liftkit.backends.cuda import compile_cuda
@@ -63,6 +66,11 @@ def test_mma_is_a_cuda_float64_codelet() -> None:
     from liftkit.blas.codelets import CodeletError, derive, space
 
     assert MMA in space(Kind("mm", "float64", "NN"), "gpu", "cuda")
+    assert space(Kind("mm", "float64", "NN"), "gpu", "cuda")[0] == MMA_LINES
+    assert sum(v.kw.get("lines", 0) for v in space(Kind("mm", "float64", "NN"), "gpu", "cuda")) == 4
+    assert all(not v.kw.get("lines") for v in space(Kind("mm", "float64", "TN"), "gpu", "cuda"))
+    with pytest.raises(CodeletError, match="layout NN only"):
+        derive(Kind("mm", "float64", "TN"), MMA_LINES)
     assert all(v.codelet != "mma" for v in space(Kind("mm", "float64", "NN"), "gpu", "opencl"))
     assert all(v.codelet != "mma" for v in space(Kind("mm", "float32", "NN"), "gpu", "cuda"))
     with pytest.raises(CodeletError, match="float64 only"):
@@ -182,7 +190,9 @@ def test_cuda_defaults() -> None:
     from liftkit.blas.codelets import default_variant
 
     big = {"M": 1024, "N": 1024, "K": 1024}
-    assert default_variant(Kind("mm", "float64", "NN"), "gpu", big, "cuda").codelet == "mma"
+    assert default_variant(Kind("mm", "float64", "NN"), "gpu", big, "cuda") == MMA_LINES
+    assert default_variant(Kind("mm", "float64", "TN"), "gpu", big, "cuda") == Variant.of(
+        "mma", tm=128, tn=64, tk=16, warps=4, staged=2)
     assert default_variant(Kind("mm", "float32", "NN"), "gpu", big, "cuda").codelet == "tiles-async"
     assert default_variant(Kind("mm", "float64", "NT"), "gpu", big, "cuda") == Variant.of("nn")
     assert default_variant(Kind("mm", "complex64", "CN"), "gpu", big, "cuda") == Variant.of("real")

@@ -168,10 +168,12 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
     return dict(size_multiples(derive(kind, variant).final))
 
 
-def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int) -> Strategy:
+def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0
+            ) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
 
-    return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
+    extra = {"lines": True} if lines else {}
+    return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
 def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
@@ -207,11 +209,21 @@ def _cuda_rules() -> Mapping[str, Any]:
     return CUDA_RULES_BY_NAME
 
 
-# tilings (tm, tn, tk, warps, staged) of the FP64 tensor-core derivation the tuner tries, the
-# fastest first as results/issue12/mma (H100, 4096³) measured them: 128×64×16 on 4 warps with
-# cp.async 2 deep at 0.74-0.79x cuBLAS, then wider, deeper and smaller ones
-MMA_SPACE = ((128, 64, 16, 4, 2), (64, 128, 16, 4, 2), (128, 64, 16, 4, 3), (128, 128, 32, 8, 2),
-             (128, 64, 8, 4, 4), (64, 64, 16, 4, 2), (64, 64, 32, 4, 1), (32, 32, 16, 2, 2))
+# tilings (tm, tn, tk, warps, staged, lines) of the FP64 tensor-core derivation the tuner tries,
+# the fastest first as results/issue12/mma (H100, 4096³) measured them: 128×64×16 on 4 warps
+# with the tiles copied in 16-byte chunks over whole lines (lines=1), cp.async 4 deep at 0.88x
+# cuBLAS, 3 deep 0.85x, 2 deep 0.83x (run 5); without lines 2 deep 0.79x; then wider, deeper
+# and smaller ones
+MMA_SPACE = ((128, 64, 16, 4, 4, 1), (128, 64, 16, 4, 3, 1), (128, 64, 16, 4, 2, 1),
+             (128, 64, 16, 4, 2, 0), (64, 128, 16, 4, 2, 1), (64, 128, 16, 4, 2, 0),
+             (128, 64, 16, 4, 3, 0), (128, 128, 32, 8, 2, 0), (128, 64, 8, 4, 4, 0),
+             (64, 64, 16, 4, 2, 0), (64, 64, 32, 4, 1, 0), (32, 32, 16, 2, 2, 0))
+
+
+def _mma_params(p: tuple[int, ...]) -> dict[str, int]:
+    """A MMA_SPACE point as a variant's parameters (`lines` named only where set)."""
+    out = dict(zip(("tm", "tn", "tk", "warps", "staged"), p[:5]))
+    return {**out, "lines": 1} if p[5] else out
 
 
 def _plan_only(kind: Kind) -> Strategy:
@@ -260,12 +272,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                 {"M": rm * wy, "N": rn * wx, "K": MM_WIDTH[kind.dtype]})),
     Codelet("mma", ("mm",), "tm×tn tiles of C per block on the FP64 tensor cores (DMMA): the "
             "mm-tensor-cores rule (rewrite.rules.cuda), K in steps of tk, tiles staged in shared "
-            "memory (staged=1) or by cp.async `staged` deep; CUDA only, float64 (same precision)",
+            "memory (staged=1) or by cp.async `staged` deep (lines=1: in 16-byte chunks over whole "
+            "lines into rotated rows); CUDA only, float64 (same precision)",
             _mm_mma,
-            lambda dev: [dict(zip(("tm", "tn", "tk", "warps", "staged"), p)) for p in MMA_SPACE]
-            if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, warps, staged: _tiled_multiples(
-                kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged),
+            lambda dev: [_mma_params(p) for p in MMA_SPACE] if dev == "gpu" else [],
+            lambda kind, tm, tn, tk, warps, staged, lines=0: _tiled_multiples(
+                kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
+                                 **({"lines": 1} if lines else {})),
                 {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
     Codelet("tiles-async", ("mm",), "the tiles codelet (float4 register blocks) with its A and B "
@@ -338,8 +351,11 @@ _VECTOR_CODELETS = ("vec", "tree")
 
 
 def fits(kind: Kind, variant: Variant) -> bool:
-    """Whether the variant can derive the kind's element type: complex numbers have no vector
-    forms, so no vector codelet and no vector width above 1."""
+    """Whether the variant can derive the kind: complex numbers have no vector forms, so no
+    vector codelet and no vector width above 1; the tensor-core tiles copied over whole lines
+    read A's rows (NN: the transposed A of TN gives a gather NVRTC does not compile)."""
+    if variant.codelet == "mma" and variant.kw.get("lines") and kind.layout != "NN":
+        return False
     if kind.dtype not in bp.COMPLEX:
         return True
     return variant.codelet not in _VECTOR_CODELETS and variant.kw.get("w", 1) == 1
@@ -356,6 +372,9 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
         raise CodeletError(f"codelet {c.name} derives {', '.join(c.dtypes)} only, not "
                            f"{kind.dtype}")
     if not fits(kind, variant):
+        if variant.codelet == "mma":
+            raise CodeletError(f"{variant}: tiles copied over whole lines (lines=1) read A's "
+                               f"rows, layout NN only (not {kind.layout})")
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")
     return c
@@ -406,13 +425,15 @@ DEFAULT_ROWS = {"cpu": Variant.of("group-rows", L=32, w=1)}
 DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
 # untuned on the CUDA backend: what the H100 ran fastest (results/issue15/cuda: tiles-async
 # 64x64x16 with 2 stages best at 1024 and within 1 % of the best at 4096; DMMA 128x64x16 on 4
-# warps, results/issue12/mma; NT/TN and complex GEMMs as plans over those; 64 work-items per
-# row for GEMV); everything else as on any GPU
-_MMA_DEFAULT = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=2)
+# warps, tiles copied over whole lines 4 deep, results/issue12/mma run 5: 2.885 ms = 0.88x
+# cuBLAS DGEMM at 4096³; NT/TN and complex GEMMs as plans over those; 64 work-items per row for
+# GEMV); everything else as on any GPU
+_MMA_DEFAULT = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1)
+_MMA_DEFAULT_TN = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=2)  # lines: NN only
 CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     ("mm", "float32", "NN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
     ("mm", "float32", "NT"): Variant.of("nn"), ("mm", "float32", "TN"): Variant.of("nn"),
-    ("mm", "float64", "NN"): _MMA_DEFAULT, ("mm", "float64", "TN"): _MMA_DEFAULT,
+    ("mm", "float64", "NN"): _MMA_DEFAULT, ("mm", "float64", "TN"): _MMA_DEFAULT_TN,
     ("mm", "float64", "NT"): Variant.of("nn"),
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
     **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
