@@ -1,0 +1,233 @@
+"""Host overhead of @jit GPU sections and of liftkit.runtime launches (issue 14).
+
+    python benchmarks/jit/overhead.py [--device cpu|gpu] [--backend opencl|cuda]
+                                      [--repeat 7] [--profile] [--json out.json]
+
+Rows (each checked before it is timed; the fastest of ``--repeat`` batches for host times,
+the median for the chain):
+
+* ``call``: a jitted function whose GPU section is one 256-element kernel, NumPy arrays in
+  and out (upload, kernel, error-flag check, download), against the same work as its user
+  would write it without liftkit: pyopencl (upload, one kernel, download) on OpenCL, a CuPy
+  expression on CUDA. With CUDA a second row passes CuPy arrays (no transfers).
+* ``launch``: one ``Runtime.launch`` of a resident 256-element kernel (host time only), and
+  the device adapter's launch alone (the backend's own cost under it).
+* ``chain20``: 20 dependent kernels (x = x * 0.5 + a; 2^20 doubles on the CPU device, 2^25 on
+  a GPU): the host's enqueue time against the time until they finish (issue 14: <= 10%).
+
+``--profile`` prints the functions with the most own time in 200 calls (cProfile).
+Before/after comparisons run this file twice, once with ``PYTHONPATH`` at the older sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+import liftkit
+from liftkit.jit import jit, prange
+from liftkit.runtime import Kernel, Runtime
+
+CHAIN = Kernel("chain", {"cuda": """extern "C" __global__ void chain(double* x, long xo,
+    const double* a, long ao, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }""", "opencl": """
+kernel void chain(global double* x, long xo, const global double* a, long ao, long n) {
+    long i = get_global_id(0); if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }"""})
+
+
+def _tiny(x, y):
+    with liftkit.gpu():
+        for i in prange(x.shape[0]):
+            y[i] = x[i] * 2.0
+    return y
+
+
+def per_call_us(fn, repeat: int, inner: int) -> float:
+    """The fastest of ``repeat`` batches' mean time of ``inner`` calls, in microseconds (the
+    least disturbed by other processes: the machines this runs on are often shared)."""
+    fn()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        out.append((time.perf_counter() - t0) / inner * 1e6)
+    return min(out)
+
+
+def call_rows(rt: Runtime, repeat: int, rows: dict) -> None:
+    f = jit(_tiny, cache=False, gpu_runtime=rt)
+    x, y = np.arange(256.0), np.zeros(256)
+    f(x, y)
+    assert np.array_equal(y, 2 * x), "the jitted section computed a wrong result"
+    rows["call: @jit section, NumPy arrays (us)"] = per_call_us(lambda: f(x, y), repeat, 50)
+    if rt.dialect == "opencl":
+        import pyopencl as cl
+        import pyopencl.array as cla
+        from pyopencl.elementwise import ElementwiseKernel
+        q = cl.CommandQueue(rt.device.context)
+        with warnings.catch_warnings():  # the driver's build log stays off the terminal
+            warnings.simplefilter("ignore")
+            k = ElementwiseKernel(rt.device.context, "const double* x, double* y",
+                                  "y[i] = x[i] * 2.0")
+            k(cla.empty(q, 256, np.float64), cla.empty(q, 256, np.float64)).wait()
+        dx, dy = cla.empty(q, 256, np.float64), cla.empty(q, 256, np.float64)
+        out = np.zeros(256)
+
+        def ref() -> None:
+            dx.set(x, queue=q)
+            k(dx, dy)
+            dy.get(queue=q, ary=out)
+        ref()
+        assert np.array_equal(out, 2 * x)
+        rows["call: pyopencl upload+kernel+download (us)"] = per_call_us(ref, repeat, 50)
+    else:
+        import cupy as cp
+        gx, gy = cp.asarray(x), cp.zeros(256)
+        sync = cp.cuda.Device().synchronize
+        f(gx, gy)
+        assert cp.array_equal(gy, 2 * gx)
+
+        def dev() -> None:
+            f(gx, gy)
+            sync()
+
+        def ref() -> None:
+            cp.multiply(gx, 2.0, out=gy)
+            sync()
+        rows["call: @jit section, CuPy arrays (us)"] = per_call_us(dev, repeat, 200)
+        rows["call: CuPy expression (us)"] = per_call_us(ref, repeat, 50)
+
+
+def launch_rows(rt: Runtime, repeat: int, rows: dict) -> None:
+    n = 256
+    x, a = np.ones(n), np.ones(n)
+    vx, va = rt.submit(x), rt.submit(a)
+    args = [vx, va, np.int64(n)]
+    rt.launch(CHAIN, (n,), args, reads=[vx, va], writes=[vx])
+    rt.wait_all(sync=False)
+    kern = rt.device.build(CHAIN.name, CHAIN.source(rt.dialect))
+    kargs = rt._kernel_args(args)
+
+    def adapter() -> None:
+        for _ in range(50):
+            rt.device.launch(kern, (n,), None, kargs, 0, ())
+        rt.device.finish()
+
+    def runtime() -> None:
+        for _ in range(50):
+            rt.launch(CHAIN, (n,), args, reads=[vx, va], writes=[vx])
+        rt.wait_all(sync=False)
+
+    def timed_adapter() -> None:
+        t0 = time.perf_counter()
+        for _ in range(50):
+            rt.device.launch(kern, (n,), None, kargs, 0, ())
+        spent.append(time.perf_counter() - t0)
+        rt.device.finish()
+
+    def timed_runtime() -> None:
+        t0 = time.perf_counter()
+        for _ in range(50):
+            rt.launch(CHAIN, (n,), args, reads=[vx, va], writes=[vx])
+        spent.append(time.perf_counter() - t0)
+        rt.wait_all(sync=False)
+
+    adapter()
+    runtime()
+    spent: list = []
+    for _ in range(repeat):
+        timed_adapter()
+    rows["launch: device adapter alone (us)"] = min(spent) / 50 * 1e6
+    spent.clear()
+    for _ in range(repeat):
+        timed_runtime()
+    rows["launch: Runtime.launch (us)"] = min(spent) / 50 * 1e6
+    got = rt.read(vx)
+    assert np.all(np.isfinite(got)) and np.allclose(got, 2.0), "the chain kernel went wrong"
+    rt.release(vx, writeback=False)
+    rt.release(va, writeback=False)
+
+
+def chain_rows(rt: Runtime, repeat: int, rows: dict) -> None:
+    n = 1 << 20 if rt.device.is_cpu else 1 << 25
+    x, a = np.ones(n), np.random.default_rng(1).random(n)
+    vx, va = rt.submit(x), rt.submit(a)
+    rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
+    rt.wait_all(sync=False)
+    enq, tot = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
+        t1 = time.perf_counter()
+        rt.wait_all(sync=False)
+        enq.append(t1 - t0)
+        tot.append(time.perf_counter() - t0)
+    ref = np.ones(n)
+    for _ in range(1 + 20 * repeat):
+        ref = ref * 0.5 + a
+    assert np.allclose(rt.read(vx), ref), "the 20-kernel chain computed a wrong result"
+    rt.release(vx, writeback=False)
+    rt.release(va, writeback=False)
+    e, t = statistics.median(enq), statistics.median(tot)
+    rows[f"chain20 n=2^{n.bit_length() - 1}: enqueue (ms)"] = e * 1e3
+    rows[f"chain20 n=2^{n.bit_length() - 1}: until done (ms)"] = t * 1e3
+    rows[f"chain20 n=2^{n.bit_length() - 1}: enqueue share (%)"] = 100 * e / t
+
+
+def profile(rt: Runtime) -> None:
+    import cProfile
+    import pstats
+    f = jit(_tiny, cache=False, gpu_runtime=rt)
+    x, y = np.arange(256.0), np.zeros(256)
+    f(x, y)
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(200):
+        f(x, y)
+    pr.disable()
+    st = pstats.Stats(pr)
+    print("\nown time in 200 calls (cProfile):")
+    for k, (_, nc, tt, ct, _) in sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:15]:
+        print(f"  {tt * 1e3:7.2f} ms own {ct * 1e3:8.2f} ms cum {nc:6d} calls  "
+              f"{os.path.basename(k[0])}:{k[1]}({k[2]})")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cpu", help="the runtime's device: cpu (default) or gpu")
+    p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"))
+    p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--json", help="write the rows to this file too")
+    args = p.parse_args()
+    warnings.filterwarnings("ignore", module="pyopencl")  # driver build logs
+    rt = Runtime(args.backend, args.device if args.backend == "opencl" else None)
+    rows: dict[str, float] = {}
+    call_rows(rt, args.repeat, rows)
+    launch_rows(rt, args.repeat, rows)
+    chain_rows(rt, args.repeat, rows)
+    print(f"device: {rt.device.label} ({args.backend}); liftkit from "
+          f"{os.path.dirname(liftkit.__file__)}")
+    width = max(len(k) for k in rows)
+    for k, v in rows.items():
+        print(f"{k:<{width}}  {v:10.2f}")
+    if args.profile:
+        profile(rt)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"device": rt.device.label, "backend": args.backend, "rows": rows}, fh,
+                      indent=1)
+    rt.close()
+
+
+if __name__ == "__main__":
+    main()
