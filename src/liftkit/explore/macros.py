@@ -51,6 +51,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.private import PRIVATE_COPY
+from liftkit.rewrite.rules.nbody_tiles import at_all_pairs
 from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
@@ -326,7 +327,12 @@ MM_BLOCKS = MacroRule(
     "→ wx×wy work-items per group, each an rm×rn float4 register block of C, no local memory "
     "(mm-private-blocks)",
     "seed 001's MM fragments, CLBlast for AMD (seed 000 Table 1)", where=_at_mm)
-MACROS: tuple[MacroRule, ...] = (GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
+NBODY_TILES = MacroRule(
+    "nbody-tiles", lambda wg: rule("nbody-local-tiles", wg=wg),
+    "map(λp. map(g p) ∘ reduceSeq(f p, z) ys) xs → work-groups of wg elements, ys copied tile by "
+    "tile into local memory, each work-item's accumulator private (nbody-local-tiles)",
+    "the NVIDIA SDK N-Body kernel (nbody_nvidia)", where=at_all_pairs)
+MACROS: tuple[MacroRule, ...] = (NBODY_TILES, GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,
                                  MAP_GLB_VEC, GLB_PRIVATE, MM_TILES, MM_BLOCKS)
@@ -343,6 +349,7 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "vectorize-fused": [{"w": 4}],
     "map-glb-vec": [{"w": 4}],
     "glb-private": [{}],
+    "nbody-tiles": [{"wg": wg} for wg in (64, 128, 256)],
     # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
                  for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),

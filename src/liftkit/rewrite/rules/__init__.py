@@ -15,6 +15,8 @@ zip) rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`), rules/stencil
 into local memory) and rules/private.py (a work-item's values read in its loops copied to
 private memory once); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
 the one MM nest only, so they are soundness-tested on MM programs: tests/rewrite/test_mm_rules.py);
+`NBODY_RULES` (rules/nbody_tiles.py) tile an all-pairs reduction through local memory (the
+N-Body shape; tests/rewrite/test_nbody_tiles.py);
 `SEARCH_RULES` is what the exploration uses by default.
 
 `ALGORITHMIC_RULES` are Fig. 6 (iterate decomposition, reorder commutativity, split-join, the
@@ -35,17 +37,18 @@ from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
 from liftkit.rewrite.rules.mm import MM_RULES
+from liftkit.rewrite.rules.nbody_tiles import NBODY_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
 EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES + PRIVATE_RULES
-ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES
+ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES + NBODY_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
 # map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
 SEARCH_RULES: tuple[Rule, ...] = PAPER_RULES + tuple(
-    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission")) + MM_RULES
+    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission")) + MM_RULES + NBODY_RULES
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_NAME) == len(ALL_RULES), "rule names must be unique"
 
-__all__ = ["CHUNKING_RULES", "MM_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
+__all__ = ["CHUNKING_RULES", "MM_RULES", "NBODY_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
            "SEARCH_RULES", "RULES_BY_NAME", "normal_form", "order_insensitive"]
