@@ -28,3 +28,20 @@ def compile_source(src: str, name: str = "f", **options):
     options.setdefault("cache", False)
     fn = getattr(mod, name)
     return fn if isinstance(fn, JitFunction) else jit(fn, **options)
+
+
+def left_behind(rt, *fns, before=()) -> dict:
+    """The runtime's buffers a call left behind: neither there ``before`` it nor an error-flag
+    buffer the functions' GPU sections keep cleared for their next call (gpu_host.ErrorFlags)."""
+    kept = set()
+    for f in fns:
+        for c in f.specs.values():
+            if c.gpu is not None:
+                kept |= c.gpu.flags.held()
+    return {i: b for i, b in rt.buffers.items()
+            if i not in before and (not b.vars or not b.vars <= kept)}
+
+
+def held_flags(f) -> set:
+    """Ids of the cleared error-flag variables ``f``'s GPU sections keep."""
+    return set().union(*(c.gpu.flags.held() for c in f.specs.values() if c.gpu is not None))

@@ -13,7 +13,7 @@ pytest.importorskip("pyopencl")
 from liftkit.backends.opencl import list_devices  # noqa: E402
 from liftkit.runtime import Runtime  # noqa: E402
 
-from .helpers import compile_source  # noqa: E402
+from .helpers import compile_source, left_behind  # noqa: E402
 
 HAS_CPU = any(d.type == "cpu" for d in list_devices())
 
@@ -96,7 +96,7 @@ def test_gpu_arrays_refused_where_they_cannot_run_one_error_each():
             g(_FakeTorch())
         out = f(np.ones((4, 4)), np.zeros((4, 4)))  # the function still works with NumPy arrays
         assert out[1, 1] == 1.0
-        assert not rt.buffers  # nothing left behind by the refusals
+        assert not left_behind(rt, f, h, g)  # nothing left behind by the refusals
     finally:
         rt.close()
 

@@ -39,6 +39,43 @@ _Q2D = struct.Struct("<d")
 _I2F = struct.Struct("<f")
 
 
+class ErrorFlags:
+    """The sections' error buffers (8 int32 flags a kernel sets on its first failure) kept
+    cleared between calls: a section takes one, its end reads it once and gives it back when no
+    kernel failed, so a call costs neither an allocation nor a clearing kernel. A buffer whose
+    flags were set (or not read) is released, never reused; one of a runtime closed since it
+    was given back is no longer in its tables and is dropped."""
+
+    KEEP = 4  # buffers kept per specialisation (sections of concurrent calls each take one)
+
+    def __init__(self) -> None:
+        self.free: list = []  # (runtime, variable): device copy all zeros, no task pending
+
+    def take(self, rt: Runtime) -> Any:
+        while True:
+            try:
+                owner, v = self.free.pop()
+            except IndexError:
+                break
+            if owner is rt and v.id in rt.vars:
+                return v
+            if v.id in owner.vars:  # another runtime's (the host's runtime was replaced)
+                owner.release(v, writeback=False)
+        err = rt.empty((8,), np.int32)
+        rt.launch(CLEAR, (8,), [err], writes=[err], overwrites=[err])
+        return err
+
+    def give(self, rt: Runtime, v: Any) -> None:
+        if len(self.free) < self.KEEP:
+            self.free.append((rt, v))
+        else:
+            rt.release(v, writeback=False)
+
+    def held(self) -> set:
+        """Ids of the variables kept (what a test of 'nothing left behind' leaves out)."""
+        return {v.id for _, v in list(self.free)}
+
+
 @dataclass
 class _Call:
     rt: Runtime
@@ -168,6 +205,10 @@ class GpuHost:
         self.raises = raises
         self.runtime = runtime
         self.kernels = [Kernel(k.name, dict(k.sources)) for k in plan.kernels]
+        # per kernel, once: the block slots of its arrays and of its domain
+        self.slots = [self._array_slots(k) for k in plan.kernels]
+        self.domain = [self._domain_slot(k) for k in plan.kernels]
+        self.flags = ErrorFlags()
         self.calls: dict[int, _Call] = {}
         self.device_calls: dict[int, DeviceCall] = {}
         self.errors: dict[int, BaseException] = {}
@@ -210,9 +251,7 @@ class GpuHost:
 
     def begin(self, key: int) -> None:
         rt = self._runtime()
-        err = rt.empty((8,), np.int32)
-        rt.launch(CLEAR, (8,), [err], writes=[err], overwrites=[err])
-        self.calls[key] = _Call(rt, err)
+        self.calls[key] = _Call(rt, self.flags.take(rt))
 
     def _arrays(self, call: _Call, block: Any, k: int, t: T.ArrayType) -> tuple[Any, int]:
         nd = t.ndim
@@ -237,7 +276,7 @@ class GpuHost:
         k = self.plan.kernels[kid]
         # the same kernel on the same arrays again (a loop in the section): reuse the prepared
         # arguments, only the scalars and the domain change
-        akey = (kid, tuple(x for a, b in self._array_slots(k) for x in block[a:b]))
+        akey = (kid, tuple(x for a, b in self.slots[kid] for x in block[a:b]))
         prep = call.memo.get(akey)
         if prep is None:
             prep = self._prepare(call, k, block)
@@ -247,7 +286,7 @@ class GpuHost:
         args = list(template)
         for i, slot, t in scalars:
             args[i] = _scalar(block[slot], t)
-        slot = self._domain_slot(k)
+        slot = self.domain[kid]
         counts = []
         for d in range(k.ndim):
             start, step, count = block[slot], block[slot + 1], block[slot + 2]
@@ -431,6 +470,7 @@ class GpuHost:
         device for ``DeviceCall.result``)."""
         rt = call.rt
         keep = self.plan.returned.get(sid, frozenset()) if dc is not None else frozenset()
+        flags = None
         try:
             flags = np.array(rt.read(call.err))
         finally:  # dead arrays first: a buffer only they use is freed without a download
@@ -446,7 +486,10 @@ class GpuHost:
                     continue
                 rt.release(v, writeback=call.live.get(v.id, True))
             if call.err.id in rt.vars:
-                rt.release(call.err, writeback=False)
+                if flags is not None and not flags.any():
+                    self.flags.give(rt, call.err)  # still all zeros: the next call's
+                else:
+                    rt.release(call.err, writeback=False)
         return flags
 
     # -- the dispatcher's side
