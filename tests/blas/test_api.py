@@ -110,6 +110,8 @@ def test_untuned_gemm_takes_the_tiles_where_they_fit(session: Session) -> None:
     assert session.choose(Kind("mm", "float32", "NN"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
     assert session.choose(Kind("mm", "float64", "NT"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
     assert session.choose(Kind("gemv", "float64", "N"), {"M": 100, "N": 256}) == \
+        Variant.of("rows", w=16)
+    assert session.choose(Kind("gemv", "complex128", "N"), {"M": 100, "N": 256}) == \
         Variant.of("group-rows", L=32, w=1)
     assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 256}).codelet == "glb"
     A, B = _f32(256, 320), _f32(320, 192)
@@ -120,6 +122,21 @@ def test_untuned_gemm_takes_the_tiles_where_they_fit(session: Session) -> None:
     np.testing.assert_allclose(session.gemm(Z, W).result(), Z @ W, rtol=1e-10, atol=1e-9)
     np.testing.assert_allclose(session.gemm(Z.conj().T.copy(), W, trans_a="C").result(), Z @ W,
                                rtol=1e-10, atol=1e-9)
+
+
+def test_untuned_gemv_rows_of_wide_vectors_at_odd_sizes(session: Session) -> None:
+    """The CPU default for real GEMV N (one work-item per row, float16/double16) pads N to 16."""
+    rng = np.random.default_rng(3)
+    for dt, tol in (("float32", 1e-4), ("float64", 1e-12)):
+        for m, n in ((37, 53), (130, 300)):
+            A, x, y = (rng.uniform(-1, 1, s).astype(dt) for s in ((m, n), (n,), (m,)))
+            assert session.choose(Kind("gemv", dt, "N"), {"M": m, "N": n}).codelet in (
+                "rows", "glb")
+            got = session.gemv(A, x, y.copy(), alpha=1.5, beta=-0.5).result()
+            np.testing.assert_allclose(got, 1.5 * (A.astype(np.float64) @ x) - 0.5 * y,
+                                       rtol=tol, atol=tol)
+    assert session.choose(Kind("gemv", "float32", "N"), {"M": 130, "N": 300}) == \
+        Variant.of("rows", w=16)
 
 
 def test_complex_numbers_have_no_vector_codelets(session: Session) -> None:

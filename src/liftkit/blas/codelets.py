@@ -311,7 +311,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
-            lambda dev: [{"w": w} for w in (1, 4, 8)],
+            lambda dev: [{"w": w} for w in (1, 4, 8, 16)],
             lambda kind, w: {"N" if kind.layout in "NR" else "M": w}),
     Codelet("group-rows", ("gemv",), "one work-group of L work-items per row, a tree in local "
             "memory (the gpu-rows macro, CLBlast-style)",
@@ -419,9 +419,15 @@ _CPU_SCALAR_TILES = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
 DEFAULT_TILES: dict[str, dict[str, Variant]] = {"cpu": {
     "float32": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8),
     "float64": _CPU_SCALAR_TILES, "complex64": _CPU_SCALAR_TILES, "complex128": _CPU_SCALAR_TILES}}
-# untuned GEMVs reading A's rows: a work-group of 32 per row (the CPU device, docs/blas.md:
-# 2.3x the one-work-item-per-row derivation at 1024, whose reads stride across SIMD lanes)
-DEFAULT_ROWS = {"cpu": Variant.of("group-rows", L=32, w=1)}
+# untuned GEMVs reading A's rows on the CPU device: one work-item per row reading float16 /
+# double16 vectors (a vector as wide as the SIMD unit or wider: Intel's CPU compiler keeps the
+# work-item's own vectors instead of packing work-items, whose rows stride across SIMD lanes;
+# results/issue15/cpu: 1.6-2.6x a work-group of 32 per row, the previous default); complex
+# numbers have no vectors: a work-group of 32 per row (docs/blas.md)
+_CPU_GROUP_ROWS = Variant.of("group-rows", L=32, w=1)
+DEFAULT_ROWS: dict[str, dict[str, Variant]] = {"cpu": {
+    "float32": Variant.of("rows", w=16), "float64": Variant.of("rows", w=16),
+    "complex64": _CPU_GROUP_ROWS, "complex128": _CPU_GROUP_ROWS}}
 DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
 # untuned on the CUDA backend: what the H100 ran fastest (results/issue15/cuda: tiles-async
 # 64x64x16 with 2 stages best at 1024 and within 1 % of the best at 4096; DMMA 128x64x16 on 4
@@ -446,7 +452,8 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
     """The derivation used when no profile says better: correct for any size (with `sizes`,
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
     better = (DEFAULT_TILES.get(device_kind, {}).get(kind.dtype) if kind.op == "mm" else
-              DEFAULT_ROWS.get(device_kind) if kind.op == "gemv" and kind.layout in "NR" else None)
+              DEFAULT_ROWS.get(device_kind, {}).get(kind.dtype)
+              if kind.op == "gemv" and kind.layout in "NR" else None)
     if backend == "cuda":
         better = CUDA_DEFAULTS.get((kind.op, kind.dtype, kind.layout), better)
     if better is not None and sizes is not None:
