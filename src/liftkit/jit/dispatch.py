@@ -177,8 +177,9 @@ class Compiled:
     info: dict = field(default_factory=dict)
     gpu: Any = None  # GpuHost: the task-runtime side of the accelerated sections
 
-    @property
+    @functools.cached_property
     def nres(self) -> int:
+        """Result slots (computed once: every call allocates that many)."""
         from .codegen import nslots
         return max(nslots(self.result), 1)
 
@@ -205,6 +206,7 @@ class JitFunction:
         self.analyses: dict[tuple, Any] = {}
         self._params: list[str] | None = None
         self._annotations: dict[str, Any] | None = None
+        self._array_types: dict[tuple, T.ArrayType] = {}  # (dtype, ndim, layout) -> its type
 
     def __repr__(self) -> str:
         return f"<@jit {self.py_func.__qualname__}>"
@@ -231,9 +233,16 @@ class JitFunction:
             raise TypeError(f"{self.__name__}() takes {len(params)} arguments, {len(args)} given")
         ann = self._annotated()
         out = []
+        memo = self._array_types
         for k, (name, a) in enumerate(zip(params, args)):
-            t = _device_type(dev[k], f"argument '{name}'") if dev and k in dev else \
-                typeof(a, f"argument '{name}'")
+            if type(a) is np.ndarray and not (dev and k in dev):  # the common case, memoised
+                ak = (a.dtype, a.ndim, T.layout_of(a))
+                t = memo.get(ak)
+                if t is None:
+                    t = memo[ak] = typeof(a, f"argument '{name}'")
+            else:
+                t = _device_type(dev[k], f"argument '{name}'") if dev and k in dev else \
+                    typeof(a, f"argument '{name}'")
             want = ann.get(name)
             if want is not None:
                 t = _check_annotation(name, t, want)

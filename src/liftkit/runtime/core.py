@@ -70,6 +70,7 @@ class Runtime:
         self.device = dev
         self.nqueues = len(getattr(dev, "queues", [None]))
         self._rr = 0  # the compute queue the next independent task goes to
+        self._latest = [0] * self.nqueues  # each compute queue's newest task (event id)
         self.dialect = self.device.dialect
         self.limit = int(memory_limit) if memory_limit is not None \
             else int(self.device.total_memory * 0.9)
@@ -476,6 +477,7 @@ class Runtime:
                                     queue, wait)
             stats["kernels"] += 1
             eid = self._next()
+            self._latest[queue] = eid
             self.events[eid] = EventRow(eid, ev, kernel.name, tuple(v.id for v in rd),
                                         tuple(v.id for v in wr), keep, queue)
             self._clock += 1
@@ -547,13 +549,10 @@ class Runtime:
     def _count_overlap(self, deps: list[int]) -> None:
         """A transfer enqueued while kernels it does not depend on are still running overlaps
         them (on one in-order queue it would have waited for them)."""
-        skip = set(deps)
-        latest: dict[int, tuple[int, Any]] = {}  # each compute queue's newest task
-        for eid, row in self.events.items():
-            if row.queue >= 0:
-                latest[row.queue] = (eid, row.event)
-        for eid, event in latest.values():  # in order: if the newest is done, all are
-            if eid not in skip and not self.device.done(event):
+        events = self.events
+        for eid in self._latest:  # in order: if a queue's newest task is done, all are
+            row = events.get(eid)  # (None: retired, so done)
+            if row is not None and eid not in deps and not self.device.done(row.event):
                 self._stats["overlapped_transfers"] += 1
                 return
 
@@ -619,6 +618,7 @@ class Runtime:
             queue, wait = self._place(list(src.writers))
             ev = self.device.copy(new.handle, 0, src.handle, start, n, queue, wait)
             eid = self._record(ev, "copy", (), (), [], queue)
+            self._latest[queue] = eid
             src.readers.append(eid)
             new.writers.append(eid)
             new.dev_valid = True
