@@ -49,17 +49,23 @@ def _tiny(x, y):
     return y
 
 
-def per_call_us(fn, repeat: int, inner: int) -> float:
-    """The fastest of ``repeat`` batches' mean time of ``inner`` calls, in microseconds (the
-    least disturbed by other processes: the machines this runs on are often shared)."""
+def per_call_us(fn, repeat: int, inner: int) -> tuple[float, float]:
+    """The fastest of ``repeat`` batches' mean wall time of ``inner`` calls and the calling
+    thread's CPU time per call (its own work, without the waits), in microseconds: the fastest
+    batch is the least disturbed by other processes (the machines this runs on are shared)."""
     fn()
-    out = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(inner):
             fn()
-        out.append((time.perf_counter() - t0) / inner * 1e6)
-    return min(out)
+        cpu.append((time.thread_time() - c0) / inner * 1e6)
+        wall.append((time.perf_counter() - t0) / inner * 1e6)
+    return min(wall), min(cpu)
+
+
+def put(rows: dict, name: str, got: tuple[float, float]) -> None:
+    rows[f"{name} (us)"], rows[f"{name}, host thread CPU (us)"] = got
 
 
 def call_rows(rt: Runtime, repeat: int, rows: dict) -> None:
@@ -67,7 +73,7 @@ def call_rows(rt: Runtime, repeat: int, rows: dict) -> None:
     x, y = np.arange(256.0), np.zeros(256)
     f(x, y)
     assert np.array_equal(y, 2 * x), "the jitted section computed a wrong result"
-    rows["call: @jit section, NumPy arrays (us)"] = per_call_us(lambda: f(x, y), repeat, 50)
+    put(rows, "call: @jit section, NumPy arrays", per_call_us(lambda: f(x, y), repeat, 50))
     if rt.dialect == "opencl":
         import pyopencl as cl
         import pyopencl.array as cla
@@ -87,7 +93,7 @@ def call_rows(rt: Runtime, repeat: int, rows: dict) -> None:
             dy.get(queue=q, ary=out)
         ref()
         assert np.array_equal(out, 2 * x)
-        rows["call: pyopencl upload+kernel+download (us)"] = per_call_us(ref, repeat, 50)
+        put(rows, "call: pyopencl upload+kernel+download", per_call_us(ref, repeat, 50))
     else:
         import cupy as cp
         gx, gy = cp.asarray(x), cp.zeros(256)
@@ -102,8 +108,8 @@ def call_rows(rt: Runtime, repeat: int, rows: dict) -> None:
         def ref() -> None:
             cp.multiply(gx, 2.0, out=gy)
             sync()
-        rows["call: @jit section, CuPy arrays (us)"] = per_call_us(dev, repeat, 200)
-        rows["call: CuPy expression (us)"] = per_call_us(ref, repeat, 50)
+        put(rows, "call: @jit section, CuPy arrays", per_call_us(dev, repeat, 50))
+        put(rows, "call: CuPy expression", per_call_us(ref, repeat, 50))
 
 
 def launch_rows(rt: Runtime, repeat: int, rows: dict) -> None:
@@ -205,7 +211,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cpu", help="the runtime's device: cpu (default) or gpu")
     p.add_argument("--backend", default="opencl", choices=("opencl", "cuda"))
-    p.add_argument("--repeat", type=int, default=15)
+    p.add_argument("--repeat", type=int, default=25)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--json", help="write the rows to this file too")
     args = p.parse_args()

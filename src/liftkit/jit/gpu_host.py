@@ -37,6 +37,8 @@ CLEAR = Kernel("lk_clear", {
 
 _Q2D = struct.Struct("<d")
 _I2F = struct.Struct("<f")
+_Q = struct.Struct("<q")
+_I = struct.Struct("<I")
 
 
 class ErrorFlags:
@@ -74,6 +76,44 @@ class ErrorFlags:
     def held(self) -> set:
         """Ids of the variables kept (what a test of 'nothing left behind' leaves out)."""
         return {v.id for _, v in list(self.free)}
+
+
+@dataclass(frozen=True)
+class _KernelPlan:
+    """What launching one kernel takes from its block, worked out once per specialisation:
+    per captured value its slot and, for an array, its rank, element size and whether the
+    kernel gets its data (else only its shape) and it is read after the section; per scalar
+    the argument position it fills and its reader; the arrays it reads, writes and overwrites."""
+    items: tuple    # (name, slot, ndim, itemsize, dtype, data, live) of each array
+    scalars: tuple  # (argument position, slot, reader) of each scalar
+    slots: tuple    # (first, end) block slots of each array (the memo key of a launch)
+    domain: int     # the block slot of the domain (start, step, count per dimension)
+    reads: tuple    # names of the arrays whose data it reads / writes / writes whole
+    writes: tuple
+    over: tuple
+
+    @staticmethod
+    def of(k: Any) -> "_KernelPlan":
+        items, scalars, slots = [], [], []
+        slot, pos = 0, 1  # argument 0 is the error buffer
+        for name, t in k.captured:
+            if isinstance(t, T.ArrayType):
+                data = name in k.data
+                items.append((name, slot, t.ndim, t.elem.dtype.itemsize, t.elem.dtype, data,
+                              name not in k.dead))
+                slots.append((slot, slot + 1 + 2 * t.ndim))
+                slot += 1 + 2 * t.ndim
+                pos += 1 + 2 * t.ndim if data else t.ndim
+            else:
+                scalars.append((pos, slot, _reader(t)))
+                slot += 1
+                pos += 1
+        named = {n for n, *_ in items if n in k.data}
+        over = tuple(k.writes) if k.mode == "whole" else \
+            tuple(n for n in k.undefined if n in named and n not in k.reads)
+        return _KernelPlan(tuple(items), tuple(scalars), tuple(slots), slot,
+                           tuple(n for n in k.reads if n in named),
+                           tuple(n for n in k.writes if n in named), over)
 
 
 @dataclass
@@ -205,9 +245,7 @@ class GpuHost:
         self.raises = raises
         self.runtime = runtime
         self.kernels = [Kernel(k.name, dict(k.sources)) for k in plan.kernels]
-        # per kernel, once: the block slots of its arrays and of its domain
-        self.slots = [self._array_slots(k) for k in plan.kernels]
-        self.domain = [self._domain_slot(k) for k in plan.kernels]
+        self.launches = [_KernelPlan.of(k) for k in plan.kernels]  # per kernel, once
         self.flags = ErrorFlags()
         self.calls: dict[int, _Call] = {}
         self.device_calls: dict[int, DeviceCall] = {}
@@ -274,19 +312,20 @@ class GpuHost:
         call = self.calls[key]
         rt = call.rt
         k = self.plan.kernels[kid]
+        kp = self.launches[kid]
         # the same kernel on the same arrays again (a loop in the section): reuse the prepared
         # arguments, only the scalars and the domain change
-        akey = (kid, tuple(x for a, b in self.slots[kid] for x in block[a:b]))
+        akey = (kid, tuple(x for a, b in kp.slots for x in block[a:b]))
         prep = call.memo.get(akey)
         if prep is None:
-            prep = self._prepare(call, k, block)
+            prep = self._prepare(call, kp, block)
             if k.mode != "slice":
                 call.memo[akey] = prep
-        template, scalars, named, reads, writes = prep
+        template, named, reads, writes, over = prep
         args = list(template)
-        for i, slot, t in scalars:
-            args[i] = _scalar(block[slot], t)
-        slot = self.domain[kid]
+        for i, slot, read in kp.scalars:
+            args[i] = read(block[slot])
+        slot = kp.domain
         counts = []
         for d in range(k.ndim):
             start, step, count = block[slot], block[slot + 1], block[slot + 2]
@@ -307,51 +346,32 @@ class GpuHost:
                     reads = [c if a is v else a for a in reads]
         if k.lift is not None and self._lift_map(call, k, named, args, counts):
             return
-        over = [named[n] for n in k.writes] if k.mode == "whole" else \
-            [named[n] for n in k.undefined if n in named and n not in k.reads]
         rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
                   overwrites=over)
         for c in temps:
             rt.release(c, writeback=False)
 
-    @staticmethod
-    def _array_slots(k: Any) -> list[tuple[int, int]]:
-        out, slot = [], 0
-        for _, t in k.captured:
-            n = 1 + 2 * t.ndim if isinstance(t, T.ArrayType) else 1
-            if isinstance(t, T.ArrayType):
-                out.append((slot, slot + n))
-            slot += n
-        return out
-
-    @staticmethod
-    def _domain_slot(k: Any) -> int:
-        return sum(1 + 2 * t.ndim if isinstance(t, T.ArrayType) else 1 for _, t in k.captured)
-
-    def _prepare(self, call: _Call, k: Any, block: Any) -> tuple:
+    def _prepare(self, call: _Call, kp: _KernelPlan, block: Any) -> tuple:
         """The kernel's arguments with its arrays attached (scalars as placeholders), the
-        arrays by name and what it reads and writes."""
+        arrays by name and what it reads, writes and overwrites."""
         args: list = [call.err]
         named: dict[str, Any] = {}
-        scalars = []
-        slot = 0
-        for name, t in k.captured:
-            if isinstance(t, T.ArrayType):
-                spec, slot = self._arrays(call, block, slot, t)
-                ptr, shape, strides, dtype = spec
-                if name in k.data:
-                    v = named[name] = self._attach(call, spec, name not in k.dead, name)
-                    args.append(v)
-                args += [np.int64(n) for n in shape]
-                if name in k.data:
-                    args += [np.int64(s // dtype.itemsize) for s in strides]
-            else:
-                scalars.append((len(args), slot, t))
-                args.append(None)
-                slot += 1
-        reads = [named[n] for n in k.reads if n in named]
-        writes = [named[n] for n in k.writes if n in named] + [call.err]
-        return args, scalars, named, reads, writes
+        i64 = np.int64
+        for name, slot, nd, item, dtype, data, live in kp.items:
+            shape = tuple(block[slot + 1:slot + 1 + nd])
+            args += [i64(n) for n in shape]
+            if not data:
+                continue
+            steps = block[slot + 1 + nd:slot + 1 + 2 * nd]
+            v = named[name] = self._attach(
+                call, (block[slot], shape, tuple(s * item for s in steps), dtype), live, name)
+            args.insert(len(args) - nd, v)
+            args += [i64(s) for s in steps]
+        for pos, _, _ in kp.scalars:
+            args.insert(pos, None)
+        reads = [named[n] for n in kp.reads]
+        writes = [named[n] for n in kp.writes] + [call.err]
+        return args, named, reads, writes, [named[n] for n in kp.over]
 
     def run_library(self, key: int, lid: int, block: Any) -> None:
         """A library operator on Lift kernels through the runtime; NumPy on the host copies for
@@ -508,16 +528,17 @@ class GpuHost:
         return kernel if kernel is not None else kept
 
 
-def _scalar(raw: int, t: T.ScalarType) -> Any:
+def _reader(t: T.ScalarType) -> Any:
+    """The kernel argument of a scalar of type ``t`` from its raw 64-bit block slot."""
     if t.is_bool:
-        return np.int32(raw != 0)
+        return lambda raw: np.int32(raw != 0)
     if t.name == "int32":
-        return np.int32(np.int64(raw).astype(np.int32))
+        return lambda raw: np.int32(np.int64(raw).astype(np.int32))
     if t.name == "int64":
-        return np.int64(raw)
+        return np.int64
     if t.name == "float64":
-        return np.float64(_Q2D.unpack(struct.pack("<q", raw))[0])
-    return np.float32(_I2F.unpack(struct.pack("<I", raw & 0xFFFFFFFF))[0])
+        return lambda raw: np.float64(_Q2D.unpack(_Q.pack(raw))[0])
+    return lambda raw: np.float32(_I2F.unpack(_I.pack(raw & 0xFFFFFFFF))[0])
 
 
 def _extent(spec: tuple) -> tuple[int, int]:
