@@ -60,7 +60,7 @@ class OpenCLDevice:
         self.total_memory = int(self.device.cl_device.global_mem_size)
         self.max_alloc = int(self.device.cl_device.max_mem_alloc_size)
         self._kernels: dict[tuple[str, str], Any] = {}
-        self._typed: dict[Any, tuple] = {}  # kernel -> the scalar types its invoker packs
+        self._typed: dict[Any, list] = {}  # kernel -> the argument types its invoker packs
 
     def set_queues(self, n: int) -> None:
         """Use ``n`` compute queues (before any task is enqueued)."""
@@ -116,11 +116,12 @@ class OpenCLDevice:
                args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         cl = self._cl
         vals = [a.handle if type(a) is Ref else a for a in args]
-        sig = tuple(type(a) if isinstance(a, np.generic) else None for a in vals)
+        sig = [type(a) for a in vals]
         if self._typed.get(kernel) != sig:
             # scalars typed once per kernel: pyopencl then packs them itself (an untyped
             # scalar argument costs ~9 us on Intel's CPU runtime, a typed one ~0.1 us)
-            kernel.set_scalar_arg_dtypes([t and np.dtype(t) for t in sig])
+            kernel.set_scalar_arg_dtypes([np.dtype(t) if issubclass(t, np.generic) else None
+                                          for t in sig])
             self._typed[kernel] = sig
         kernel.set_args(*vals)
         try:

@@ -77,8 +77,12 @@ class ArrayVar:
         """Bytes [lo, hi) of the buffer the array touches, relative to element 0."""
         if 0 in self.shape:
             return 0, 0
-        lo = sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
-        hi = sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) + self.dtype.itemsize
+        lo, hi = 0, self.dtype.itemsize
+        for n, s in zip(self.shape, self.strides):  # a plain loop: this runs per attach
+            if s < 0:
+                lo += (n - 1) * s
+            else:
+                hi += (n - 1) * s
         return lo, hi
 
     def __repr__(self) -> str:
