@@ -110,7 +110,7 @@ def test_untuned_gemm_takes_the_tiles_where_they_fit(session: Session) -> None:
     assert session.choose(Kind("mm", "float32", "NN"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
     assert session.choose(Kind("mm", "float64", "NT"), {"M": 100, "N": 30, "K": 7}).codelet == "glb"
     assert session.choose(Kind("gemv", "float64", "N"), {"M": 100, "N": 256}) == \
-        Variant.of("rows", w=16)
+        Variant.of("row-blocks", r=4, w=16)
     assert session.choose(Kind("gemv", "complex128", "N"), {"M": 100, "N": 256}) == \
         Variant.of("group-rows", L=32, w=1)
     assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 256}).codelet == "glb"
@@ -124,19 +124,25 @@ def test_untuned_gemm_takes_the_tiles_where_they_fit(session: Session) -> None:
                                rtol=1e-10, atol=1e-9)
 
 
-def test_untuned_gemv_rows_of_wide_vectors_at_odd_sizes(session: Session) -> None:
-    """The CPU default for real GEMV N (one work-item per row, float16/double16) pads N to 16."""
+def test_gemv_row_blocks_at_odd_sizes(session: Session) -> None:
+    """The CPU default for real GEMV N (4 rows per work-item, float16/double16: the
+    gemv-row-blocks rule) and its other shapes pad M and N; every one matches NumPy."""
+    from liftkit.blas.tune import measure
+
     rng = np.random.default_rng(3)
     for dt, tol in (("float32", 1e-4), ("float64", 1e-12)):
         for m, n in ((37, 53), (130, 300)):
             A, x, y = (rng.uniform(-1, 1, s).astype(dt) for s in ((m, n), (n,), (m,)))
             assert session.choose(Kind("gemv", dt, "N"), {"M": m, "N": n}).codelet in (
-                "rows", "glb")
+                "row-blocks", "glb")
             got = session.gemv(A, x, y.copy(), alpha=1.5, beta=-0.5).result()
             np.testing.assert_allclose(got, 1.5 * (A.astype(np.float64) @ x) - 0.5 * y,
                                        rtol=tol, atol=tol)
-    assert session.choose(Kind("gemv", "float32", "N"), {"M": 130, "N": 300}) == \
-        Variant.of("rows", w=16)
+        for v in (Variant.of("row-blocks", r=2, w=8), Variant.of("row-blocks", r=8, w=16)):
+            t = measure(session, Kind("gemv", dt, "N"), v, {"M": 40, "N": 72})
+            assert not t.error and t.rate > 0, (v, t.error)
+    assert session.choose(Kind("gemv", "float32", "N"), {"M": 132, "N": 304}) == \
+        Variant.of("row-blocks", r=4, w=16)
 
 
 def test_complex_numbers_have_no_vector_codelets(session: Session) -> None:

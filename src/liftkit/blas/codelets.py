@@ -203,6 +203,18 @@ def _transpose_rules() -> Mapping[str, Any]:
     return TRANSPOSE_RULES
 
 
+def _gemv_rules() -> Mapping[str, Any]:
+    from liftkit.rewrite.rules.gemv_rows import GEMV_RULES
+
+    return GEMV_RULES
+
+
+def _gemv_row_blocks(kind: Kind, r: int, w: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv_rows import GEMV_ROW_BLOCKS
+
+    return rule(GEMV_ROW_BLOCKS, r=r, w=w)
+
+
 def _cuda_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
 
@@ -313,6 +325,15 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
             lambda dev: [{"w": w} for w in (1, 4, 8, 16)],
             lambda kind, w: {"N" if kind.layout in "NR" else "M": w}),
+    Codelet("row-blocks", ("gemv",), "r rows per work-item, their columns walked once in vectors "
+            "of w with r private accumulators (independent chains; one vector of x per step for "
+            "all r rows), lanes summed at the end (the gemv-row-blocks rule, "
+            "rewrite.rules.gemv_rows); real types, A's rows",
+            _gemv_row_blocks,
+            lambda dev: [{"r": r, "w": w} for r in (2, 4, 8) for w in (16, 8)] if dev == "cpu"
+            else [],
+            lambda kind, r, w: {"M": r, "N": w},
+            dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
     Codelet("group-rows", ("gemv",), "one work-group of L work-items per row, a tree in local "
             "memory (the gpu-rows macro, CLBlast-style)",
             lambda kind, L, w: rule(mc.GPU_ROWS, L=L, w=w),
@@ -419,14 +440,15 @@ _CPU_SCALAR_TILES = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
 DEFAULT_TILES: dict[str, dict[str, Variant]] = {"cpu": {
     "float32": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8),
     "float64": _CPU_SCALAR_TILES, "complex64": _CPU_SCALAR_TILES, "complex128": _CPU_SCALAR_TILES}}
-# untuned GEMVs reading A's rows on the CPU device: one work-item per row reading float16 /
+# untuned GEMVs reading A's rows on the CPU device: 4 rows per work-item read in float16 /
 # double16 vectors (a vector as wide as the SIMD unit or wider: Intel's CPU compiler keeps the
 # work-item's own vectors instead of packing work-items, whose rows stride across SIMD lanes;
-# results/issue15/cpu: 1.6-2.6x a work-group of 32 per row, the previous default); complex
+# results/issue15/cpu/gemv.md: 1.5-2x a work-group of 32 per row, the previous default); complex
 # numbers have no vectors: a work-group of 32 per row (docs/blas.md)
 _CPU_GROUP_ROWS = Variant.of("group-rows", L=32, w=1)
+_CPU_ROW_BLOCKS = Variant.of("row-blocks", r=4, w=16)
 DEFAULT_ROWS: dict[str, dict[str, Variant]] = {"cpu": {
-    "float32": Variant.of("rows", w=16), "float64": Variant.of("rows", w=16),
+    "float32": _CPU_ROW_BLOCKS, "float64": _CPU_ROW_BLOCKS,
     "complex64": _CPU_GROUP_ROWS, "complex128": _CPU_GROUP_ROWS}}
 DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
 # untuned on the CUDA backend: what the H100 ran fastest (results/issue15/cuda: tiles-async

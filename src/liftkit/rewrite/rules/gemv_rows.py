@@ -1,0 +1,166 @@
+"""Matrix-vector products with r rows per work-item (rule `gemv-row-blocks`, liftkit.blas's CPU
+GEMV codelet `row-blocks`).
+
+    map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y)
+  → join ∘ mapGlb(0)(λblk.
+        join ∘ mapSeq(λq. mapSeq(h) $ zip(mapSeq(s) ∘ reduceSeq(⊕, z) ∘ asScalar $ q.0,
+                                         toPrivate(mapSeq(g)) $ q.1))
+        $ zip(split 1 ∘ join ∘ reduceSeq(λ(acc, st). mapSeqUnroll(λp. p.0 ⊕⟨w⟩ m⟨w⟩(p.1, st.1))
+                                             $ zip(acc, st.0), toPrivate(⟨e,…,e⟩ × r))
+                  $ zip(transpose ∘ map(asVector w ∘ get 0) $ blk, asVector w $ x),
+              split 1 ∘ map(get 1) $ blk))
+      ∘ split r $ zip(A, y)
+
+Each work-item owns r consecutive rows of A and walks their columns once, w at a time: one
+vector of x per step serves all r rows, and the r accumulators are independent chains of vector
+operations (a single row's dot product is a chain of dependent additions, which bounds a CPU core
+at one vector per addition latency). The lanes of a row's accumulator are summed at the end.
+Vectors of w = 16 (float16, double16: as wide as AVX-512 or wider) keep Intel's CPU OpenCL
+compiler from packing neighbouring work-items into SIMD lanes, whose rows would be N apart.
+
+Sound where ⊕ is associative and commutative with an identity e (the lanes and rows are summed
+in another order, as `vectorize-reduce` does) and x does not depend on the row; A and x are the
+program's input arrays (their rows read as vectors), of a real scalar type; M must be a multiple
+of r and N of w.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from liftkit.arith import cst
+from liftkit.arith.simplify import divides
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Param, free_params
+from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.rules.algorithmic import make_rule
+from liftkit.rewrite.rules.common import assoc_comm, fresh, identity_literal, operator
+from liftkit.types import ArrayType, ScalarType, bool_
+from liftkit.types.core import vector
+
+ROWS = (1, 2, 4, 8)
+WIDTHS = (16, 8, 4)
+
+
+def _parts(site: Site) -> Optional[tuple[Any, ...]]:
+    """(h, s, op, m, z, A, x, g, y) when the site is gemv's high-level body (module docstring)."""
+    if type(site.f) is not P.Map or not isinstance(site.f.f, Lambda):
+        return None
+    zp = site.call.args[0]
+    if not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and len(zp.args) == 2):
+        return None
+    ax, gy = zp.args
+    if not (isinstance(ax, FunCall) and type(ax.f) is P.Join and isinstance(ax.args[0], FunCall)):
+        return None
+    rows = ax.args[0]
+    if not (type(rows.f) is P.Map and isinstance(rows.f.f, Lambda) and len(rows.f.f.params) == 1):
+        return None
+    if not (isinstance(gy, FunCall) and type(gy.f) is P.Map):
+        return None
+    row, body = rows.f.f.params[0], rows.f.f.body
+    if not (isinstance(body, FunCall) and type(body.f) is P.Map):
+        return None
+    red = body.args[0]
+    if not (isinstance(red, FunCall) and type(red.f) is P.Reduce):
+        return None
+    z, prods = red.args
+    if not (isinstance(prods, FunCall) and type(prods.f) is P.Map):
+        return None
+    zr = prods.args[0]
+    if not (isinstance(zr, FunCall) and type(zr.f) is P.Zip and len(zr.args) == 2
+            and zr.args[0] is row and row not in free_params(zr.args[1])):
+        return None
+    if not (isinstance(rows.args[0], Param) and isinstance(zr.args[1], Param)):
+        return None  # rows and x read as vectors: the kernel's input arrays themselves
+    op, m = assoc_comm(red.f.f), operator(prods.f.f)
+    if op is None or m is None or m.arity != 2:
+        return None
+    return site.f.f, body.f.f, op, m, z, rows.args[0], zr.args[1], gy.f.f, gy.args[0]
+
+
+def _elem(site: Site, a: Expr, x: Expr) -> Optional[tuple[ScalarType, Any, Any]]:
+    """(element type, M, N) where A is a matrix and x a vector of one scalar type."""
+    at, xt = site.type_of(a), site.type_of(x)
+    if not (isinstance(at, ArrayType) and isinstance(at.elem, ArrayType)
+            and isinstance(xt, ArrayType)):
+        return None
+    t = at.elem.elem
+    if not (isinstance(t, ScalarType) and t != bool_ and not t.is_complex and xt.elem == t):
+        return None
+    return t, at.length, at.elem.length
+
+
+def _fits(n: Any, k: int) -> bool:
+    return divides(cst(k), n) is not False
+
+
+def _choices(site: Site) -> list[dict[str, Any]]:
+    if site.enclosing:
+        return []
+    parts = _parts(site)
+    if parts is None:
+        return []
+    h, s, op, m, z, a, x, g, y = parts
+    found = _elem(site, a, x)
+    if found is None:
+        return []
+    t, rows, cols = found
+    out = []
+    for w in WIDTHS:
+        vop = op.vectorize(w)
+        if not _fits(cols, w) or identity_literal(vop, vop.out_type) is None:
+            continue
+        try:
+            m.vectorize(w)
+        except Exception:  # noqa: BLE001 - a product with no vector form
+            continue
+        out += [{"r": r, "w": w} for r in ROWS if _fits(rows, r)]
+    return out
+
+
+def row_blocks(parts: tuple[Any, ...], t: ScalarType, r: int, w: int) -> Expr:
+    """The blocked form of gemv's body (see the module docstring)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, g, y = parts
+    vop, vm = op.vectorize(w), m.vectorize(w)
+    e = identity_literal(op, t)
+    assert e is not None
+    tw = vector(t, w)
+    zeros = D.lit(np.full((r, w), e.value, t.dtype), tw[r])
+    init = D.toPrivate(D.mapSeqUnroll(D.id_of(tw))) << zeros
+
+    def step(acc: Any, st: Any) -> Any:
+        return D.mapSeqUnroll(lambda p: vop(p[0], vm(p[1], st[1]))) << D.zip(acc, st[0])
+
+    def block(blk: Any) -> Any:
+        steps = D.zip(D.transpose << D.map(lambda q: D.asVector(w) << D.get(0)(q)) << blk,
+                      D.asVector(w) << fresh(x))
+        sums = D.split(1) << D.join << D.reduceSeq(step, init) << steps
+        ys = D.split(1) << D.map(D.get(1)) << blk
+        return D.join << D.mapSeq(lambda q: D.mapSeq(fresh(h)) << D.zip(
+            D.mapSeq(fresh(s)) << D.reduceSeq(op, fresh(z)) << D.asScalar << q[0],
+            D.toPrivate(D.mapSeq(fresh(g))) << q[1])) << D.zip(sums, ys)
+
+    return D.join << D.mapGlb(0)(block) << D.split(r) << D.zip(fresh(a), fresh(y))
+
+
+def _build(site: Site, r: int, w: int) -> Expr:
+    parts = _parts(site)
+    assert parts is not None
+    found = _elem(site, parts[5], parts[6])
+    assert found is not None
+    return row_blocks(parts, found[0], r, w)
+
+
+GEMV_ROW_BLOCKS = make_rule(
+    "gemv-row-blocks",
+    "map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y) "
+    "→ join ∘ mapGlb(0)(λblk. r rows' lane sums, then h, s, g per row $ reduceSeq(r private "
+    "vector accumulators += m⟨w⟩(column vectors of blk, vector of x)) ∘ split r $ zip(A, y)",
+    "liftkit.blas CPU GEMV (issue 15): register blocking of rows, wide vectors",
+    _choices, _build, lowering=True, reshapes=True, opaque=False)
+
+GEMV_RULES: dict[str, Rule] = {GEMV_ROW_BLOCKS.name: GEMV_ROW_BLOCKS}

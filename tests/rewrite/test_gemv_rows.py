@@ -1,0 +1,55 @@
+"""gemv-row-blocks (rules/gemv_rows.py): r rows per work-item, vectors of w, private accumulators.
+
+Sound in the interpreter: with integer-valued inputs every sum is exact, so the blocked program's
+result equals the high-level one's bit for bit whatever the order of the lanes and rows; with
+random reals within rounding. Refused where the rows are not the input's own (GEMV T reads A
+transposed) and for complex numbers (no vectors); the derived kernels run on the CPU device in
+tests/blas (codelet `row-blocks`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit.blas import programs as bp
+from liftkit.ir.typecheck import is_low_level
+from liftkit.rewrite.core import Choice, apply_choice, typed_sites
+from liftkit.rewrite.rules.corpus import run, same_result
+from liftkit.rewrite.rules.gemv_rows import GEMV_ROW_BLOCKS, GEMV_RULES
+
+
+def _sites(program):  # type: ignore[no-untyped-def]
+    return [s for s in typed_sites(program) if GEMV_ROW_BLOCKS.choices(s)]
+
+
+def _inputs(dt: str, m: int, n: int, integers: bool, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    draw = (lambda *s: rng.integers(-4, 5, s)) if integers else (lambda *s: rng.uniform(-1, 1, s))
+    return [draw(m, n).astype(dt), draw(n).astype(dt), draw(m).astype(dt),
+            np.array(2.0, dt), np.array(-1.0, dt)]
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_row_blocks_are_sound_in_the_interpreter(dt: str) -> None:
+    p = bp.gemv(dt, False, False)
+    sites = _sites(p)
+    assert len(sites) == 1
+    offered = GEMV_ROW_BLOCKS.choices(sites[0])
+    assert {"r": 4, "w": 16} in offered and {"r": 1, "w": 8} in offered
+    m, n = 8, 32
+    for k, params in enumerate(({"r": 1, "w": 16}, {"r": 2, "w": 8}, {"r": 4, "w": 16},
+                                {"r": 8, "w": 4})):
+        q = apply_choice(p, Choice(GEMV_ROW_BLOCKS.name, sites[0].path, params), GEMV_RULES)
+        assert is_low_level(q)
+        ints = _inputs(dt, m, n, True, k)
+        assert same_result(run(q, ints, {"M": m, "N": n}), run(p, ints, {"M": m, "N": n})), params
+        reals = _inputs(dt, m, n, False, k)
+        np.testing.assert_allclose(run(q, reals, {"M": m, "N": n}),
+                                   run(p, reals, {"M": m, "N": n}),
+                                   rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-6)
+
+
+def test_refused_for_transposed_rows_and_complex_numbers() -> None:
+    assert not _sites(bp.gemv("float32", True, False))
+    assert not _sites(bp.gemv("complex64", False, False))
+    assert not _sites(bp.gemv("complex128", False, True))
