@@ -9,7 +9,7 @@ message, printed in the papers' notation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Union
 
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun, spread_tuples
 from liftkit.ir.patterns.base import Pattern
@@ -17,12 +17,26 @@ from liftkit.types import LiftTypeError, Type, same_type
 
 
 class LocatedTypeError(LiftTypeError):
-    """A type error that already names the sub-expression at fault."""
+    """A type error that already names the sub-expression at fault. `where` is the printed
+    sub-expression, or the call itself, printed when the error is shown: a search rejects
+    thousands of ill-typed rewrites and never shows most of them."""
 
-    def __init__(self, message: str, where: str) -> None:
-        super().__init__(f"{message}\n  in: {where}")
+    def __init__(self, message: str, where: Union[str, FunCall]) -> None:
+        super().__init__(message)
         self.message = message
-        self.where = where
+        self._where = where
+
+    @property
+    def where(self) -> str:
+        if not isinstance(self._where, str):
+            self._where = _where(self._where)
+        return self._where
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  in: {self.where}"
+
+    def __reduce__(self) -> tuple:  # pickled (search workers) with the printed location
+        return (type(self), (self.message, self.where))
 
 
 @dataclass(frozen=True)
@@ -63,7 +77,7 @@ class TypeChecker:
             except LocatedTypeError:
                 raise
             except LiftTypeError as err:
-                raise LocatedTypeError(str(err), _where(e)) from None
+                raise LocatedTypeError(str(err), e) from None
             self.types[id(e)] = t
             return t
         raise LiftTypeError(f"not a Lift expression: {e!r}")

@@ -82,15 +82,63 @@ def load_rule_registry() -> dict[str, Rule]:
 # steps
 
 
-@dataclass(frozen=True)
+class _OnDemand:
+    """The marker of a step whose printed program is made from its result when first asked."""
+
+    def __repr__(self) -> str:
+        return "ON_DEMAND"
+
+
+ON_DEMAND = _OnDemand()
+
+
 class Step:
     """One rewrite: the choice made, the macro rule it was made in (outermost first, joined by
-    '/'), and the printed program after it (what a replay must reproduce)."""
+    '/'), and the printed program after it (what a replay must reproduce).
 
-    choice: Choice
-    macro: Optional[str] = None
-    program: Optional[str] = None  # show(result), recorded when the step was made
-    result: Optional[Lambda] = field(default=None, compare=False, repr=False)
+    `program=ON_DEMAND` (with a result): printed when first asked for — a search tries macro
+    rules at every position and keeps few of their steps, and printing every intermediate
+    program cost a quarter of a GPU-rule search of gesummv. Immutable; equal when choice, macro
+    and printed program are."""
+
+    __slots__ = ("choice", "macro", "_program", "result")
+
+    def __init__(self, choice: Choice, macro: Optional[str] = None,
+                 program: Union[str, None, _OnDemand] = None, result: Optional[Lambda] = None) -> None:
+        if program is ON_DEMAND and result is None:
+            raise ValueError("a step printed on demand needs its result")
+        object.__setattr__(self, "choice", choice)
+        object.__setattr__(self, "macro", macro)
+        object.__setattr__(self, "_program", program)
+        object.__setattr__(self, "result", result)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Step is immutable (cannot set {name})")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickling (search workers) rebuilds through __init__
+        return (Step, (self.choice, self.macro, self._program, self.result))
+
+    @property
+    def program(self) -> Optional[str]:
+        """show(result), as recorded, or printed on first use for an ON_DEMAND step (None: not
+        recorded)."""
+        if self._program is ON_DEMAND:
+            from liftkit.ir.printer import show
+
+            object.__setattr__(self, "_program", show(self.result))
+        return self._program  # type: ignore[return-value]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.choice, self.macro, self.program)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Step) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.choice.rule, self.choice.path, self.macro, self.program))
+
+    def __repr__(self) -> str:
+        return f"Step(choice={self.choice!r}, macro={self.macro!r}, program={self.program!r})"
 
     @property
     def rule(self) -> str:
@@ -102,7 +150,7 @@ class Step:
 
     def in_macro(self, name: str) -> "Step":
         return Step(self.choice, name if self.macro is None else f"{name}/{self.macro}",
-                    self.program, self.result)
+                    self._program, self.result)
 
     def to_json(self) -> dict[str, Any]:
         d = self.choice.to_json()
@@ -192,7 +240,7 @@ class Derivation:
                                       f"recorded\n  recorded: {step.program}\n  now:      {got}")
             out.append(new)
         # keep the replayed programs (a loaded derivation need not replay again to print)
-        self.steps = [s if s.result is not None else Step(s.choice, s.macro, s.program, p)
+        self.steps = [s if s.result is not None else Step(s.choice, s.macro, s._program, p)
                       for s, p in zip(self.steps, out[1:])]
         return out
 

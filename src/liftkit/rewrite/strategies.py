@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from liftkit.ir.nodes import FunCall, Lambda, Node, UserFun
 from liftkit.ir.patterns.base import Pattern
-from liftkit.ir.printer import show, show_short
+from liftkit.ir.printer import show_short
 from liftkit.rewrite.core import (
     Choice,
     Path,
@@ -38,6 +38,7 @@ from liftkit.rewrite.core import (
     typed_sites,
 )
 from liftkit.rewrite.derivation import (
+    ON_DEMAND,
     Derivation,
     Step,
     fmt_path,
@@ -243,7 +244,7 @@ def _apply_rule(r: Rule, p: Lambda, focus: Path, ctx: _Context, params: Mapping[
         new = apply_choice(p, choice_, {r.name: r}, ctx.cache)
     except (RewriteError, LiftTypeError) as err:
         return Failure(str(err))
-    return Success(new, (Step(choice_, None, show(new), new),), {r.name: r})
+    return Success(new, (Step(choice_, None, ON_DEMAND, new),), {r.name: r})
 
 
 def at(path: Union[str, Sequence[int]], s: StrategyLike) -> Strategy:
