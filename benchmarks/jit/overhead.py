@@ -16,7 +16,8 @@ the median for the chain):
   a GPU): the host's enqueue time against the time until they finish (issue 14: <= 10%).
 
 ``--profile`` prints the functions with the most own time in 200 calls (cProfile).
-Before/after comparisons run this file twice, once with ``PYTHONPATH`` at the older sources.
+``--baseline SRC`` runs the same rows first on older sources (``git archive REV src | tar -x
+-C /tmp/base`` gives SRC=/tmp/base/src) and prints before, after and their ratio.
 """
 
 from __future__ import annotations
@@ -207,6 +208,22 @@ def profile(rt: Runtime) -> None:
               f"{os.path.basename(k[0])}:{k[1]}({k[2]})")
 
 
+def baseline(src: str, argv: list[str]) -> dict:
+    """The rows of this benchmark run on the liftkit sources under ``src`` (a directory holding
+    the package ``liftkit``, e.g. an older commit's ``src`` from ``git archive``)."""
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.abspath(src)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        subprocess.run([sys.executable, __file__, *argv, "--json", out], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(out) as fh:
+            return json.load(fh)["rows"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cpu", help="the runtime's device: cpu (default) or gpu")
@@ -214,24 +231,33 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=25)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--json", help="write the rows to this file too")
+    p.add_argument("--baseline", metavar="SRC",
+                   help="also run on the liftkit sources in SRC first (a 'before' column)")
     args = p.parse_args()
     warnings.filterwarnings("ignore", module="pyopencl")  # driver build logs
+    before = baseline(args.baseline, ["--device", args.device, "--backend", args.backend,
+                                      "--repeat", str(args.repeat)]) if args.baseline else {}
     rt = Runtime(args.backend, args.device if args.backend == "opencl" else None)
     rows: dict[str, float] = {}
     call_rows(rt, args.repeat, rows)
     launch_rows(rt, args.repeat, rows)
     chain_rows(rt, args.repeat, rows)
     print(f"device: {rt.device.label} ({args.backend}); liftkit from "
-          f"{os.path.dirname(liftkit.__file__)}")
+          f"{os.path.dirname(liftkit.__file__)}" +
+          (f"; before: {args.baseline}" if before else ""))
     width = max(len(k) for k in rows)
+    if before:
+        print(f"{'':<{width}}  {'before':>10}  {'after':>10}  {'after/before':>12}")
     for k, v in rows.items():
-        print(f"{k:<{width}}  {v:10.2f}")
+        b = before.get(k)
+        print(f"{k:<{width}}  " + (f"{b:10.2f}  " if b is not None else " " * 12 * bool(before))
+              + f"{v:10.2f}" + (f"  {v / b:12.2f}" if b else ""))
     if args.profile:
         profile(rt)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"device": rt.device.label, "backend": args.backend, "rows": rows}, fh,
-                      indent=1)
+            json.dump({"device": rt.device.label, "backend": args.backend, "rows": rows,
+                       "before": before}, fh, indent=1)
     rt.close()
 
 

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from .devices import OpenCLDevice, OutOfDeviceMemory, Ref, open_device
-from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole, c_strides
+from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole, c_strides, extent_of
 
 STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
              "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
@@ -45,7 +45,7 @@ class RuntimeError_(Exception):
 
 
 def _host_view(lo: int, nbytes: int) -> np.ndarray:
-    return np.ctypeslib.as_array((ctypes.c_uint8 * max(nbytes, 1)).from_address(lo))[:nbytes]
+    return np.frombuffer((ctypes.c_char * max(nbytes, 1)).from_address(lo), np.uint8)[:nbytes]
 
 
 class Runtime:
@@ -192,19 +192,22 @@ class Runtime:
                 if owner is not None:
                     self.buffers[v.buffer].owners.append(owner)
                 return v
-            probe = ArrayVar(0, 0, 0, shape, strides, dtype)
-            elo, ehi = probe.extent()
+            elo, ehi = extent_of(shape, strides, dtype.itemsize)
             lo, hi = int(ptr) + elo, int(ptr) + max(ehi, elo + 1)
-            for b in self.buffers.values():  # inside a CuPy/PyTorch array adopted in place
-                if b.borrowed and b.lo is not None and b.lo < hi and lo < b.hi:
-                    if not (b.lo <= lo and hi <= b.hi):
+            over = []  # host buffers it overlaps
+            for b in self.buffers.values():  # one pass over the buffers with an address range
+                blo = b.lo
+                if blo is None or blo >= hi or lo >= blo + b.nbytes:
+                    continue
+                if b.borrowed:  # inside a CuPy/PyTorch array adopted in place
+                    if not (blo <= lo and hi <= b.hi):
                         raise RuntimeError_("an array reaches past the GPU array it views")
-                    v = self._new_var(b, int(ptr) - b.lo, shape, strides, dtype)
+                    v = self._new_var(b, int(ptr) - blo, shape, strides, dtype)
                     v.key = key
                     self._by_key[key] = v.id
                     return v
-            over = [b for b in self.buffers.values()
-                    if b.registered and b.lo < hi and lo < b.hi]
+                if b.registered:
+                    over.append(b)
             inside = [b for b in over if b.lo <= lo and hi <= b.hi]
             if inside:
                 buf = inside[0]

@@ -75,15 +75,7 @@ class ArrayVar:
 
     def extent(self) -> tuple[int, int]:
         """Bytes [lo, hi) of the buffer the array touches, relative to element 0."""
-        if 0 in self.shape:
-            return 0, 0
-        lo, hi = 0, self.dtype.itemsize
-        for n, s in zip(self.shape, self.strides):  # a plain loop: this runs per attach
-            if s < 0:
-                lo += (n - 1) * s
-            else:
-                hi += (n - 1) * s
-        return lo, hi
+        return extent_of(self.shape, self.strides, self.dtype.itemsize)
 
     def __repr__(self) -> str:
         return f"ArrayVar({self.id}, shape={self.shape}, dtype={self.dtype.name})"
@@ -108,6 +100,20 @@ class EventRow:
     writes: tuple = ()
     keep: list = field(default_factory=list)
     queue: int = -1
+
+
+def extent_of(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
+    """Bytes [lo, hi) an array of ``shape`` and byte ``strides`` touches, relative to element 0
+    (a plain loop: this runs per attach and per launch)."""
+    if 0 in shape:
+        return 0, 0
+    lo, hi = 0, itemsize
+    for n, s in zip(shape, strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi
 
 
 def c_strides(shape: tuple, itemsize: int) -> tuple:
