@@ -192,6 +192,31 @@ def f(a, b, k):
     np.testing.assert_allclose(f(a, np.zeros(10), 0), a)  # the next call works
 
 
+def test_error_flags_kept_clear_between_calls_and_never_reused_once_set(rt):
+    f = gpu_fn("""
+import liftkit
+def f(a, idx, b):
+    with liftkit.gpu():
+        for i in prange(b.shape[0]):
+            b[i] = a[idx[i]]
+    return b
+""", rt)
+    a, b = np.arange(10.0), np.zeros(4)
+    ok, bad = np.array([1, 2, 3, 4]), np.array([1, 2, 30, 4])
+    f(a, ok, b)
+    (flags,) = held_flags(f)
+    rt.reset_stats()
+    f(a, ok, b)  # the next call takes the same cleared flags: no allocation, no clearing kernel
+    assert held_flags(f) == {flags} and rt.stats()["kernels"] == 1
+    with pytest.raises(IndexError, match=r"line 9: index 30 is out of bounds for axis 0 with "
+                                         r"size 10"):
+        f(a, bad, b)  # only the kernel can see this index
+    assert flags not in rt.vars and not held_flags(f)  # set flags are released, not reused
+    np.testing.assert_allclose(f(a, ok, np.zeros(4)), a[ok])  # a fresh, clear buffer
+    (again,) = held_flags(f)
+    assert again != flags and not rt.read(again).any()
+
+
 def test_raise_and_zero_division_inside_a_kernel(rt):
     f = gpu_fn("""
 import liftkit
