@@ -246,3 +246,23 @@ def test_calls_before_results_keep_their_values(session) -> None:  # type: ignor
     assert abs(futs[-1].result() - xs[0] @ xs[1]) < 1e-3
     for f, a in zip(gf, mats):
         np.testing.assert_allclose(f.result(), a @ a.T, rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_arguments_set_only_when_changed_still_follow_every_call(session: Session) -> None:
+    """The OpenCL queue skips set_arg for arguments a kernel already holds (same buffer handle,
+    same scalar bytes): alternating operands, scalars and freshly allocated buffers each give
+    their own result."""
+    import pyopencl.array as cla
+
+    rng = np.random.default_rng(9)
+    q = session.queue
+    As = [rng.uniform(-1, 1, (64, 48)).astype(np.float32) for _ in range(2)]
+    x = rng.uniform(-1, 1, 48).astype(np.float32)
+    dAs, dx = [cla.to_device(q, a) for a in As], cla.to_device(q, x)
+    for step in range(6):
+        k, alpha = step % 2, (1.0, -2.0, 0.5)[step % 3]
+        dy = cla.empty(q, (64,), np.float32)  # a new buffer every call
+        got = session.gemv(dAs[k], dx, dy, alpha=alpha).result().get()
+        np.testing.assert_allclose(got, alpha * (As[k].astype(np.float64) @ x), rtol=1e-4,
+                                   atol=1e-4)
+        del dy

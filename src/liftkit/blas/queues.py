@@ -38,6 +38,10 @@ class CLQueue:
     def __init__(self, context: Any, queue: Any) -> None:
         self.context = context
         self.queue = queue
+        # per kernel handle: the keys of the arguments it holds (`_arg_key`), so a launch sets
+        # only what changed (a set_arg costs ~3 µs on Intel's CPU runtime, 8 of them as much as
+        # the enqueue); the handle is kept so its id stays its own
+        self._held: dict[int, tuple[Any, list[Any]]] = {}
 
     # -- memory -----------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
@@ -143,10 +147,27 @@ class CLQueue:
                wait_for: Sequence[Any]) -> Any:
         import pyopencl as cl
 
+        held = self._held.get(id(handle))
+        if held is None or held[0] is not handle or len(held[1]) != len(args):
+            held = (handle, [None] * len(args))
+            self._held[id(handle)] = held
+        keys = held[1]
         for i, v in enumerate(args):
-            handle.set_arg(i, v)
+            key = _arg_key(v)
+            if key is None or key != keys[i]:
+                handle.set_arg(i, v)
+                keys[i] = key
         return cl.enqueue_nd_range_kernel(self.queue, handle, glob, local,
                                           wait_for=list(wait_for) or None)
+
+
+def _arg_key(v: Any) -> Any:
+    """What identifies a kernel argument's value without keeping it alive: a memory object's
+    handle (no two live buffers share one), a NumPy scalar's type and bytes; None: always set."""
+    if isinstance(v, np.generic):
+        return (v.dtype.str, v.tobytes())
+    ptr = getattr(v, "int_ptr", None)
+    return ("mem", ptr) if isinstance(ptr, int) else None
 
 
 # ---------------------------------------------------------------------------------------------
