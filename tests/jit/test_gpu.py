@@ -64,7 +64,8 @@ def test_parallel_loop_in_a_section_runs_as_a_kernel(rt):
     assert out is not None and rt.stats()["kernels"] > before
     np.testing.assert_allclose(B, ref)
     assert "kernel void" in f.inspect_gpu() and "__global__" in f.inspect_gpu("cuda")
-    assert not left_behind(rt, f, before=bufs)  # the section released everything but its\n    assert len(held_flags(f)) == 1               # error flags, kept cleared for the next call
+    assert not left_behind(rt, f, before=bufs)  # the section released everything but its
+    assert len(held_flags(f)) == 1               # error flags, kept cleared for the next call
 
 
 def test_par_domain_and_elementwise_chain_fused_into_one_kernel(rt):
