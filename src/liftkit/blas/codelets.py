@@ -317,7 +317,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "rewrite.rules.transpose): block-rows of the result (swap=0) or of A (swap=1) along "
             "dimension 0, each block copied by r×r sequential accesses",
             lambda kind, r, swap: rule(_transpose_rule(), r=r, swap=swap),
-            lambda dev: [{"r": r, "swap": sw} for r in ((8, 4, 16) if dev == "gpu" else (8,))
+            lambda dev: [{"r": r, "swap": sw} for r in ((8, 4, 16) if dev == "gpu" else (8, 16))
                          for sw in (0, 1)],
             lambda kind, r, swap: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
