@@ -113,7 +113,9 @@ def test_untuned_gemm_takes_the_tiles_where_they_fit(session: Session) -> None:
         Variant.of("row-blocks", r=4, w=16)
     assert session.choose(Kind("gemv", "complex128", "N"), {"M": 100, "N": 256}) == \
         Variant.of("group-rows", L=32, w=1)
-    assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 256}).codelet == "glb"
+    assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 256}) == \
+        Variant.of("column-blocks", k=8, w=16)
+    assert session.choose(Kind("gemv", "float64", "T"), {"M": 100, "N": 300}).codelet == "glb"
     A, B = _f32(256, 320), _f32(320, 192)
     np.testing.assert_allclose(session.gemm(A, B).result(), A.astype(np.float64) @ B,
                                rtol=1e-4, atol=1e-4)
@@ -141,6 +143,16 @@ def test_gemv_row_blocks_at_odd_sizes(session: Session) -> None:
         for v in (Variant.of("row-blocks", r=2, w=8), Variant.of("row-blocks", r=8, w=16)):
             t = measure(session, Kind("gemv", dt, "N"), v, {"M": 40, "N": 72})
             assert not t.error and t.rate > 0, (v, t.error)
+        # GEMV T: column blocks (gemv-column-blocks), padded N, checked by measure and by a call
+        for v in (Variant.of("column-blocks", k=2, w=8), Variant.of("column-blocks", k=8, w=16)):
+            t = measure(session, Kind("gemv", dt, "T"), v, {"M": 40, "N": 72})
+            assert not t.error and t.rate > 0, (v, t.error)
+        A, x, y = (rng.uniform(-1, 1, s).astype(dt) for s in ((70, 250), (70,), (250,)))
+        assert session.choose(Kind("gemv", dt, "T"), {"M": 70, "N": 256}).codelet == \
+            "column-blocks"
+        got = session.gemv(A, x, y.copy(), alpha=0.5, beta=2.0, trans=True).result()
+        np.testing.assert_allclose(got, 0.5 * (A.T.astype(np.float64) @ x) + 2 * y,
+                                   rtol=tol, atol=tol)
     assert session.choose(Kind("gemv", "float32", "N"), {"M": 132, "N": 304}) == \
         Variant.of("row-blocks", r=4, w=16)
 

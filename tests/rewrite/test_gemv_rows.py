@@ -1,8 +1,10 @@
-"""gemv-row-blocks (rules/gemv_rows.py): r rows per work-item, vectors of w, private accumulators.
+"""gemv-row-blocks and gemv-column-blocks (rules/gemv_rows.py): r rows (GEMV N) or k·w columns
+(GEMV T) per work-item, vectors of w, private accumulators.
 
 Sound in the interpreter: with integer-valued inputs every sum is exact, so the blocked program's
 result equals the high-level one's bit for bit whatever the order of the lanes and rows; with
-random reals within rounding. Refused where the rows are not the input's own (GEMV T reads A
+random reals within rounding (column blocks sum each column in the row order: bit for bit
+always). Refused where the rows are not the input's own (GEMV T reads A
 transposed) and for complex numbers (no vectors); the derived kernels run on the CPU device in
 tests/blas (codelet `row-blocks`)."""
 
@@ -15,7 +17,7 @@ from liftkit.blas import programs as bp
 from liftkit.ir.typecheck import is_low_level
 from liftkit.rewrite.core import Choice, apply_choice, typed_sites
 from liftkit.rewrite.rules.corpus import run, same_result
-from liftkit.rewrite.rules.gemv_rows import GEMV_ROW_BLOCKS, GEMV_RULES
+from liftkit.rewrite.rules.gemv_rows import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS, GEMV_RULES
 
 
 def _sites(program):  # type: ignore[no-untyped-def]
@@ -51,5 +53,27 @@ def test_row_blocks_are_sound_in_the_interpreter(dt: str) -> None:
 
 def test_refused_for_transposed_rows_and_complex_numbers() -> None:
     assert not _sites(bp.gemv("float32", True, False))
+    assert not [s for s in typed_sites(bp.gemv("float32", False, False))
+                if GEMV_COLUMN_BLOCKS.choices(s)]
+    assert not [s for s in typed_sites(bp.gemv("complex64", True, False))
+                if GEMV_COLUMN_BLOCKS.choices(s)]
     assert not _sites(bp.gemv("complex64", False, False))
     assert not _sites(bp.gemv("complex128", False, True))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_column_blocks_are_sound_in_the_interpreter(dt: str) -> None:
+    """gemv-column-blocks (GEMV T) sums each column over the rows in order: bit for bit."""
+    p = bp.gemv(dt, True, False)
+    sites = [s for s in typed_sites(p) if GEMV_COLUMN_BLOCKS.choices(s)]
+    assert len(sites) == 1
+    assert {"k": 8, "w": 16} in GEMV_COLUMN_BLOCKS.choices(sites[0])
+    m, n = 24, 128
+    for k, params in enumerate(({"k": 1, "w": 16}, {"k": 2, "w": 8}, {"k": 8, "w": 16},
+                                {"k": 4, "w": 4})):
+        q = apply_choice(p, Choice(GEMV_COLUMN_BLOCKS.name, sites[0].path, params), GEMV_RULES)
+        assert is_low_level(q)
+        for integers in (True, False):
+            A, y, x, alpha, beta = _inputs(dt, m, n, integers, k)  # x: M, y: N for Aᵀx
+            xs = [A, x, y, alpha, beta]
+            assert same_result(run(q, xs, {"M": m, "N": n}), run(p, xs, {"M": m, "N": n})), params

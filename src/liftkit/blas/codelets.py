@@ -215,6 +215,12 @@ def _gemv_row_blocks(kind: Kind, r: int, w: int) -> Strategy:
     return rule(GEMV_ROW_BLOCKS, r=r, w=w)
 
 
+def _gemv_column_blocks(kind: Kind, k: int, w: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv_rows import GEMV_COLUMN_BLOCKS
+
+    return rule(GEMV_COLUMN_BLOCKS, k=k, w=w)
+
+
 def _cuda_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
 
@@ -334,6 +340,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             else [],
             lambda kind, r, w: {"M": r, "N": w},
             dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
+    Codelet("column-blocks", ("gemv",), "GEMV T: k·w columns of A per work-item, each row's "
+            "segment read as k vectors of w into k private accumulators, x's element broadcast "
+            "(the gemv-column-blocks rule, rewrite.rules.gemv_rows); real types",
+            _gemv_column_blocks,
+            lambda dev: [{"k": k, "w": w} for k in (2, 4, 8) for w in (16, 8)] if dev == "cpu"
+            else [],
+            lambda kind, k, w: {"N": k * w},
+            dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
     Codelet("group-rows", ("gemv",), "one work-group of L work-items per row, a tree in local "
             "memory (the gpu-rows macro, CLBlast-style)",
             lambda kind, L, w: rule(mc.GPU_ROWS, L=L, w=w),
@@ -450,6 +464,10 @@ _CPU_ROW_BLOCKS = Variant.of("row-blocks", r=4, w=16)
 DEFAULT_ROWS: dict[str, dict[str, Variant]] = {"cpu": {
     "float32": _CPU_ROW_BLOCKS, "float64": _CPU_ROW_BLOCKS,
     "complex64": _CPU_GROUP_ROWS, "complex128": _CPU_GROUP_ROWS}}
+# untuned real GEMV T on the CPU device: 128 columns per work-item as 8 float16/double16 vectors
+# along A's rows (results/issue15/cpu/gemv: 1.3-2.3x single-thread NumPy at 2048/4096, where
+# one work-item per column ran at 0.12-0.14x)
+DEFAULT_COLUMNS = {"cpu": Variant.of("column-blocks", k=8, w=16)}
 DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use the tiles
 # untuned on the CUDA backend: what the H100 ran fastest (results/issue15/cuda: tiles-async
 # 64x64x16 with 2 stages best at 1024 and within 1 % of the best at 4096; DMMA 128x64x16 on 4
@@ -475,7 +493,9 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
     better = (DEFAULT_TILES.get(device_kind, {}).get(kind.dtype) if kind.op == "mm" else
               DEFAULT_ROWS.get(device_kind, {}).get(kind.dtype)
-              if kind.op == "gemv" and kind.layout in "NR" else None)
+              if kind.op == "gemv" and kind.layout in "NR" else
+              DEFAULT_COLUMNS.get(device_kind)
+              if kind.op == "gemv" and kind.layout == "T" and kind.dtype not in bp.COMPLEX else None)
     if backend == "cuda":
         better = CUDA_DEFAULTS.get((kind.op, kind.dtype, kind.layout), better)
     if better is not None and sizes is not None:

@@ -1,5 +1,7 @@
-"""Matrix-vector products with r rows per work-item (rule `gemv-row-blocks`, liftkit.blas's CPU
-GEMV codelet `row-blocks`).
+"""Matrix-vector products blocked per work-item for CPUs: r rows of A (rule `gemv-row-blocks`,
+liftkit.blas's codelet `row-blocks`, GEMV N) or k·w columns of A (rule `gemv-column-blocks`,
+codelet `column-blocks`, GEMV T: each row's segment read as k vectors of w into k private
+accumulators, x's element broadcast; each column summed in the row order, so exact).
 
     map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y)
   → join ∘ mapGlb(0)(λblk.
@@ -46,9 +48,15 @@ WIDTHS = (16, 8, 4)
 
 def _parts(site: Site) -> Optional[tuple[Any, ...]]:
     """(h, s, op, m, z, A, x, g, y) when the site is gemv's high-level body (module docstring)."""
-    if type(site.f) is not P.Map or not isinstance(site.f.f, Lambda):
+    return gemv_parts(site.f, site.call, transposed=False)
+
+
+def gemv_parts(f: Any, call: FunCall, transposed: bool) -> Optional[tuple[Any, ...]]:
+    """(h, s, op, m, z, A, x, g, y) when `call` (of f) is gemv's high-level body whose rows are
+    A's (transposed=False) or transpose(A)'s (True), A and x program inputs."""
+    if type(f) is not P.Map or not isinstance(f.f, Lambda):
         return None
-    zp = site.call.args[0]
+    zp = call.args[0]
     if not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and len(zp.args) == 2):
         return None
     ax, gy = zp.args
@@ -59,6 +67,11 @@ def _parts(site: Site) -> Optional[tuple[Any, ...]]:
         return None
     if not (isinstance(gy, FunCall) and type(gy.f) is P.Map):
         return None
+    a = rows.args[0]
+    if transposed:
+        if not (isinstance(a, FunCall) and type(a.f) is P.Transpose and len(a.args) == 1):
+            return None
+        a = a.args[0]
     row, body = rows.f.f.params[0], rows.f.f.body
     if not (isinstance(body, FunCall) and type(body.f) is P.Map):
         return None
@@ -72,12 +85,12 @@ def _parts(site: Site) -> Optional[tuple[Any, ...]]:
     if not (isinstance(zr, FunCall) and type(zr.f) is P.Zip and len(zr.args) == 2
             and zr.args[0] is row and row not in free_params(zr.args[1])):
         return None
-    if not (isinstance(rows.args[0], Param) and isinstance(zr.args[1], Param)):
+    if not (isinstance(a, Param) and isinstance(zr.args[1], Param)):
         return None  # rows and x read as vectors: the kernel's input arrays themselves
     op, m = assoc_comm(red.f.f), operator(prods.f.f)
     if op is None or m is None or m.arity != 2:
         return None
-    return site.f.f, body.f.f, op, m, z, rows.args[0], zr.args[1], gy.f.f, gy.args[0]
+    return f.f, body.f.f, op, m, z, a, zr.args[1], gy.f.f, gy.args[0]
 
 
 def _elem(site: Site, a: Expr, x: Expr) -> Optional[tuple[ScalarType, Any, Any]]:
@@ -164,3 +177,76 @@ GEMV_ROW_BLOCKS = make_rule(
     _choices, _build, lowering=True, reshapes=True, opaque=False)
 
 GEMV_RULES: dict[str, Rule] = {GEMV_ROW_BLOCKS.name: GEMV_ROW_BLOCKS}
+
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMV T: a block of c = k·w columns per work-item
+
+COLUMN_VECTORS = (1, 2, 4, 8)  # k
+
+
+def _choices_t(site: Site) -> list[dict[str, Any]]:
+    if site.enclosing:
+        return []
+    parts = gemv_parts(site.f, site.call, transposed=True)
+    if parts is None:
+        return []
+    h, s, op, m, z, a, x, g, y = parts
+    found = _elem(site, a, x)
+    if found is None:
+        return []
+    t, rows, cols = found
+    out = []
+    for w in WIDTHS:
+        vop = op.vectorize(w)
+        if identity_literal(vop, vop.out_type) is None:
+            continue
+        out += [{"k": k, "w": w} for k in COLUMN_VECTORS if _fits(cols, k * w)]
+    return out
+
+
+def column_blocks(parts: tuple[Any, ...], t: ScalarType, k: int, w: int) -> Expr:
+    """gemv T's body with k·w columns of A per work-item (see GEMV_COLUMN_BLOCKS)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, g, y = parts
+    vop, c = op.vectorize(w), k * w
+    e = identity_literal(op, t)
+    assert e is not None
+    tw = vector(t, w)
+    zeros = D.lit(np.full((k, w), e.value, t.dtype), tw[k])
+    init = D.toPrivate(D.mapSeqUnroll(D.id_of(tw))) << zeros
+
+    def step(acc: Any, st: Any) -> Any:
+        return D.let(st[1], lambda xi: D.mapSeqUnroll(
+            lambda p: vop(p[0], D.mapVec(lambda v: m(v, xi)) << p[1]))
+            << D.zip(acc, D.asVector(w) << st[0]))
+
+    def block(b: Any) -> Any:
+        sums = D.asScalar << D.join << D.reduceSeq(step, init) << D.zip(b[0], fresh(x))
+        return D.mapSeq(fresh(h)) << D.zip(D.toPrivate(D.mapSeq(fresh(s))) << sums,
+                                           D.toPrivate(D.mapSeq(fresh(g))) << b[1])
+
+    cols = D.transpose << D.map(D.split(c)) << fresh(a)
+    return D.join << D.mapGlb(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+
+
+def _build_t(site: Site, k: int, w: int) -> Expr:
+    parts = gemv_parts(site.f, site.call, transposed=True)
+    assert parts is not None
+    found = _elem(site, parts[5], parts[6])
+    assert found is not None
+    return column_blocks(parts, found[0], k, w)
+
+
+GEMV_COLUMN_BLOCKS = make_rule(
+    "gemv-column-blocks",
+    "map(h) $ zip(join ∘ map(λcol. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(col, x)) ∘ transpose $ A, "
+    "map(g) $ y) → join ∘ mapGlb(0)(λb. mapSeq(h) $ zip(mapSeq(s) ∘ asScalar ∘ join ∘ "
+    "reduceSeq(k private vectors of w += m⟨w⟩(A's row segment, x_i broadcast)) $ zip(b.0, x), "
+    "mapSeq(g) $ b.1)) $ zip(transpose ∘ map(split k·w) $ A, split k·w $ y)",
+    "liftkit.blas CPU GEMV T (issue 15): column blocks read as vectors along A's rows",
+    _choices_t, _build_t, lowering=True, reshapes=True, opaque=False)
+
+GEMV_RULES[GEMV_COLUMN_BLOCKS.name] = GEMV_COLUMN_BLOCKS
