@@ -1,4 +1,4 @@
-"""GEMV N derivations side by side on one device, per call (liftkit.blas with the variant forced,
+"""GEMV N (or T, --trans) derivations side by side on one device, per call (liftkit.blas with the variant forced,
 operands on the device, y given), NumPy interleaved round by round (the machine may be shared:
 medians over rounds; set OPENBLAS_NUM_THREADS=1 to compare with single-thread NumPy). Results
 checked against NumPy first.
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--dtypes", default="float32,float64")
     p.add_argument("--variants", default="rows(w=16);row-blocks(r=4,w=16);group-rows(L=32,w=1)")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--trans", action="store_true", help="y = Aᵀx (GEMV T; NumPy: A.T @ x)")
     args = p.parse_args(argv)
 
     import pyopencl.array as cla
@@ -45,7 +46,9 @@ def main(argv: list[str]) -> int:
 
     s = Session(args.device, warn=False)
     variants = [v for v in args.variants.split(";") if v]
-    print(f"GEMV N on {s.device.label}: ms per call, median over {args.rounds} rounds")
+    lay = "T" if args.trans else "N"
+    print(f"GEMV {lay} on {s.device.label}: ms per call, median over {args.rounds} rounds "
+          f"(variant 'profile': the session's own choice)")
     for dt in args.dtypes.split(","):
         for n in map(int, args.sizes.split(",")):
             rng = np.random.default_rng(n)
@@ -53,21 +56,26 @@ def main(argv: list[str]) -> int:
             x = rng.uniform(-1, 1, n).astype(dt)
             dA, dx = cla.to_device(s.queue, A), cla.to_device(s.queue, x)
             dy = cla.empty(s.queue, (n,), dt)
-            want = A.astype(np.float64) @ x
+            op = A.T if args.trans else A
+            want = op.astype(np.float64) @ x
             reps = max(3, min(50, int(2e7 // (n * n * A.itemsize))))
             times: dict[str, list[float]] = {v: [] for v in variants}
             ref: list[float] = []
             for r in range(args.rounds):
-                ref.append(_batch(lambda: A @ x, lambda out: out, reps))
+                ref.append(_batch(lambda: op @ x, lambda out: out, reps))
                 for v in variants:
-                    var = lookup_variant(Kind("gemv", dt, "N"), v)
-                    s.choose = lambda kind, sizes, var=var: var  # type: ignore[method-assign]
+                    if v == "profile":
+                        s.__dict__.pop("choose", None)  # the session's own choice
+                    else:
+                        var = lookup_variant(Kind("gemv", dt, lay), v)
+                        s.choose = lambda kind, sizes, var=var: var  # type: ignore[method-assign]
+                    call = lambda: s.gemv(dA, dx, dy, trans=args.trans)  # noqa: E731
                     if r == 0:
-                        got = s.gemv(dA, dx, dy).result().get()
+                        got = call().result().get()
                         tol = 1e-3 if dt == "float32" else 1e-9
                         if not np.allclose(got, want, rtol=tol, atol=tol * np.sqrt(n)):
                             raise SystemExit(f"{v} {dt} n={n}: wrong result")
-                    times[v].append(_batch(lambda: s.gemv(dA, dx, dy), lambda f: f.result(), reps))
+                    times[v].append(_batch(call, lambda f: f.result(), reps))
             t_np = statistics.median(ref)
             print(f"{dt} n={n}: NumPy {t_np * 1e3:.3f} ms")
             for v in variants:
