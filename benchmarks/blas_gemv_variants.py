@@ -1,6 +1,7 @@
-"""GEMV N (or T, --trans) derivations side by side on one device, per call (liftkit.blas with the variant forced,
-operands on the device, y given), NumPy interleaved round by round (the machine may be shared:
-medians over rounds; set OPENBLAS_NUM_THREADS=1 to compare with single-thread NumPy). Results
+"""GEMV N (or T, --trans) derivations side by side on one device, per call (liftkit.blas with
+the variant forced, operands on the device, y given), NumPy interleaved round by round (the
+machine may be shared: medians over rounds; set OPENBLAS_NUM_THREADS=1 to compare with
+single-thread NumPy). Results
 checked against NumPy first.
 
     python benchmarks/blas_gemv_variants.py --sizes 1024,2048,4096 --dtypes float32,float64 \

@@ -491,11 +491,11 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
                     sizes: Optional[Mapping[str, int]] = None, backend: str = "opencl") -> Variant:
     """The derivation used when no profile says better: correct for any size (with `sizes`,
     a GEMM the tiles fit with little padding gets the tiled derivation where it derives)."""
+    real_t = kind.op == "gemv" and kind.layout == "T" and kind.dtype not in bp.COMPLEX
     better = (DEFAULT_TILES.get(device_kind, {}).get(kind.dtype) if kind.op == "mm" else
               DEFAULT_ROWS.get(device_kind, {}).get(kind.dtype)
               if kind.op == "gemv" and kind.layout in "NR" else
-              DEFAULT_COLUMNS.get(device_kind)
-              if kind.op == "gemv" and kind.layout == "T" and kind.dtype not in bp.COMPLEX else None)
+              DEFAULT_COLUMNS.get(device_kind) if real_t else None)
     if backend == "cuda":
         better = CUDA_DEFAULTS.get((kind.op, kind.dtype, kind.layout), better)
     if better is not None and sizes is not None:
