@@ -42,7 +42,7 @@ def test_cuda_backend_without_a_gpu_is_one_error() -> None:
 
 @pytest.mark.parametrize("kind,variant", [
     (Kind("mm", "float64", "NN"), MMA), (Kind("mm", "float64", "TN"), MMA),
-    (Kind("mm", "float64", "NN"), MMA_LINES),
+    (Kind("mm", "float64", "NN"), MMA_LINES), (Kind("mm", "float64", "TN"), MMA_LINES),
     (Kind("mm", "float32", "NN"), Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8))])
 def test_cuda_derivations_compile_with_nvrtc(kind: Kind, variant: Variant) -> None:
     from liftkit.backends.cuda import compile_cuda
@@ -67,10 +67,9 @@ def test_mma_is_a_cuda_float64_codelet() -> None:
 
     assert MMA in space(Kind("mm", "float64", "NN"), "gpu", "cuda")
     assert space(Kind("mm", "float64", "NN"), "gpu", "cuda")[0] == MMA_LINES
-    assert sum(v.kw.get("lines", 0) for v in space(Kind("mm", "float64", "NN"), "gpu", "cuda")) == 4
-    assert all(not v.kw.get("lines") for v in space(Kind("mm", "float64", "TN"), "gpu", "cuda"))
-    with pytest.raises(CodeletError, match="layout NN only"):
-        derive(Kind("mm", "float64", "TN"), MMA_LINES)
+    mma = {lay: [v for v in space(Kind("mm", "float64", lay), "gpu", "cuda") if v.codelet == "mma"]
+           for lay in ("NN", "TN")}
+    assert mma["TN"] == mma["NN"] and sum(v.kw.get("lines", 0) for v in mma["TN"]) == 4  # TN: lines too
     assert all(v.codelet != "mma" for v in space(Kind("mm", "float64", "NN"), "gpu", "opencl"))
     assert all(v.codelet != "mma" for v in space(Kind("mm", "float32", "NN"), "gpu", "cuda"))
     with pytest.raises(CodeletError, match="float64 only"):
@@ -147,11 +146,12 @@ def test_wrong_arrays_are_one_error(cuda_session: Session) -> None:
 
 
 @pytest.mark.gpu
-def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session) -> None:
+@pytest.mark.parametrize("variant", [MMA, MMA_LINES])
+def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session, variant: Variant) -> None:
     """The FP64 tensor-core derivation (NN and TN, and TT through NN) padded to its tiles, on
-    sizes that are not multiples of them."""
+    sizes that are not multiples of them (lines=1: TN's A copied along its stored rows)."""
     prof = Profile(cuda_session.device.fingerprint, cuda_session.device.label, "gpu")
-    prof.add(Entry(Kind("mm", "float64", lay), cls, {"N": 1}, MMA, 1.0, 1e9)
+    prof.add(Entry(Kind("mm", "float64", lay), cls, {"N": 1}, variant, 1.0, 1e9)
              for lay in ("NN", "TN") for cls in ("small", "medium", "large"))
     s = Session(cuda_session.device, profile=prof)
     import liftkit.blas.profile as pm
@@ -166,7 +166,7 @@ def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session) -> None:
         got = s.gemm(A, B, trans_a=ta, trans_b=tb).result()
         want = (A.T if ta else A) @ (B.T if tb else B)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * k)
-    assert s.plan_gemm((64, 64), (64, 64), np.float64).variant == MMA
+    assert s.plan_gemm((64, 64), (64, 64), np.float64).variant == variant
 
 
 @pytest.mark.gpu

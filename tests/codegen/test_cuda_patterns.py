@@ -157,15 +157,19 @@ def mm_high(kind: str):  # type: ignore[no-untyped-def]
 
 
 def mm_low(kind: str, tm: int = 32, tn: int = 16, tk: int = 16, warps: int = 2,
-           staged: int = 1, lines: bool = False) -> Any:
+           staged: int = 1, lines: bool = False, layout: str = "NN") -> Any:
+    """The tensor-core product; `layout` T letters: that operand is stored transposed (A as
+    K×M, B as N×K) and read through a transpose, as liftkit.blas reads TN and NT."""
     from liftkit.ir.nodes import Lambda, Param
     from liftkit.ir import patterns as P
     from liftkit.rewrite.rules.cuda import mm_tensor_cores
 
     cls = {"tf32": P.ReduceMmaTF32, "bf16": P.ReduceMmaBF16, "f64": P.ReduceMmaF64}[kind]
     T = MMA[kind][1]
-    A, B = Param("A", T[K][M]), Param("B", T[N][K])
-    return Lambda((A, B), mm_tensor_cores(A, B, cls, tm, tn, tk, warps, staged, lines))
+    ta, tb = layout[0] == "T", layout[1] == "T"
+    A, B = Param("A", T[M][K] if ta else T[K][M]), Param("B", T[K][N] if tb else T[N][K])
+    a, b = (transpose << A if ta else A), (transpose << B if tb else B)
+    return Lambda((A, B), mm_tensor_cores(a, b, cls, tm, tn, tk, warps, staged, lines))
 
 
 def test_casts_round_as_the_hardware_does() -> None:
@@ -276,6 +280,32 @@ def test_line_staging_means_the_tiles_and_copies_16_bytes(kind: str) -> None:
     assert line_layout(P.ReduceMmaBF16, 64, 16, 128, False) is None
 
 
+@pytest.mark.parametrize("layout", ["TN", "NT", "TT"])
+def test_line_staging_copies_transposed_operands_along_their_memory_rows(layout: str) -> None:
+    """A transposed operand's tile (A of TN, B of NT) is copied in 16-byte chunks of its stored
+    rows (each cp.async reads one 16-byte vector of the array, never a vector built from
+    separate loads, which cp.async cannot take) and means the same product; NVRTC compiles it."""
+    import re
+
+    rng = np.random.default_rng(12)
+    for kind, tiles in (("f64", (128, 64, 16, 4, 4)), ("f64", (64, 64, 8, 4, 2)), ("tf32", (64, 64, 16, 4, 3))):
+        T = MMA[kind][1]
+        A, B = rng.integers(-8, 9, (128, 32)).astype(T.dtype), rng.integers(-8, 9, (32, 128)).astype(T.dtype)
+        xs = (A.T.copy() if layout[0] == "T" else A, B.T.copy() if layout[1] == "T" else B)
+        p = mm_low(kind, *tiles, lines=True, layout=layout)
+        np.testing.assert_array_equal(interpret(p, *xs), A @ B)
+        kernels = compile_program(p, CUDA).kernels
+        for k in kernels:
+            copies = re.findall(r'cp\.async\.(\w+)\.shared\.global .*?"l"\(&(.*?)\)\);', k.source)
+            vec = "double2" if kind == "f64" else "float4"
+            assert copies and all(level == "cg" and src.startswith(f"((const {vec}*)") for level, src in copies)
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    for k in kernels:
+        assert "cp.async.cg" in compile_cuda(k.source, "sm_90", k.build_options, name=f"{k.name}.cu").ptx
+
+
 def test_local_memory_beyond_48_kb_comes_from_the_launch() -> None:
     """A block declares at most 48 KB of shared memory statically: a deeper pipeline's buffers
     are carved from dynamic shared memory (16-byte aligned), whose size the kernel carries for
@@ -380,13 +410,16 @@ def test_mma_on_the_gpu_matches_the_interpreter(kind: str) -> None:
     if kind == "tf32":
         tilings.append((128, 64, 32, 4, 3))  # 72 KB of dynamic shared memory
     if kind != "bf16":  # 16-byte copies over whole lines into rotated rows
-        tilings += [(64, 64, 16, 4, 2, True), (64, 64, 8, 4, 3, True)]
+        tilings += [(64, 64, 16, 4, 2, True), (64, 64, 8, 4, 3, True), (64, 64, 16, 4, 2, True, "TN"),
+                    (64, 64, 16, 4, 3, True, "NT")]  # transposed operands copied along their rows
     for tiles in tilings:
         p = mm_low(kind, *tiles)
+        lay = tiles[6] if len(tiles) > 6 else "NN"
+        stored = lambda A, B: (A.T.copy() if lay[0] == "T" else A, B.T.copy() if lay[1] == "T" else B)  # noqa: E731
         A, B = rng.integers(-8, 9, (128, 96)).astype(T.dtype), rng.integers(-8, 9, (96, 192)).astype(T.dtype)
-        np.testing.assert_array_equal(runner.run(compile_program(p, CUDA), A, B), A @ B)
+        np.testing.assert_array_equal(runner.run(compile_program(p, CUDA), *stored(A, B)), A @ B)
         A, B = rng.standard_normal((128, 96)).astype(T.dtype), rng.standard_normal((96, 192)).astype(T.dtype)
-        got = runner.run(compile_program(p, CUDA), A, B).astype(np.float64)
+        got = runner.run(compile_program(p, CUDA), *stored(A, B)).astype(np.float64)
         ref = A.astype(np.float64) @ B.astype(np.float64)
         tol = {"tf32": 2e-3, "bf16": 1e-2, "f64": 1e-13}[kind]
         assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < tol

@@ -167,6 +167,39 @@ def test_mm_tensor_cores_keeps_fp32_products_fp32() -> None:
     assert enumerate_choices(normal_form(_mm(float32, toTF32, (64, 64, 64))), [rule])
 
 
+def _mm_layout(lay: str, m: int, n: int, k: int):  # type: ignore[no-untyped-def]
+    """The FP64 product of op(X)·op(Y), X (or Xᵀ for T) m×k, read through transposes as
+    liftkit.blas writes NN, NT, TN and TT."""
+    ta, tb = lay[0] == "T", lay[1] == "T"
+    return fun([float64[m][k] if ta else float64[k][m], float64[k][n] if tb else float64[n][k]],
+               lambda X, Y: map(lambda rowA: join << map(
+                   lambda colB: reduce(DOUBLE.add, lit(0.0, float64)) << map(DOUBLE.mult)
+                   << zip(rowA, colB)) << transpose << (transpose << Y if tb else Y))
+               << (transpose << X if ta else X))
+
+
+@pytest.mark.parametrize("lay", ["NN", "NT", "TN", "TT"])
+def test_line_staging_is_offered_and_sound_in_every_layout(lay: str) -> None:
+    """`lines` copies each operand's tile along the direction its memory is contiguous in (A's
+    rows for NN, its columns for TN; B's rows for NN, its columns for NT): offered for every
+    layout, and the same product in the interpreter, bit for bit on integers."""
+    from liftkit.rewrite import enumerate_choices
+    from liftkit.rewrite.strategies import rule, topdown
+    from liftkit.semantics import interpret
+
+    rule_ = CUDA_RULES_BY_NAME["mm-tensor-cores"]
+    prog = normal_form(_mm_layout(lay, 128, 128, 32))
+    lines = [c.params for c in enumerate_choices(prog, [rule_]) if c.params.get("lines")]
+    assert {(c["tm"], c["tn"], c["tk"], c["staged"]) for c in lines} >= {(128, 64, 16, 4), (64, 64, 16, 2)}
+    rng = np.random.default_rng(3)
+    A, B = rng.integers(-8, 9, (128, 32)).astype(np.float64), rng.integers(-8, 9, (32, 128)).astype(np.float64)
+    xs = (A.T.copy() if lay[0] == "T" else A, B.T.copy() if lay[1] == "T" else B)
+    for c in ({"tm": 128, "tn": 64, "tk": 16, "warps": 4, "staged": 4},
+              {"tm": 64, "tn": 64, "tk": 8, "warps": 4, "staged": 2}):
+        low = topdown(rule(rule_, **c, lines=True)).derive(prog, rules=CUDA_RULES_BY_NAME).final
+        np.testing.assert_array_equal(interpret(low, *xs), A @ B)
+
+
 def test_the_search_finds_the_rules_by_name() -> None:
     """`liftkit explore … --rules liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES` loads them."""
     from liftkit.explore.space import load_rule_space

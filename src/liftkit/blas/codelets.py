@@ -387,10 +387,7 @@ _VECTOR_CODELETS = ("vec", "tree")
 
 def fits(kind: Kind, variant: Variant) -> bool:
     """Whether the variant can derive the kind: complex numbers have no vector forms, so no
-    vector codelet and no vector width above 1; the tensor-core tiles copied over whole lines
-    read A's rows (NN: the transposed A of TN gives a gather NVRTC does not compile)."""
-    if variant.codelet == "mma" and variant.kw.get("lines") and kind.layout != "NN":
-        return False
+    vector codelet and no vector width above 1."""
     if kind.dtype not in bp.COMPLEX:
         return True
     return variant.codelet not in _VECTOR_CODELETS and variant.kw.get("w", 1) == 1
@@ -407,9 +404,6 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
         raise CodeletError(f"codelet {c.name} derives {', '.join(c.dtypes)} only, not "
                            f"{kind.dtype}")
     if not fits(kind, variant):
-        if variant.codelet == "mma":
-            raise CodeletError(f"{variant}: tiles copied over whole lines (lines=1) read A's "
-                               f"rows, layout NN only (not {kind.layout})")
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")
     return c
@@ -475,7 +469,8 @@ DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use 
 # cuBLAS DGEMM at 4096³; NT/TN and complex GEMMs as plans over those; 64 work-items per row for
 # GEMV); everything else as on any GPU
 _MMA_DEFAULT = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1)
-_MMA_DEFAULT_TN = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=2)  # lines: NN only
+# TN: lines=1 derives (A's tiles copied along its stored rows) but is not yet measured on a GPU
+_MMA_DEFAULT_TN = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=2)
 CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     ("mm", "float32", "NN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
     ("mm", "float32", "NT"): Variant.of("nn"), ("mm", "float32", "TN"): Variant.of("nn"),

@@ -16,7 +16,9 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   memory by the work-group first (staged = 1, coalesced rounds of `mapLcl(0)`), or by cp.async
   pipelined `staged` tiles deep (staged > 1, `toLocalAsync`), or read in place (staged = 0);
   with `lines`, the copies move 16-byte chunks over whole lines into rotated rows (a gather
-  around the copy) instead of single elements into the fragment-blocked layout.
+  around the copy) instead of single elements into the fragment-blocked layout, each operand's
+  lines along the direction its memory is contiguous in (a transposed view, as A of TN or B of
+  NT, is copied along its stored rows).
   For double: DMMA (`reduceMmaF64`). For float only where both operands were rounded by the
   program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
   FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
@@ -239,7 +241,8 @@ def _mma_choices(site: Site) -> Options:
     found = mm_nest(site)
     if found is None:
         return []
-    _, _, m, n, k, cls = found
+    a, b, m, n, k, cls = found
+    across = _copied_across(a, b)
     cm, cn, ck = const(m), const(n), const(k)
     out = []
     for tm, tn, tk in MMA_TILES:
@@ -249,16 +252,33 @@ def _mma_choices(site: Site) -> Options:
             for staged in STAGINGS:
                 if _mma_ok(cls, tm, tn, tk, warps, staged):
                     out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged})
-                    if staged > 1 and min(tm, tn) >= 64 and _lines_ok(cls, tm, tn, tk, warps):
+                    if staged > 1 and min(tm, tn) >= 64 and _lines_ok(cls, tm, tn, tk, warps, across):
                         out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged,
                                     "lines": True})
     return out[:MAX_MMA_CHOICES]
 
 
-def _lines_ok(cls: type, tm: int, tn: int, tk: int, warps: int) -> bool:
-    """Both operand tiles can be staged in whole lines (`_stage_lines`)."""
-    return (line_layout(cls, tm, tk, 32 * warps, False) is not None
-            and line_layout(cls, tn, tk, 32 * warps, True) is not None)
+def _transposed_view(e: Expr) -> bool:
+    """Whether e is its stored array read transposed (an odd number of transposes on top), so
+    that e's rows run down the memory's columns."""
+    flips = False
+    while isinstance(e, FunCall) and len(e.args) == 1 and type(e.f) is P.Transpose:
+        flips, e = not flips, e.args[0]
+    return flips
+
+
+def _copied_across(a: Expr, b: Expr) -> tuple[bool, bool]:
+    """For A (m×k) and B (k×n) as the product reads them: whether each operand's tile (A's
+    tm×tk, B's tn×tk view) is copied in lines across it, i.e. along m or n, the direction its
+    memory is contiguous in: A only where it is a transposed view (TN), B unless it is one (NT)."""
+    return _transposed_view(a), not _transposed_view(b)
+
+
+def _lines_ok(cls: type, tm: int, tn: int, tk: int, warps: int, across: tuple[bool, bool]) -> bool:
+    """Both operand tiles can be staged in whole lines (`_stage_lines`) along the direction
+    their memory is contiguous in (`_copied_across`)."""
+    return (line_layout(cls, tm, tk, 32 * warps, across[0]) is not None
+            and line_layout(cls, tn, tk, 32 * warps, across[1]) is not None)
 
 
 def _at(depth: int, f: Any) -> Any:
@@ -302,9 +322,9 @@ def fragment_blocks(kind: type, rows: int, k: int, transposed: bool) -> Optional
 
 def line_layout(kind: type, rows: int, cols: int, threads: int, transposed: bool) -> Optional[tuple[int, int, int]]:
     """(elements per 16-byte chunk W, chunks per row C, rows sharing a 128-byte line L) of the
-    `lines` staging of a rows×cols operand tile (B: its k×n rows), or None where it does not
-    apply: 16-byte chunks, whole rows in the copy rounds, rows of at least 32 bytes, and for B
-    rows covering a 128-byte line (the fragment reads' rotation needs it)."""
+    `lines` staging of a rows×cols operand tile (`transposed`: copied as its k×rows rows), or
+    None where it does not apply: 16-byte chunks, whole rows in the copy rounds, rows of at
+    least 32 bytes, and k rows covering a 128-byte line (the fragment reads' rotation needs it)."""
     size = kind.operand.dtype.itemsize
     if kind is P.ReduceMmaBF16:
         return None
@@ -316,13 +336,14 @@ def line_layout(kind: type, rows: int, cols: int, threads: int, transposed: bool
 
 
 def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int) -> Any:
-    """The tile copied in 16-byte chunks (double2, float4), each warp's chunks covering whole
-    rows, i.e. whole 128-byte lines (cp.async.cg of 16 bytes, the fewest L1 wavefronts), into a
-    row-major layout whose rows are rotated so that the lanes of a fragment read spread over
-    all banks: chunk c of row r sits at position (c + s(r)) mod C, s(r) = r/L for A (its 8
-    fragment rows land in different chunks), s(r) = r·(8 elements in chunks) for B (the 4 k rows
-    a fragment read touches land in different quarters or halves of a line). It means the tile.
-    """
+    """The rows×cols tile (cols along k) copied in 16-byte chunks (double2, float4), each
+    warp's chunks covering whole rows, i.e. whole 128-byte lines (cp.async.cg of 16 bytes, the
+    fewest L1 wavefronts), into a row-major layout whose rows are rotated so that the lanes of a
+    fragment read spread over all banks: chunk c of row r sits at position (c + s(r)) mod C.
+    Copied along k (`transposed` false: A of NN, B of NT), s(r) = r/L (a read's 8 fragment rows
+    land in different chunks); copied across, as k rows (B of NN, A of TN), s(r) = r·(8 elements
+    in chunks) (the 4 k rows a read touches land in different quarters or halves of a line).
+    It means the tile."""
     from liftkit import dsl as D
 
     w, c, lines = line_layout(kind, rows, cols, threads, transposed)  # type: ignore[misc]
@@ -388,13 +409,15 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     from liftkit import dsl as D
     from liftkit.ir.nodes import Literal as Lit
 
-    if not _mma_ok(cls, tm, tn, tk, warps, staged) or (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps))):
+    across = _copied_across(a, b)
+    if not _mma_ok(cls, tm, tn, tk, warps, staged) or \
+            (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps, across))):
         raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
-    if staged:
-        stage = _stage_lines if lines else _stage
-        sa = stage(tm, tk, 32 * warps, cls, False, staged)
-        sb = stage(tn, tk, 32 * warps, cls, True, staged)
+    if staged:  # `_stage`'s flag names B's layout; `_stage_lines`'s the copy's direction
+        stage, flags = (_stage_lines, across) if lines else (_stage, (False, True))
+        sa = stage(tm, tk, 32 * warps, cls, flags[0], staged)
+        sb = stage(tn, tk, 32 * warps, cls, flags[1], staged)
         op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
     else:
         op = lambda pair: pair  # noqa: E731
