@@ -188,24 +188,7 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     except Exception as err:  # noqa: BLE001 - a launch the device refuses or a kernel fault
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
-    want = reference(kind, xs)
-    k = sizes.get("K", sizes.get("N", 1))
-    tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
-    if not np.allclose(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
-        t.error = "wrong result"
-        return t
-    times = []
-    start = time.perf_counter()
-    for _ in range(repeat):
-        span = run()
-        span.wait()
-        times.append(span.seconds)
-        if time.perf_counter() - start > max_seconds:
-            break
-    t.seconds = statistics.median(times)
-    amount, t.unit = work(kind, sizes)  # the rate of the real (unpadded) problem
-    t.rate = amount / t.seconds / 1e9
-    return t
+    return _check_then_time(t, xs, got, sizes, run, repeat, max_seconds)
 
 
 def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int,
@@ -240,10 +223,19 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
     except Exception as err:  # noqa: BLE001 - a plan the device cannot run
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
+    return _check_then_time(t, xs, got, sizes, run, repeat, max_seconds)
+
+
+def _check_then_time(t: Trial, xs: list[Any], got: np.ndarray, sizes: dict[str, int],
+                     run: Callable[[], Any], repeat: int, max_seconds: float) -> Trial:
+    """Compare with NumPy (tolerance by precision, growing with the summed length), then time
+    the median of up to `repeat` runs within `max_seconds`; the rate is the real (unpadded)
+    problem's."""
+    kind = t.kind
     want = reference(kind, xs)
-    tol = ((1e-3, 1e-4 * sizes["K"]) if dt in (np.float32, np.complex64)
-           else (1e-9, 1e-11 * sizes["K"]))
-    if not np.allclose(got, want, rtol=tol[0], atol=tol[1]):
+    k = sizes.get("K", sizes.get("N", 1))
+    tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
+    if not np.allclose(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
         t.error = "wrong result"
         return t
     times = []
