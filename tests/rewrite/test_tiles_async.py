@@ -184,3 +184,31 @@ def test_the_bundled_sgemm_derivations_replay_and_stay_off_opencl() -> None:
     hit = bundled.find(mm(), {"M": 4096, "N": 4096, "K": 4096}, opencl)
     assert hit is not None and "toLocalAsync" not in hit.derivation.low_level
     compile_program(bundled.low_level_program(hit.derivation, mm()))  # OpenCL C
+
+
+def test_vectors_across_a_transposed_operand_are_refused_in_words() -> None:
+    """A stored transposed (K×M) and tiled with double2 vectors: each vector of A's tile is
+    built from two elements a row of A apart, which one cp.async (a contiguous 16-byte source)
+    cannot copy: the code generator refuses it in the copy's words instead of printing
+    `&double2(At[…], At[… + M])`, which NVRTC rejects; B's vectors (contiguous) are not the
+    reason, and the same tiles of the untransposed product still compile."""
+    m_, n_, k_ = D.size("M"), D.size("N"), D.size("K")
+    tn = D.fun([float64[m_][k_], float64[n_][k_]], lambda At, B: D.map(lambda rowA: D.join << D.map(
+        lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
+        << D.zip(rowA, colB)) << D.transpose << B) << D.transpose << At)
+    tiles = dict(tm=32, tn=32, tk=16, rm=4, rn=4, unroll=1, w=2)
+    for p, ok in ((tn, False), (_mm(float64), True)):
+        tiled = normal_form(topdown(rule(MM_LOCAL_TILES, **tiles)).derive(p, rules=RULES).final)
+        staged = topdown(rule(TILES_ASYNC, stages=2)).derive(tiled, rules=RULES).final
+        if ok:
+            assert "cp.async.cg.shared.global [%0], [%1], 16;" in compile_program(staged, CUDA).source
+            continue
+        with pytest.raises(CodegenError) as e:
+            compile_program(staged, CUDA)
+        assert str(e.value).startswith("toLocalAsync: cp.async copies one contiguous, aligned 4-, "
+                                       "8- or 16-byte piece of global memory, but each copied "
+                                       "double2 is built from 2 separate elements that are not "
+                                       "adjacent in memory")
+        assert "\n" not in str(e.value)
+        A, B = _ints((32, 16), float64, 3), _ints((16, 32), float64, 4)  # the program is sound
+        np.testing.assert_array_equal(interpret(staged, A.T.copy(), B), A @ B)

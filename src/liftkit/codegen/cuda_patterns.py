@@ -152,6 +152,34 @@ def _through(g: "Generator", funs: Sequence[FunDecl], v: View, env: dict[Param, 
     return v
 
 
+def _check_async_source(g: "Generator", src: View, size: int) -> None:
+    """Refuses, in the copy's words, an element one cp.async cannot read: it copies one piece of
+    4, 8 or 16 bytes that lies contiguous (and aligned to its size) in global memory, so a
+    vector whose lanes live apart (asVector across a transposed array's rows), a computed or
+    padded value, or a vector at an offset not provably a multiple of its width has no source
+    address to give it."""
+    what = "toLocalAsync: cp.async copies one contiguous, aligned 4-, 8- or 16-byte piece of global memory"
+    if size not in (4, 8, 16):
+        raise CodegenError(f"{what}, but each copied element ({src.type}) is {size} bytes: copy "
+                           "elements of 4, 8 or 16 bytes (float, double, float2, float4, double2)")
+    loc = g.em.resolve(src)
+    if isinstance(loc, V.LanesLoc):
+        raise CodegenError(f"{what}, but each copied {src.type} is built from {len(loc.lanes)} "
+                           "separate elements that are not adjacent in memory (a vector across "
+                           "the rows of a transposed or permuted array): copy single elements, "
+                           "or vectors along the rows the array is stored in")
+    if not isinstance(loc, V.MemLoc):
+        raise CodegenError(f"{what}, but each copied {src.type} is a computed or padded value, "
+                           "not an element in memory: copy the array itself")
+    if loc.mem.space != "global":
+        raise CodegenError(f"{what}, but the copied {src.type} elements are in {loc.mem.space} "
+                           "memory: copy from an input array")
+    if loc.width and g.em.aligned_vector(loc) is None:
+        raise CodegenError(f"{what}, but the copied {src.type} elements start at an offset not "
+                           f"provably a multiple of {loc.width} elements: copy vectors whose "
+                           "offsets are multiples of their width (or single elements)")
+
+
 def _async_copy(g: "Generator", levels: Sequence[P.Pattern], src: View, dst: View, ctx: "Ctx") -> None:
     """cp.async of every element of src into dst, the copy's maps as loops (mapLcl over the
     threads of its dimension, mapSeqUnroll unrolled, mapSeq a loop). 16-byte elements (float4,
@@ -161,6 +189,7 @@ def _async_copy(g: "Generator", levels: Sequence[P.Pattern], src: View, dst: Vie
         elem = src.type
         size = (elem.elem.dtype.itemsize * elem.width if isinstance(elem, VectorType)
                 else elem.dtype.itemsize)  # type: ignore[union-attr]
+        _check_async_source(g, src, size)
         level = "cg" if size == 16 else "ca"
         em.line(f'asm volatile("cp.async.{level}.shared.global [%0], [%1], {size};" :: '
                 f'"r"((unsigned)__cvta_generic_to_shared(&{em.load(dst)})), "l"(&{em.load(src)}));')
