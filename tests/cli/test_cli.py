@@ -321,3 +321,22 @@ def test_compare_reports_max_error() -> None:
     assert not bad.ok and bad.max_abs_err == pytest.approx(0.5)
     assert not compare(np.zeros(3), np.zeros(4), 1e-4, 1e-4).ok
     assert compare((np.ones(2), np.zeros(1)), (np.ones(2), np.zeros(1)), 1e-4, 1e-4).ok
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--suite", "jit", "--no-derived"], "argument --no-derived: does not apply to --suite jit"),
+    (["--suite", "jit", "--no-references"], "argument --no-references: does not apply to --suite jit"),
+    (["--suite", "blas", "--no-derived"], "argument --no-derived: does not apply to --suite blas"),
+    (["--suite", "blas", "--device", "cpu", "--no-references"],
+     "argument --no-references: does not apply to --suite blas"),
+    (["--suite", "jit", "--dtypes", "float64"], "argument --dtypes: does not apply to --suite jit"),
+    (["--dtypes", "float64"], "argument --dtypes: does not apply to --suite lift"),
+])
+def test_bench_refuses_another_suites_options(args: list[str], needle: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """An option only one suite reads is refused by the others, in one line naming the option
+    and the suite, before any run (nothing written), instead of being silently ignored."""
+    out = tmp_path / "results"
+    assert main(["bench", *args, "--size-set", "tiny", "--out", str(out)]) == 2
+    assert one_error_line(capsys.readouterr().err) == f"liftkit: error: {needle}"
+    assert not out.exists()

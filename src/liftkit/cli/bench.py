@@ -24,6 +24,14 @@ from liftkit.bench.harness import MIN_REPORT_REPEAT
 from liftkit.bench.suite import SIZE_SETS, SUITE
 
 
+# options that mean something to some suites only: (flag, attribute, those suites); the others
+# refuse them rather than run without them (the backend, database and ablation options are
+# checked by the jit and blas suites themselves)
+SUITE_ONLY_OPTIONS = (("--no-derived", "no_derived", ("lift",)),
+                      ("--no-references", "no_references", ("lift",)),
+                      ("--dtypes", "dtypes", ("blas",)))
+
+
 def configure_bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", choices=("lift", "jit", "blas"), default="lift",
                    help="lift (default): the seeds' Lift programs; jit: the @jit benchmarks of "
@@ -58,9 +66,11 @@ def configure_bench_parser(p: argparse.ArgumentParser) -> None:
                    help="tuning database for the \"derived\" column (default: the bundled "
                         "derivations, which also fill in where the database has none)")
     p.add_argument("--no-derived", action="store_true",
-                   help="leave out the \"derived\" column (each high-level program's derivation)")
+                   help="--suite lift: leave out the \"derived\" column (each high-level "
+                        "program's derivation)")
     p.add_argument("--no-references", action="store_true",
-                   help="time no references (CuPy, cuBLAS, NumPy ...): only the hand-written and "
+                   help="--suite lift: time no references (CuPy, cuBLAS, NumPy ...): only the "
+                        "hand-written and "
                         "the derived programs, and the ceilings")
     p.add_argument("--allow-few-runs", action="store_true", help=argparse.SUPPRESS)
 
@@ -82,15 +92,18 @@ def programs_arg(text: str | None) -> list[str] | None:
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.bench.harness import BenchConfig, run_bench
     from liftkit.bench.report import print_table, write_all
-    from liftkit.cli.common import check_report_options
+    from liftkit.cli.common import check_report_options, refuse_options
     from liftkit.cli.explore import open_tuning_db
     from liftkit.cli.main import UsageError
 
-    if getattr(args, "suite", "lift") == "jit":
+    suite = getattr(args, "suite", "lift")
+    refuse_options(suite, [(flag, getattr(args, attr, None) not in (None, False))
+                           for flag, attr, suites in SUITE_ONLY_OPTIONS if suite not in suites])
+    if suite == "jit":
         from liftkit.bench.jit_cli import cmd_bench_jit
 
         return cmd_bench_jit(args, out)
-    if getattr(args, "suite", "lift") == "blas":
+    if suite == "blas":
         from liftkit.blas.report import cmd_bench_blas
 
         return cmd_bench_blas(args, out)
