@@ -260,6 +260,22 @@ def test_cli_explore_any_without_cuda_means_opencl_and_says_so(tmp_path: Path, m
     assert "on opencl" in captured.err and captured.err.count("--backend any:") == 1
     assert _digest(db) == before  # read, not written
     assert sorted(p.name for p in tmp_path.glob("t.sqlite*")) == files == ["t.sqlite"]
+    # compile --tuned takes `any` as run does: the winner's language, said once on stderr
+    rc = main(["compile", "asum", "--device", "cpu", "--backend", "any", "--tuned", "--size",
+               "N=4096", "--db", str(db)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "on opencl" in captured.err and captured.err.count("--backend any:") == 1
+    assert "kernel(s) in opencl" in captured.out and "kernel void" in captured.out
+    assert _digest(db) == before
+    for argv, needle in ((["--backend", "any"], "argument --backend: any means the backend a "
+                          "tuned derivation won on; add --tuned"),
+                         (["--backend", "any", "--tuned", "--ptx"], "the tuned derivation won "
+                          "on opencl: use --backend cuda")):
+        assert main(["compile", "asum", "--device", "cpu", "--size", "N=4096", "--db", str(db),
+                     *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("liftkit: error: argument ") and needle in err, err
 
 
 @pytest.mark.gpu

@@ -117,8 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     _tuned_switches(p)
     p = add("compile", "compile an OpenCL-level program and print its kernels")
     p.add_argument("program", metavar="PROGRAM", help=program_help)
-    p.add_argument("--backend", choices=("opencl", "cuda"), default="opencl",
-                   help="the kernels' language: OpenCL C (default) or CUDA C")
+    p.add_argument("--backend", choices=("opencl", "cuda", "any"), default="opencl",
+                   help="the kernels' language: OpenCL C (default) or CUDA C; with --tuned, any: "
+                        "the language of the backend the derivation won on (said on stderr)")
     p.add_argument("--ptx", action="store_true",
                    help="with --backend cuda: print NVRTC's PTX instead of the CUDA C (for the "
                         "CUDA GPU if one is present, else for Hopper, compute_90a)")
@@ -285,9 +286,15 @@ def cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     res = resolve(args.program)
     sizes = dict(args.sizes)
     check_size_names(res, sizes)
+    if args.backend == "any" and not args.tuned:
+        raise UsageError("argument --backend: any means the backend a tuned derivation won on; "
+                         "add --tuned, or name opencl or cuda")
+    asked = args.backend
     res = _tuned(args, res, sizes)
     if args.ptx and args.backend != "cuda":
-        raise UsageError("argument --ptx: PTX comes from the CUDA backend; add --backend cuda")
+        raise UsageError("argument --ptx: PTX comes from the CUDA backend; " + (
+            f"the tuned derivation won on {args.backend}: use --backend cuda for its CUDA "
+            "derivation" if asked == "any" else "add --backend cuda"))
     compiled = compile_program(res.program, replace(compile_options(args), dialect=args.backend))
     print(f"// {res.name}: {len(compiled.kernels)} kernel(s) in {compiled.options.dialect}, "
           f"generated in {compiled.compile_seconds * 1e3:.1f} ms", file=out)
