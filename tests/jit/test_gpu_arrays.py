@@ -211,11 +211,11 @@ def test_gpu_matmul_takes_the_blas_profile_of_the_same_gpu_model():
     shipped profile), not the untuned default."""
     from types import SimpleNamespace
 
-    from liftkit.jit.gpu_library import _profiled, cd_kind
+    from liftkit.jit.gpu_library import _profiled, blas_kind
     sizes = {"M": 4096, "K": 4096, "N": 4096}
-    v = _profiled(cd_kind("float32"), sizes, SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    v = _profiled(blas_kind("mm", "float32"), sizes, SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
     assert v is not None and v.codelet == "tiles"
-    assert _profiled(cd_kind("float32"), sizes, SimpleNamespace(name="no such GPU")) is None
+    assert _profiled(blas_kind("mm", "float32"), sizes, SimpleNamespace(name="no such GPU")) is None
 
 
 @pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")

@@ -384,13 +384,16 @@ class GpuHost:
             spec, slot = self._arrays(call, block, slot, t)
             specs.append(spec)
         dtype = specs[-1][3]
+        product = lib.op in ("mm", "gemv", "gemvt")  # an array result, written first
         if lib.op == "mm":
             sizes = {"M": specs[1][1][0], "K": specs[1][1][1], "N": specs[2][1][1]}
+        elif product:  # GEMV's A is M×N (gemvt: y = Aᵀ·x)
+            sizes = {"M": specs[1][1][0], "N": specs[1][1][1]}
         else:
             sizes = {"N": specs[0][1][0]}
         # Lift's reductions split N in chunks of a power of two: odd lengths stay on the host
         plain = all(sp[2] == c_strides(sp[1], sp[3].itemsize) for sp in specs) and \
-            all(n > 0 for n in sizes.values()) and (lib.op == "mm" or sizes["N"] % 2 == 0) and \
+            all(n > 0 for n in sizes.values()) and (product or sizes["N"] % 2 == 0) and \
             all(math.prod(sp[1]) < INT32_LIMIT for sp in specs)  # Lift's kernels use int
         vs = [self._attach(call, sp, name not in lib.dead, name)
               for (name, _), sp in zip(lib.arrays, specs)] if plain else []
@@ -400,6 +403,9 @@ class GpuHost:
                 self.library = LiftLibrary()
             if lib.op == "mm":
                 self.library.run(rt, "mm", vs[1:], vs[0], sizes, dtype.name)
+                return
+            if product:
+                self.library.gemv(rt, lib.op == "gemvt", vs[1], vs[2], vs[0], sizes, dtype.name)
                 return
             value = self.library.run(rt, lib.op, vs, None, sizes, dtype.name)
         else:
@@ -412,10 +418,10 @@ class GpuHost:
             views = []
             for k, sp in enumerate(specs):
                 lo, hi = _extent(sp)
-                rt.host_range(lo, hi, write=lib.op == "mm" and k == 0)
+                rt.host_range(lo, hi, write=product and k == 0)
                 views.append(_host_array(sp))
-            if lib.op == "mm":
-                np.matmul(views[1], views[2], out=views[0])
+            if product:
+                np.matmul(*(views[:0:-1] if lib.op == "gemvt" else views[1:]), out=views[0])
                 return
             value = float(np.dot(views[0], views[1]) if lib.op == "dot" else np.sum(views[0]))
         if dtype == np.float64:

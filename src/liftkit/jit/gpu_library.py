@@ -1,13 +1,15 @@
 """Library operators of GPU sections on Lift kernels (seed 003 §5.8: library calls go to the
 runtime, which runs tuned kernels — RaijinCL in the thesis, Lift's derivations here).
 
-``A @ B`` (matrices), ``np.dot(x, y)`` (vectors) and ``np.sum(x)`` in a section are Lift
-high-level programs (``liftkit.blas.programs``: ``mm``, ``dot``; a ``reduce(add) ∘ map(id)``
-for the sum). Each runs on the best derivation the tuning database holds for the program, its
-sizes and the device (``liftkit explore``'s result, ``liftkit.explore.tuned``); without one, on
-the default derivation of ``liftkit.blas`` (tiled GEMM where the sizes divide, one work-item per
-chunk for reductions), saying so once per operation and device. The pipeline's kernels are
-enqueued through the task runtime like any other task.
+``A @ B`` (matrices), ``M @ x`` / ``x @ M`` (a matrix and a vector), ``np.dot(x, y)``
+(vectors) and ``np.sum(x)`` in a section are Lift high-level programs (``liftkit.blas.programs``:
+``mm``, ``gemv`` N and T, ``dot``; a ``reduce(add) ∘ map(id)`` for the sum). Each runs on the
+best derivation the tuning database holds for the program, its sizes and the device
+(``liftkit explore``'s result, ``liftkit.explore.tuned``); without one, on the variant
+``liftkit.blas``'s profile for the device model or its default chooses (tiled GEMM, row-blocks /
+column-blocks GEMV) where the sizes are multiples of its blocks, else on the any-size derivation
+(one work-item per element or row; one per chunk for reductions), saying so once per operation
+and device. The pipeline's kernels are enqueued through the task runtime like any other task.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class LiftLibrary:
             return p
 
     def _build(self, rt: Runtime, op: str, dtype: str, sizes: dict[str, int],
-               spec: Any = None) -> Pipeline:
+               spec: Any = None, notice: bool = True) -> Pipeline:
         from liftkit.codegen.compiler import compile_program
         from liftkit.codegen.kernel import CompileOptions
         program, derived, variant = _map_program(spec) if spec is not None else \
@@ -66,13 +68,13 @@ class LiftLibrary:
                 low, origin = found[0], "tuned"
         except Exception:  # noqa: BLE001 - no database, or an unreadable one: use the default
             low = None
-        if low is None and op == "mm" and not rt.device.is_cpu and \
-                _profiled(cd_kind(dtype), sizes, rt.device.device) == variant:
+        if low is None and spec is None and op in _KINDS and not rt.device.is_cpu and \
+                _profiled(blas_kind(op, dtype), sizes, rt.device.device) == variant:
             low, origin = derived(), f"blas profile {variant}"  # liftkit.blas tuned it here
         if low is None:
             low = derived()
             note = (op.split(":")[0], dtype, rt.device.device.fingerprint)
-            if note not in self.noticed:
+            if notice and note not in self.noticed:
                 self.noticed.add(note)
                 warnings.warn(f"liftkit: nothing tuned for {op.split(':')[0]} ({dtype}, "
                               f"{', '.join(f'{k}={v}' for k, v in sorted(sizes.items()))}) on "
@@ -90,17 +92,32 @@ class LiftLibrary:
         return Pipeline(compiled, kernels, origin)
 
     def run_map(self, rt: Runtime, spec: Any, arrays: list, scalars: list, out: Any,
-                n: int) -> None:
+                n: int, notice: bool = True) -> None:
         """An element-wise loop (a ``gpu_codegen.LiftMap``) as the Lift program
-        ``map(f) << zip(arrays...)`` over n elements, writing ``out``."""
+        ``map(f) << zip(arrays...)`` over n elements, writing ``out`` (``notice``: say once
+        that nothing is tuned for it)."""
         op = "map:" + spec.body
         dev = rt.device.device
         key = (op, spec.py, spec.arrays, spec.scalars, (("N", n),), dev.fingerprint, rt.dialect)
         with self.lock:
             p = self.pipelines.get(key)
             if p is None:
-                p = self.pipelines[key] = self._build(rt, op, spec.result, {"N": n}, spec)
+                p = self.pipelines[key] = self._build(rt, op, spec.result, {"N": n}, spec,
+                                                      notice)
         self.run(rt, op, arrays, out, {"N": n}, spec.result, p, scalars)
+
+    def gemv(self, rt: Runtime, trans: bool, A: Any, x: Any, out: Any, sizes: dict[str, int],
+             dtype: str) -> None:
+        """``out = A·x`` (``trans``: ``Aᵀ·x``) for A: M×N on liftkit.blas's GEMV program
+        (α = 1, β = 0), its y a zero-filled temporary on the device."""
+        zero = rt.empty((sizes["N"] if trans else sizes["M"],), np.dtype(dtype))
+        try:
+            self.run_map(rt, _zero_fill(dtype), [zero], [], zero, zero.shape[0], notice=False)
+            one = np.dtype(dtype).type
+            self.run(rt, "gemv:T" if trans else "gemv:N", [A, x, zero], out, sizes, dtype,
+                     scalars=[one(1), one(0)])
+        finally:
+            rt.release(zero, writeback=False)
 
     def run(self, rt: Runtime, op: str, arrays: list, out: Any, sizes: dict[str, int],
             dtype: str, pipeline: Optional[Pipeline] = None,
@@ -182,9 +199,22 @@ def _map_program(spec: Any) -> tuple:
                                                            (0,)).final, "glb()"
 
 
-def cd_kind(dtype: str) -> Any:
+# the library operations that are liftkit.blas kinds: (operation, layout)
+_KINDS = {"mm": ("mm", "NN"), "gemv:N": ("gemv", "N"), "gemv:T": ("gemv", "T")}
+
+
+def blas_kind(op: str, dtype: str) -> Any:
+    """The ``liftkit.blas`` kind of the library operation ``op`` (one of ``_KINDS``)."""
     from liftkit.blas import codelets as cd
-    return cd.Kind("mm", dtype, "NN")
+    return cd.Kind(_KINDS[op][0], dtype, _KINDS[op][1])
+
+
+def _zero_fill(dtype: str) -> Any:
+    """The element-wise loop writing zeros (GEMV's y of β·y: undefined memory times 0 may be
+    NaN), over the array it fills, whose contents it never reads."""
+    from .gpu_codegen import LiftMap
+    return LiftMap("return 0.0f;" if dtype == "float32" else "return 0.0;",
+                   f"np.{dtype}(0.0)", (("y", dtype),), (), dtype)
 
 
 def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
@@ -216,8 +246,8 @@ def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str,
     from liftkit.blas import codelets as cd
     from liftkit.blas import programs as bp
     from liftkit.rewrite.derivation import Derivation
-    if op == "mm":
-        kind = cd.Kind("mm", dtype, "NN")
+    if op in _KINDS:  # the profile's or liftkit.blas's default variant, where sizes divide
+        kind = blas_kind(op, dtype)
         variant = _profiled(kind, sizes, device) or cd.default_variant(kind, devkind, sizes)
         mult = cd.multiples(kind, variant)
         if any(sizes[k] % m for k, m in mult.items()):

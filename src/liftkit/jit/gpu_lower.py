@@ -131,8 +131,10 @@ class _Lowerer:
         return t
 
     def library(self, target: V.Name, e: V.LibCall, line: int) -> list | None:
-        """``x = A @ B`` (matrices), ``s = np.dot(x, y)`` (vectors), ``s = np.sum(x)`` (a
-        vector) as library calls ``lift_mm``/``lift_dot``/``lift_sum``; None for the others."""
+        """``x = A @ B`` (matrices), ``y = M @ x`` / ``x @ M`` (a matrix and a vector),
+        ``s = np.dot(x, y)`` (vectors), ``s = np.sum(x)`` (a vector) as library calls
+        ``lift_mm``/``lift_gemv``/``lift_gemvt``/``lift_dot``/``lift_sum``; None for the
+        others."""
         args = e.args
         if not all(isinstance(a.type, T.ArrayType) and a.type.elem.name in ("float32", "float64")
                    for a in args):
@@ -142,15 +144,18 @@ class _Lowerer:
         t = e.type
         ok_elem = len(elems) == 1 and (t.elem if isinstance(t, T.ArrayType) else t) in elems
         pre: list = []
-        if e.fn == "dot" and nds == [2, 2] and ok_elem:
+        if e.fn == "dot" and nds in ([2, 2], [2, 1], [1, 2]) and ok_elem:
             a, b = (self.operand(x, pre, line) for x in args)
-            pre.append(V.If(V.Compare("ne", V.Dim(a, 1), V.Dim(b, 0), T.BOOL),
+            pre.append(V.If(V.Compare("ne", V.Dim(a, nds[0] - 1), V.Dim(b, 0), T.BOOL),
                             (V.Raise("ValueError", f"line {line}: shapes not aligned for "
                                      "matrix multiplication", line),), (), line))
-            fresh = self.tmp(T.ArrayType(t.elem, 2, "C"), "ga")  # type: ignore[union-attr]
-            pre.append(V.Assign(fresh, V.LibCall("empty", (V.Dim(a, 0), V.Dim(b, 1)), -1,
-                                                 fresh.type), line))
-            pre.append(V.ExprStmt(V.LibCall("lift_mm", (fresh, a, b), -1, T.VOID), line))
+            # the result's extents; a matrix-vector product is GEMV (x @ M: Mᵀ·x, GEMV T)
+            dims, fn, ops = {(2, 2): ((V.Dim(a, 0), V.Dim(b, 1)), "lift_mm", (a, b)),
+                             (2, 1): ((V.Dim(a, 0),), "lift_gemv", (a, b)),
+                             (1, 2): ((V.Dim(b, 1),), "lift_gemvt", (b, a))}[nds[0], nds[1]]
+            fresh = self.tmp(T.ArrayType(t.elem, len(dims), "C"), "ga")  # type: ignore
+            pre.append(V.Assign(fresh, V.LibCall("empty", dims, -1, fresh.type), line))
+            pre.append(V.ExprStmt(V.LibCall(fn, (fresh, *ops), -1, T.VOID), line))
             tt = self.syms[target.name]
             pre.append(V.Assign(V.Name(target.name, tt), fresh if tt == fresh.type
                                 else V.Cast(fresh, tt), line))

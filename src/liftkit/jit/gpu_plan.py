@@ -23,8 +23,9 @@ class HostAccess:
 
 @dataclass(frozen=True)
 class LibraryCall:
-    """A library operator of a section run on Lift kernels (gpu_library): ``op`` (mm, dot,
-    sum), its array operands (for mm the result first) and the scalar result's type."""
+    """A library operator of a section run on Lift kernels (gpu_library): ``op`` (mm, gemv,
+    gemvt, dot, sum), its array operands (for mm and GEMV the result first) and the scalar
+    result's type."""
     op: str
     arrays: tuple[tuple[str, T.ArrayType], ...]
     result: T.ScalarType | None
