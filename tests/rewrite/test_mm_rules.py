@@ -24,7 +24,7 @@ from liftkit.rewrite import Rule, apply_choice, enumerate_choices
 from liftkit.rewrite.rules import ALL_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run
 from liftkit.rewrite.rules.mm import (MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_RULES, MM_TILE_2D,
-                                      MM_TILES_LOWER)
+                                      MM_TILES_LOWER, MM_TILES_UNROLL)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.types import float32
 
@@ -67,6 +67,17 @@ def tiled_case(seed: int) -> Case:
     return Case(prog, case.inputs, case.expected, seed, "mm + mm-tile-2d", case.sizes)  # type: ignore[arg-type]
 
 
+def loop_kernel_case(case: Case) -> Case:
+    """A tiled case lowered by mm-tiles-lower with its K steps a loop (unroll=0: the kernel
+    mm-tiles-unroll unrolls)."""
+    opts = [c for c in enumerate_choices(case.program, [MM_TILES_LOWER]) if c.params["unroll"] == 0]
+    if not opts:
+        return case
+    prog = apply_choice(case.program, random.Random(case.seed).choice(opts), RULES)
+    return Case(prog, case.inputs, case.expected, case.seed, case.origin + " + mm-tiles-lower unroll=0",
+                case.sizes)  # type: ignore[arg-type]
+
+
 def _walk_order(rule: Rule, rng: random.Random) -> list[Rule]:
     return rng.sample(WALKERS, 8)
 
@@ -76,6 +87,8 @@ HARNESS = Soundness(RULES, lambda i: mm_case(SEED * 13 + i), lambda r: [], _walk
                     per_step=3, walk=3, max_bases=200, patience=1)
 HARNESS_TILED = Soundness(RULES, lambda i: tiled_case(SEED * 17 + i), lambda r: [], _walk_order,
                           SEED, per_step=3, walk=3, max_bases=200, patience=1)
+HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(tiled_case(SEED * 29 + i)), lambda r: [],
+                          _walk_order, SEED, per_step=3, walk=3, max_bases=200, patience=1)
 
 
 # other element types: (type, product, layout); the product of complex types may conjugate a
@@ -135,6 +148,9 @@ ELEM_HARNESS = Soundness(RULES, lambda i: elem_case(SEED * 19 + i), lambda r: []
                          SEED, per_step=3, walk=2, max_bases=200, patience=1)
 ELEM_HARNESS_TILED = Soundness(RULES, lambda i: elem_tiled_case(SEED * 23 + i), lambda r: [],
                                _walk_order, SEED, per_step=3, walk=2, max_bases=200, patience=1)
+ELEM_HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(elem_tiled_case(SEED * 31 + i)),
+                               lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
+                               patience=1)
 ELEM_TARGET = int(os.environ.get("LIFTKIT_MM_ELEM_APPS", "12"))
 
 
@@ -142,7 +158,7 @@ ELEM_TARGET = int(os.environ.get("LIFTKIT_MM_ELEM_APPS", "12"))
 def test_mm_rule_is_sound_for_double_and_complex(rule: Rule) -> None:
     """The rules over double, cfloat and cdouble, with conjugating products and NT layouts:
     every application checked in the interpreter (before == after, exactly)."""
-    harness = ELEM_HARNESS_TILED if rule is MM_TILES_LOWER else ELEM_HARNESS
+    harness = {MM_TILES_LOWER: ELEM_HARNESS_TILED, MM_TILES_UNROLL: ELEM_HARNESS_LOOPS}.get(rule, ELEM_HARNESS)
     try:
         stats = harness.exercise(rule, ELEM_TARGET)
     except SoundnessError as err:
@@ -172,7 +188,7 @@ def test_the_element_type_decides_the_vector_widths() -> None:
 
 @pytest.mark.parametrize("rule", MM_RULES, ids=[r.name for r in MM_RULES])
 def test_mm_rule_is_sound(rule: Rule) -> None:
-    harness = HARNESS_TILED if rule is MM_TILES_LOWER else HARNESS
+    harness = {MM_TILES_LOWER: HARNESS_TILED, MM_TILES_UNROLL: HARNESS_LOOPS}.get(rule, HARNESS)
     try:
         stats = harness.exercise(rule, TARGET)
     except SoundnessError as err:
@@ -257,6 +273,27 @@ def test_the_two_steps_give_the_one_step_kernel_and_nothing_else_is_lowered() ->
     for other in ("split-join", "map-fusion", "reduce-reduceSeq"):
         for c in enumerate_choices(t, [RULES[other]])[:3]:
             assert enumerate_choices(apply_choice(t, c, RULES), [MM_TILES_LOWER]) == [], c
+
+
+def test_the_composites_unroll_by_the_unroll_rule() -> None:
+    """mm-tiles-lower with unroll=1 = mm-tiles-lower with unroll=0, then mm-tiles-unroll (one
+    site: the K steps of a tile; same generated source); the unrolled kernel offers it nowhere,
+    and neither does a program before lowering."""
+    p = normal_form(PROGRAMS["mm"].program)
+    tile = [c for c in enumerate_choices(p, [MM_TILE_2D]) if dict(c.params) == {"tm": 64, "tn": 64, "tk": 16}]
+    t = apply_choice(p, tile[0], RULES)
+    assert enumerate_choices(p, [MM_TILES_UNROLL]) == enumerate_choices(t, [MM_TILES_UNROLL]) == []
+    lows = {(c.params["w"], c.params["unroll"]): c for c in enumerate_choices(t, [MM_TILES_LOWER])
+            if (c.params["rm"], c.params["rn"]) == (4, 4)}
+    for w in (4, 1):
+        loop = apply_choice(t, lows[w, 0], RULES)
+        steps = enumerate_choices(loop, [MM_TILES_UNROLL])
+        assert len(steps) == 1
+        unrolled = apply_choice(loop, steps[0], RULES)
+        assert show(unrolled).count("reduceSeqUnroll") == show(loop).count("reduceSeqUnroll") + 1
+        assert enumerate_choices(unrolled, [MM_TILES_UNROLL]) == []
+        one = apply_choice(t, lows[w, 1], RULES)
+        assert compile_program(unrolled).source == compile_program(one).source
 
 
 def test_the_tiled_kernels_pass_the_search_filters() -> None:

@@ -31,6 +31,9 @@ parameter, so the tiles and register blocks have constant sizes:
   form (compared with a rebuilt copy up to parameter names) to the kernel of `mm-local-tiles`.
   The `mm-tiles` macro is the two in sequence; between them the search may also take the
   tiled program elsewhere.
+* `mm-tiles-unroll`: the unrolling step on its own: a work-item's loop over the K steps of a
+  tile (`reduceSeq` of the kernel made with unroll=0) → `reduceSeqUnroll`. `mm-local-tiles` and
+  `mm-tiles-lower` with unroll=1 build the loop kernel and then take this step (same program).
 
 All need the reduction to be the element type's `add` from 0 and the products its `mult`, over
 float, double, cfloat or cdouble (`Elem`; for complex types any one-expression product, e.g. the
@@ -56,7 +59,7 @@ import numpy as np
 from liftkit import dsl as D
 from liftkit.arith import ArithExpr
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, walk
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, unwrap_eta, walk
 from liftkit.ir.userfuns import FLOAT, complex_funs, id4, id_of, scalar_funs
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
@@ -396,9 +399,12 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
 def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
                  w: int = 4) -> Expr:
+    """The kernel with its K steps a loop, then (unroll=1) those steps unrolled by
+    mm-tiles-unroll's rewrite: the composite is the small rules in sequence."""
     parts = mm_parts(site)
     assert parts is not None
-    return local_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem)
+    kernel = local_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, 0, w, parts.elem)
+    return unroll_k_steps(kernel) if unroll else kernel
 
 
 MM_LOCAL_TILES = make_rule(
@@ -560,7 +566,8 @@ def _build_lower(site: Site, rm: int, rn: int, w: int = 4, unroll: int = 1) -> E
     parts = tiled_parts(site)
     assert parts is not None
     a, b, tm, tn, tk, e = parts
-    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w, e)
+    kernel = local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, 0, w, e)
+    return unroll_k_steps(kernel) if unroll else kernel
 
 
 MM_TILES_LOWER = make_rule(
@@ -571,6 +578,59 @@ MM_TILES_LOWER = make_rule(
     "register blocks per work-item, unrolled (= mm-local-tiles)",
     SOURCE + ": local-memory tiles with cooperative copies, 1D/2D register blocking, vectorised "
     "loads, unrolling", _choices_lower, _build_lower, lowering=True, reshapes=True, opaque=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# mm-tiles-unroll: the unrolling step of mm-local-tiles / mm-tiles-lower as a rule of its own
+
+MAX_UNROLL = 64  # the most K steps (tk/w) of a tile unrolled
+
+
+def _is_k_steps(f: Any, init: Expr, inside_lcl: bool) -> bool:
+    """f (with its init) is a work-item's loop over the K steps of a tile: a reduceSeq inside a
+    mapLcl whose accumulator starts as a register copy (toPrivate of an unrolled copy)."""
+    if type(f) is not P.ReduceSeq or not inside_lcl:
+        return False
+    if not (isinstance(init, FunCall) and isinstance(init.f, P.ToPrivate)):
+        return False
+    return isinstance(unwrap_eta(init.f.f), P.MapSeqUnroll)
+
+
+def _choices_unroll(site: Site) -> Options:
+    if not _is_k_steps(site.f, site.call.args[0], site.inside(P.MapLcl)):
+        return []
+    xs = site.arg_types[1] if len(site.arg_types) > 1 else None
+    n = const(xs.length) if isinstance(xs, ArrayType) else None
+    return [{}] if n is not None and n <= MAX_UNROLL else []
+
+
+def _build_unroll(site: Site) -> Expr:
+    return FunCall(P.ReduceSeqUnroll(site.f.f), site.call.args)  # type: ignore[attr-defined]
+
+
+def unroll_k_steps(node: Any, inside_lcl: bool = False) -> Any:
+    """mm-tiles-unroll applied wherever it applies in a kernel (how the composite rules take
+    that step): each work-item's reduceSeq over the K steps of a tile → reduceSeqUnroll."""
+    if isinstance(node, FunCall):
+        f = node.f
+        args = tuple(unroll_k_steps(a, inside_lcl) for a in node.args)
+        if _is_k_steps(f, node.args[0] if node.args else node, inside_lcl):
+            f = P.ReduceSeqUnroll(f.f)  # type: ignore[attr-defined]
+        return FunCall(unroll_k_steps(f, inside_lcl), args)
+    if isinstance(node, Lambda):
+        return Lambda(node.params, unroll_k_steps(node.body, inside_lcl))
+    if isinstance(node, P.Pattern) and node.functions():
+        inner = inside_lcl or isinstance(node, P.MapLcl)
+        return node.with_functions([unroll_k_steps(g, inner) for g in node.functions()])
+    return node
+
+
+MM_TILES_UNROLL = make_rule(
+    "mm-tiles-unroll",
+    "mapLcl(… reduceSeq(λ(regs, (a, b)). register block += a·b, toPrivate(copy) acc) $ K steps "
+    "of a tile …) → mapLcl(… reduceSeqUnroll(…) …)   (a constant number of K steps)",
+    SOURCE + ": unrolling the K steps of a tile (the register blocks stay registers)",
+    _choices_unroll, _build_unroll, lowering=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -652,4 +712,5 @@ MM_PRIVATE_BLOCKS = make_rule(
     SOURCE + ": 2D register blocking, float4 loads, no local memory (CLBlast for AMD)",
     _choices_blocks, _build_blocks, lowering=True, reshapes=True, opaque=False)
 
-MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_PRIVATE_BLOCKS)
+MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_TILES_UNROLL,
+                              MM_PRIVATE_BLOCKS)
