@@ -120,3 +120,27 @@ def test_whole_gpu_function(rt):
         y = g(M, x)
     np.testing.assert_allclose(y, M @ x, rtol=1e-5)
     assert "gemv:N" in _pipelines(g)
+
+
+def test_the_gpu_default_gemv_derivation_runs(rt, monkeypatch):
+    """What a GPU runs untuned (liftkit.blas's group-rows GEMV: a work-group per row, a tree in
+    local memory), run through the runtime on the CPU device: right, odd sizes on `glb`."""
+    from liftkit.jit import gpu_library as gl
+    plain = gl._program
+    assert plain("gemv:N", "float32", {"M": 40, "N": 512}, "gpu")[2].codelet == "group-rows"
+    monkeypatch.setattr(gl, "_program", lambda op, dtype, sizes, devkind, device=None:
+                        plain(op, dtype, sizes, "gpu"))  # a GPU without a profile
+    f = compile_source(GEMV, "f", gpu_runtime=rt)
+    g = np.random.default_rng(2)
+    for dtype, (m, n) in (("float32", (40, 512)), ("float64", (3, 256)), ("float64", (7, 300))):
+        M = g.standard_normal((m, n)).astype(dtype)
+        x, z = g.standard_normal(n).astype(dtype), g.standard_normal(m).astype(dtype)
+        tol = 1e-4 if dtype == "float32" else 1e-12
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y, w, _ = f(M, x, z)
+        np.testing.assert_allclose(y, M @ x, rtol=tol, atol=tol * n)
+        np.testing.assert_allclose(w, z @ M, rtol=tol, atol=tol * m)
+    origins = {p.origin for c in f.specs.values() for k, p in c.gpu.library.pipelines.items()
+               if k[0] == "gemv:N"}
+    assert any(o.startswith("group-rows") for o in origins) and "glb()" in origins

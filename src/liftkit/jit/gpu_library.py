@@ -248,7 +248,11 @@ def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str,
     from liftkit.rewrite.derivation import Derivation
     if op in _KINDS:  # the profile's or liftkit.blas's default variant, where sizes divide
         kind = blas_kind(op, dtype)
-        variant = _profiled(kind, sizes, device) or cd.default_variant(kind, devkind, sizes)
+        # GEMV on a GPU: liftkit.blas's CUDA default (group-rows, what the H100 ran fastest),
+        # a derivation of both dialects
+        backend = "cuda" if kind.op == "gemv" and devkind == "gpu" else "opencl"
+        variant = _profiled(kind, sizes, device) or \
+            cd.default_variant(kind, devkind, sizes, backend=backend)
         mult = cd.multiples(kind, variant)
         if any(sizes[k] % m for k, m in mult.items()):
             variant = cd.Variant.of("glb")
