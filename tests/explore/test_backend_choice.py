@@ -233,6 +233,66 @@ def test_run_tuned_uses_the_backend_that_won(runner: OpenCLRunner, tmp_path: Pat
     assert _digest(db_path) == before  # a lookup writes nothing
 
 
+def _spread(base: float, salt: str) -> Any:
+    """A stand-in timer giving each kernel source its own time in [base, 2·base) (the salt: an
+    order of its own)."""
+    return lambda c: base * (1 + int(hashlib.md5((salt + c.source).encode()).hexdigest()[:4],
+                                     16) / 65536)
+
+
+@needs_cpu
+def test_a_one_backend_lookup_sees_the_candidates_the_other_backend_won(
+        runner: OpenCLRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """After a search over both backends, the best candidate for one backend is the fastest
+    of every candidate timed on it, including those stored under the other backend's key
+    because they were faster there (their time on this backend from `params.backends`):
+    `run --tuned --backend opencl` runs the best OpenCL candidate found, and says the other
+    backend ran it faster; `auto` still picks the overall winner."""
+    import liftkit.cli.explore as cx
+    from liftkit.cli.resolve import resolve
+    from liftkit.explore.tuned import best_record
+
+    problem = make_problem("asum", {"N": 4096})
+    settings = EvalSettings(repeat=1)
+    fake = Renamed(runner, platform="cuda")  # a `cuda|` fingerprint, as a CUDA device has
+    ev = BothBackends({"opencl": Evaluator(problem, runner, settings, measure=_spread(1e-3, "o")),
+                       "cuda": Evaluator(problem, fake, settings, measure=_spread(0.5e-3, "c"))})
+    db_path = tmp_path / "t.sqlite"
+    result = search(problem, load_rule_space("default"), ev,
+                    SearchSettings(budget=6, walks=1, max_choices=3, seed=2), TuningDB(db_path))
+    ok = [r for r in result.records if r.ok]
+    assert len({r.low_level for r in ok}) > 1 and all(r.backend == "cuda" for r in ok)
+    db = TuningDB(db_path)
+    devices = {"opencl": runner.device, "cuda": fake.device}
+    for b, dev in devices.items():
+        want = min(ok, key=lambda r: r.params["backends"][b]["time"])
+        got = db.best_measured(result.keys[b], b)
+        assert got is not None and got.backend == b and got.key == result.keys[b]
+        assert got.time == pytest.approx(want.params["backends"][b]["time"])
+        assert got.low_level == want.low_level
+        rec = best_record(problem.program, {"N": 4096}, dev, db)  # the backend from the key
+        assert rec is not None and rec.time == got.time
+    assert db.best(result.keys["opencl"]) is None  # what OpenCL won: nothing
+    # the best OpenCL candidate is not CUDA's best
+    assert db.best_measured(result.keys["opencl"], "opencl").low_level != result.best.low_level
+    assert "won_elsewhere" in db.best_measured(result.keys["opencl"], "opencl").params
+    assert "won_elsewhere" not in db.best_measured(result.keys["cuda"], "cuda").params
+    before = _digest(db_path)
+    monkeypatch.setattr(cx, "lookup_devices", lambda backend, spec: {
+        b: d for b, d in devices.items() if backend in ("auto", "any", b)})
+    found = cx.tuned_choice(resolve("asum"), {"N": 4096}, "cpu", str(db_path), "opencl")
+    err = capsys.readouterr().err
+    best_ocl = db.best_measured(result.keys["opencl"], "opencl")
+    assert found.backend == "opencl" and found.derivation == best_ocl.derivation
+    assert f"from the tuning database {db_path}, on opencl ({best_ocl.time * 1e3:.4g} ms; cuda ran " \
+           "it in" in err
+    found = cx.tuned_choice(resolve("asum"), {"N": 4096}, "cpu", str(db_path), "any")
+    assert found.backend == "cuda" and f"on cuda ({result.best.time * 1e3:.4g} ms; opencl " in \
+        capsys.readouterr().err
+    assert _digest(db_path) == before  # lookups write nothing
+
+
 @needs_cpu
 def test_cli_explore_any_without_cuda_means_opencl_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:

@@ -475,10 +475,14 @@ def tuned_choice(res: Resolved, sizes: Mapping[str, int], device_spec: Optional[
         db = open_tuning_db(db_path, create=False)
         with _db_errors(db):
             best = {b: rec for b, dev in devices.items()
-                    if (rec := db.best(tuned_key(res.program, merged, dev))) is not None}
+                    if (rec := db.best_measured(tuned_key(res.program, merged, dev), b)) is not None}
         if best:
             b = min(best, key=lambda k: best[k].time)  # type: ignore[arg-type, return-value]
             others = "; ".join(f"{k} {best[k].time * 1e3:.4g} ms" for k in best if k != b)  # type: ignore[operator]
+            won = best[b].params.get("won_elsewhere")
+            if won:  # timed on b beside the other backend, which was faster for it
+                others = "; ".join(x for x in (f"{won['backend']} ran it in {won['time'] * 1e3:.4g} "
+                                               "ms in the same search", others) if x)
             print(f"{res.name}: tuned derivation from the tuning database {db.path}, on {b} "
                   f"({best[b].time * 1e3:.4g} ms{'; ' + others if others else ''})",  # type: ignore[operator]
                   file=sys.stderr)

@@ -332,6 +332,41 @@ class TuningDB:
             "ORDER BY time ASC, id ASC LIMIT 1", (key,)).fetchone()
         return _record(row) if row else None
 
+    def best_measured(self, key: str, backend: Optional[str] = None) -> Optional[Record]:
+        """The fastest valid time measured on `key`'s device: its own candidates (`best`) and
+        those a search over both backends filed under the other backend's key because they
+        were faster there, at the time this device's backend gave them (`params.backends`;
+        the record keeps the winner's time and backend in `params["won_elsewhere"]`). What a
+        one-backend lookup wants: the best candidate found for that backend, not only the ones
+        it won. `backend`: the key's (default: CUDA for a `cuda|` device, else OpenCL)."""
+        own = self.best(key)
+        if backend is None:
+            row = self.reader.execute("SELECT device FROM keys WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return own
+            backend = "cuda" if str(row[0]).startswith("cuda|") else "opencl"
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        path = f"$.backends.{backend}"
+        # the searches this key took part in: filed under it, or holding a candidate of it
+        found = self.reader.execute(
+            f"SELECT {self._select()}, json_extract(c.params, ?) FROM candidates c "
+            "WHERE c.key != ? AND c.validity = 'ok' AND c.search_id IN "
+            "(SELECT search_id FROM searches WHERE key = ? "
+            " UNION SELECT search_id FROM candidates WHERE key = ?) "
+            "AND json_extract(c.params, ?) = 'ok' AND json_extract(c.params, ?) IS NOT NULL "
+            "ORDER BY json_extract(c.params, ?) ASC, c.id ASC LIMIT 1",
+            (path + ".time", key, key, key, path + ".validity", path + ".time",
+             path + ".time")).fetchone()
+        if found is None:
+            return own
+        t = float(found[-1])
+        if own is not None and own.time is not None and own.time <= t:
+            return own
+        rec = _record(found[:-1])
+        return replace(rec, time=t, backend=backend, key=key, params=dict(rec.params) | {
+            "won_elsewhere": {"backend": rec.backend, "time": rec.time, "key": rec.key}})
+
     def candidates(self, key: str, search_id: Optional[str] = None) -> list[Record]:
         """Candidates in search order: one search's (by seq; a search over both backends
         stores each candidate under its backend's key, so all of them, whatever their key), or
