@@ -144,3 +144,26 @@ def test_the_gpu_default_gemv_derivation_runs(rt, monkeypatch):
     origins = {p.origin for c in f.specs.values() for k, p in c.gpu.library.pipelines.items()
                if k[0] == "gemv:N"}
     assert any(o.startswith("group-rows") for o in origins) and "glb()" in origins
+
+
+def test_a_column_major_matrix_runs_as_the_other_layout(rt):
+    """A Fortran-ordered M is Mᵀ stored row-major: M @ x runs GEMV T and x @ M GEMV N on it in
+    place (no copy, no transfer beyond the operands' upload)."""
+    f = compile_source(GEMV, "f", gpu_runtime=rt)
+    g = np.random.default_rng(11)
+    for m, n in ((1, 5), (6, 1), (13, 21), (64, 32)):
+        M = np.asfortranarray(g.standard_normal((m, n)))
+        x, z = g.standard_normal(n), g.standard_normal(m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y, w, v = f(M, x, z)
+        np.testing.assert_allclose(y, M @ x, rtol=1e-12, atol=1e-12 * n)
+        np.testing.assert_allclose(w, z @ M, rtol=1e-12, atol=1e-12 * m)
+        np.testing.assert_allclose(v, 2 * (M @ x), rtol=1e-12, atol=1e-12 * n)
+    keys = {(k[0], k[2]) for c in f.specs.values() if c.gpu is not None
+            and c.gpu.library is not None for k in c.gpu.library.pipelines}
+    assert ("gemv:T", (("M", 32), ("N", 64))) in keys  # M @ x on the stored 32×64 Mᵀ
+    rt.reset_stats()
+    f(M, x, z)
+    st = rt.stats()
+    assert (st["uploads"], st["downloads"], st["device_copies"], st["cpu_tasks"]) == (3, 3, 0, 0)

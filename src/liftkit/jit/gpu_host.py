@@ -384,8 +384,15 @@ class GpuHost:
             spec, slot = self._arrays(call, block, slot, t)
             specs.append(spec)
         dtype = specs[-1][3]
-        product = lib.op in ("mm", "gemv", "gemvt")  # an array result, written first
-        if lib.op == "mm":
+        op = lib.op
+        product = op in ("mm", "gemv", "gemvt")  # an array result, written first
+        a = specs[1] if op in ("gemv", "gemvt") else None
+        if a is not None and a[2] != c_strides(a[1], a[3].itemsize) and \
+                a[2][::-1] == c_strides(a[1][::-1], a[3].itemsize):
+            # a column-major matrix is its transpose stored row-major: the other GEMV layout
+            specs[1] = (a[0], a[1][::-1], a[2][::-1], a[3])
+            op = "gemvt" if op == "gemv" else "gemv"
+        if op == "mm":
             sizes = {"M": specs[1][1][0], "K": specs[1][1][1], "N": specs[2][1][1]}
         elif product:  # GEMV's A is M×N (gemvt: y = Aᵀ·x)
             sizes = {"M": specs[1][1][0], "N": specs[1][1][1]}
@@ -405,14 +412,16 @@ class GpuHost:
                 self.library.run(rt, "mm", vs[1:], vs[0], sizes, dtype.name)
                 return
             if product:
-                self.library.gemv(rt, lib.op == "gemvt", vs[1], vs[2], vs[0], sizes, dtype.name)
+                self.library.gemv(rt, op == "gemvt", vs[1], vs[2], vs[0], sizes, dtype.name)
                 return
             value = self.library.run(rt, lib.op, vs, None, sizes, dtype.name)
         else:
             if key in self.device_calls and any(
                     b.borrowed and b.lo is not None and b.lo <= sp[0] < b.hi
                     for sp in specs for b in rt.buffers.values()):
-                raise TypeError(f"line {lib.line}: {lib.op} of a strided view of a GPU array "
+                what = {"mm": "A @ B", "gemv": "M @ x", "gemvt": "x @ M", "dot": "np.dot",
+                        "sum": "np.sum"}.get(lib.op, lib.op)
+                raise TypeError(f"line {lib.line}: {what} of a strided view of a GPU array "
                                 "argument runs on the host; pass a NumPy array or a contiguous "
                                 "GPU array")
             views = []
@@ -421,7 +430,7 @@ class GpuHost:
                 rt.host_range(lo, hi, write=product and k == 0)
                 views.append(_host_array(sp))
             if product:
-                np.matmul(*(views[:0:-1] if lib.op == "gemvt" else views[1:]), out=views[0])
+                np.matmul(*(views[:0:-1] if op == "gemvt" else views[1:]), out=views[0])
                 return
             value = float(np.dot(views[0], views[1]) if lib.op == "dot" else np.sum(views[0]))
         if dtype == np.float64:
