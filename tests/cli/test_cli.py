@@ -331,6 +331,9 @@ def test_compare_reports_max_error() -> None:
      "argument --no-references: does not apply to --suite blas"),
     (["--suite", "jit", "--dtypes", "float64"], "argument --dtypes: does not apply to --suite jit"),
     (["--dtypes", "float64"], "argument --dtypes: does not apply to --suite lift"),
+    (["--suite", "blas", "--seed", "0"], "argument --seed: does not apply to --suite blas"),
+    (["--suite", "jit", "--device", "gpu"],
+     "argument --device: does not apply to --suite jit (the @jit benchmarks run on the CPU)"),
 ])
 def test_bench_refuses_another_suites_options(args: list[str], needle: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,9 +27,11 @@ from liftkit.bench.suite import SIZE_SETS, SUITE
 # options that mean something to some suites only: (flag, attribute, those suites); the others
 # refuse them rather than run without them (the backend, database and ablation options are
 # checked by the jit and blas suites themselves)
+# (--device and --seed default to None so that naming them can be told from not)
 SUITE_ONLY_OPTIONS = (("--no-derived", "no_derived", ("lift",)),
                       ("--no-references", "no_references", ("lift",)),
-                      ("--dtypes", "dtypes", ("blas",)))
+                      ("--dtypes", "dtypes", ("blas",)),
+                      ("--seed", "seed", ("lift", "jit")))
 
 
 def configure_bench_parser(p: argparse.ArgumentParser) -> None:
@@ -42,8 +44,9 @@ def configure_bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtypes", metavar="D,D", default=None,
                    help="--suite blas: of float32,float64,complex64,complex128 "
                         "(default float32,float64)")
-    p.add_argument("--device", metavar="SPEC", default="gpu",
-                   help="device: gpu (default), cpu, or part of its platform/device name")
+    p.add_argument("--device", metavar="SPEC", default=None,
+                   help="device: gpu (default), cpu, or part of its platform/device name "
+                        "(--suite jit runs on the CPU)")
     p.add_argument("--backend", choices=("opencl", "cuda", "both"), default="opencl",
                    help="opencl (default), cuda, or both: OpenCL's table with each program's "
                         "CUDA time beside it (one run, each result checked on both)")
@@ -61,7 +64,8 @@ def configure_bench_parser(p: argparse.ArgumentParser) -> None:
                    help="also the optimisation ablation of seed 000 Fig. 8 (the 12 CGO programs)")
     p.add_argument("--only-ablation", action="store_true",
                    help="the ablation without the main table (splits a long GPU run in two)")
-    p.add_argument("--seed", type=int, default=0, help="seed for generated inputs (default 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed for generated inputs (default 0; --suite blas seeds by size)")
     p.add_argument("--db", metavar="PATH", default=None,
                    help="tuning database for the \"derived\" column (default: the bundled "
                         "derivations, which also fill in where the database has none)")
@@ -97,8 +101,13 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.cli.main import UsageError
 
     suite = getattr(args, "suite", "lift")
-    refuse_options(suite, [(flag, getattr(args, attr, None) not in (None, False))
+    refuse_options(suite, [(flag, _given(getattr(args, attr, None)))
                            for flag, attr, suites in SUITE_ONLY_OPTIONS if suite not in suites])
+    if suite == "jit":
+        refuse_options(suite, [("--device", getattr(args, "device", None) not in (None, "cpu"))],
+                       " (the @jit benchmarks run on the CPU)")
+    args.device = getattr(args, "device", None) or "gpu"
+    args.seed = 0 if getattr(args, "seed", None) is None else args.seed
     if suite == "jit":
         from liftkit.bench.jit_cli import cmd_bench_jit
 
@@ -129,6 +138,11 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     print(f"\nwritten: {', '.join(str(f) for f in files)}", file=out)
     out.flush()
     return 1 if result.summary.get("wrong") or result.summary.get("derived_wrong") else 0
+
+
+def _given(value: object) -> bool:
+    """Whether an option was named: its default is None (or False for a switch); 0 counts."""
+    return value is not None and value is not False
 
 
 def _argv_text(args: argparse.Namespace) -> list[str]:
