@@ -293,6 +293,26 @@ def test_a_one_backend_lookup_sees_the_candidates_the_other_backend_won(
     assert _digest(db_path) == before  # lookups write nothing
 
 
+def test_exported_derivations_are_each_devices_best_of_a_search_over_both() -> None:
+    """The H100 search over both backends (results/issue12/backend-any): the derivation
+    exported for the CUDA key is the fastest timed on CUDA, one OpenCL won (0.043 ms on CUDA),
+    not the fastest CUDA won (0.21 ms); the committed file is only read."""
+    from liftkit.explore import bundled
+
+    path = REPO / "results/issue12/backend-any/t.sqlite"
+    before = _digest(path)
+    db = TuningDB(path)
+    timed = [r for info in db.keys() for r in db.candidates(info.key) if r.ok]
+    exported = {d.device.split("|")[0]: d for d in bundled.from_db(db, "gpu")}
+    cuda = exported["cuda"]
+    best = min(timed, key=lambda r: r.params["backends"]["cuda"]["time"])
+    assert best.backend == "opencl" and cuda.low_level == best.low_level
+    assert cuda.time == pytest.approx(best.params["backends"]["cuda"]["time"])
+    assert cuda.time < min(r.time for r in timed if r.backend == "cuda") / 4
+    db.close()
+    assert _digest(path) == before
+
+
 @needs_cpu
 def test_cli_explore_any_without_cuda_means_opencl_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:

@@ -263,8 +263,9 @@ def low_level_program(found: Derivation, program: Lambda) -> Lambda:
 
 
 def of_key(db: Any, key: str, kind: str, origin: str = "") -> Optional[Derivation]:
-    """The best valid candidate stored under `key`, with its searches' statistics."""
-    info, best = db.key_info(key), db.best(key)
+    """The best valid candidate timed on `key`'s device (`TuningDB.best_measured`), with its
+    searches' statistics."""
+    info, best = db.key_info(key), db.best_measured(key)  # with those the other backend won
     if info is None or best is None:
         return None
     recs = db.candidates(key)
