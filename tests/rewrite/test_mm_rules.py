@@ -24,7 +24,8 @@ from liftkit.rewrite import Rule, apply_choice, enumerate_choices
 from liftkit.rewrite.rules import ALL_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run
 from liftkit.rewrite.rules.mm import (MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_RULES, MM_TILE_2D,
-                                      MM_TILES_LOWER, MM_TILES_UNROLL)
+                                      MM_TILES_BLOCKS, MM_TILES_LOWER, MM_TILES_STAGE_LOCAL,
+                                      MM_TILES_UNROLL)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.types import float32
 
@@ -67,6 +68,17 @@ def tiled_case(seed: int) -> Case:
     return Case(prog, case.inputs, case.expected, seed, "mm + mm-tile-2d", case.sizes)  # type: ignore[arg-type]
 
 
+def staged_case(case: Case) -> Case:
+    """A tiled case staged into local memory by mm-tiles-stage-local (what mm-tiles-blocks
+    lowers)."""
+    opts = enumerate_choices(case.program, [MM_TILES_STAGE_LOCAL])
+    if not opts:
+        return case
+    prog = apply_choice(case.program, random.Random(case.seed).choice(opts), RULES)
+    return Case(prog, case.inputs, case.expected, case.seed, case.origin + " + mm-tiles-stage-local",
+                case.sizes)  # type: ignore[arg-type]
+
+
 def loop_kernel_case(case: Case) -> Case:
     """A tiled case lowered by mm-tiles-lower with its K steps a loop (unroll=0: the kernel
     mm-tiles-unroll unrolls)."""
@@ -87,6 +99,8 @@ HARNESS = Soundness(RULES, lambda i: mm_case(SEED * 13 + i), lambda r: [], _walk
                     per_step=3, walk=3, max_bases=200, patience=1)
 HARNESS_TILED = Soundness(RULES, lambda i: tiled_case(SEED * 17 + i), lambda r: [], _walk_order,
                           SEED, per_step=3, walk=3, max_bases=200, patience=1)
+HARNESS_STAGED = Soundness(RULES, lambda i: staged_case(tiled_case(SEED * 37 + i)), lambda r: [],
+                           _walk_order, SEED, per_step=3, walk=3, max_bases=200, patience=1)
 HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(tiled_case(SEED * 29 + i)), lambda r: [],
                           _walk_order, SEED, per_step=3, walk=3, max_bases=200, patience=1)
 
@@ -148,6 +162,9 @@ ELEM_HARNESS = Soundness(RULES, lambda i: elem_case(SEED * 19 + i), lambda r: []
                          SEED, per_step=3, walk=2, max_bases=200, patience=1)
 ELEM_HARNESS_TILED = Soundness(RULES, lambda i: elem_tiled_case(SEED * 23 + i), lambda r: [],
                                _walk_order, SEED, per_step=3, walk=2, max_bases=200, patience=1)
+ELEM_HARNESS_STAGED = Soundness(RULES, lambda i: staged_case(elem_tiled_case(SEED * 41 + i)),
+                                lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
+                                patience=1)
 ELEM_HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(elem_tiled_case(SEED * 31 + i)),
                                lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
                                patience=1)
@@ -158,7 +175,8 @@ ELEM_TARGET = int(os.environ.get("LIFTKIT_MM_ELEM_APPS", "12"))
 def test_mm_rule_is_sound_for_double_and_complex(rule: Rule) -> None:
     """The rules over double, cfloat and cdouble, with conjugating products and NT layouts:
     every application checked in the interpreter (before == after, exactly)."""
-    harness = {MM_TILES_LOWER: ELEM_HARNESS_TILED, MM_TILES_UNROLL: ELEM_HARNESS_LOOPS}.get(rule, ELEM_HARNESS)
+    harness = {MM_TILES_LOWER: ELEM_HARNESS_TILED, MM_TILES_STAGE_LOCAL: ELEM_HARNESS_TILED,
+               MM_TILES_BLOCKS: ELEM_HARNESS_STAGED, MM_TILES_UNROLL: ELEM_HARNESS_LOOPS}.get(rule, ELEM_HARNESS)
     try:
         stats = harness.exercise(rule, ELEM_TARGET)
     except SoundnessError as err:
@@ -188,7 +206,8 @@ def test_the_element_type_decides_the_vector_widths() -> None:
 
 @pytest.mark.parametrize("rule", MM_RULES, ids=[r.name for r in MM_RULES])
 def test_mm_rule_is_sound(rule: Rule) -> None:
-    harness = {MM_TILES_LOWER: HARNESS_TILED, MM_TILES_UNROLL: HARNESS_LOOPS}.get(rule, HARNESS)
+    harness = {MM_TILES_LOWER: HARNESS_TILED, MM_TILES_STAGE_LOCAL: HARNESS_TILED,
+               MM_TILES_BLOCKS: HARNESS_STAGED, MM_TILES_UNROLL: HARNESS_LOOPS}.get(rule, HARNESS)
     try:
         stats = harness.exercise(rule, TARGET)
     except SoundnessError as err:
@@ -294,6 +313,43 @@ def test_the_composites_unroll_by_the_unroll_rule() -> None:
         assert enumerate_choices(unrolled, [MM_TILES_UNROLL]) == []
         one = apply_choice(t, lows[w, 1], RULES)
         assert compile_program(unrolled).source == compile_program(one).source
+
+
+@pytest.mark.parametrize("elem,tile,block", [
+    (("float", "mult", "NN"), (64, 64, 16), {"rm": 8, "rn": 8, "w": 4, "unroll": 1}),
+    (("float", "mult", "NN"), (64, 128, 16), {"rm": 8, "rn": 4, "w": 4, "unroll": 0}),
+    (("float", "mult", "NN"), (32, 32, 16), {"rm": 4, "rn": 1, "w": 1, "unroll": 1}),
+    (("double", "mult", "NT"), (32, 32, 16), {"rm": 4, "rn": 4, "w": 2, "unroll": 1}),
+    (("cdouble", "multConj", "NN"), (32, 32, 16), {"rm": 2, "rn": 2, "w": 1, "unroll": 1}),
+])
+def test_the_small_steps_give_the_composite_kernel(elem: tuple, tile: tuple, block: dict) -> None:
+    """mm-tiles-stage-local (wx = tn/rn, wy = tm/rm, w), mm-tiles-blocks, then (unroll=1)
+    mm-tiles-unroll, each at its one site, give mm-tiles-lower's kernel (same generated source);
+    the staged program keeps its tile product high-level; mm-tiles-blocks lowers only the
+    staged form as mm-tiles-stage-local left it."""
+    from liftkit.dsl import size
+    from liftkit.types import SCALARS
+
+    tm, tn, tk = tile
+    p = normal_form(mm_program_of(SCALARS[elem[0]], *elem[1:], size("M"), size("N"), size("K")))
+    t = apply_choice(p, [c for c in enumerate_choices(p, [MM_TILE_2D])
+                         if dict(c.params) == {"tm": tm, "tn": tn, "tk": tk}][0], RULES)
+    stage = {"wx": tn // block["rn"], "wy": tm // block["rm"], "w": block["w"]}
+    staged = apply_choice(t, [c for c in enumerate_choices(t, [MM_TILES_STAGE_LOCAL])
+                              if dict(c.params) == stage][0], RULES)
+    assert not is_low_level(staged) and "toLocal" in show(staged)
+    assert enumerate_choices(t, [MM_TILES_BLOCKS]) == []
+    for other in ("map-fusion", "reduce-reduceSeq"):
+        for c in enumerate_choices(staged, [RULES[other]])[:2]:
+            assert enumerate_choices(apply_choice(staged, c, RULES), [MM_TILES_BLOCKS]) == [], c
+    blocks = enumerate_choices(staged, [MM_TILES_BLOCKS])
+    assert len(blocks) == 1
+    q = apply_choice(staged, blocks[0], RULES)
+    assert is_low_level(q)
+    if block["unroll"]:
+        q = apply_choice(q, enumerate_choices(q, [MM_TILES_UNROLL])[0], RULES)
+    one = apply_choice(t, [c for c in enumerate_choices(t, [MM_TILES_LOWER]) if dict(c.params) == block][0], RULES)
+    assert compile_program(q).source == compile_program(one).source
 
 
 def test_the_tiled_kernels_pass_the_search_filters() -> None:

@@ -31,9 +31,12 @@ parameter, so the tiles and register blocks have constant sizes:
   form (compared with a rebuilt copy up to parameter names) to the kernel of `mm-local-tiles`.
   The `mm-tiles` macro is the two in sequence; between them the search may also take the
   tiled program elsewhere.
-* `mm-tiles-unroll`: the unrolling step on its own: a work-item's loop over the K steps of a
-  tile (`reduceSeq` of the kernel made with unroll=0) → `reduceSeqUnroll`. `mm-local-tiles` and
-  `mm-tiles-lower` with unroll=1 build the loop kernel and then take this step (same program).
+* `mm-tiles-lower` in three small steps (`mm-tiles-lower` and `mm-local-tiles` build what they
+  make in sequence, `lowered_tiles`): `mm-tiles-stage-local` (wx, wy, w): one work-group of
+  wx×wy work-items per tile of C, each tile pair copied into local memory cooperatively in
+  float-w rounds, the tile's product from the copies still high-level; `mm-tiles-blocks`: each
+  work-item accumulates a (tm/wy)×(tn/wx) register block (float-w loads and blocks, the K steps
+  of a tile a loop); `mm-tiles-unroll`: that loop unrolled (`reduceSeq` → `reduceSeqUnroll`).
 
 All need the reduction to be the element type's `add` from 0 and the products its `mult`, over
 float, double, cfloat or cdouble (`Elem`; for complex types any one-expression product, e.g. the
@@ -357,15 +360,11 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                          f"for {e.t}")
     wy, wx = tm // rm, tn // rn
     idw = e.id(w)
-    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 else ()
-    a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(tm))
-    b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(tn))), D.split(tk))
+    a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w)
     init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
     b_threads = D.compose(D.transpose, D.map(D.transpose), D.map(D.split(wx)), from_local(tn // w))
-    # a tile (as float4) in rounds of WX·WY work-items: neighbouring work-items read neighbours
-    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
     over_k = D.reduceSeqUnroll if unroll else D.reduceSeq
     a_cols = D.compose(D.map(D.asScalar), D.split(1)) if w > 1 else D.split(1)
 
@@ -397,14 +396,21 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                                   << b_tiles(b)) << a_tiles(a))
 
 
+def lowered_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
+                  w: int = 4, e: Elem = FLOAT32) -> Expr:
+    """What the small rules make of the tiled product in sequence: mm-tiles-stage-local (wx =
+    tn/rn, wy = tm/rm, w), mm-tiles-blocks (the loop kernel `local_tiles` with unroll=0), then
+    for unroll=1 mm-tiles-unroll (`unroll_k_steps`); test_mm_rules checks the steps give it."""
+    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e)
+    return unroll_k_steps(kernel) if unroll else kernel
+
+
 def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
                  w: int = 4) -> Expr:
-    """The kernel with its K steps a loop, then (unroll=1) those steps unrolled by
-    mm-tiles-unroll's rewrite: the composite is the small rules in sequence."""
+    """mm-tile-2d, then the small rules of `lowered_tiles`, in one step."""
     parts = mm_parts(site)
     assert parts is not None
-    kernel = local_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, 0, w, parts.elem)
-    return unroll_k_steps(kernel) if unroll else kernel
+    return lowered_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem)
 
 
 MM_LOCAL_TILES = make_rule(
@@ -566,8 +572,7 @@ def _build_lower(site: Site, rm: int, rn: int, w: int = 4, unroll: int = 1) -> E
     parts = tiled_parts(site)
     assert parts is not None
     a, b, tm, tn, tk, e = parts
-    kernel = local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, 0, w, e)
-    return unroll_k_steps(kernel) if unroll else kernel
+    return lowered_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, unroll, w, e)
 
 
 MM_TILES_LOWER = make_rule(
@@ -578,6 +583,156 @@ MM_TILES_LOWER = make_rule(
     "register blocks per work-item, unrolled (= mm-local-tiles)",
     SOURCE + ": local-memory tiles with cooperative copies, 1D/2D register blocking, vectorised "
     "loads, unrolling", _choices_lower, _build_lower, lowering=True, reshapes=True, opaque=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# mm-tiles-lower in steps: mm-tiles-stage-local, then mm-tiles-blocks (then mm-tiles-unroll)
+
+
+def _tile_pieces(tm: int, tn: int, tk: int, wx: int, wy: int, w: int) -> Any:
+    """The tiling of A and B into tile pairs and a tile's cooperative copy in rounds of the
+    wx·wy work-items (float-w vectors), shared by the staged form and `local_tiles`."""
+    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 else ()
+    a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(tm))
+    b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(tn))), D.split(tk))
+    # a tile (as float4) in rounds of WX·WY work-items: neighbouring work-items read neighbours
+    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
+    return a_tiles, b_tiles, rounds
+
+
+def staged_local(a: Expr, b: Expr, tm: int, tn: int, tk: int, wx: int, wy: int, w: int = 4,
+                 e: Elem = FLOAT32) -> Expr:
+    """C = A·B tiled (mm-tile-2d's tm×tn×tk) with one work-group per tile of C and each tile
+    pair copied into local memory cooperatively by the group's wx×wy work-items (float-w
+    rounds); the tile's product from the local copies is still high-level (no register blocks)."""
+    if tm % wy or tn % wx or not _tiles_ok(tm, tn, tk, tm // wy, tn // wx, w, e.widths):
+        raise ValueError(f"inconsistent staging tm={tm} tn={tn} tk={tk} wx={wx} wy={wy} w={w} for {e.t}")
+    idw = e.id(w)
+    a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w)
+    scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w > 1 else ()
+    from_local = lambda row: D.compose(*scalars, D.split(row), D.join, D.map(D.join))  # noqa: E731
+
+    def update(acc: Any, l_a: Any, l_b: Any) -> Any:
+        return D.map(lambda acc_a: D.join << D.map(
+            lambda acc_b: D.reduce(e.add, acc_b[0]) << D.map(e.mult) << D.zip(acc_a[1], acc_b[1]))
+            << D.zip(acc_a[0], D.transpose << l_b)) << D.zip(acc, l_a)
+
+    def step(acc: Any, tiles: Any) -> Any:
+        copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(idw))))  # noqa: E731
+        return D.let(copy() << rounds(tiles[0]), copy() << rounds(tiles[1]), lambda lA, lB:
+                     update(acc, from_local(tk // w)(lA), from_local(tn // w)(lB)))
+
+    return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose
+                                  << D.mapWrg(0)(lambda b_col: D.join
+                                                 << D.reduceSeq(step, _zeros4((tm, tn), 1, e))
+                                                 << D.zip(a_row, b_col))
+                                  << b_tiles(b)) << a_tiles(a))
+
+
+def _chain_split(x: Any) -> Optional[tuple[int, Expr]]:
+    """(n, X) for the outermost `split n $ X` along the first arguments of x's calls."""
+    while isinstance(x, FunCall) and x.args:
+        if type(x.f) is P.Split and const(x.f.n) is not None:
+            return const(x.f.n), x.args[0]  # type: ignore[return-value]
+        x = x.args[0]
+    return None
+
+
+def staged_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, int, int, Elem]]:
+    """(A, B, tm, tn, tk, wx, wy, w, elem) when the site is exactly what mm-tiles-stage-local
+    makes (compared up to parameter names with a rebuilt copy)."""
+    from liftkit.rewrite.core import normalize
+
+    j = site.call
+    if type(site.f) is not P.Join or site.inside(*_NOT_AROUND):
+        return None
+    m = j.args[0]
+    if not (isinstance(m, FunCall) and type(m.f) is P.MapWrg and isinstance(m.f.f, Lambda)):
+        return None
+    body = list(walk(m.f.f))
+    wrg0 = [n for n in body if isinstance(n, FunCall) and type(n.f) is P.MapWrg]
+    if len(wrg0) != 1 or not any(isinstance(n, P.ToLocal) for n in body):
+        return None
+    ta, tb = _chain_split(m.args[0]), _chain_split(wrg0[0].args[0])
+    zeros = [n for n in body if isinstance(n, Literal) and isinstance(n.type, ArrayType)
+             and isinstance(n.type.elem, ArrayType)]
+    if ta is None or tb is None or len(zeros) != 1:
+        return None
+    (tm, a), (tk, b) = ta, tb
+    tn = const(zeros[0].type.elem.length)  # type: ignore[union-attr]
+    a_t = site.type_of(a)
+    et = a_t.elem.elem if isinstance(a_t, ArrayType) and isinstance(a_t.elem, ArrayType) else None
+    if tn is None or not isinstance(et, ScalarType) or et not in ELEM_WIDTHS:
+        return None
+    mults = {u for n in body if isinstance(n, P.Map) for u in [_product(et, n.f)] if u is not None}
+    if len(mults) != 1:
+        return None
+    e = Elem(et, mults.pop())
+    vws = {const(n.n) for n in body if isinstance(n, P.AsVector)}
+    splits = {const(n.n) for n in body if isinstance(n, P.Split)} - {None}
+    w = vws.pop() if len(vws) == 1 else 1
+    # the rounds split by wx and by wx·wy (the work-group size)
+    groups = sorted((wx, g // wx) for wx in splits for g in splits  # type: ignore[operator]
+                    if g % wx == 0 and tn % wx == 0 and tm % (g // wx) == 0)  # type: ignore[operator]
+    for wx, wy in groups:
+        if not _tiles_ok(tm, tn, tk, tm // wy, tn // wx, w, e.widths):
+            continue
+        try:
+            want = normalize(D.fun([a_t, site.type_of(b)],  # type: ignore[list-item]
+                                   lambda x, y: staged_local(x, y, tm, tn, tk, wx, wy, w, e)))
+        except Exception:  # noqa: BLE001 - no such staging of these arguments
+            continue
+        sub = {want.params[0].uid: a, want.params[1].uid: b}  # type: ignore[union-attr]
+        if _same(want.body, j, sub):  # type: ignore[union-attr]
+            return a, b, tm, tn, tk, wx, wy, w, e  # type: ignore[return-value]
+    return None
+
+
+def _choices_stage(site: Site) -> Options:
+    parts = tiled_parts(site)
+    if parts is None:
+        return []
+    _, _, tm, tn, tk, e = parts
+    return [{"wx": tn // rn, "wy": tm // rm, "w": w} for w in e.widths
+            for rm, rn in BLOCKS if _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)]
+
+
+def _build_stage(site: Site, wx: int, wy: int, w: int = 4) -> Expr:
+    parts = tiled_parts(site)
+    assert parts is not None
+    a, b, tm, tn, tk, e = parts
+    return staged_local(fresh(a), fresh(b), tm, tn, tk, wx, wy, w, e)
+
+
+MM_TILES_STAGE_LOCAL = make_rule(
+    "mm-tiles-stage-local",
+    "join ∘ map(λaRows. map(join) ∘ transpose ∘ map(λbCols. tm×tn dot products of K/tk partial "
+    "sums) ∘ split tn ∘ transpose $ B) ∘ split tm $ A → join ∘ mapWrg(1)(λaRow. map(join) ∘ "
+    "transpose ∘ mapWrg(0)(λbCol. join ∘ reduceSeq(λ(acc, (a, b)). let lA = toLocal(copy rounds "
+    "a), lB = toLocal(copy rounds b) in acc + lA·lB, 0) $ zip(aRow, bCol)) ∘ tiles(tk, tn) $ B) "
+    "∘ tiles(tm, tk) $ A   (copies by wx×wy work-items, float-w rounds)",
+    SOURCE + ": local-memory tiles with cooperative copies (the tile product still high-level)",
+    _choices_stage, _build_stage, lowering=True, reshapes=True, opaque=False)
+
+
+def _choices_blocks_of_tiles(site: Site) -> Options:
+    return [] if staged_parts(site) is None else [{}]
+
+
+def _build_blocks_of_tiles(site: Site) -> Expr:
+    parts = staged_parts(site)
+    assert parts is not None
+    a, b, tm, tn, tk, wx, wy, w, e = parts
+    return local_tiles(fresh(a), fresh(b), tm, tn, tk, tm // wy, tn // wx, 0, w, e)
+
+
+MM_TILES_BLOCKS = make_rule(
+    "mm-tiles-blocks",
+    "the staged form of mm-tiles-stage-local → mapLcl(1)(mapLcl(0)(each of the wx×wy work-items "
+    "accumulates a (tm/wy)×(tn/wx) block of the tile in private memory (float-w register blocks, "
+    "the K steps a loop)))",
+    SOURCE + ": 1D/2D register blocking over local-memory tiles", _choices_blocks_of_tiles,
+    _build_blocks_of_tiles, lowering=True, reshapes=True, opaque=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,5 +867,5 @@ MM_PRIVATE_BLOCKS = make_rule(
     SOURCE + ": 2D register blocking, float4 loads, no local memory (CLBlast for AMD)",
     _choices_blocks, _build_blocks, lowering=True, reshapes=True, opaque=False)
 
-MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_TILES_UNROLL,
-                              MM_PRIVATE_BLOCKS)
+MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_TILES_STAGE_LOCAL,
+                              MM_TILES_BLOCKS, MM_TILES_UNROLL, MM_PRIVATE_BLOCKS)
