@@ -29,7 +29,7 @@ from liftkit.codegen.emit import space_of_view
 from liftkit.codegen.memory import ctype
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
-from liftkit.ir.patterns.cuda import WARP, copy_levels
+from liftkit.ir.patterns.cuda import WARP
 from liftkit.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -320,28 +320,13 @@ def pipelined_loop(g: "Generator", p: P.ReduceMma, chains: list[Any], tiles: Vie
     visible, and every warp has finished tile k-1), then the copy of tile k+s-1 is issued into
     tile k-1's buffer (one commit group per tile, empty past the end) and the warps compute on
     buffer k % s: one barrier per tile, s-1 tiles in flight under the products."""
-    from liftkit.codegen.cuda_patterns import _async_copy, _through
+    from liftkit.codegen.cuda_patterns import _through, stage_buffers
     from liftkit.codegen.generator import Scope
 
     em = g.em
     stages = chains[0][1].stage_count()
     kt = V.array_view_type(tiles.type).length
-    buffers = []
-    pair_t = V.array_view_type(tiles.type).elem
-    for k, (_, it, pre) in enumerate(chains):
-        src_t = pair_t.elems[k]  # type: ignore[attr-defined]
-        for h in reversed(pre):
-            src_t = g.result_type(h, [src_t], env, ctx)
-        levels = copy_levels(it.f)
-        if levels is None:
-            raise CodegenError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
-                               "mapLcl of id)")
-        buffers.append((g.allocate(ArrayType(src_t, cst(stages)), "local", ctx, "stage"), levels))
-
-    def issue(j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
-        for k, ((_, _, pre), (buf, levels)) in enumerate(zip(chains, buffers)):
-            src = _through(g, pre, tiles.access(j).get(k), env, c)
-            _async_copy(g, levels, src, buf.access(slot), c)
+    buffers, issue = stage_buffers(g, chains, tiles, env, ctx)
 
     commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
     for s in range(stages - 1):

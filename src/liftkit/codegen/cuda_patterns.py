@@ -10,7 +10,7 @@ and its result lands in whatever destination the consumer owns.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst, divides, prove_lt
 from liftkit.codegen import views as V
@@ -208,6 +208,33 @@ def _async_copy(g: "Generator", levels: Sequence[P.Pattern], src: View, dst: Vie
 # toLocalAsync at the start of a reduceSeq's function: a cp.async pipeline over the tile loop
 
 
+def stage_buffers(g: "Generator", chains: list[Any], tiles: View, env: dict[Param, View],
+                  ctx: "Ctx") -> tuple[list[tuple[View, Sequence[P.Pattern]]],
+                                       Callable[[ArithExpr, ArithExpr, "Ctx"], None]]:
+    """The local buffers of a cp.async pipeline (one per copied operand, `stages` tiles deep)
+    and the function that issues the copies of tile j into buffer slot `slot`: shared by the
+    FFMA tile loop and the tensor-core loop, which differ only in what they compute."""
+    stages = chains[0][1].stage_count()
+    pair_t = V.array_view_type(tiles.type).elem
+    buffers = []
+    for k, (_, it, pre) in enumerate(chains):
+        src_t = pair_t.elems[k]  # type: ignore[attr-defined]
+        for h in reversed(pre):
+            src_t = g.result_type(h, [src_t], env, ctx)
+        levels = copy_levels(it.f)
+        if levels is None:
+            raise CodegenError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
+                               "mapLcl of id)")
+        buffers.append((g.allocate(ArrayType(src_t, cst(stages)), "local", ctx, "stage"), levels))
+
+    def issue(j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
+        for k, ((_, _, pre), (buf, levels)) in enumerate(zip(chains, buffers)):
+            src = _through(g, pre, tiles.access(j).get(k), env, c)
+            _async_copy(g, levels, src, buf.access(slot), c)
+
+    return buffers, issue
+
+
 def async_reduce(p: P.AbstractReduce) -> Optional[tuple[Lambda, Lambda, list[Chain]]]:
     """For reduceSeq(λ(acc, t). (λ(x, y). body)(… ∘ toLocalAsync s (copy) ∘ … $ get 0 t, … $ get
     1 t), z) with layout-only steps around the copies: (the function, the let, the two chains);
@@ -255,22 +282,7 @@ def pipelined_reduce(g: "Generator", p: P.ReduceSeq, init: View, xs: View, env: 
     em = g.em
     stages = chains[0][1].stage_count()
     kt = V.array_view_type(xs.type).length
-    pair_t = V.array_view_type(xs.type).elem
-    buffers = []
-    for k, (_, it, pre) in enumerate(chains):
-        src_t = pair_t.elems[k]  # type: ignore[attr-defined]
-        for h in reversed(pre):
-            src_t = g.result_type(h, [src_t], env, ctx)
-        levels = copy_levels(it.f)
-        if levels is None:
-            raise CodegenError("toLocalAsync: the function must be a copy (mapSeqUnroll, mapSeq or "
-                               "mapLcl of id)")
-        buffers.append((g.allocate(ArrayType(src_t, cst(stages)), "local", ctx, "stage"), levels))
-
-    def issue(j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
-        for k, ((_, _, pre), (buf, levels)) in enumerate(zip(chains, buffers)):
-            src = _through(g, pre, xs.access(j).get(k), env, c)
-            _async_copy(g, levels, src, buf.access(slot), c)
+    buffers, issue = stage_buffers(g, chains, xs, env, ctx)
 
     commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
     for s in range(stages - 1):
