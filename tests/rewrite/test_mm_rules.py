@@ -25,7 +25,7 @@ from liftkit.rewrite.rules import ALL_RULES, RULES_BY_NAME, SEARCH_RULES, normal
 from liftkit.rewrite.rules.corpus import Case, run
 from liftkit.rewrite.rules.mm import (MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_RULES, MM_TILE_2D,
                                       MM_TILES_BLOCKS, MM_TILES_LOWER, MM_TILES_STAGE_LOCAL,
-                                      MM_TILES_UNROLL)
+                                      MM_TILES_UNROLL, MM_TILES_VECTORIZE)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.types import float32
 
@@ -68,15 +68,20 @@ def tiled_case(seed: int) -> Case:
     return Case(prog, case.inputs, case.expected, seed, "mm + mm-tile-2d", case.sizes)  # type: ignore[arg-type]
 
 
-def staged_case(case: Case) -> Case:
-    """A tiled case staged into local memory by mm-tiles-stage-local (what mm-tiles-blocks
-    lowers)."""
+def staged_case(case: Case, vectorize: bool = True) -> Case:
+    """A tiled case staged into local memory by mm-tiles-stage-local, half of them (with
+    `vectorize`) then vectorised by mm-tiles-vectorize (what mm-tiles-blocks lowers)."""
     opts = enumerate_choices(case.program, [MM_TILES_STAGE_LOCAL])
     if not opts:
         return case
-    prog = apply_choice(case.program, random.Random(case.seed).choice(opts), RULES)
-    return Case(prog, case.inputs, case.expected, case.seed, case.origin + " + mm-tiles-stage-local",
-                case.sizes)  # type: ignore[arg-type]
+    rng = random.Random(case.seed)
+    prog = apply_choice(case.program, rng.choice(opts), RULES)
+    origin = case.origin + " + mm-tiles-stage-local"
+    vec = enumerate_choices(prog, [MM_TILES_VECTORIZE]) if vectorize else []
+    if vec and rng.random() < 0.5:  # half of them with vector copies
+        prog = apply_choice(prog, rng.choice(vec), RULES)
+        origin += " + mm-tiles-vectorize"
+    return Case(prog, case.inputs, case.expected, case.seed, origin, case.sizes)  # type: ignore[arg-type]
 
 
 def loop_kernel_case(case: Case) -> Case:
@@ -101,6 +106,9 @@ HARNESS_TILED = Soundness(RULES, lambda i: tiled_case(SEED * 17 + i), lambda r: 
                           SEED, per_step=3, walk=3, max_bases=200, patience=1)
 HARNESS_STAGED = Soundness(RULES, lambda i: staged_case(tiled_case(SEED * 37 + i)), lambda r: [],
                            _walk_order, SEED, per_step=3, walk=3, max_bases=200, patience=1)
+HARNESS_SCALAR_STAGED = Soundness(RULES, lambda i: staged_case(tiled_case(SEED * 43 + i), False),
+                                  lambda r: [], _walk_order, SEED, per_step=3, walk=3, max_bases=200,
+                                  patience=1)
 HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(tiled_case(SEED * 29 + i)), lambda r: [],
                           _walk_order, SEED, per_step=3, walk=3, max_bases=200, patience=1)
 
@@ -165,6 +173,10 @@ ELEM_HARNESS_TILED = Soundness(RULES, lambda i: elem_tiled_case(SEED * 23 + i), 
 ELEM_HARNESS_STAGED = Soundness(RULES, lambda i: staged_case(elem_tiled_case(SEED * 41 + i)),
                                 lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
                                 patience=1)
+# the double cases only (ELEMS 0 and 3: complex types have no vectors)
+ELEM_HARNESS_SCALAR_STAGED = Soundness(RULES, lambda i: staged_case(elem_tiled_case(SEED * 282 + 3 * i), False),
+                                       lambda r: [], _walk_order, SEED, per_step=3, walk=2,
+                                       max_bases=200, patience=1)
 ELEM_HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(elem_tiled_case(SEED * 31 + i)),
                                lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
                                patience=1)
@@ -176,7 +188,8 @@ def test_mm_rule_is_sound_for_double_and_complex(rule: Rule) -> None:
     """The rules over double, cfloat and cdouble, with conjugating products and NT layouts:
     every application checked in the interpreter (before == after, exactly)."""
     harness = {MM_TILES_LOWER: ELEM_HARNESS_TILED, MM_TILES_STAGE_LOCAL: ELEM_HARNESS_TILED,
-               MM_TILES_BLOCKS: ELEM_HARNESS_STAGED, MM_TILES_UNROLL: ELEM_HARNESS_LOOPS}.get(rule, ELEM_HARNESS)
+               MM_TILES_BLOCKS: ELEM_HARNESS_STAGED, MM_TILES_VECTORIZE: ELEM_HARNESS_SCALAR_STAGED,
+               MM_TILES_UNROLL: ELEM_HARNESS_LOOPS}.get(rule, ELEM_HARNESS)
     try:
         stats = harness.exercise(rule, ELEM_TARGET)
     except SoundnessError as err:
@@ -207,7 +220,8 @@ def test_the_element_type_decides_the_vector_widths() -> None:
 @pytest.mark.parametrize("rule", MM_RULES, ids=[r.name for r in MM_RULES])
 def test_mm_rule_is_sound(rule: Rule) -> None:
     harness = {MM_TILES_LOWER: HARNESS_TILED, MM_TILES_STAGE_LOCAL: HARNESS_TILED,
-               MM_TILES_BLOCKS: HARNESS_STAGED, MM_TILES_UNROLL: HARNESS_LOOPS}.get(rule, HARNESS)
+               MM_TILES_BLOCKS: HARNESS_STAGED, MM_TILES_VECTORIZE: HARNESS_SCALAR_STAGED,
+               MM_TILES_UNROLL: HARNESS_LOOPS}.get(rule, HARNESS)
     try:
         stats = harness.exercise(rule, TARGET)
     except SoundnessError as err:
@@ -323,8 +337,9 @@ def test_the_composites_unroll_by_the_unroll_rule() -> None:
     (("cdouble", "multConj", "NN"), (32, 32, 16), {"rm": 2, "rn": 2, "w": 1, "unroll": 1}),
 ])
 def test_the_small_steps_give_the_composite_kernel(elem: tuple, tile: tuple, block: dict) -> None:
-    """mm-tiles-stage-local (wx = tn/rn, wy = tm/rm, w), mm-tiles-blocks, then (unroll=1)
-    mm-tiles-unroll, each at its one site, give mm-tiles-lower's kernel (same generated source);
+    """mm-tiles-stage-local (wx = tn/rn, wy = tm/rm), mm-tiles-vectorize (w > 1), mm-tiles-blocks,
+    then (unroll=1) mm-tiles-unroll, each at its one site, give mm-tiles-lower's kernel (same
+    generated source);
     the staged program keeps its tile product high-level; mm-tiles-blocks lowers only the
     staged form as mm-tiles-stage-local left it."""
     from liftkit.dsl import size
@@ -334,10 +349,17 @@ def test_the_small_steps_give_the_composite_kernel(elem: tuple, tile: tuple, blo
     p = normal_form(mm_program_of(SCALARS[elem[0]], *elem[1:], size("M"), size("N"), size("K")))
     t = apply_choice(p, [c for c in enumerate_choices(p, [MM_TILE_2D])
                          if dict(c.params) == {"tm": tm, "tn": tn, "tk": tk}][0], RULES)
-    stage = {"wx": tn // block["rn"], "wy": tm // block["rm"], "w": block["w"]}
+    stage = {"wx": tn // block["rn"], "wy": tm // block["rm"]}
     staged = apply_choice(t, [c for c in enumerate_choices(t, [MM_TILES_STAGE_LOCAL])
                               if dict(c.params) == stage][0], RULES)
-    assert not is_low_level(staged) and "toLocal" in show(staged)
+    assert not is_low_level(staged) and "toLocal" in show(staged) and "asVector" not in show(staged)
+    vec = enumerate_choices(staged, [MM_TILES_VECTORIZE])
+    if elem[0] == "cdouble":  # no complex vectors
+        assert vec == []
+    if block["w"] > 1:
+        assert [dict(c.params) for c in vec] == [{"w": block["w"]}]
+        staged = apply_choice(staged, vec[0], RULES)
+        assert "asVector" in show(staged) and enumerate_choices(staged, [MM_TILES_VECTORIZE]) == []
     assert enumerate_choices(t, [MM_TILES_BLOCKS]) == []
     for other in ("map-fusion", "reduce-reduceSeq"):
         for c in enumerate_choices(staged, [RULES[other]])[:2]:

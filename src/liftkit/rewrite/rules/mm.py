@@ -32,9 +32,10 @@ parameter, so the tiles and register blocks have constant sizes:
   The `mm-tiles` macro is the two in sequence; between them the search may also take the
   tiled program elsewhere.
 * `mm-tiles-lower` in three small steps (`mm-tiles-lower` and `mm-local-tiles` build what they
-  make in sequence, `lowered_tiles`): `mm-tiles-stage-local` (wx, wy, w): one work-group of
+  make in sequence, `lowered_tiles`): `mm-tiles-stage-local` (wx, wy): one work-group of
   wx×wy work-items per tile of C, each tile pair copied into local memory cooperatively in
-  float-w rounds, the tile's product from the copies still high-level; `mm-tiles-blocks`: each
+  rounds, the tile's product from the copies still high-level; `mm-tiles-vectorize` (w): those
+  copies (and the later block loads) as float4/double2 vectors; `mm-tiles-blocks`: each
   work-item accumulates a (tm/wy)×(tn/wx) register block (float-w loads and blocks, the K steps
   of a tile a loop); `mm-tiles-unroll`: that loop unrolled (`reduceSeq` → `reduceSeqUnroll`).
 
@@ -399,8 +400,9 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 def lowered_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
                   w: int = 4, e: Elem = FLOAT32) -> Expr:
     """What the small rules make of the tiled product in sequence: mm-tiles-stage-local (wx =
-    tn/rn, wy = tm/rm, w), mm-tiles-blocks (the loop kernel `local_tiles` with unroll=0), then
-    for unroll=1 mm-tiles-unroll (`unroll_k_steps`); test_mm_rules checks the steps give it."""
+    tn/rn, wy = tm/rm), for w > 1 mm-tiles-vectorize (w), mm-tiles-blocks (the loop kernel
+    `local_tiles` with unroll=0), then for unroll=1 mm-tiles-unroll (`unroll_k_steps`);
+    test_mm_rules checks the steps give it."""
     kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e)
     return unroll_k_steps(kernel) if unroll else kernel
 
@@ -693,15 +695,16 @@ def _choices_stage(site: Site) -> Options:
     if parts is None:
         return []
     _, _, tm, tn, tk, e = parts
-    return [{"wx": tn // rn, "wy": tm // rm, "w": w} for w in e.widths
-            for rm, rn in BLOCKS if _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)]
+    return [dict(c) for c in dict.fromkeys(
+        (("wx", tn // rn), ("wy", tm // rm)) for w in e.widths for rm, rn in BLOCKS
+        if _tiles_ok(tm, tn, tk, rm, rn, w, e.widths))]
 
 
-def _build_stage(site: Site, wx: int, wy: int, w: int = 4) -> Expr:
+def _build_stage(site: Site, wx: int, wy: int) -> Expr:
     parts = tiled_parts(site)
     assert parts is not None
     a, b, tm, tn, tk, e = parts
-    return staged_local(fresh(a), fresh(b), tm, tn, tk, wx, wy, w, e)
+    return staged_local(fresh(a), fresh(b), tm, tn, tk, wx, wy, 1, e)
 
 
 MM_TILES_STAGE_LOCAL = make_rule(
@@ -710,9 +713,33 @@ MM_TILES_STAGE_LOCAL = make_rule(
     "sums) ∘ split tn ∘ transpose $ B) ∘ split tm $ A → join ∘ mapWrg(1)(λaRow. map(join) ∘ "
     "transpose ∘ mapWrg(0)(λbCol. join ∘ reduceSeq(λ(acc, (a, b)). let lA = toLocal(copy rounds "
     "a), lB = toLocal(copy rounds b) in acc + lA·lB, 0) $ zip(aRow, bCol)) ∘ tiles(tk, tn) $ B) "
-    "∘ tiles(tm, tk) $ A   (copies by wx×wy work-items, float-w rounds)",
+    "∘ tiles(tm, tk) $ A   (scalar copies by wx×wy work-items in rounds)",
     SOURCE + ": local-memory tiles with cooperative copies (the tile product still high-level)",
     _choices_stage, _build_stage, lowering=True, reshapes=True, opaque=False)
+
+
+def _choices_vectorize(site: Site) -> Options:
+    parts = staged_parts(site)
+    if parts is None or parts[7] != 1:
+        return []
+    _, _, tm, tn, tk, wx, wy, _, e = parts
+    return [{"w": w} for w in e.widths if w > 1 and _tiles_ok(tm, tn, tk, tm // wy, tn // wx, w, e.widths)]
+
+
+def _build_vectorize(site: Site, w: int) -> Expr:
+    parts = staged_parts(site)
+    assert parts is not None
+    a, b, tm, tn, tk, wx, wy, _, e = parts
+    return staged_local(fresh(a), fresh(b), tm, tn, tk, wx, wy, w, e)
+
+
+MM_TILES_VECTORIZE = make_rule(
+    "mm-tiles-vectorize",
+    "the staged form of mm-tiles-stage-local with scalar copies → the same with the tiles' rows "
+    "copied as w-wide vectors (toLocal(mapSeqUnroll(mapLcl(1)(mapLcl(0)(id4)))) ∘ … ∘ "
+    "map(asVector w), read back through asScalar); mm-tiles-blocks then loads vectors too",
+    SOURCE + ": vectorised (float4, double2) tile copies and block loads", _choices_vectorize,
+    _build_vectorize, lowering=True, reshapes=True, opaque=False)
 
 
 def _choices_blocks_of_tiles(site: Site) -> Options:
@@ -868,4 +895,4 @@ MM_PRIVATE_BLOCKS = make_rule(
     _choices_blocks, _build_blocks, lowering=True, reshapes=True, opaque=False)
 
 MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_TILES_STAGE_LOCAL,
-                              MM_TILES_BLOCKS, MM_TILES_UNROLL, MM_PRIVATE_BLOCKS)
+                              MM_TILES_VECTORIZE, MM_TILES_BLOCKS, MM_TILES_UNROLL, MM_PRIVATE_BLOCKS)
