@@ -85,7 +85,7 @@ def staged_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, i
         return None
     ta, tb = _chain_split(m.args[0]), _chain_split(wrg0[0].args[0])
     zeros = [n for n in body if isinstance(n, Literal) and isinstance(n.type, ArrayType)
-             and isinstance(n.type.elem, ArrayType)]
+             and isinstance(n.type.elem, ArrayType) and isinstance(n.type.elem.elem, ScalarType)]
     if ta is None or tb is None or len(zeros) != 1:
         return None
     (tm, a), (tk, b) = ta, tb
