@@ -447,7 +447,6 @@ MM_TENSOR_CORES = make_rule(
 # the tile copies of a reduceSeq pipelined with cp.async
 
 ASYNC_STAGES = (2, 3, 4)
-ASYNC_LOCAL_BYTES = 48 * 1024  # CUDA's static shared-memory limit per block
 
 
 def _async_copy_of(f: Any) -> bool:
