@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from . import types as T
 from . import vrir as V
 from .gpu_codegen import GpuKernel, KernelWriter, lift_map
-from .passes.walk import nodes
+from .passes.walk import children, nodes
 
 @dataclass(frozen=True)
 class HostAccess:
@@ -58,15 +58,18 @@ def library_call(s: V.Stmt) -> V.LibCall | None:
     return None
 
 
+_NEW = ("zeros", "ones", "empty", "full", "arange")  # library calls returning new memory
+_NEW_OR_COPY = _NEW + ("copy",)
+
+
 def _fresh_arrays(f: V.Function) -> set[str]:
     """Array variables only ever assigned newly allocated arrays (alias analysis, §5.4)."""
-    alloc = ("zeros", "ones", "empty", "full", "arange", "copy")
     fresh: dict[str, bool] = {}
     for n in nodes(f.body):
         if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
                 isinstance(n.target.type, T.ArrayType):
             v = n.value
-            new = isinstance(v, V.LibCall) and v.fn in alloc
+            new = isinstance(v, V.LibCall) and v.fn in _NEW_OR_COPY
             fresh[n.target.name] = fresh.get(n.target.name, True) and new
     return {k for k, ok in fresh.items() if ok and k not in f.params}
 
@@ -74,7 +77,6 @@ def _fresh_arrays(f: V.Function) -> set[str]:
 def _owned_arrays(f: V.Function) -> set[str]:
     """Array variables holding only memory the function allocated (copies of such names
     included): nothing outside the function can see them."""
-    alloc = ("zeros", "ones", "empty", "full", "arange", "copy")
     assigns: dict[str, list] = {}
     for n in nodes(f.body):
         if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
@@ -85,7 +87,7 @@ def _owned_arrays(f: V.Function) -> set[str]:
     while changed:
         changed = False
         for k in list(owned):
-            if not all((isinstance(v, V.LibCall) and v.fn in alloc) or
+            if not all((isinstance(v, V.LibCall) and v.fn in _NEW_OR_COPY) or
                        (isinstance(v, V.Name) and v.name in owned) for v in assigns[k]):
                 owned.discard(k)
                 changed = True
@@ -98,11 +100,10 @@ def _dead_after(f: V.Function, section: V.GpuSection, owned: set,
     array variable copied from or to them (``x = y``) is mentioned outside it — their
     allocation before it apart, unless the section runs in a loop (its next run reads them)."""
     outside: set[str] = set()
-    alloc = ("zeros", "ones", "empty", "full", "arange")
 
     def walk(x: object) -> None:
         if not loop and isinstance(x, V.Assign) and isinstance(x.target, V.Name) and \
-                x.target.name in owned and isinstance(x.value, V.LibCall) and x.value.fn in alloc:
+                x.target.name in owned and isinstance(x.value, V.LibCall) and x.value.fn in _NEW:
             walk(x.value.args)  # the allocation itself
             return
         if x is section:  # what a return inside it (@jit(target="gpu")) hands out escapes
@@ -112,13 +113,8 @@ def _dead_after(f: V.Function, section: V.GpuSection, owned: set,
             return
         if isinstance(x, V.Name):
             outside.add(x.name)
-        if isinstance(x, tuple):
-            for i in x:
-                walk(i)
-        elif hasattr(x, "__dataclass_fields__") and not isinstance(
-                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType)):
-            for fld in x.__dataclass_fields__:
-                walk(getattr(x, fld))
+        for c in children(x):
+            walk(c)
     walk(f.body)
     group = _groups(f, owned)
     outside.add("$escapes")
@@ -152,7 +148,6 @@ def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozense
     outside: set[str] = set()
     ret: set[str] = set()
 
-    alloc = ("zeros", "ones", "empty", "full", "arange")
 
     def walk(x: object) -> None:
         if x is section:  # a return inside it (@jit(target="gpu")) ends it first
@@ -163,7 +158,7 @@ def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozense
         if isinstance(x, V.Dim) and isinstance(x.array, V.Name):  # a shape is no data use
             return
         if isinstance(x, V.Assign) and isinstance(x.target, V.Name) and x.target.name in owned \
-                and isinstance(x.value, V.LibCall) and x.value.fn in alloc:
+                and isinstance(x.value, V.LibCall) and x.value.fn in _NEW:
             walk(x.value.args)  # the allocation itself
             return
         if isinstance(x, V.Return) and x.value is not None:
@@ -176,13 +171,8 @@ def _returned_only(f: V.Function, section: V.GpuSection, owned: set) -> frozense
             return
         if isinstance(x, V.Name):
             outside.add(x.name)
-        if isinstance(x, tuple):
-            for i in x:
-                walk(i)
-        elif hasattr(x, "__dataclass_fields__") and not isinstance(
-                x, (T.ScalarType, T.ArrayType, T.TupleType, T.DomainType)):
-            for fld in x.__dataclass_fields__:
-                walk(getattr(x, fld))
+        for c in children(x):
+            walk(c)
     walk(f.body)
     group = _groups(f, owned)
     outside.add("$escapes")
