@@ -315,36 +315,8 @@ def _prod(xs: Sequence[int]) -> int:
 
 def pipelined_loop(g: "Generator", p: P.ReduceMma, chains: list[Any], tiles: View,
                    env: dict["Param", View], ctx: "Ctx", products: Any) -> None:
-    """s local buffers per operand; tiles 0..s-2 issued before the loop; at iteration k,
-    `wait_group s-2` (tile k has landed), one barrier (every thread's copies of tile k are
-    visible, and every warp has finished tile k-1), then the copy of tile k+s-1 is issued into
-    tile k-1's buffer (one commit group per tile, empty past the end) and the warps compute on
-    buffer k % s: one barrier per tile, s-1 tiles in flight under the products."""
-    from liftkit.codegen.cuda_patterns import _through, stage_buffers
-    from liftkit.codegen.generator import Scope
+    """The tensor-core tile loop as a cp.async pipeline (`cp_async_pipeline`): the warps'
+    products on tile k while tiles k+1..k+s-1 are in flight."""
+    from liftkit.codegen.cuda_patterns import cp_async_pipeline
 
-    em = g.em
-    stages = chains[0][1].stage_count()
-    kt = V.array_view_type(tiles.type).length
-    buffers, issue = stage_buffers(g, chains, tiles, env, ctx)
-
-    commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
-    for s in range(stages - 1):
-        with em.if_(f"{s} < {kt.to_c()}"):
-            issue(cst(s), cst(s), ctx)
-        em.line(commit)
-    name = em.names.fresh("i")
-    i = Var(name, 0, kt)
-    with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):  # no barrier at its end
-        c = ctx.inside(p, Scope("seq", 0, i, kt))
-        em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
-        em.barrier({"CLK_LOCAL_MEM_FENCE"})
-        ahead = i + cst(stages - 1)
-        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
-            issue(ahead, ahead % cst(stages), c)
-        em.line(commit)
-        slot = i % cst(stages)
-        ops = [_through(g, post, buf.access(slot), env, c) for (post, _, _), (buf, _) in zip(chains, buffers)]
-        products(ops[0], ops[1])
-    em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
-    em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows
+    cp_async_pipeline(g, p, chains, tiles, env, ctx, lambda ops, i, c: products(ops[0], ops[1]))

@@ -20,7 +20,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, walk
 from liftkit.codegen.stages import is_layout
 from liftkit.ir.patterns.cuda import WARP, copy_levels
-from liftkit.types import ArrayType, ScalarType, VectorType
+from liftkit.types import ArrayType, VectorType
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.codegen.generator import Arg, Ctx, Generator
@@ -269,21 +269,38 @@ def async_reduce(p: P.AbstractReduce) -> Optional[tuple[Lambda, Lambda, list[Cha
 def pipelined_reduce(g: "Generator", p: P.ReduceSeq, init: View, xs: View, env: dict[Param, View],
                      ctx: "Ctx") -> None:
     """The tile loop of a reduceSeq whose function starts with toLocalAsync copies (`async_reduce`),
-    its accumulator updated in place: s local buffers per operand; tiles 0..s-2 issued before the
-    loop; at iteration k, `wait_group s-2` (tile k has landed), one barrier (every thread's copies
-    of tile k are visible and every thread has finished tile k-1), then the copy of tile k+s-1 is
-    issued into the buffer of tile k-1 (one commit group per tile, empty past the end) and the
-    body runs on buffer k % s: one barrier per tile, the next tiles' loads in flight under it."""
-    from liftkit.codegen.generator import Scope
-
+    its accumulator updated in place, as a cp.async pipeline (`cp_async_pipeline`): one barrier
+    per tile, the next tiles' loads in flight under the body."""
     if "cp.async" not in g.em.dialect.features:
         raise CodegenError(P.ToLocalAsync.refusal)
     f, let, chains = async_reduce(p)  # type: ignore[misc]
     em = g.em
-    stages = chains[0][1].stage_count()
-    kt = V.array_view_type(xs.type).length
-    buffers, issue = stage_buffers(g, chains, xs, env, ctx)
 
+    def body(staged: list[View], i: ArithExpr, c: "Ctx") -> None:
+        env2 = {**env, f.params[0]: init, f.params[1]: xs.access(i), **dict(zip(let.params, staged))}
+        since = len(em.block.stmts)
+        g.gen(let.body, env2, c, init)
+        # a barrier ending the body is the next iteration's first one (or the one after the loop)
+        em.take_trailing_barrier(since)
+
+    cp_async_pipeline(g, p, chains, xs, env, ctx, body)
+
+
+def cp_async_pipeline(g: "Generator", p: P.Pattern, chains: list[Any], tiles: View,
+                      env: dict[Param, View], ctx: "Ctx",
+                      body: Callable[[list[View], ArithExpr, "Ctx"], None]) -> None:
+    """The cp.async pipeline over a tile loop, shared by the FFMA tile loop and the tensor-core
+    loop (which differ only in `body`, run on tile i's staged operands): s local buffers per
+    operand; tiles 0..s-2 issued before the loop; at iteration k, `wait_group s-2` (tile k has
+    landed), one barrier (tile k visible to all, tile k-1 finished by all), the copy of tile
+    k+s-1 issued into tile k-1's buffer (one commit group per tile, empty past the end), then
+    the body on buffer k % s."""
+    from liftkit.codegen.generator import Scope
+
+    em = g.em
+    stages = chains[0][1].stage_count()
+    kt = V.array_view_type(tiles.type).length
+    buffers, issue = stage_buffers(g, chains, tiles, env, ctx)
     commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
     for s in range(stages - 1):
         if prove_lt(cst(s), kt):
@@ -303,12 +320,7 @@ def pipelined_reduce(g: "Generator", p: P.ReduceSeq, init: View, xs: View, env: 
             issue(ahead, ahead % cst(stages), c)
         em.line(commit)
         slot = i % cst(stages)
-        staged = [_through(g, post, buf.access(slot), env, c)
-                  for (post, _, _), (buf, _) in zip(chains, buffers)]
-        env2 = {**env, f.params[0]: init, f.params[1]: xs.access(i), **dict(zip(let.params, staged))}
-        since = len(em.block.stmts)
-        g.gen(let.body, env2, c, init)
-        # a barrier ending the body is the next iteration's first one (or the one after the loop)
-        em.take_trailing_barrier(since)
+        body([_through(g, post, buf.access(slot), env, c)
+              for (post, _, _), (buf, _) in zip(chains, buffers)], i, c)
     em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
     em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows
