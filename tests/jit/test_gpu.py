@@ -386,44 +386,61 @@ def test_cuda_dialect_kernels_compile_with_nvrtc(rt):
                                                + A[1:-1, :-2] + A[1:-1, 2:]) / 4)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not _cuda_gpus(), reason="no CUDA GPU")
-def test_sections_on_cuda():
+def _sections_then_an_error_then_a_clean_call(rt) -> None:
+    """Kernels, library calls, a kernel's IndexError and the next call on one runtime: results
+    right, and nothing stale left in its tables (only each function's cleared error flags)."""
     import warnings
 
-    cu = Runtime("cuda")
-    try:
-        f = compile_source(STENCIL, "f", gpu_runtime=cu)
-        A = np.random.default_rng(7).random((300, 200))
-        B = np.zeros_like(A)
-        f(A, B)
-        ref = np.zeros_like(A)
-        ref[1:-1, 1:-1] = (A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2]
-                           + A[1:-1, 2:]) / 5
-        np.testing.assert_allclose(B, ref)
-        g = compile_source(LIBRARY, "f", gpu_runtime=cu)
-        rng = np.random.default_rng(8)
-        X, Y, x = rng.random((256, 128)), rng.random((128, 64)), rng.random(4096)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            D, s, t = g(X, Y, x, x)
-        np.testing.assert_allclose(D, (X @ Y) * 2 + 1, rtol=1e-10)
-        assert abs(s - float(x @ x)) < 1e-8 * abs(s) and abs(t - 3 * float(x.sum())) < 1e-8 * t
-        h = compile_source("""
+    f = compile_source(STENCIL, "f", gpu_runtime=rt)
+    A = np.random.default_rng(7).random((300, 200))
+    B = np.zeros_like(A)
+    f(A, B)
+    ref = np.zeros_like(A)
+    ref[1:-1, 1:-1] = (A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1] + A[1:-1, :-2]
+                       + A[1:-1, 2:]) / 5
+    np.testing.assert_allclose(B, ref)
+    g = compile_source(LIBRARY, "f", gpu_runtime=rt)
+    rng = np.random.default_rng(8)
+    X, Y, x = rng.random((256, 128)), rng.random((128, 64)), rng.random(4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        D, s, t = g(X, Y, x, x)
+    np.testing.assert_allclose(D, (X @ Y) * 2 + 1, rtol=1e-10)
+    assert abs(s - float(x @ x)) < 1e-8 * abs(s) and abs(t - 3 * float(x.sum())) < 1e-8 * t
+    h = compile_source("""
 import liftkit
 def h(a, b, k):
     with liftkit.gpu():
         for i in prange(a.shape[0]):
             b[i] = a[i + k]
     return b
-""", "h", gpu_runtime=cu)
-        try:
-            h(np.arange(10.0), np.zeros(10), 1)
-            raise AssertionError("no IndexError")
-        except IndexError as e:
-            assert "line 9: index" in str(e), e
-        np.testing.assert_allclose(h(np.arange(10.0), np.zeros(10), 0), np.arange(10.0))
-        assert not cu.buffers
+""", "h", gpu_runtime=rt)
+    with pytest.raises(IndexError, match="line 9: index"):
+        h(np.arange(10.0), np.zeros(10), 1)
+    assert not left_behind(rt, f, g, h) and not held_flags(h)  # the set flags were released
+    np.testing.assert_allclose(h(np.arange(10.0), np.zeros(10), 0), np.arange(10.0))
+    # the error-flag buffers the functions keep (gpu_host.ErrorFlags) are all that is left,
+    # one each, all clear; every other buffer of the four calls was released
+    assert not left_behind(rt, f, g, h)
+    kept = held_flags(f) | held_flags(g) | held_flags(h)
+    assert len(kept) == 3 and all(not rt.read(i).any() for i in kept)
+    assert sorted(v for b in rt.buffers.values() for v in b.vars) == sorted(kept)
+
+
+def test_sections_error_and_next_call_leave_nothing_stale_on_the_cpu_device():
+    r = Runtime("opencl", "cpu")
+    try:
+        _sections_then_an_error_then_a_clean_call(r)
+    finally:
+        r.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_gpus(), reason="no CUDA GPU")
+def test_sections_on_cuda():
+    cu = Runtime("cuda")
+    try:
+        _sections_then_an_error_then_a_clean_call(cu)
     finally:
         cu.close()
 
