@@ -221,6 +221,27 @@ def _gemv_column_blocks(kind: Kind, k: int, w: int) -> Strategy:
     return rule(GEMV_COLUMN_BLOCKS, k=k, w=w)
 
 
+def _gemv_groups(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv_rows import GEMV_LANE_COLUMNS, GEMV_LANE_ROWS
+
+    return rule(GEMV_LANE_COLUMNS if kind.layout == "T" else GEMV_LANE_ROWS, lanes=lanes, g=g,
+                w=w)
+
+
+def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
+    from liftkit.rewrite.rules.transpose import TRANSPOSE_LOCAL_TILES
+
+    return rule(TRANSPOSE_LOCAL_TILES, r=r, k=k)
+
+
+# GPU GEMV work-groups (lanes, g, w) the tuner tries: a warp per row or row group, float4 /
+# double2 or scalar reads, 4-32 rows or row groups per work-group
+GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 16, 4), (32, 8, 2), (32, 8, 1),
+                           (16, 16, 4)),
+                     "T": ((32, 32, 1), (32, 16, 1), (32, 8, 2), (32, 16, 2), (32, 8, 4),
+                           (16, 32, 2), (16, 16, 4))}
+
+
 def _cuda_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
 
@@ -326,6 +347,32 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             lambda dev: [{"r": r, "swap": sw} for r in ((8, 4, 16) if dev == "gpu" else (8, 16))
                          for sw in (0, 1)],
             lambda kind, r, swap: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
+    Codelet("tiles-t", ("transpose",), "a work-group of r×(r/k) work-items per r×r block "
+            "through local memory, k rows per work-item, the tile's rows rotated so that reading "
+            "its columns touches every bank (the transpose-local-tiles rule, "
+            "rewrite.rules.transpose)",
+            _transpose_local,
+            lambda dev: [{"r": r, "k": k} for r, k in ((32, 4), (32, 8), (32, 2), (16, 2))]
+            if dev == "gpu" else [],
+            lambda kind, r, k: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
+    Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
+            "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "
+            "memory summed by one work-item per row (the gemv-lane-rows rule, "
+            "rewrite.rules.gemv_rows); real types",
+            _gemv_groups,
+            lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["N"]]
+            if dev == "gpu" else [],
+            lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
+            dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
+    Codelet("column-groups", ("gemv",), "GEMV T: lanes·w columns per work-group of lanes×g "
+            "work-items, each summing every g-th row of its w columns (A's rows read coalesced, "
+            "x broadcast), the g partials per column summed from local memory (the "
+            "gemv-lane-columns rule, rewrite.rules.gemv_rows); real types",
+            _gemv_groups,
+            lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["T"]]
+            if dev == "gpu" else [],
+            lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
+            dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),
@@ -479,6 +526,11 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
     **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
        for dt in bp.DTYPES for lay in "NR"},
+    # real GEMV T: A's rows read coalesced by 32 lanes, 16 row groups (one work-item per column,
+    # `glb`, ran at 0.15-0.26x cuBLAS on the H100); transposes through rotated local tiles
+    **{("gemv", dt, "T"): Variant.of("column-groups", lanes=32, g=16, w=1)
+       for dt in ("float32", "float64")},
+    **{("transpose", dt, "-"): Variant.of("tiles-t", r=32, k=4) for dt in bp.DTYPES},
 }
 
 

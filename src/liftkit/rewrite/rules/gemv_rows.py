@@ -1,4 +1,5 @@
-"""Matrix-vector products blocked per work-item for CPUs: r rows of A (rule `gemv-row-blocks`,
+"""Matrix-vector products blocked per work-item for CPUs (and, at the end of the file, in
+work-groups of lanes for GPUs: `gemv-lane-rows`, `gemv-lane-columns`): r rows of A (rule `gemv-row-blocks`,
 liftkit.blas's codelet `row-blocks`, GEMV N) or k·w columns of A (rule `gemv-column-blocks`,
 codelet `column-blocks`, GEMV T: each row's segment read as k vectors of w into k private
 accumulators, x's element broadcast; each column summed in the row order, so exact).
@@ -250,3 +251,168 @@ GEMV_COLUMN_BLOCKS = make_rule(
     _choices_t, _build_t, lowering=True, reshapes=True, opaque=False)
 
 GEMV_RULES[GEMV_COLUMN_BLOCKS.name] = GEMV_COLUMN_BLOCKS
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs: a work-group of lanes × g work-items, partial sums in local memory
+#
+# GEMV N (`gemv-lane-rows`, codelet `row-groups`): a work-group owns g rows; work-item
+# (l, j) sums the vectors l, l + lanes, ... of row j (a warp's lanes read one contiguous run of
+# the row per step), its partial goes to local memory as [lanes][g], and one work-item per row
+# sums the row's lanes (consecutive rows: consecutive words) and applies h, s, g.
+#
+# GEMV T (`gemv-lane-columns`, codelet `column-groups`): a work-group owns c = lanes·w columns; work-item (l, j) sums
+# the rows j, j + g, ... of its w columns (a warp's lanes read one contiguous run of a row of A
+# per step, x's element broadcast); the g partials per column go to local memory as [g][lanes]
+# and the work-items of row 0 sum them in order. Both read every element of A once, coalesced,
+# with independent work-items, as a bandwidth-bound kernel needs; sound where ⊕ is associative
+# and commutative with an identity (lanes and partial sums regroup the sum).
+
+LANES = (32, 16)
+GROUPS = (4, 8, 16, 32)
+GPU_WIDTHS = (4, 2, 1)
+
+
+def _vec_parts(op: Any, m: Any, t: ScalarType, w: int) -> tuple[Any, Any, Any, Any]:
+    """(⊕⟨w⟩, m⟨w⟩, the vector identity, asVector w or nothing) for width w (1: scalars)."""
+    from liftkit import dsl as D
+
+    e = identity_literal(op, t)
+    assert e is not None
+    if w == 1:
+        return op, m, e, lambda v: v
+    return (op.vectorize(w), m.vectorize(w), D.lit(np.full(w, e.value, t.dtype), vector(t, w)),
+            lambda v: D.asVector(w) << v)
+
+
+def _finish(parts: tuple[Any, ...], vop: Any, ev: Any, w: int, sums: Any, ys: Any,
+            one: bool) -> Any:
+    """mapSeq(h) $ zip(mapSeq(s) ∘ reduceSeq(⊕, z) of Σ⊕⟨w⟩ sums, mapSeq(g) $ ys): the vector's
+    lanes summed into one result (`one`: a row of GEMV N) or each its own (GEMV T's columns)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, g, y = parts
+    tot = D.reduceSeq(vop, ev) << sums
+    lanes = D.asScalar << tot if w > 1 else tot
+    red = D.reduceSeq(op, fresh(z)) << lanes if one else \
+        D.join << D.mapSeq(D.reduceSeq(op, fresh(z))) << D.split(1) << lanes
+    return D.mapSeq(fresh(h)) << D.zip(D.toPrivate(D.mapSeq(fresh(s))) << red,
+                                       D.toPrivate(D.mapSeq(fresh(g))) << ys)
+
+
+def row_groups(parts: tuple[Any, ...], t: ScalarType, lanes: int, g: int, w: int) -> Expr:
+    """gemv N's body as work-groups of g rows × lanes work-items (see above)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, gf, y = parts
+    vop, vm, ev, vec = _vec_parts(op, m, t, w)
+
+    def spread(v: Any) -> Any:  # [lanes][n/(lanes·w)]: lane l takes vectors l, l + lanes, ...
+        return D.transpose << D.split(lanes) << vec(v)
+
+    def block(blk: Any) -> Any:
+        rows = D.transpose << D.map(lambda q: spread(D.get(0)(q))) << blk  # [lanes][g][…]
+        partial = D.toLocal(D.mapLcl(0)(lambda p: D.mapLcl(1)(
+            lambda rl: D.reduceSeq(lambda acc, st: vop(acc, vm(st[0], st[1])), ev)
+            << D.zip(rl, p[1])) << p[0])) << D.zip(rows, spread(fresh(x)))
+
+        def total(ps: Any) -> Any:
+            per_row = D.zip(D.transpose << D.map(D.join) << ps,
+                            D.split(1) << D.map(D.get(1)) << blk)
+            return D.join << D.mapLcl(1)(lambda one: D.join << D.mapLcl(0)(
+                lambda q: _finish(parts, vop, ev, w, q[0], q[1], True)) << one) << D.split(1) << per_row
+
+        return D.let(partial, total)
+
+    return D.join << D.mapWrg(0)(block) << D.split(g) << D.zip(fresh(a), fresh(y))
+
+
+def column_groups(parts: tuple[Any, ...], t: ScalarType, lanes: int, g: int, w: int) -> Expr:
+    """gemv T's body as work-groups of lanes·w columns × g row groups (see above)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, gf, y = parts
+    vop, vm, ev, vec = _vec_parts(op, m, t, w)
+    c = lanes * w
+
+    def step(acc: Any, st: Any) -> Any:
+        if w == 1:
+            return vop(acc, m(st[0], st[1]))
+        return D.let(st[1], lambda xi: vop(acc, D.mapVec(lambda v: m(v, xi)) << st[0]))
+
+    def block(b: Any) -> Any:
+        groups = D.zip(D.transpose << D.split(g) << b[0], D.transpose << D.split(g) << fresh(x))
+        partial = D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(
+            lambda colv: D.reduceSeq(step, ev) << D.zip(colv, rx[1]))
+            << D.transpose << D.map(vec) << rx[0])) << groups  # [g][lanes][1]
+
+        def total(ps: Any) -> Any:
+            per_lane = D.zip(D.transpose << D.map(D.join) << ps, D.split(w) << b[1])
+            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(
+                lambda q: _finish(parts, vop, ev, w, q[0], q[1], False)) << one) \
+                << D.split(lanes) << per_lane
+
+        return D.let(partial, total)
+
+    cols = D.transpose << D.map(D.split(c)) << fresh(a)
+    return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+
+
+def _group_choices(site: Site, transposed: bool) -> list[dict[str, Any]]:
+    if site.enclosing:
+        return []
+    parts = gemv_parts(site.f, site.call, transposed=transposed)
+    if parts is None:
+        return []
+    h, s, op, m, z, a, x, g, y = parts
+    found = _elem(site, a, x)
+    if found is None:
+        return []
+    t, rows, cols = found
+    out = []
+    for w in GPU_WIDTHS:
+        if w > 1:
+            vop = op.vectorize(w)
+            if identity_literal(vop, vop.out_type) is None:
+                continue
+            try:
+                m.vectorize(w)
+            except Exception:  # noqa: BLE001 - a product with no vector form
+                continue
+        for lanes in LANES:
+            for grp in GROUPS:
+                if _fits(rows, grp) and _fits(cols, lanes * w) and lanes * grp <= 1024:
+                    out.append({"lanes": lanes, "g": grp, "w": w})
+    return out
+
+
+def _build_groups(transposed: bool) -> Any:
+    def build(site: Site, lanes: int, g: int, w: int) -> Expr:
+        parts = gemv_parts(site.f, site.call, transposed=transposed)
+        assert parts is not None
+        found = _elem(site, parts[5], parts[6])
+        assert found is not None
+        return (column_groups if transposed else row_groups)(parts, found[0], lanes, g, w)
+    return build
+
+
+GEMV_LANE_ROWS = make_rule(
+    "gemv-lane-rows",
+    "map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y) "
+    "→ join ∘ mapWrg(0)(λblk. let P = toLocal(mapLcl(0)(mapLcl(1)(reduceSeq(⊕⟨w⟩ m⟨w⟩))) "
+    "(lane l of each of blk's g rows: its vectors l, l+lanes, …) in one work-item per row: h, s, "
+    "g of Σ over the lanes of P) ∘ split g $ zip(A, y)",
+    "liftkit.blas GPU GEMV N (issue 15): a row per g work-items' warp, partials in local memory",
+    lambda site: _group_choices(site, False), _build_groups(False), lowering=True,
+    reshapes=True, opaque=False)
+GEMV_LANE_COLUMNS = make_rule(
+    "gemv-lane-columns",
+    "map(h) $ zip(join ∘ map(λcol. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(col, x)) ∘ transpose $ A, "
+    "map(g) $ y) → join ∘ mapWrg(0)(λb. let P = toLocal(mapLcl(1)(mapLcl(0)(reduceSeq(⊕⟨w⟩ "
+    "m⟨w⟩(A's row segment, x_i))))(row groups j, j+g, … of b's lanes·w columns) in h, s, g of Σ "
+    "over the groups of P) $ zip(transpose ∘ map(split lanes·w) $ A, split lanes·w $ y)",
+    "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows",
+    lambda site: _group_choices(site, True), _build_groups(True), lowering=True,
+    reshapes=True, opaque=False)
+GEMV_RULES[GEMV_LANE_ROWS.name] = GEMV_LANE_ROWS
+GEMV_RULES[GEMV_LANE_COLUMNS.name] = GEMV_LANE_COLUMNS

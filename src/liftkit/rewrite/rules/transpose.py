@@ -71,3 +71,69 @@ TRANSPOSE_BLOCKS = make_rule(
     opaque=False)
 
 TRANSPOSE_RULES: dict[str, Rule] = {TRANSPOSE_BLOCKS.name: TRANSPOSE_BLOCKS}
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs: a work-group per r×r block through local memory, rows rotated against bank conflicts
+#
+#   map(map f) ∘ transpose $ X
+# → join ∘ mapWrg(1)(λbrow. map(join) ∘ transpose ∘ mapWrg(0)(λb.
+#       let T = toLocal(copy id) ∘ split r ∘ gather(ρ) ∘ join $ b      (X's block, rows rotated)
+#       in copy f ∘ transpose ∘ split r ∘ gather(ρ⁻¹) ∘ join $ T) $ brow)
+#     ∘ transpose ∘ map(transpose ∘ map(split r)) ∘ split r $ X
+#   copy h = join ∘ transpose ∘ mapLcl(1)(mapSeq(mapLcl(0)(h))) ∘ transpose ∘ split(r/k)
+#
+# Work-item (l, j) of an (r, r/k) work-group copies columns l of the rows j, j + r/k, … (k of
+# them): X's block is read along its rows and the result's block written along its rows, both
+# coalesced. Local memory holds row i of the block rotated by i (position p of row i holds
+# column (p − i) mod r, the gather ρ), so reading a column of the tile (a row of the result)
+# touches r different banks: the rotation is the tile's memory layout, a bijection in the
+# program (no padded allocation), and the code generator's index arithmetic inverts it.
+# Exact (a copy); M and N must be multiples of r.
+
+LOCAL_TILES = ((32, 4), (32, 8), (32, 2), (32, 1), (16, 1), (16, 2), (16, 4))
+
+
+def _local_choices(site: Site) -> list[dict[str, Any]]:
+    if site.enclosing or _parts(site) is None:
+        return []
+    return [{"r": r, "k": k} for r, k in LOCAL_TILES]
+
+
+def transpose_local_tiles(f: Any, x: Expr, elem: Any, r: int, k: int) -> Expr:
+    """The tiled copy of (map(map f) ∘ transpose) x (X's elements of type `elem`) through
+    rotated local tiles (see above)."""
+    from liftkit import dsl as D
+
+    g = r // k
+    rotate = D.gather(lambda p, n: (p // r) * r + ((p % r) + r - (p // r) % r) % r)
+    unrotate = D.gather(lambda i, n: (i // r) * r + ((i % r) + (i // r) % r) % r)
+
+    def copy(h: Any) -> Any:
+        return D.compose(D.join, D.transpose, D.mapLcl(1)(D.mapSeq(D.mapLcl(0)(h))),
+                         D.transpose, D.split(g))
+
+    def block(b: Any) -> Any:
+        tile = D.toLocal(copy(D.id_of(elem))) << D.split(r) << rotate << D.join << b
+        return D.let(tile, lambda t: copy(fresh(f)) << D.transpose << D.split(r) << unrotate
+                     << D.join << t)
+
+    blocks = D.compose(D.transpose, D.map(D.compose(D.transpose, D.map(D.split(r)))), D.split(r))
+    return D.join << D.mapWrg(1)(lambda brow: D.map(D.join) << D.transpose
+                                 << D.mapWrg(0)(block) << brow) << blocks(x)
+
+
+def _build_local(site: Site, r: int, k: int) -> Expr:
+    f, x = _parts(site)
+    return transpose_local_tiles(f, fresh(x), site.type_of(x).elem.elem, r, k)
+
+
+TRANSPOSE_LOCAL_TILES = make_rule(
+    "transpose-local-tiles",
+    "map(map f) ∘ transpose → join ∘ mapWrg(1)(λbrow. map(join) ∘ transpose ∘ mapWrg(0)(λb. let T "
+    "= toLocal(copy id) ∘ split r ∘ gather(rotate rows) ∘ join $ b in copy f ∘ transpose ∘ split r "
+    "∘ gather(unrotate) ∘ join $ T) $ brow) ∘ transpose ∘ map(transpose ∘ map(split r)) ∘ split r",
+    "liftkit.blas GPU transpose (issue 15): local-memory tiles, rotated rows", _local_choices,
+    _build_local, lowering=True, reshapes=True, opaque=False)
+
+TRANSPOSE_RULES[TRANSPOSE_LOCAL_TILES.name] = TRANSPOSE_LOCAL_TILES
