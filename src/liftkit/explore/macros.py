@@ -33,6 +33,10 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
   (rules/private.py; MRI-Q's ComputeQ).
 * `map-wrg` : map(f) → mapWrg(0)(f) for a map over rows whose body holds a reduction
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
+* `gpu-gemv-t` (c, r, w) and `gpu-gemv-rows` (L, w): CLBlast's GEMV kernels in one step each
+  (rules/gemv_groups.py): Aᵀ·v in work-groups of r·c work-items per c·w columns, reading A's rows
+  as coalesced w-vectors (ATAX's second product), and a work-group of L per row (A·x, and
+  GESUMMV's α·A·x + β·B·x in one pass over both matrices).
 * `mm-tiles` (tm, tn, tk, rm, rn, w): matrix multiplication in the CLBlast/NVIDIA shape through
   `mm-tile-2d` (2D tiles, the K loop split by tk) and `mm-tiles-lower` (rules/mm.py: tiles in
   local memory, rm×rn register blocks, float4 (w = 4), double2 (w = 2) or scalar (w = 1, the
@@ -52,6 +56,7 @@ from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.private import PRIVATE_COPY
 from liftkit.rewrite.rules.nbody_tiles import at_all_pairs
+from liftkit.rewrite.rules.gemv_groups import GEMV_ROW_GROUPS, GEMV_T_GROUPS
 from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
@@ -108,6 +113,14 @@ def _at_rows(site: Site) -> bool:
     a, b = z.args
     return (isinstance(a, FunCall) and isinstance(a.f, P.Join)
             and isinstance(b, FunCall) and isinstance(b.f, P.Map))
+
+
+def _at_join(site: Site) -> bool:
+    return isinstance(site.f, P.Join)
+
+
+def _at_join_or_map(site: Site) -> bool:
+    return isinstance(site.f, (P.Join, P.Map))
 
 
 def _at_mm(site: Site) -> bool:
@@ -332,7 +345,17 @@ NBODY_TILES = MacroRule(
     "map(λp. map(g p) ∘ reduceSeq(f p, z) ys) xs → work-groups of wg elements, ys copied tile by "
     "tile into local memory, each work-item's accumulator private (nbody-local-tiles)",
     "the NVIDIA SDK N-Body kernel (nbody_nvidia)", where=at_all_pairs)
-MACROS: tuple[MacroRule, ...] = (NBODY_TILES, GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
+GPU_GEMV_T = MacroRule(
+    "gpu-gemv-t", lambda c, r, w=4: rule(GEMV_T_GROUPS, c=c, r=r, w=w),
+    "join ∘ map(λcol. reduce(⊕, e) ∘ map(m) $ zip(col, v)) ∘ transpose $ A → a work-group of r·c "
+    "work-items per c·w columns, coalesced w-vectors, a tree over row groups (gemv-t-groups)",
+    "CLBlast's transposed GEMV (ATAX's second kernel)", where=_at_join)
+GPU_GEMV_ROWS = MacroRule(
+    "gpu-gemv-rows", lambda L, w=4: rule(GEMV_ROW_GROUPS, L=L, w=w),
+    "join ∘ map(λrow. reduce(⊕, e) ∘ map(m) $ zip(row, x)) $ A (or GESUMMV's α·A·x + β·B·x) → a "
+    "work-group of L work-items per row, w-vectors, a tree in local memory (gemv-row-groups)",
+    "CLBlast's row GEMV (ATAX's first kernel, GESUMMV fused)", where=_at_join_or_map)
+MACROS: tuple[MacroRule, ...] = (NBODY_TILES, GPU_GEMV_T, GPU_GEMV_ROWS, GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,
                                  MAP_GLB_VEC, GLB_PRIVATE, MM_TILES, MM_BLOCKS)
@@ -350,6 +373,9 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "map-glb-vec": [{"w": 4}],
     "glb-private": [{}],
     "nbody-tiles": [{"wg": wg} for wg in (64, 128, 256)],
+    # atax_low's transposed kernel (16 columns, 64 row groups) and neighbours
+    "gpu-gemv-t": [{"c": c, "r": r} for c, r in ((4, 64), (8, 32), (4, 32), (16, 16))],
+    "gpu-gemv-rows": [{"L": L} for L in (128, 256, 64)],
     # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
                  for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),

@@ -16,7 +16,9 @@ into local memory) and rules/private.py (a work-item's values read in its loops 
 private memory once); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
 the one MM nest only, so they are soundness-tested on MM programs: tests/rewrite/test_mm_rules.py);
 `NBODY_RULES` (rules/nbody_tiles.py) tile an all-pairs reduction through local memory (the
-N-Body shape; tests/rewrite/test_nbody_tiles.py);
+N-Body shape; tests/rewrite/test_nbody_tiles.py); `GEMV_GROUP_RULES` (rules/gemv_groups.py) build
+CLBlast's GPU GEMV kernels, a work-group per row or per block of columns (ATAX, GESUMMV;
+tests/rewrite/test_gemv_groups.py);
 `SEARCH_RULES` is what the exploration uses by default.
 
 `ALGORITHMIC_RULES` are Fig. 6 (iterate decomposition, reorder commutativity, split-join, the
@@ -32,6 +34,7 @@ from liftkit.rewrite.rules.algorithmic import ALGORITHMIC_RULES
 from liftkit.rewrite.rules.common import normal_form
 from liftkit.rewrite.rules.chunking import CHUNKING_RULES
 from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
+from liftkit.rewrite.rules.gemv_groups import GEMV_GROUP_RULES
 from liftkit.rewrite.rules.iterate import ITERATE_RULES
 from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
@@ -42,13 +45,14 @@ from liftkit.rewrite.rules.order import order_insensitive
 
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
 EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES + PRIVATE_RULES
-ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES + NBODY_RULES
+ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES + NBODY_RULES + GEMV_GROUP_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
 # map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
 SEARCH_RULES: tuple[Rule, ...] = PAPER_RULES + tuple(
-    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission")) + MM_RULES + NBODY_RULES
+    r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission")) + MM_RULES + NBODY_RULES \
+    + GEMV_GROUP_RULES
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_NAME) == len(ALL_RULES), "rule names must be unique"
 
-__all__ = ["CHUNKING_RULES", "MM_RULES", "NBODY_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
+__all__ = ["CHUNKING_RULES", "GEMV_GROUP_RULES", "MM_RULES", "NBODY_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
            "SEARCH_RULES", "RULES_BY_NAME", "normal_form", "order_insensitive"]
