@@ -15,7 +15,6 @@ takes `min_seconds`; the rate is the best of the vector widths tried.
 
 from __future__ import annotations
 
-import statistics
 import warnings
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
