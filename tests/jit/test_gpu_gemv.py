@@ -128,7 +128,7 @@ def test_the_gpu_default_gemv_derivation_runs(rt, monkeypatch):
     from liftkit.jit import gpu_library as gl
     plain = gl._program
     assert plain("gemv:N", "float32", {"M": 40, "N": 512}, "gpu")[2].codelet == "group-rows"
-    monkeypatch.setattr(gl, "_program", lambda op, dtype, sizes, devkind, device=None:
+    monkeypatch.setattr(gl, "_program", lambda op, dtype, sizes, devkind, device=None, cuda=False:
                         plain(op, dtype, sizes, "gpu"))  # a GPU without a profile
     f = compile_source(GEMV, "f", gpu_runtime=rt)
     g = np.random.default_rng(2)

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from liftkit.runtime import Kernel, Runtime, Whole
+from liftkit.runtime import CpuForm, Kernel, Runtime, Whole
 
 
 class TuningNotice(UserWarning):
@@ -58,8 +58,10 @@ class LiftLibrary:
                spec: Any = None, notice: bool = True) -> Pipeline:
         from liftkit.codegen.compiler import compile_program
         from liftkit.codegen.kernel import CompileOptions
+        cuda = rt.dialect == "cuda"
         program, derived, variant = _map_program(spec) if spec is not None else \
-            _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu", rt.device.device)
+            _program(op, dtype, sizes, "cpu" if rt.device.is_cpu else "gpu", rt.device.device,
+                     cuda)
         low, origin = None, str(variant)
         try:
             from liftkit.explore.tuned import best_for
@@ -69,7 +71,7 @@ class LiftLibrary:
         except Exception:  # noqa: BLE001 - no database, or an unreadable one: use the default
             low = None
         if low is None and spec is None and op in _KINDS and not rt.device.is_cpu and \
-                _profiled(blas_kind(op, dtype), sizes, rt.device.device) == variant:
+                _profiled(blas_kind(op, dtype), sizes, rt.device.device, cuda) == variant:
             low, origin = derived(), f"blas profile {variant}"  # liftkit.blas tuned it here
         if low is None:
             low = derived()
@@ -86,8 +88,12 @@ class LiftLibrary:
                 compile_program(low, CompileOptions(dialect="opencl"))
         except Exception:  # noqa: BLE001 - a CUDA-only derivation (cp.async, tensor cores)
             ocl = None
+        forms = _cpu_forms(compiled, op, dtype, sizes) if ocl is None and op in _KINDS \
+            else None
         kernels = [Kernel(k.name, {rt.dialect: k.source} |
-                          ({"opencl": ocl.kernels[j].source} if ocl is not None else {}))
+                          ({"opencl": ocl.kernels[j].source} if ocl is not None else {}),
+                          dynamic_shared=k.dynamic_shared if cuda else 0,
+                          cpu=forms[j] if forms is not None else None)
                    for j, k in enumerate(compiled.kernels)]
         return Pipeline(compiled, kernels, origin)
 
@@ -209,6 +215,37 @@ def blas_kind(op: str, dtype: str) -> Any:
     return cd.Kind(_KINDS[op][0], dtype, _KINDS[op][1])
 
 
+def _cpu_forms(compiled: Any, op: str, dtype: str, sizes: dict[str, int]) -> Optional[list]:
+    """For a CUDA-only pipeline of ``op``: the OpenCL C kernels the runtime's CPU fallback
+    runs instead (memory pressure), from liftkit.blas's CPU default derivation of the same
+    kind, when they take the same arguments and buffers (None otherwise: such a task that
+    cannot fit on the device is refused in one line)."""
+    from liftkit.blas import codelets as cd
+    from liftkit.codegen.compiler import compile_program
+    from liftkit.codegen.kernel import CompileOptions
+    kind = blas_kind(op, dtype)
+    variant = cd.default_variant(kind, "cpu", sizes)
+    if any(sizes[k] % m for k, m in cd.multiples(kind, variant).items()):
+        variant = cd.Variant.of("glb")
+    try:
+        twin = compile_program(cd.derive(kind, variant).final, CompileOptions(dialect="opencl"))
+    except Exception:  # noqa: BLE001 - no OpenCL twin: the fallback is refused
+        return None
+
+    def shape(c: Any) -> list:
+        return [[(a.kind, a.buffer, str(a.size), a.param_index) for a in k.args]
+                for k in c.kernels] + \
+            [[(b.name, b.role, b.param_index, int(b.nbytes.eval(sizes))) for b in c.buffers]]
+    if shape(twin) != shape(compiled):
+        return None
+
+    def geometry(g: Any) -> Optional[tuple]:
+        return None if g is None else \
+            tuple(int(x.eval(sizes)) if hasattr(x, "eval") else int(x) for x in g)
+    return [CpuForm(k.name, k.source, geometry(k.ndrange.global_size),
+                    geometry(k.ndrange.local_size)) for k in twin.kernels]
+
+
 def _zero_fill(dtype: str) -> Any:
     """The element-wise loop writing zeros (GEMV's y of β·y: undefined memory times 0 may be
     NaN), over the array it fills, whose contents it never reads."""
@@ -217,11 +254,11 @@ def _zero_fill(dtype: str) -> Any:
                    f"np.{dtype}(0.0)", (("y", dtype),), (), dtype)
 
 
-def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
-    """The variant ``liftkit.blas``'s OpenCL profile of this GPU model chose (a derivation is
-    the same program in OpenCL C and CUDA C), or None. Profiles tuned through CUDA are passed
-    over: their codelets (cp.async, tensor cores) have no OpenCL C twin for the runtime's CPU
-    fallback, and some need dynamic shared memory, which the runtime's launch does not give."""
+def _profiled(kind: Any, sizes: dict[str, int], device: Any, cuda: bool = False) -> Any:
+    """The variant ``liftkit.blas``'s profile of this GPU model chose for the runtime's
+    backend, or None: on CUDA the profile tuned through CUDA (its codelets use cp.async and
+    tensor cores; the CPU fallback runs an OpenCL twin, ``_cpu_forms``), on OpenCL one tuned
+    through OpenCL (the platform's name leads its fingerprint)."""
     if device is None or not getattr(device, "name", None):
         return None
     from liftkit.blas import codelets as cd
@@ -233,7 +270,7 @@ def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
             except ProfileError:
                 continue
             parts = prof.fingerprint.split("|")
-            if len(parts) > 1 and parts[1] == device.name and parts[0] != "cuda":
+            if len(parts) > 1 and parts[1] == device.name and (parts[0] == "cuda") == cuda:
                 v = prof.choose(kind, sizes, cd.multiples)
                 if v is not None:
                     return v
@@ -241,17 +278,18 @@ def _profiled(kind: Any, sizes: dict[str, int], device: Any) -> Any:
 
 
 def _program(op: str, dtype: str, sizes: dict[str, int], devkind: str,
-             device: Any = None) -> tuple:
-    """(high-level program, its default low-level program (lazily), the variant's name)."""
+             device: Any = None, cuda: bool = False) -> tuple:
+    """(high-level program, its default low-level program (lazily), the variant's name);
+    ``cuda``: the runtime runs CUDA C (liftkit.blas's CUDA profile and defaults apply)."""
     from liftkit.blas import codelets as cd
     from liftkit.blas import programs as bp
     from liftkit.rewrite.derivation import Derivation
     if op in _KINDS:  # the profile's or liftkit.blas's default variant, where sizes divide
         kind = blas_kind(op, dtype)
-        # GEMV on a GPU: liftkit.blas's CUDA default (group-rows, what the H100 ran fastest),
-        # a derivation of both dialects
-        backend = "cuda" if kind.op == "gemv" and devkind == "gpu" else "opencl"
-        variant = _profiled(kind, sizes, device) or \
+        # on CUDA liftkit.blas's CUDA choices (SGEMM: cp.async tiles; DGEMM: DMMA); GEMV on
+        # any GPU: its CUDA default (group-rows, what the H100 ran fastest; both dialects)
+        backend = "cuda" if cuda or (kind.op == "gemv" and devkind == "gpu") else "opencl"
+        variant = _profiled(kind, sizes, device, cuda) or \
             cd.default_variant(kind, devkind, sizes, backend=backend)
         mult = cd.multiples(kind, variant)
         if any(sizes[k] % m for k, m in mult.items()):

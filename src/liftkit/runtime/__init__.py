@@ -23,7 +23,7 @@ from typing import Optional
 
 from .core import STAT_KEYS, Runtime, RuntimeError_
 from .devices import CUDADevice, OpenCLDevice, RuntimeBackendError, open_device
-from .tables import ArrayVar, Kernel, Whole
+from .tables import ArrayVar, CpuForm, Kernel, Whole
 
 
 class _Default:
@@ -66,7 +66,7 @@ def reset_stats() -> None:
         _DEFAULT.runtime.reset_stats()
 
 
-__all__ = ["Runtime", "Kernel", "ArrayVar", "Whole", "RuntimeError_", "RuntimeBackendError",
+__all__ = ["Runtime", "Kernel", "CpuForm", "ArrayVar", "Whole", "RuntimeError_", "RuntimeBackendError",
            "OpenCLDevice", "CUDADevice", "open_device", "default_runtime", "set_default_runtime",
            "stats", "reset_stats"]
 

@@ -464,7 +464,8 @@ class Runtime:
                      {r.id for r in rd}} if ow else ()
             if any(b.handle is None for b in bufs) and not self._reserve([b.id for b in bufs]):
                 return self._on_cpu(kernel, global_size, local_size, args, wr)
-            kern = self.device.build(kernel.name, kernel.source(self.dialect))
+            kern = self.device.build(kernel.name, kernel.source(self.dialect),
+                                     kernel.dynamic_shared)
             keep: list = []
             wbufs = {v.buffer for v in wr}
             deps: list = []
@@ -694,7 +695,12 @@ class Runtime:
         """Run a task that does not fit on the device with the host copies, on the CPU OpenCL
         device (the thesis runs the same OpenCL kernel on the CPU)."""
         import pyopencl as cl
-        if "opencl" not in kernel.sources:
+        name, source = kernel.name, kernel.sources.get("opencl")
+        if source is None and kernel.cpu is not None:  # a CUDA-only derivation's OpenCL twin
+            form = kernel.cpu
+            name, source, global_size, local_size = \
+                form.name, form.source, form.global_size, form.local_size
+        if source is None:
             raise RuntimeError_(f"kernel {kernel.name} does not fit in device memory and has "
                                 "no OpenCL C form to run on the CPU (a CUDA-only derivation)")
         self.device.finish()
@@ -702,7 +708,7 @@ class Runtime:
         if self._cpu is None:
             self._cpu = OpenCLDevice("cpu")
         cpu = self._cpu
-        kern = cpu.build(kernel.name, kernel.source("opencl"))
+        kern = cpu.build(name, source)
         mf = cl.mem_flags
         made: dict[int, Any] = {}
         vals: list = []

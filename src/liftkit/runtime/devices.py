@@ -101,7 +101,8 @@ class OpenCLDevice:
                                      dst_offset=dst_offset, src_offset=src_offset,
                                      wait_for=list(wait) or None)
 
-    def build(self, name: str, source: str) -> Any:
+    def build(self, name: str, source: str, dynamic_shared: int = 0) -> Any:
+        """The kernel ``name`` of ``source`` (OpenCL C asks for no dynamic local memory)."""
         key = (name, source)
         k = self._kernels.get(key)
         if k is None:
@@ -181,6 +182,7 @@ class CUDADevice:
         self.max_alloc = self.total_memory
         self._kernels: dict[tuple[str, str], Any] = {}
         self._configs: dict[tuple, Any] = {}
+        self._shmem: dict[int, int] = {}  # id of a built kernel -> its dynamic shared bytes
         self._spare: list = []  # events of retired tasks, recorded again by later ones
 
     def _check(self, result: Any, what: str) -> Any:
@@ -249,14 +251,21 @@ class CUDADevice:
                                                 s.handle), "device copy")
         return self._record(s)
 
-    def build(self, name: str, source: str) -> Any:
+    def build(self, name: str, source: str, dynamic_shared: int = 0) -> Any:
+        """The kernel ``name`` of ``source``; with ``dynamic_shared`` bytes (a kernel whose
+        local memory exceeds 48 KB) opted in to that much, which its launches then give."""
         key = (name, source)
         k = self._kernels.get(key)
         if k is None:
             self._dev.set_current()
             try:
                 mod = self.cache.get(self.device, source, (), name=name)
-                k = self._kernels[key] = mod.get_kernel(name)
+                k = mod.get_kernel(name)
+                if dynamic_shared:
+                    from liftkit.backends.cuda.runner import allow_dynamic_shared
+                    allow_dynamic_shared(self.device, k, dynamic_shared, name)
+                    self._shmem[id(k)] = dynamic_shared
+                self._kernels[key] = k
             except BackendError as err:
                 raise RuntimeBackendError(str(err)) from None
         return k
@@ -264,14 +273,17 @@ class CUDADevice:
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
                args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         c = self._core
-        ck = (tuple(global_size), None if local_size is None else tuple(local_size))
+        shmem = self._shmem.get(id(kernel), 0) if self._shmem else 0
+        ck = (tuple(global_size), None if local_size is None else tuple(local_size), shmem)
         config = self._configs.get(ck)
         if config is None:  # a launch configuration per geometry, made once
             if local_size is None:
                 local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
             grid = tuple(min(math.ceil(g / b), m) for g, b, m in
                          zip(global_size, local_size, self.device.max_grid_dims))
-            config = self._configs[ck] = c.LaunchConfig(grid=grid, block=tuple(local_size))
+            config = self._configs[ck] = (
+                c.LaunchConfig(grid=grid, block=tuple(local_size), shmem_size=shmem) if shmem
+                else c.LaunchConfig(grid=grid, block=tuple(local_size)))
         vals = [a.handle if type(a) is Ref and type(a.handle) is int else
                 self.ptr(a.handle) if type(a) is Ref else a for a in args]
         s = self._on(queue, wait) if wait or self._seen[queue] != self._alloc_gen \

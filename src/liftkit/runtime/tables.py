@@ -20,12 +20,25 @@ class Kernel:
     the buffer (``global T*`` / ``T*``) and the element offset of the array in it (``long``)."""
     name: str
     sources: Mapping[str, str]
+    dynamic_shared: int = 0  # CUDA: bytes of dynamic shared memory a launch gives (> 48 KB)
+    cpu: Optional["CpuForm"] = None  # what the CPU fallback runs when there is no OpenCL source
 
     def source(self, dialect: str) -> str:
         try:
             return self.sources[dialect]
         except KeyError:
             raise ValueError(f"kernel {self.name} has no {dialect} source") from None
+
+
+@dataclass(frozen=True)
+class CpuForm:
+    """The OpenCL C kernel the CPU fallback runs for a CUDA-only kernel (cp.async, tensor
+    cores): another derivation of the same program, taking the same arguments in the same
+    order, with its own geometry (its tiles differ)."""
+    name: str
+    source: str
+    global_size: tuple
+    local_size: Optional[tuple]
 
 
 @dataclass

@@ -62,6 +62,24 @@ def _driver() -> Any:
     return driver
 
 
+def allow_dynamic_shared(dev: Device, kernel: Any, n: int, name: str) -> None:
+    """Opt a loaded kernel in to ``n`` bytes of dynamic shared memory per block (what a kernel
+    whose local memory exceeds 48 KB takes; its launches must give it that many)."""
+    most = max(dev.shared_memory_optin, dev.shared_memory_per_block)
+    if n > most:
+        raise CUDAError(f"kernel {name} needs {n} bytes of local (shared) memory; {dev.label} "
+                        f"gives a block at most {most}")
+    d = _driver()
+    attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = getattr(kernel, "handle", None) or kernel._handle
+    if isinstance(handle, d.CUkernel):
+        err = d.cuKernelSetAttribute(attr, n, handle, d.CUdevice(dev.ordinal))[0]
+    else:
+        err = d.cuFuncSetAttribute(handle, attr, n)[0]
+    if err != d.CUresult.CUDA_SUCCESS:
+        raise CUDAError(f"kernel {name}: cannot give it {n} bytes of shared memory ({err.name})")
+
+
 class CUDARunner(HostPipeline):
     """Runs compiled programs on one CUDA device, on a stream of its own, with a `ModuleCache`
     (a fresh one using the default directory unless given)."""
@@ -101,20 +119,7 @@ class CUDARunner(HostPipeline):
         return kernel
 
     def _allow_dynamic_shared(self, k: Kernel, kernel: Any) -> None:
-        """Opt the kernel in to k.dynamic_shared bytes of dynamic shared memory per block."""
-        dev, n = self.device, k.dynamic_shared
-        if n > max(dev.shared_memory_optin, dev.shared_memory_per_block):
-            raise CUDAError(f"kernel {k.name} needs {n} bytes of local (shared) memory; {dev.label} "
-                            f"gives a block at most {max(dev.shared_memory_optin, dev.shared_memory_per_block)}")
-        d = _driver()
-        attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        handle = getattr(kernel, "handle", None) or kernel._handle
-        if isinstance(handle, d.CUkernel):
-            err = d.cuKernelSetAttribute(attr, n, handle, d.CUdevice(dev.ordinal))[0]
-        else:
-            err = d.cuFuncSetAttribute(handle, attr, n)[0]
-        if err != d.CUresult.CUDA_SUCCESS:
-            raise CUDAError(f"kernel {k.name}: cannot give it {n} bytes of shared memory ({err.name})")
+        allow_dynamic_shared(self.device, kernel, k.dynamic_shared, k.name)
 
     def check_device_limits(self, k: Kernel, kernel: Any, launch: Launch, label: str) -> None:
         dev = self.device

@@ -1,0 +1,71 @@
+"""`A @ B` in GPU sections on the CUDA backend: liftkit.blas's CUDA derivations (the CUDA
+profile's cp.async tiles, DMMA), whose CUDA C has no OpenCL C twin, and the OpenCL kernel of the
+same program the runtime's CPU fallback runs instead under memory pressure. The pipeline is
+built for a CUDA runtime here without a GPU (code generation only; NVRTC where installed) and
+its fallback runs for real on the CPU device."""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+from liftkit.backends.opencl import list_devices  # noqa: E402
+from liftkit.jit.gpu_library import LiftLibrary, _program  # noqa: E402
+from liftkit.runtime import Runtime  # noqa: E402
+
+HAS_CPU = any(d.type == "cpu" for d in list_devices())
+H100 = types.SimpleNamespace(name="NVIDIA H100 80GB HBM3",
+                             fingerprint="cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000")
+
+
+def _cuda_runtime() -> types.SimpleNamespace:
+    """What LiftLibrary reads of a CUDA runtime on an H100 (its dialect and device)."""
+    return types.SimpleNamespace(dialect="cuda", device=types.SimpleNamespace(
+        is_cpu=False, device=H100, label="NVIDIA H100 80GB HBM3 (no GPU here)"))
+
+
+def test_sections_on_cuda_take_the_cuda_gemm_derivations():
+    cube = {"M": 4096, "N": 4096, "K": 4096}
+    # the shipped CUDA profile of the H100 (tuned through CUDA), not the OpenCL one
+    assert _program("mm", "float32", cube, "gpu", H100, True)[2].codelet == "tiles-async"
+    assert _program("mm", "float32", cube, "gpu", H100, False)[2].codelet == "tiles"
+    # without a CUDA profile entry, liftkit.blas's CUDA defaults; odd sizes the any-size one
+    assert _program("mm", "float64", {"M": 256, "N": 64, "K": 128}, "gpu", H100,
+                    True)[2].codelet == "mma"
+    assert _program("mm", "float32", {"M": 96, "N": 96, "K": 96}, "gpu", H100,
+                    True)[2].codelet == "glb"
+
+
+@pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
+def test_a_cuda_only_gemm_runs_its_opencl_twin_when_it_cannot_fit():
+    lib = LiftLibrary()
+    sizes = {"M": 256, "N": 128, "K": 64}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = lib._build(_cuda_runtime(), "mm", "float32", sizes)
+    (k,) = p.kernels
+    assert "cp.async" in k.sources["cuda"] and "opencl" not in k.sources  # CUDA only
+    assert k.cpu is not None and "cp.async" not in k.cpu.source and "__kernel" not in \
+        k.cpu.source and "kernel void" in k.cpu.source  # liftkit.blas's CPU tiles, OpenCL C
+    try:
+        from liftkit.backends.cuda import compile_cuda
+        assert compile_cuda(k.sources["cuda"], "compute_90a").ptx
+    except ImportError:
+        pass
+    rt = Runtime("opencl", "cpu", memory_limit=1 << 16)  # A, B and C do not fit: the CPU runs it
+    try:
+        rng = np.random.default_rng(4)
+        A = rng.random((256, 64), dtype=np.float32)
+        B = rng.random((64, 128), dtype=np.float32)
+        C = np.zeros((256, 128), np.float32)
+        va, vb, vc = (rt.submit(x) for x in (A, B, C))
+        lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
+        np.testing.assert_allclose(rt.read(vc), A @ B, rtol=1e-5)
+        assert rt.stats()["cpu_tasks"] == 1
+    finally:
+        rt.close()
