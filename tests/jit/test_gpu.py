@@ -587,3 +587,38 @@ def f(M, d, niter):
     for _ in range(3):
         r = 0.15 / 32 + 0.85 * (M @ r)
     np.testing.assert_allclose(f(M, 0.85, 3), r)
+
+
+def test_bounds_checks_of_a_loop_variable_index_move_before_the_loop(rt):
+    """spmv's inner loop: data[k] and indices[k] are checked once per row (first and last k),
+    x[indices[k]] per element; a range reaching past the arrays still raises the exact error."""
+    f = gpu_fn("""
+import liftkit
+def f(data, indices, indptr, x, y):
+    with liftkit.gpu():
+        for i in prange(y.shape[0]):
+            s = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                s += data[k] * x[indices[k]]
+            y[i] = s
+    return y
+""", rt)
+    g = np.random.default_rng(5)
+    n, per = 40, 3
+    indptr = np.arange(0, n * per + 1, per)
+    indices, data, x = g.integers(0, n, n * per), g.random(n * per), g.random(n)
+    y = f(data, indices, indptr, x, np.zeros(n))
+    np.testing.assert_allclose(y, (data * x[indices]).reshape(n, per).sum(1))
+    src = f.inspect_gpu("cuda")
+    fast = src.split("} else {")[0]
+    assert "< v1_data_n0 && " in src and "v1_data_n0)" not in fast.split("for (long t")[-1]
+    bad = indptr.copy()
+    bad[-1] += 2  # the last row reaches past data and indices
+    with pytest.raises(IndexError, match=r"line 11: index 120 is out of bounds for axis 0 with "
+                                         r"size 120"):
+        f(data, indices, bad, x, np.zeros(n))
+    wrong = indices.copy()
+    wrong[7] = 99
+    with pytest.raises(IndexError, match=r"line 11: index 99 is out of bounds for axis 0 with "
+                                         r"size 40"):
+        f(data, wrong, indptr, x, np.zeros(n))

@@ -169,6 +169,8 @@ class KernelWriter:
         self.ntmp = 0
         self.idents: dict[str, str] = {}
         self.doubles = False
+        self.safe: frozenset = frozenset()  # (array, axis, loop variable) checked before a loop
+        self.versions = 0  # loops versioned around the statement being written
 
     # -- names
     def ident(self, name: str) -> str:
@@ -310,14 +312,58 @@ class KernelWriter:
         else:
             self.w(f"long {n} = {step} > 0L ? ({hi} > {lo} ? ({hi} - {lo} + {step} - 1L) / {step}"
                    f" : 0L) : ({lo} > {hi} ? ({lo} - {hi} - {step} - 1L) / (-{step}) : 0L);")
+        hoist = self._hoistable(st) if sv is not None and sv > 0 else []
+        if hoist:  # every value of the loop variable in range: a loop without those checks
+            last = f"{lo} + ({n} - 1L) * {step}"
+            conds = " && ".join(f"{last} < {self.ident(a)}_n{d}" for a, d in hoist)
+            self.w(f"if ({n} <= 0L || ({lo} >= 0L && {conds})) {{")
+            self.versions += 1
+            self.ind += 1
+            safe = self.safe
+            self.safe = safe | {(a, d, st.var) for a, d in hoist}
+            self._loop(st, lo, step, n, self.tmp())
+            self.safe = safe
+            self.ind -= 1
+            self.w("} else {")
+            self.ind += 1
+            self._loop(st, lo, step, n, k)
+            self.ind -= 1
+            self.versions -= 1
+            self.w("}")
+        else:
+            self._loop(st, lo, step, n, k)
+        self.ind -= 1
+        self.w("}")
+
+    def _loop(self, st: V.For, lo: str, step: str, n: str, k: str) -> None:
         self.w(f"for (long {k} = 0L; {k} < {n}; {k}++) {{")
         self.ind += 1
         self.w(f"{self.ident(st.var)} = {lo} + {k} * {step};")
         self.block(st.body)
         self.ind -= 1
         self.w("}")
-        self.ind -= 1
-        self.w("}")
+
+    def _hoistable(self, st: V.For) -> list[tuple[str, int]]:
+        """The (array, axis) pairs the loop's body indexes with the bare loop variable under a
+        bounds check, when the body never assigns the variable: checking its first and last
+        values once (loop versioning) replaces those checks, so the loop body has no early
+        exit there and the GPU can keep several loads in flight (spmv's data[k], indices[k]).
+        At most two nested loops are versioned (each doubles its body's code)."""
+        if self.versions >= 2:
+            return []
+        found: dict[tuple[str, int], None] = {}
+        for n in nodes(st.body):
+            if isinstance(n, V.Assign) and isinstance(n.target, V.Name) and \
+                    n.target.name == st.var or isinstance(n, V.For) and n.var == st.var:
+                return []
+            if isinstance(n, V.Index) and isinstance(n.array, V.Name) and \
+                    isinstance(n.array.type, T.ArrayType) and \
+                    len(n.indices) == n.array.type.ndim:
+                for d, (ix, chk) in enumerate(zip(n.indices, n.checks)):
+                    if isinstance(ix, V.Name) and ix.name == st.var and \
+                            (chk.negative or chk.lower or chk.upper):
+                        found[(n.array.name, d)] = None
+        return list(found)
 
     def s_While(self, st: V.While) -> None:
         self.w("while (1) {")
@@ -491,6 +537,8 @@ class KernelWriter:
         terms = [f"{v}_o"]
         for k, (ix, chk) in enumerate(zip(e.indices, e.checks)):
             i = self.ex(ix)  # type: ignore[arg-type]
+            if self.safe and isinstance(ix, V.Name) and (arr.name, k, ix.name) in self.safe:
+                chk = V.NO_CHECK  # its loop checked every value up front (s_For)
             if chk.negative or chk.lower or chk.upper:
                 orig, j = self.tmp(), self.tmp()
                 self.w(f"long {orig} = {i}; long {j} = {orig};")
