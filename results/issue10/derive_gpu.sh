@@ -7,6 +7,8 @@
 #   run: source .device-kit/setup.sh is done here; carry .device-kit and .device-extra.
 set -o pipefail
 # DRY=1 DEVICE=cpu SIZE_SET=tiny OUT=/tmp/x: the same steps on this machine's CPU device first
+# CHOICES (default 8): choices per search step (--choices); 14 lets every macro-rule group of
+# atax/gesummv into the first step
 if [ -z "$DRY" ]; then
     source .device-kit/setup.sh || exit 1
     pip install -q --no-index --no-deps --target /tmp/device-site .device-extra/*.whl
@@ -21,7 +23,7 @@ timeout $((SEARCH_TOTAL + 30)) python3 benchmarks/derive_suite.py --device $DEVI
     --programs ${PROGRAMS:-md,nbody_nvidia,md_shoc,kmeans,nn,mriq,atax,gemv_clblast,gesummv} \
     --budget 400 --seconds 12 \
     --seconds-for ${SECONDS_FOR:-nbody=25,kmeans=20,mriq=20,atax=35,gemv=30,gesummv=35} \
-    --grace 12 --total $SEARCH_TOTAL --timeout 20 --choices 8 \
+    --grace 12 --total $SEARCH_TOTAL --timeout 20 --choices ${CHOICES:-8} \
     --db $OUT/tuning.sqlite --logs /tmp/derive-logs | grep -E '^\$|candidates \(|^best|^exit|stopped|error|not started'
 echo "derive_suite: $((SECONDS - T0)) s"
 tar czf $OUT/derive-logs.tgz -C /tmp derive-logs

@@ -374,8 +374,8 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     "glb-private": [{}],
     "nbody-tiles": [{"wg": wg} for wg in (64, 128, 256)],
     # atax_low's transposed kernel (16 columns, 64 row groups) and neighbours
-    "gpu-gemv-t": [{"c": c, "r": r} for c, r in ((4, 64), (8, 32), (4, 32), (16, 16))],
-    "gpu-gemv-rows": [{"L": L} for L in (128, 256, 64)],
+    "gpu-gemv-t": [{"c": c, "r": r} for c, r in ((4, 64), (8, 32))],
+    "gpu-gemv-rows": [{"L": L} for L in (128, 256)],
     # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
                  for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),
