@@ -113,3 +113,15 @@ def test_gpu_codelets_compile_for_cuda(kind: Kind, variant: Variant) -> Any:
         pytest.skip("needs NVRTC")
     for k in compile_program(derive(kind, variant).final, CompileOptions(dialect="cuda")).kernels:
         compile_cuda(k.source, "sm_90", k.build_options, name=f"{k.name}.cu")
+
+
+def test_gemv_beta_zero_reads_no_y(session: Session) -> None:
+    """β = 0: y is not read (NaN in it stays out of the result); the session's zero buffer that
+    β·y reads instead grows with the sizes and stays zero across calls."""
+    rng = np.random.default_rng(2)
+    for n, trans in ((5, False), (300, True), (40, False), (1200, True)):
+        A = _mat(rng, (n, n + 3), np.float64)
+        x = _mat(rng, (n if trans else n + 3,), np.float64)
+        y = np.full(n + 3 if trans else n, np.nan)
+        got = session.gemv(A, x, y, alpha=2.0, trans=trans).result()
+        np.testing.assert_allclose(got, 2.0 * (A.T if trans else A) @ x, rtol=1e-12, atol=1e-12)

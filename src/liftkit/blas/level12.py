@@ -68,10 +68,11 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
     xbuf, xw = _pad1d(s, xv, p["M"] if t else p["N"], ws, "x")
     waits += xw + out.events
     ylen_p = p["N"] if t else p["M"]
-    if beta == 0:
-        waits = [s.fill_zero(out.buf, rows * item, waits)]
-    ybuf, yw = (out.buf, []) if ylen_p == rows else _pad1d(
-        s, Operand(out.buf, (rows,), "C", dt, waits), ylen_p, ws, "y")
+    if beta == 0:  # β·y reads zeros (y may hold NaN, and 0·NaN is NaN): no memset per call
+        ybuf, yw = s.zeros(ylen_p * item)
+    else:
+        ybuf, yw = (out.buf, []) if ylen_p == rows else _pad1d(
+            s, Operand(out.buf, (rows,), "C", dt, waits), ylen_p, ws, "y")
     waits += yw
     dest = out.buf if ylen_p == rows else ws.buffer("y-out", ylen_p * item)
     ev, temps = built.launch(s.q, {0: abuf, 1: xbuf, 2: ybuf},
@@ -79,7 +80,7 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
     if dest is not out.buf:
         ev = s.q.copy(out.buf, dest, rows * item, [ev])
     events, finish = s.finish_output(out, [ev])
-    return s.future(events, finish, keep=[a, xv, out, ws, temps])
+    return s.future(events, finish, keep=[a, xv, out, ws, temps, ybuf])
 
 
 # -- transpose -----------------------------------------------------------------------------------

@@ -162,6 +162,7 @@ class Session:
         self._warn = warn and self.profile is None
         self._chosen: dict[Any, Any] = {}  # choose()'s answers for the current profile
         self._units: dict[np.dtype, Any] = {}  # unit()'s buffers
+        self._zeros: Optional[tuple[Any, list[Any]]] = None  # zeros()'s buffer
         self._scratch: Optional[Workspace] = None
         self.device_kind = "gpu" if self.device.is_gpu else "cpu"
 
@@ -227,6 +228,18 @@ class Session:
         if self._scratch is None:
             self._scratch = Workspace(self)
         return self._scratch
+
+    def zeros(self, nbytes: int) -> tuple[Any, list[Any]]:
+        """(a device buffer of at least `nbytes` zero bytes, the events its zeroing needs): one
+        per session, grown on demand and never written by a kernel (inputs whose values are
+        multiplied by β = 0 read it instead of being zeroed per call)."""
+        have = self._zeros
+        if have is None or self.q.nbytes(have[0]) < nbytes:
+            size = max(4096, 1 << (max(1, nbytes) - 1).bit_length())
+            buf = self.q.alloc(size)
+            ev = self.q.fill_zero(buf, size)
+            have = self._zeros = (buf, [ev] if ev is not None else [])
+        return have
 
     def unit(self, dtype: np.dtype) -> Any:
         """A device buffer holding the complex pair (1, i) (the complex-through-real GEMM's
