@@ -59,6 +59,7 @@ class GpuKernel:
     dead: frozenset[str] = frozenset()  # arrays nothing reads after the section
     undefined: frozenset[str] = frozenset()  # np.empty arrays nothing wrote yet: no upload
     lift: "LiftMap | None" = None  # an element-wise loop as a Lift map (gpu_library)
+    fails: bool = True  # it has a check that may record an error (else its flags stay clear)
 
     def source(self, dialect: str) -> str:
         return dict(self.sources)[dialect]
@@ -171,6 +172,7 @@ class KernelWriter:
         self.doubles = False
         self.safe: frozenset = frozenset()  # (array, axis, loop variable) checked before a loop
         self.versions = 0  # loops versioned around the statement being written
+        self.fails = False  # a check that may record an error was written
 
     # -- names
     def ident(self, name: str) -> str:
@@ -191,6 +193,7 @@ class KernelWriter:
         return CT[t.name]
 
     def fail(self, kind: int, a: str = "0L", b: str = "0L", c: str = "0L") -> None:
+        self.fails = True
         self.w(f"{{ lk_fail(lk_err + lk_eo, {kind}, {self.line}L, {a}, {b}, {c}); return; }}")
 
     # -- the kernel

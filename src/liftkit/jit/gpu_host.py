@@ -91,6 +91,7 @@ class _KernelPlan:
     reads: tuple    # names of the arrays whose data it reads / writes / writes whole
     writes: tuple
     over: tuple
+    fails: bool     # it may set the error flags (a check is left in it)
 
     @staticmethod
     def of(k: Any) -> "_KernelPlan":
@@ -113,7 +114,7 @@ class _KernelPlan:
             tuple(n for n in k.undefined if n in named and n not in k.reads)
         return _KernelPlan(tuple(items), tuple(scalars), tuple(slots), slot,
                            tuple(n for n in k.reads if n in named),
-                           tuple(n for n in k.writes if n in named), over)
+                           tuple(n for n in k.writes if n in named), over, k.fails)
 
 
 @dataclass
@@ -125,6 +126,7 @@ class _Call:
     memo: dict = field(default_factory=dict)   # prepared launches by kernel and arrays
     names: dict = field(default_factory=dict)  # var id -> the array variable's name
     error: Optional[BaseException] = None
+    checks: bool = False  # a kernel that may set the error flags was launched
 
 
 class DeviceCall:
@@ -205,16 +207,34 @@ class DeviceCall:
             return torch.from_numpy(np.ascontiguousarray(host)).to(f"cuda:{self.ordinal}")
         return host
 
+    def _caller_stream(self) -> Optional[int]:
+        """The handle of the stream the caller's library works on now (CuPy's or PyTorch's
+        current stream), which is made to wait for our tasks on its arrays instead of the
+        host; None for another library (the host waits)."""
+        try:
+            if self.library == "cupy":
+                import cupy
+                return int(cupy.cuda.get_current_stream().ptr)
+            if self.library == "torch":
+                import torch
+                return int(torch.cuda.current_stream(self.ordinal).cuda_stream)
+        except Exception:  # noqa: BLE001 - no current stream to name: the host waits
+            return None
+        return None
+
     def close(self) -> None:
         """Free what the call kept and did not return; let go of the adopted arrays."""
         rt = self.rt
         self.host.device_calls.pop(self.key, None)
-        for v in self.adopted:  # the caller's library may use them next, on its own stream
-            if v.id in rt.vars:
-                for eid in rt.buffers[rt.vars[v.id].buffer].writers:
+        stream = self._caller_stream()
+        for v in self.adopted:  # the caller's library may use them next, on its own stream:
+            if v.id in rt.vars:  # it waits for the tasks still reading or writing them
+                buf = rt.buffers[rt.vars[v.id].buffer]
+                for eid in buf.writers + buf.readers:
                     row = rt.events.get(eid)
-                    if row is not None:
-                        rt.device.wait(row.event)
+                    if row is not None and (stream is None or
+                                            not rt.device.stream_wait(stream, row.event)):
+                        rt.device.wait(row.event)  # a library whose stream we cannot name
         for v in self.kept + self.adopted:
             if v.id in rt.vars:
                 rt.release(v, writeback=False)
@@ -346,6 +366,8 @@ class GpuHost:
                     reads = [c if a is v else a for a in reads]
         if k.lift is not None and self._lift_map(call, k, named, args, counts):
             return
+        if kp.fails:
+            call.checks = True
         rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
                   overwrites=over)
         for c in temps:
@@ -370,7 +392,7 @@ class GpuHost:
         for pos, _, _ in kp.scalars:
             args.insert(pos, None)
         reads = [named[n] for n in kp.reads]
-        writes = [named[n] for n in kp.writes] + [call.err]
+        writes = [named[n] for n in kp.writes] + ([call.err] if kp.fails else [])
         return args, named, reads, writes, [named[n] for n in kp.over]
 
     def run_library(self, key: int, lid: int, block: Any) -> None:
@@ -489,9 +511,10 @@ class GpuHost:
         if err is not None:
             raise err
 
-    def _kernel_error(self, flags: np.ndarray) -> Optional[BaseException]:
-        """The error a kernel recorded in the error buffer, as the CPU code would raise it."""
-        if not flags[0]:
+    def _kernel_error(self, flags: Optional[np.ndarray]) -> Optional[BaseException]:
+        """The error a kernel recorded in the error buffer, as the CPU code would raise it
+        (None: no kernel that could record one ran, the flags were not read)."""
+        if flags is None or not flags[0]:
             return None
         from .dispatch import _error
         a = (int(flags[3]) << 32) | (int(flags[2]) & 0xFFFFFFFF)
@@ -499,15 +522,19 @@ class GpuHost:
         a, c = (x - (1 << 64) if x >= 1 << 63 else x for x in (a, c))
         return _error([int(flags[0]), int(flags[1]), a, int(flags[4]), c], self.raises)
 
-    def _close(self, call: _Call, dc: Optional[DeviceCall] = None, sid: int = -1) -> np.ndarray:
+    def _close(self, call: _Call, dc: Optional[DeviceCall] = None,
+               sid: int = -1) -> Optional[np.ndarray]:
         """Wait, read the error buffer, write back what kernels changed, release everything —
         except, in a call with GPU arrays, the arrays the function only returns (kept on the
-        device for ``DeviceCall.result``)."""
+        device for ``DeviceCall.result``). When no kernel launched could set a flag (every
+        check was proved away) nothing is read: a call on GPU arrays does not wait for its
+        kernels here."""
         rt = call.rt
         keep = self.plan.returned.get(sid, frozenset()) if dc is not None else frozenset()
         flags = None
         try:
-            flags = np.array(rt.read(call.err))
+            if call.checks:
+                flags = np.array(rt.read(call.err))
         finally:  # dead arrays first: a buffer only they use is freed without a download
             for v in sorted(call.vars.values(), key=lambda v: call.live.get(v.id, True)):
                 if v.id not in rt.vars:
@@ -521,7 +548,7 @@ class GpuHost:
                     continue
                 rt.release(v, writeback=call.live.get(v.id, True))
             if call.err.id in rt.vars:
-                if flags is not None and not flags.any():
+                if not call.checks or (flags is not None and not flags.any()):
                     self.flags.give(rt, call.err)  # still all zeros: the next call's
                 else:
                     rt.release(call.err, writeback=False)

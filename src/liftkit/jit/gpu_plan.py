@@ -312,14 +312,16 @@ def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
     elif s.vars and s.vars[0].startswith("ew$s"):
         mode = "slice"
     name = f"lk_{re.sub(r'[^A-Za-z0-9_]', '_', f.name)}_{idx}"
-    sources = tuple((d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data,
-                                     writes).write()) for d in ("opencl", "cuda"))
+    writers = [(d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data, writes))
+               for d in ("opencl", "cuda")]
+    sources = tuple((d, w.write()) for d, w in writers)
     lift = None
     if mode == "whole" and len(s.body) == 1 and isinstance(s.body[0], V.Assign) and \
             isinstance(s.body[0].target.type, T.ScalarType) and s.body[0].target.type.is_float:
         lift = lift_map(s.body[0].value, s.body[0].target.type)
     return GpuKernel(name, s.line, tuple(captured), frozenset(data), frozenset(reads),
-                     frozenset(writes), len(s.vars), mode, sources, lift=lift)
+                     frozenset(writes), len(s.vars), mode, sources, lift=lift,
+                     fails=any(w.fails for _, w in writers))
 
 
 def _reads_target(body: tuple, name: str) -> bool:

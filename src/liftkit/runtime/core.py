@@ -80,6 +80,7 @@ class Runtime:
         self._by_key: dict[Any, int] = {}
         self._ids = 0
         self._clock = 0
+        self._retire_at = 64  # pending tasks past which a launch sweeps finished ones out
         self._cpu: Optional[OpenCLDevice] = None
         self._stats: Counter = Counter()
         self.lock = threading.RLock()
@@ -409,6 +410,9 @@ class Runtime:
                 done.append(eid)
             else:
                 busy.add(row.queue)
+        # the next sweep when 64 more tasks are pending (a long chain of running kernels
+        # would otherwise be swept, a driver query and a pass over the table, at each launch)
+        self._retire_at = len(self.events) - len(done) + 64
         recycle = getattr(self.device, "recycle", None)
         for eid in done:
             row = self.events.pop(eid)
@@ -497,7 +501,7 @@ class Runtime:
                 v.events.append(eid)
             for v in wr:
                 v.events.append(eid)
-            if len(self.events) > 64:
+            if len(self.events) > self._retire_at:
                 self._retire()
             return eid
 

@@ -316,6 +316,16 @@ class CUDADevice:
         one (creating events is a driver call per task)."""
         return stream.record(self._spare.pop()) if self._spare else stream.record()
 
+    def stream_wait(self, stream: int, event: Any) -> bool:
+        """Make another library's stream (a raw CUstream handle) wait for ``event`` without
+        blocking the host; False if the driver refused (the caller then waits)."""
+        try:
+            d = self._drv
+            err = d.cuStreamWaitEvent(d.CUstream(int(stream)), event.handle, 0)[0]
+            return bool(err == d.CUresult.CUDA_SUCCESS)
+        except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
+            return False
+
     def recycle(self, event: Any) -> None:
         """``event``'s task has left the runtime's tables: its event may be recorded again."""
         if len(self._spare) < 256:
