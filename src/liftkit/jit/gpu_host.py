@@ -143,6 +143,7 @@ class DeviceCall:
         self.kept: list = []
         self.made: dict = {}  # (ptr, shape, strides) -> the result handed out
         self.key: Optional[int] = None
+        self.stream: Any = False  # the caller's stream handle, once asked (None: unnamed)
 
     def open(self, env: Any) -> None:
         rt = self.rt
@@ -171,8 +172,16 @@ class DeviceCall:
             self.kept.remove(v)
             if var.shape == shape and var.strides == strides and var.offset == 0 and \
                     var.dtype == dtype and buf.vars == {v.id} and buf.nbytes == var.nbytes:
-                handle = rt.detach(v)
-                got = self.made[key] = self._wrap(_Cai(handle, rt.device.ptr(handle), shape,
+                # the caller's stream waits for the tasks on it (else the host does), and its
+                # memory is freed on our stream after them when the caller lets go of it
+                events = [rt.events[e].event for e in buf.writers + buf.readers
+                          if e in rt.events]
+                stream = self._caller_stream()
+                handed = stream is not None and all(rt.device.stream_wait(stream, ev)
+                                                    for ev in events)
+                handle = rt.detach(v, wait=not handed)
+                owner = _Handed(handle, rt.device, events) if handed else handle
+                got = self.made[key] = self._wrap(_Cai(owner, rt.device.ptr(handle), shape,
                                                        strides, dtype))
                 return got
             rt.release(v)  # a view: its host copy is brought up to date instead
@@ -211,6 +220,12 @@ class DeviceCall:
         """The handle of the stream the caller's library works on now (CuPy's or PyTorch's
         current stream), which is made to wait for our tasks on its arrays instead of the
         host; None for another library (the host waits)."""
+        if self.stream is not False:
+            return self.stream
+        self.stream = self._current_stream()
+        return self.stream
+
+    def _current_stream(self) -> Optional[int]:
         try:
             if self.library == "cupy":
                 import cupy
@@ -239,6 +254,20 @@ class DeviceCall:
             if v.id in rt.vars:
                 rt.release(v, writeback=False)
         self.kept, self.adopted = [], []
+
+
+class _Handed:
+    """Device memory handed to the caller's library while tasks on it may still run: freed
+    stream-ordered after them (``events``) when the library lets go of it."""
+
+    def __init__(self, handle: Any, device: Any, events: list) -> None:
+        self.handle, self.device, self.events = handle, device, events
+
+    def __del__(self) -> None:
+        try:
+            self.device.free(self.handle, self.events)
+        except Exception:  # noqa: BLE001 - the runtime's device was closed: the driver freed it
+            pass
 
 
 class _Cai:

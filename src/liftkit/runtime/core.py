@@ -158,15 +158,16 @@ class Runtime:
         with self.lock:
             return self._borrowed(int(ptr), tuple(int(n) for n in shape), np.dtype(dtype), owner)
 
-    def detach(self, v: ArrayVar) -> Any:
+    def detach(self, v: ArrayVar, wait: bool = True) -> Any:
         """Hand the device allocation holding ``v`` (alone in its buffer) to the caller: it
-        leaves the runtime's tables without being freed or downloaded (after its writers)."""
+        leaves the runtime's tables without being freed or downloaded (after its writers, or
+        without ``wait`` at once: the caller orders its use and its free after them)."""
         with self.lock:
             var = self._var(v)
             buf = self.buffers[var.buffer]
             if buf.borrowed or buf.handle is None or buf.vars != {var.id} or not buf.dev_valid:
                 raise RuntimeError_(f"{var} cannot leave the runtime on the device")
-            for eid in list(buf.writers):
+            for eid in list(buf.writers) if wait else ():
                 row = self.events.get(eid)
                 if row is not None:
                     self.device.wait(row.event)
