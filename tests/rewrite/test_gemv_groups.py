@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from liftkit.dsl import DOUBLE, FLOAT, float32, float64, fun, join, map, reduce, size, transpose, zip
-from liftkit.explore.macros import GPU_GEMV_ROWS, GPU_GEMV_T
+from liftkit.explore.macros import GPU_GEMV_ROWS, GPU_GEMV_T, GPU_GEMVS
 from liftkit.ir.typecheck import is_low_level
 from liftkit.programs import PROGRAMS
 from liftkit.rewrite.core import Choice, Rule, apply_choice, typed_sites
@@ -168,7 +168,27 @@ def test_the_derived_kernels_run_on_the_cpu_device_and_the_gpu_search_offers_the
                                    rtol=1e-4, atol=1e-3)
     assert set(GEMV_GROUP_RULES) <= set(SEARCH_RULES)
     space = rule_space("gpu")
-    for name, macros in (("atax", {GPU_GEMV_T.name, GPU_GEMV_ROWS.name}),
-                         ("gesummv", {GPU_GEMV_ROWS.name})):
+    for name, macros in (("atax", {GPU_GEMV_T.name, GPU_GEMV_ROWS.name, GPU_GEMVS.name}),
+                         ("gesummv", {GPU_GEMV_ROWS.name, GPU_GEMVS.name})):
         offered = {c.rule for c in space.choices(space.prepare(PROGRAMS[name].build()))}
         assert macros <= offered, name
+
+
+def test_gpu_gemvs_reaches_the_hand_written_kernels_in_one_move() -> None:
+    """The macro at the program's body lowers both of ATAX's products (and GESUMMV's fused sum)
+    to the OpenCL level in one move, with the hand-written programs' launch geometry; its steps
+    replay with the plain rules."""
+    from liftkit.codegen import compile_program
+    from liftkit.explore.macros import rule_space
+
+    space = rule_space("gpu")
+    for name, low, rules in (("atax", "atax_low", ["gemv-t-groups", "gemv-row-groups"]),
+                             ("gesummv", "gesummv_low", ["gemv-row-groups"])):
+        p = space.prepare(PROGRAMS[name].build())
+        choice = Choice(GPU_GEMVS.name, (0,), {"c": 4, "r": 64, "L": 128})
+        assert choice in space.choices(p)
+        q, steps = space.apply_steps(p, choice)
+        assert is_low_level(q) and [c.rule for c in steps] == rules
+        derived = compile_program(space.replay(PROGRAMS[name].build(), steps)).kernels
+        hand = compile_program(PROGRAMS[low].build()).kernels
+        assert [k.ndrange for k in derived] == [k.ndrange for k in hand], name

@@ -36,7 +36,9 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
 * `gpu-gemv-t` (c, r, w) and `gpu-gemv-rows` (L, w): CLBlast's GEMV kernels in one step each
   (rules/gemv_groups.py): Aᵀ·v in work-groups of r·c work-items per c·w columns, reading A's rows
   as coalesced w-vectors (ATAX's second product), and a work-group of L per row (A·x, and
-  GESUMMV's α·A·x + β·B·x in one pass over both matrices).
+  GESUMMV's α·A·x + β·B·x in one pass over both matrices); `gpu-gemvs` (c, r, L, w) both, at
+  every such product of the program (outermost first), so ATAX's two kernels come in one move:
+  a search scoring one half by random walks over the other misses the pair.
 * `mm-tiles` (tm, tn, tk, rm, rn, w): matrix multiplication in the CLBlast/NVIDIA shape through
   `mm-tile-2d` (2D tiles, the K loop split by tk) and `mm-tiles-lower` (rules/mm.py: tiles in
   local memory, rm×rn register blocks, float4 (w = 4), double2 (w = 2) or scalar (w = 1, the
@@ -75,6 +77,7 @@ from liftkit.rewrite.strategies import (
     bottomup,
     choice,
     id_,
+    repeat,
     rule,
     seq,
     topdown,
@@ -121,6 +124,11 @@ def _at_join(site: Site) -> bool:
 
 def _at_join_or_map(site: Site) -> bool:
     return isinstance(site.f, (P.Join, P.Map))
+
+
+def _at_body(site: Site) -> bool:
+    """The program's body: a macro that rewrites every nest of a kind in the program."""
+    return site.path == (0,)
 
 
 def _at_mm(site: Site) -> bool:
@@ -355,7 +363,15 @@ GPU_GEMV_ROWS = MacroRule(
     "join ∘ map(λrow. reduce(⊕, e) ∘ map(m) $ zip(row, x)) $ A (or GESUMMV's α·A·x + β·B·x) → a "
     "work-group of L work-items per row, w-vectors, a tree in local memory (gemv-row-groups)",
     "CLBlast's row GEMV (ATAX's first kernel, GESUMMV fused)", where=_at_join_or_map)
-MACROS: tuple[MacroRule, ...] = (NBODY_TILES, GPU_GEMV_T, GPU_GEMV_ROWS, GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
+GPU_GEMVS = MacroRule(
+    "gpu-gemvs", lambda c, r, L, w=4: repeat(topdown(choice(rule(GEMV_T_GROUPS, c=c, r=r, w=w),
+                                                            rule(GEMV_ROW_GROUPS, L=L, w=w)))),
+    "every matrix-vector product of the program, outermost first, in CLBlast's work-group kernels "
+    "(gemv-t-groups c, r; gemv-row-groups L; vectors of w)",
+    "CLBlast's ATAX and GESUMMV (seed 000 Table 1): one move to the OpenCL level, so a search "
+    "times the whole shape instead of each half beside random lowerings of the other",
+    where=_at_body)
+MACROS: tuple[MacroRule, ...] = (NBODY_TILES, GPU_GEMVS, GPU_GEMV_T, GPU_GEMV_ROWS, GPU_REDUCTION, GPU_ROWS, CPU_ROWS, FUSE_PARTIAL, TO_WORKGROUPS,
                                  GROUP_REDUCE, FUSE_ROWS,
                                  TO_GROUPS_SEQ, VECTORIZE_FUSED,
                                  MAP_GLB_VEC, GLB_PRIVATE, MM_TILES, MM_BLOCKS)
@@ -376,6 +392,7 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     # atax_low's transposed kernel (16 columns, 64 row groups) and neighbours
     "gpu-gemv-t": [{"c": c, "r": r} for c, r in ((4, 64), (8, 32))],
     "gpu-gemv-rows": [{"L": L} for L in (128, 256)],
+    "gpu-gemvs": [{"c": c, "r": r, "L": L} for c, r, L in ((4, 64, 128), (8, 32, 256))],
     # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
                  for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),
