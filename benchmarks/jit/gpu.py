@@ -183,8 +183,8 @@ kernel void chain(global double* x, long xo, const global double* a, long ao, lo
     long i = get_global_id(0); if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }"""})
 
 
-def runtime_claims(rt: Runtime, out: dict) -> None:
-    for n in ((1 << 24, 1 << 25, 1 << 27) if not rt.device.is_cpu else (1 << 20,)):
+def runtime_claims(rt: Runtime, out: dict, chain: tuple = (24, 25, 27)) -> None:
+    for n in (tuple(1 << e for e in chain) if not rt.device.is_cpu else (1 << 20,)):
         x, a = np.ones(n), np.random.default_rng(1).random(n)
         vx, va = rt.submit(x), rt.submit(a)
         rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
@@ -378,14 +378,65 @@ def matmul(cp, rt: Runtime, out: dict, repeat: int) -> None:
         cp.cuda.Device().synchronize()
     ok_dev = np.allclose(cp.asnumpy(mmf(da, db)), cp.asnumpy(da @ db), rtol=1e-3, atol=1e-2)
     t_dev = med(jit_dev, repeat)
+
+    def back_to_back(fn):  # ten calls, one wait: what a loop of products sees
+        def ten(_) -> None:
+            for _ in range(10):
+                fn()
+            cp.cuda.Device().synchronize()
+        ten(None)
+        return med(ten, max(3, repeat // 2)) / 10
+    t_cu10 = back_to_back(lambda: da @ db)
+    t_dev10 = back_to_back(lambda: mmf(da, db))
     out[f"matmul_{n}_f32"] = {"ok": bool(ok and ok_dev), "derivation": origin,
                               "notices": [str(x.message) for x in w][:1],
                               "lift_resident_ms": t_lift * 1e3, "cublas_ms": t_cu * 1e3,
                               "vs_cublas": t_cu / t_lift, "tflops": 2 * n ** 3 / t_lift / 1e12,
                               "jit_cupy_args_ms": t_dev * 1e3, "jit_vs_cublas": t_cu / t_dev,
+                              "back_to_back_cublas_ms": t_cu10 * 1e3,
+                              "back_to_back_jit_cupy_args_ms": t_dev10 * 1e3,
+                              "back_to_back_jit_vs_cublas": t_cu10 / t_dev10,
                               "jit_call_ms (NumPy, with transfers)": t_jit * 1e3}
+    if rt.dialect == "cuda":  # the CUDA SGEMM derivations beside the one chosen, same run
+        out[f"matmul_{n}_f32"]["variants"] = _mm_variants(cp, rt, lib, va, vb, vc, sizes,
+                                                          A, B, t_cu, repeat)
     for v in (va, vb, vc):
         rt.release(v, writeback=False)
+
+
+MM_VARIANTS = [dict(tm=64, tn=128, tk=32, stages=2), dict(tm=128, tn=64, tk=32, stages=2),
+               dict(tm=128, tn=128, tk=16, stages=3), dict(tm=128, tn=128, tk=32, stages=2)]
+
+
+def _mm_variants(cp, rt, lib, va, vb, vc, sizes, A, B, t_cu, repeat) -> dict:
+    """liftkit.blas's cp.async SGEMM (tiles-async, 8x8 register blocks) at a few tile shapes,
+    each checked, then timed as the runtime runs it (the last one takes 64 KB of dynamic
+    shared memory)."""
+    from liftkit.blas import codelets as cd
+    from liftkit.codegen.compiler import compile_program
+    from liftkit.codegen.kernel import CompileOptions
+    from liftkit.jit.gpu_library import Pipeline
+    kind = cd.Kind("mm", "float32", "NN")
+    ref = A.astype(np.float64) @ B
+    got = {}
+    for params in MM_VARIANTS:
+        v = cd.Variant.of("tiles-async", rm=8, rn=8, **params)
+        try:
+            c = compile_program(cd.derive(kind, v).final, CompileOptions(dialect="cuda"))
+            p = Pipeline(c, [Kernel(k.name, {"cuda": k.source}, dynamic_shared=k.dynamic_shared)
+                             for k in c.kernels], str(v))
+            lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
+            ok = np.linalg.norm(rt.read(vc) - ref) / np.linalg.norm(ref) < 1e-4
+
+            def one(_) -> None:
+                lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
+                rt.wait_all(sync=False)
+            t = med(one, repeat)
+            got[str(v)] = {"ok": bool(ok), "ms": t * 1e3, "vs_cublas": t_cu / t,
+                           "dynamic_shared": c.kernels[0].dynamic_shared}
+        except Exception as err:  # noqa: BLE001 - one variant's failure is its row
+            got[str(v)] = {"error": f"{type(err).__name__}: {err}"[:200]}
+    return got
 
 
 def _mm(A, B):
@@ -443,6 +494,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="benchmarks of the suite to run (default: all)")
     ap.add_argument("--skip", nargs="*", default=[], help="parts to skip: suite runtime "
                     "overhead matmul pressure")
+    ap.add_argument("--chain", nargs="*", type=int, default=[24, 25, 27],
+                    help="log2 of the chain's array sizes (runtime part)")
     ap.add_argument("--backend", default="cuda", help="cuda; opencl for a smoke test (NumPy "
                     "stands in for CuPy, CPU OpenCL for the GPU)")
     args = ap.parse_args()
@@ -458,7 +511,7 @@ def main() -> None:
     rows: list = []
     extra: dict = {"numba": why}
     parts = {"suite": lambda: suite(cp, nb, rt, args.scale, args.repeat, rows, args.only),
-             "runtime": lambda: runtime_claims(rt, extra),
+             "runtime": lambda: runtime_claims(rt, extra, tuple(args.chain)),
              "overhead": lambda: call_overhead(cp, rt, extra, args.repeat),
              "matmul": lambda: matmul(cp, rt, extra, args.repeat),
              "pressure": lambda: device_pressure(cp, extra)}
