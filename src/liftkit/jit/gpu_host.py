@@ -152,7 +152,9 @@ class DeviceCall:
                 raise TypeError(f"{d.kind} is on CUDA device {d.ordinal}, but GPU sections run "
                                 f"on device {self.ordinal} ({rt.device.label}); copy it there "
                                 "first or choose the runtime (LIFTKIT_RUNTIME_DEVICE)")
-        rt.device.sync_device()  # the caller's library may still be writing them
+        stream = self._caller_stream()  # the caller's library may still be writing them:
+        if stream is None or not rt.device.follow(stream):  # our streams follow its stream
+            rt.device.sync_device()  # (else the host waits for the whole device)
         self.adopted = [rt.adopt_range(d.ptr, d.shape, d.dtype, d.obj) for d in self.devs]
         self.key = ctypes.addressof(env)
         self.host.device_calls[self.key] = self

@@ -183,6 +183,7 @@ class CUDADevice:
         self._kernels: dict[tuple[str, str], Any] = {}
         self._configs: dict[tuple, Any] = {}
         self._shmem: dict[int, int] = {}  # id of a built kernel -> its dynamic shared bytes
+        self._follow: Any = None  # the event another library's stream is recorded into
         self._spare: list = []  # events of retired tasks, recorded again by later ones
 
     def _check(self, result: Any, what: str) -> Any:
@@ -315,6 +316,24 @@ class CUDADevice:
         """An event recorded on ``stream``: a finished task's event re-recorded when there is
         one (creating events is a driver call per task)."""
         return stream.record(self._spare.pop()) if self._spare else stream.record()
+
+    def follow(self, stream: int) -> bool:
+        """Order everything enqueued from now on (every compute stream and the transfer
+        stream) after the work already on another library's stream (a raw CUstream handle),
+        without blocking the host; False if the driver refused (the caller then waits)."""
+        try:
+            d = self._drv
+            if self._follow is None:
+                self._follow = self._dev.create_event()
+            ev = self._follow  # re-recorded each time: a wait takes the record before it
+            err = d.cuEventRecord(ev.handle, d.CUstream(int(stream)))[0]
+            if err != d.CUresult.CUDA_SUCCESS:
+                return False
+            for s in self.streams + [self.tstream]:
+                s.wait(ev)
+            return True
+        except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
+            return False
 
     def stream_wait(self, stream: int, event: Any) -> bool:
         """Make another library's stream (a raw CUstream handle) wait for ``event`` without

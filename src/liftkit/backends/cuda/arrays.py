@@ -97,6 +97,10 @@ def _ordinal(ptr: int) -> Optional[int]:
     if ptr == 0:
         return None
     try:
+        from liftkit.backends.cuda.devices import list_devices
+        devs = list_devices()  # (cached) one GPU: its memory is all there is, no driver query
+        if len(devs) == 1:
+            return devs[0].ordinal
         from cuda.bindings import driver
 
         err, value = driver.cuPointerGetAttribute(
