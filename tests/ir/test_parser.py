@@ -17,7 +17,7 @@ from liftkit.dsl import INT
 from liftkit.ir.nodes import FunCall, alpha_equal, FunDecl, Lambda, Literal, Node, Param, UserFun, walk
 from liftkit.ir.parser import ParseError, parse, parse_program, parse_type
 from liftkit.ir.patterns import PATTERNS_BY_NAME, Kind, PartRed, Pattern
-from liftkit.ir.patterns.cuda import MMA_PATTERNS
+from liftkit.ir.patterns.cuda import MMA_PATTERNS, WGMMA_PATTERNS
 from liftkit.ir.printer import pretty, show
 from liftkit.ir.typecheck import check_program
 from liftkit.ir.userfuns import standard_user_funs
@@ -119,7 +119,16 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
         [float32[N]], lambda x: join << mapWrg(0)(reduceWarp(add, 0.0) << toLocal(mapLcl(0)(id)))
         << split(64) << x),
     **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
+    **{f"warpgroup_mma_{cls.name}": (lambda cls=cls: _wgmma(cls)) for cls in WGMMA_PATTERNS},
 }
+
+
+def _wgmma(cls: Any) -> Lambda:
+    """C = A·B on Hopper's warpgroup MMA (rewrite/rules/cuda.py builds it)."""
+    from liftkit.rewrite.rules.cuda import mm_wgmma
+
+    A, B = Param("A", float32[N][M]), Param("B", float32[M][N])
+    return Lambda((A, B), mm_wgmma(A, B, cls, 64, 64, 32, 4, 2))
 
 
 def _tensor_cores(cls: Any) -> Lambda:

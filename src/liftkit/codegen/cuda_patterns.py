@@ -36,6 +36,10 @@ def generate(g: "Generator", p: P.CudaPattern, args: Sequence["Arg"], env: dict[
         raise CodegenError(p.refusal)
     if isinstance(p, P.ReduceWarp):
         return reduce_warp(g, p, args, env, ctx, dest)
+    if isinstance(p, P.ReduceWgmma):
+        from liftkit.codegen.cuda_wgmma import reduce_wgmma  # Hopper: codegen/cuda_wgmma.py
+
+        return reduce_wgmma(g, p, args, env, ctx, dest)
     if isinstance(p, P.ReduceMma):
         from liftkit.codegen.cuda_mma import reduce_mma  # tensor cores: codegen/cuda_mma.py
 

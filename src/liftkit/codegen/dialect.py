@@ -166,7 +166,7 @@ CUDA = Dialect(
     complex_type=lambda c, r: [
         f"struct __align__({2 * (4 if r == 'float' else 8)}) {c} {{ {r} x, y; }};",
         f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
-    features=frozenset({"warp-shuffle", "mma", "cp.async"}),
+    features=frozenset({"warp-shuffle", "mma", "cp.async", "wgmma"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
     # a block declares at most 48 KB statically; more comes at launch (opted in per kernel)
     dynamic_local_head="extern __shared__ __align__(16) unsigned char lk_dynamic_shared[];",

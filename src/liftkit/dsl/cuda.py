@@ -9,7 +9,7 @@ from liftkit.arith import cst
 from liftkit.dsl.core import FunLike, _with_init, fn
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import FunDecl
-from liftkit.ir.patterns.cuda import toBF16, toTF32
+from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
 
 
 def reduceWarp(f: FunLike, init: Any = None) -> FunDecl:
@@ -32,9 +32,24 @@ reduceMmaBF16 = _mma(P.ReduceMmaBF16)
 reduceMmaF64 = _mma(P.ReduceMmaF64)
 
 
+def _wgmma(cls: type[P.ReduceWgmma]) -> Any:
+    def build(warps: int, stages: int, f: FunLike, init: Any = None) -> FunDecl:
+        return _with_init(cls(warps=cst(warps), stages=cst(stages), f=fn(f)), init)
+
+    build.__name__ = cls.name
+    build.__doc__ = (f"{cls.name}(warps, stages, f, z): the K loop over tile pairs on Hopper's "
+                     "warpgroup MMA, the operands staged `stages` tiles deep by the pattern; f "
+                     "lays out each pair (a, b) whose product a·bᵀ it accumulates.")
+    return build
+
+
+reduceWgmmaTF32 = _wgmma(P.ReduceWgmmaTF32)
+reduceWgmmaTF32Z = _wgmma(P.ReduceWgmmaTF32Z)
+
+
 def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
     """toLocalAsync(s, copy): the copy pipelined s deep with cp.async over a reduceMma's tiles."""
     return P.ToLocalAsync(cst(stages), fn(f))
 
 __all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toLocalAsync", "toTF32",
-           "toBF16"]
+           "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z", "truncTF32"]

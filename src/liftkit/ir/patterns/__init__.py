@@ -11,7 +11,7 @@ from liftkit.ir.patterns.base import (
 )
 from liftkit.ir.patterns.cuda import (
     CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaTF32, ReduceWarp,
-    ToLocalAsync,
+    ReduceWgmma, ReduceWgmmaTF32, ReduceWgmmaTF32Z, ToLocalAsync,
 )
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
@@ -67,5 +67,6 @@ __all__ = [
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
-    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ToLocalAsync",
+    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceWgmma", "ReduceWgmmaTF32",
+    "ReduceWgmmaTF32Z", "ToLocalAsync",
 ]

@@ -18,6 +18,12 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   is IEEE double throughout (DMMA). Programs say where they round with `toTF32`/`toBF16` (user
   functions with the same rounding, so the same program runs, in FP32 arithmetic, on OpenCL),
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
+- `reduceWgmmaTF32 w s (f, z)`, `reduceWgmmaTF32Z w s (f, z)`: the same meaning as reduceMmaTF32
+  on Hopper's warpgroup MMA (`wgmma`, sm_90a; w a multiple of 4, the warpgroups), the pattern
+  staging its operands itself s tiles deep into the swizzled shared-memory layout the tensor
+  cores read. TF32 rounds as toTF32; TF32Z truncates as `truncTF32` (the low 13 mantissa bits
+  cleared, what the tensor cores do with a float32 they are given), which a program must also
+  say in its own words.
 - `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl of id) that
   is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it, or
   of the reduceSeq whose function starts with it (`λ(acc, t). (λ(x, y). …)(… toLocalAsync s
@@ -159,6 +165,14 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
     return _float((b + 0x7FFF + ((b >> 16) & 1)) & ~0xFFFF, x)
 
 
+def trunc_tf32(x: np.ndarray) -> np.ndarray:
+    """float32 with its 13 low mantissa bits cleared (TF32 by truncation, toward zero), as the
+    tensor cores read a float32 operand: every bit pattern, infinities and NaNs included (a NaN
+    whose payload lies only in those bits becomes an infinity)."""
+    x = np.asarray(x, dtype=np.float32)
+    return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
 # the casts a program writes where it gives up precision (the same bit arithmetic in OpenCL C and
 # CUDA C: as_int/as_float are OpenCL built-ins the CUDA prelude provides)
 toTF32 = user_fun("toTF32", [("x", float32)], float32,
@@ -167,6 +181,7 @@ toTF32 = user_fun("toTF32", [("x", float32)], float32,
 toBF16 = user_fun("toBF16", [("x", float32)], float32,
                   "int b = as_int(x);\n  if ((b & 0x7f800000) != 0x7f800000) "
                   "b = (b + 0x7fff + ((b >> 16) & 1)) & -65536;\n  return as_float(b);", round_bf16)
+truncTF32 = user_fun("truncTF32", [("x", float32)], float32, "return as_float(as_int(x) & -8192);", trunc_tf32)
 
 
 @dataclass(frozen=True, repr=False)
@@ -243,7 +258,8 @@ class ReduceMma(CudaPattern):
         return ArrayType(want, cst(1))
 
     def round(self, x: np.ndarray) -> np.ndarray:
-        return {"toTF32": round_tf32, "toBF16": round_bf16}.get(self.rounding, np.asarray)(x)
+        return {"toTF32": round_tf32, "toBF16": round_bf16,
+                "truncTF32": trunc_tf32}.get(self.rounding, np.asarray)(x)
 
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
         init, tiles = args
@@ -282,6 +298,79 @@ class ReduceMmaF64(ReduceMma):
 
 
 MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64)
+
+WGMMA_ROW = 32  # TF32 elements of one 128-byte row of the swizzled layout: tiles' k is a multiple
+WGMMA_MAX_N = 256  # the widest wgmma
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmma(ReduceMma):
+    """reduceWgmma<P> w s (f, z): the meaning of reduceMma<P> w (f, z) (see the module docstring),
+    run by w/4 warpgroups on Hopper's warpgroup MMA (`wgmma.mma_async`, sm_90a). The pattern
+    stages the operands itself, `s` tiles deep, into the 128-byte-swizzled shared-memory layout
+    the tensor cores read through matrix descriptors (rounding them on the way as its name
+    says), so f only lays out the pair (the identity, or a view such as a transpose); each
+    warpgroup owns m/(w/4) rows of the m×n tile and its accumulators live in registers."""
+
+    stages: ArithExpr = param(Kind.SIZE, default=cst(3))
+    feature = "wgmma"
+    shape = (64, 8, 8)
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("warps", Kind.SIZE), ("stages", Kind.SIZE), ("f", Kind.FUN)]
+
+    @property
+    def refusal(self) -> str:  # type: ignore[override]
+        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, "
+                "sm_90a); OpenCL C has no matrix instructions: compile with --backend cuda, or "
+                "multiply the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+
+    def warp_count(self) -> int:
+        w = super().warp_count()
+        if w % 4:
+            raise PatternError(f"{self.name} {self.warps}: warpgroups are 4 warps, so the number "
+                               "of warps must be a multiple of 4")
+        return w
+
+    def stage_count(self) -> int:
+        if not self.stages.is_constant or not 2 <= self.stages.value <= 4:
+            raise PatternError(f"{self.name} {self.warps} {self.stages}: the number of staged "
+                               "tiles must be a constant from 2 to 4")
+        return self.stages.value
+
+    def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
+        m, n, k, ops = super().check_tiles(ops)
+        groups = self.warp_count() // 4
+        if m % (64 * groups) or n % 32 or n > WGMMA_MAX_N or k % WGMMA_ROW:
+            raise PatternError(
+                f"{self.name}: tiles {m}×{k} and {n}×{k} do not fit {groups} warpgroup(s) of "
+                f"wgmma (m a multiple of {64 * groups}, 64 rows per warpgroup; n a multiple of 32 "
+                f"up to {WGMMA_MAX_N}; k a multiple of {WGMMA_ROW}, one 128-byte swizzled row)")
+        return m, n, k, ops
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        self.stage_count()
+        return super().infer(t, args)
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaTF32(ReduceWgmma):
+    """Operands rounded to TF32 to nearest, ties away (as toTF32)."""
+
+    name = "reduceWgmmaTF32"
+    rounding = "toTF32"
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaTF32Z(ReduceWgmma):
+    """Operands truncated to TF32 (as truncTF32): what the tensor cores do with a float32."""
+
+    name = "reduceWgmmaTF32Z"
+    rounding = "truncTF32"
+
+
+WGMMA_PATTERNS: tuple[type[ReduceWgmma], ...] = (ReduceWgmmaTF32, ReduceWgmmaTF32Z)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,5 +443,5 @@ class ToLocalAsync(CudaPattern):
         return ev.call(self.f, list(args), env)
 
 
-CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,) + MMA_PATTERNS + (ToLocalAsync,)
+CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,) + MMA_PATTERNS + WGMMA_PATTERNS + (ToLocalAsync,)
 

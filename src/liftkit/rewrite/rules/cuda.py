@@ -153,8 +153,8 @@ def _user_named(f: FunDecl, name: str, elem: ScalarType, arity: int) -> bool:
             and all(t == elem for t in g.param_types) and g.out_type == elem)
 
 
-def _cast_rows(e: Expr) -> Optional[tuple[str, Expr]]:
-    """(cast name, X) when e is map(map(cast)) $ X (any spelling of the two maps)."""
+def _cast_rows(e: Expr, casts: dict[str, type]) -> Optional[tuple[str, Expr]]:
+    """(cast name, X) when e is map(map(cast)) $ X (any spelling of the two maps), cast one of `casts`."""
     if not (isinstance(e, FunCall) and type(e.f) is P.Map and len(e.args) == 1):
         return None
     f = unwrap_eta(e.f.f)
@@ -163,15 +163,19 @@ def _cast_rows(e: Expr) -> Optional[tuple[str, Expr]]:
         f = f.body.f
     if type(f) is not P.Map:
         return None
-    for name in _CASTS:
+    for name in casts:
         if _user_named(f.f, name, float32, 1):
             return name, e.args[0]
     return None
 
 
-def mm_nest(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, ArithExpr, type]]:
+def mm_nest(site: Site, casts: Optional[dict[str, type]] = None, f64: Optional[type] = P.ReduceMmaF64
+            ) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, ArithExpr, type]]:
     """(A, B, M, N, K, the reduceMma class) when the site is the high-level matrix product of
-    A: [[T]_K]_M and B: [[T]_N]_K that a tensor-core product may compute (see the docstring)."""
+    A: [[T]_K]_M and B: [[T]_N]_K that a tensor-core product may compute (see the docstring);
+    `casts` maps the casts A and B may be rounded with to the pattern, `f64` is the one for
+    double (None: no double product)."""
+    casts = _CASTS if casts is None else casts
     f = site.f
     if type(f) is not P.Map or not isinstance(f.f, Lambda) or len(f.f.params) != 1 or site.enclosing:
         return None
@@ -209,12 +213,14 @@ def mm_nest(site: Site) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, Arit
             and same_type(ArrayType(elem, a_t.elem.length), ArrayType(elem, b_t.length))):
         return None
     if elem == float64:
-        cls: type = P.ReduceMmaF64
+        if f64 is None:
+            return None
+        cls: type = f64
     else:
-        ca, cb = _cast_rows(a), _cast_rows(b)
+        ca, cb = _cast_rows(a, casts), _cast_rows(b, casts)
         if ca is None or cb is None or ca[0] != cb[0]:
             return None  # an FP32 product stays FP32
-        cls = _CASTS[ca[0]]
+        cls = casts[ca[0]]
         a, b = ca[1], cb[1]
     return a, b, a_t.length, b_t.elem.length, a_t.elem.length, cls
 
@@ -444,6 +450,64 @@ MM_TENSOR_CORES = make_rule(
 
 
 # ---------------------------------------------------------------------------------------------
+# matrix products on Hopper's warpgroup MMA
+
+# (tm, tn, tk) offered, largest first; warps (warpgroups of 4) and staged tiles
+WGMMA_TILES = ((128, 256, 32), (128, 128, 32), (64, 256, 32), (128, 128, 64), (64, 128, 32),
+               (128, 64, 32), (64, 64, 32))
+WGMMA_WARPS = (8, 4)
+WGMMA_STAGES = (3, 2, 4)
+_WGMMA_CASTS = {"toTF32": P.ReduceWgmmaTF32, "truncTF32": P.ReduceWgmmaTF32Z}
+
+
+def _wgmma_choices(site: Site) -> Options:
+    from liftkit.codegen.cuda_wgmma import plan_error
+
+    found = mm_nest(site, _WGMMA_CASTS, None)
+    if found is None:
+        return []
+    _, _, m, n, k, _ = found
+    cm, cn, ck = const(m), const(n), const(k)
+    return [{"tm": tm, "tn": tn, "tk": tk, "warps": w, "stages": s}
+            for tm, tn, tk in WGMMA_TILES
+            if all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk)))
+            for w in WGMMA_WARPS for s in WGMMA_STAGES if plan_error(tm, tn, tk, w, s) is None]
+
+
+def mm_wgmma(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int, stages: int) -> Expr:
+    """C = A·B with `cls` (a reduceWgmma) over tm×tn×tk tiles: the tile nest of mm-tensor-cores,
+    the pattern staging its operands itself (its function the identity)."""
+    from liftkit import dsl as D
+    from liftkit.codegen.cuda_wgmma import plan_error
+    from liftkit.ir.nodes import Literal as Lit
+
+    why = plan_error(tm, tn, tk, warps, stages)
+    if why is not None:
+        raise ValueError(f"{cls.name}: {why}")
+    tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
+    mma = cls(warps=cst(warps), stages=cst(stages), f=D.fn(lambda pair: pair))
+    zero = Lit(0.0, cls.acc)
+    return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.mapWrg(0)(
+        lambda b_col: D.join << FunCall(mma, (zero, D.zip(a_row, b_col))))
+        << tiles(tn) << D.transpose << b) << tiles(tm) << a)
+
+
+def _wgmma_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int) -> Expr:
+    a, b, _, _, _, cls = mm_nest(site, _WGMMA_CASTS, None)  # type: ignore[misc]
+    return mm_wgmma(fresh(a), fresh(b), cls, tm, tn, tk, warps, stages)
+
+
+MM_WGMMA = make_rule(
+    "mm-wgmma",
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ "
+    "map(map(c)) $ B) $ map(map(c)) $ A → join ∘ mapWrg(1)(λaRow. map(join) ∘ transpose ∘ "
+    "mapWrg(0)(λbCol. join ∘ reduceWgmma<P> w s (id, 0) $ zip(aRow, bCol)) ∘ tiles(tn, tk) ∘ "
+    "transpose $ B) ∘ tiles(tm, tk) $ A   (c = toTF32: P = TF32; c = truncTF32: P = TF32Z)",
+    "issue 12 (Hopper warpgroup MMA)", _wgmma_choices, _wgmma_build, lowering=True, reshapes=True,
+    opaque=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # the tile copies of a reduceSeq pipelined with cp.async
 
 ASYNC_STAGES = (2, 3, 4)
@@ -525,7 +589,7 @@ TILES_ASYNC = make_rule(
     "issue 12 (asynchronous tile copies)", _async_choices, _async_build, lowering=True)
 
 
-CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, TILES_ASYNC)
+CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, MM_WGMMA, TILES_ASYNC)
 CUDA_RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in CUDA_RULES}
 
 
@@ -541,9 +605,9 @@ def warp_reductions(program: Any) -> Any:
     return strategy.derive(program, rules=CUDA_RULES_BY_NAME, name="warp-reductions")
 
 
-__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "REDUCE_WARP", "TILES_ASYNC",
+__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "MM_WGMMA", "REDUCE_WARP", "TILES_ASYNC",
            "TREE_CHUNKS_32", "MM_TILES_ASYNC", "sgemm_derivation",
-           "mm_nest", "mm_tensor_cores", "tensor_core_mm", "warp_reductions"]
+           "mm_nest", "mm_tensor_cores", "mm_wgmma", "tensor_core_mm", "warp_reductions"]
 
 
 def _search_rules() -> tuple[Rule, ...]:
@@ -557,23 +621,33 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
-                   lines: bool = False) -> Any:
+                   lines: bool = False, wgmma: bool = False) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
-    the program rounds A and B with toTF32 first; "bf16" likewise with toBF16; "f64": double):
-    one application of mm-tensor-cores with these parameters, replayable (`lines`: the staged
-    tiles copied in 16-byte chunks over whole lines into rotated rows)."""
+    the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
+    rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
+    parameters, replayable (`lines`: the staged tiles copied in 16-byte chunks over whole lines
+    into rotated rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
+    MMA, TF32 kinds only), `staged` tiles deep."""
     from liftkit import dsl as D
-    from liftkit.ir.patterns.cuda import toBF16, toTF32
+    from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
 
+    if kind not in ("tf32", "tf32z", "bf16", "f64"):
+        raise ValueError(f"tensor-core product of kind {kind!r}: tf32, tf32z, bf16 or f64")
+    if (wgmma and kind not in ("tf32", "tf32z")) or (kind == "tf32z" and not wgmma):
+        raise ValueError(f"tensor-core product of kind {kind}: the warpgroup MMA (wgmma) takes "
+                         "tf32 and tf32z, mma.sync tf32, bf16 and f64")
     T = float64 if kind == "f64" else float32
-    cast = {"tf32": toTF32, "bf16": toBF16}.get(kind)
+    cast = {"tf32": toTF32, "tf32z": truncTF32, "bf16": toBF16}.get(kind)
     rows = (lambda X: D.map(D.map(cast)) << X) if cast else (lambda X: X)
     add_, mult_ = (D.add, D.mult) if T == float32 else (D.DOUBLE.add, D.DOUBLE.mult)
     M, N, K = D.size("M"), D.size("N"), D.size("K")
     program = D.fun([T[K][M], T[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
         lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
         << D.transpose << rows(B)) << rows(A))
+    if wgmma:
+        step = rule(MM_WGMMA, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)
+        return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma")
     extra = {"lines": True} if lines else {}
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
