@@ -16,6 +16,12 @@ toTF32) and FP64 (DMMA), several tilings, beside cuBLAS with TF32 allowed (PyTor
 allow_tf32) and cuBLAS SGEMM without it, and cuBLAS DGEMM (CuPy float64). Checked against a
 float64 product by ‖C − ref‖/‖ref‖: TF32 < 2e-3, FP64 < 1e-12.
 
+The Hopper rows (`--tiles tf32z:128x256x32w8s3G`, a trailing G): one application of mm-wgmma
+(`tensor_core_mm(kind, …, wgmma=True)`: warpgroup MMA, operands staged s deep by the pattern);
+kind tf32 rounds as toTF32, tf32z truncates as truncTF32 (what cuBLAS's TF32 mode does with a
+float32). Before the float64 check each is run on integer-valued inputs (exact) and on B = I
+(C must be the rounded A bit for bit); a variant failing either is reported WRONG, not timed.
+
 async: the same as mma (its rows with staged > 1 are the cp.async pipelines).
 
 Method: inputs live on the GPU (CuPy arrays, no transfers in the timings); every result is
@@ -116,18 +122,42 @@ MMA_VARIANTS = {
 }
 
 
-def parse_tiles(text: str) -> dict[str, list[tuple[int, ...]]]:
-    """`f64:128x64x16w4s2,tf32:128x128x8w4s4L` → {kind: [(tm, tn, tk, warps, staged[, lines])]}
-    (a trailing L: the tiles staged in whole lines)."""
+def parse_tiles(text: str) -> dict[str, list[tuple[Any, ...]]]:
+    """`f64:128x64x16w4s2,tf32:128x128x8w4s4L,tf32z:128x256x32w8s3G` → {kind: [(tm, tn, tk,
+    warps, staged[, flag])]} (a trailing L: the tiles staged in whole lines; G: the warpgroup MMA,
+    staged = its stages; kind tf32z only with G)."""
     import re
 
-    out: dict[str, list[tuple[int, ...]]] = {"tf32": [], "f64": []}
+    out: dict[str, list[tuple[Any, ...]]] = {"tf32": [], "tf32z": [], "f64": []}
     for item in filter(None, text.split(",")):
-        m = re.fullmatch(r"(tf32|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)(L?)", item.strip())
-        if m is None:
-            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED (e.g. f64:128x64x16w4s2)")
-        out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:6]) + ((True,) if m.group(7) else ()))
+        m = re.fullmatch(r"(tf32|tf32z|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)([LG]?)", item.strip())
+        if m is None or (m.group(1) == "tf32z" and m.group(7) != "G") or (m.group(1) == "f64" and m.group(7) == "G"):
+            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED[L|G] (e.g. "
+                             "f64:128x64x16w4s2, tf32z:128x256x32w8s3G)")
+        flag = {"L": (True,), "G": ("G",), "": ()}[m.group(7)]
+        out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:6]) + flag)
     return out
+
+
+def _exact_checks(runner: Any, compiled: Any, kind: str, rng: np.random.Generator) -> str:
+    """'' when the kernel is exact on integer-valued inputs and gives the rounded A for B = I;
+    else what went wrong (how many elements, the first, got and wanted)."""
+    from liftkit.ir.patterns.cuda import round_tf32, trunc_tf32
+
+    A = rng.integers(-8, 9, (512, 256)).astype(np.float32)
+    B = rng.integers(-8, 9, (256, 512)).astype(np.float32)
+    Z = rng.standard_normal((512, 256)).astype(np.float32)
+    rounded = (trunc_tf32 if kind == "tf32z" else round_tf32)(Z)
+    for what, (x, y), want in (("integers", (A, B), A @ B),
+                               ("B = I", (Z, np.eye(256, dtype=np.float32)), rounded)):
+        got = np.asarray(runner.run(compiled, x, y))
+        bad = np.argwhere(got != want)
+        if len(bad):
+            i, j = bad[0]
+            return (f"WRONG ({what}): {len(bad)} of {want.size} elements differ, first "
+                    f"[{i},{j}] got {float(got[i, j])!r} want {float(want[i, j])!r}; rows {sorted({int(r) % 128 for r in bad[:, 0]})[:8]}, "
+                    f"cols {sorted({int(c) % 256 for c in bad[:, 1]})[:8]} (mod the tile)")
+    return ""
 
 
 def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | None = None) -> list[dict[str, Any]]:
@@ -154,12 +184,25 @@ def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | Non
                 raise SystemExit(f"{kind} {label}: relative error {err:.2e} (tolerance {tol:.0e})")
             return err
 
-        for tm, tn, tk, warps, staged, *lines in (variants or MMA_VARIANTS)[kind]:
-            label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
-                f"cp.async x{staged}" if staged > 1 else "") + (" lines" if lines else "")
-            d = tensor_core_mm(kind, tm, tn, tk, warps, staged, bool(lines))
+        table = variants or MMA_VARIANTS
+        todo = [(kind, v) for v in table.get(kind, [])]
+        if kind == "tf32":  # the same float32 inputs for the truncating warpgroup products
+            todo += [("tf32z", v) for v in table.get("tf32z", [])]
+        for vkind, (tm, tn, tk, warps, staged, *flag) in todo:
+            wg, lines = "G" in flag, True in flag
+            if wg:
+                label = f"wgmma{' Z' if vkind == 'tf32z' else ''} {tm}x{tn}x{tk} w{warps} s{staged}"
+            else:
+                label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
+                    f"cp.async x{staged}" if staged > 1 else "") + (" lines" if lines else "")
+            d = tensor_core_mm(vkind, tm, tn, tk, warps, staged, lines, wgmma=wg)
             compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
             try:
+                wrong = _exact_checks(runner, compiled, vkind, rng) if wg else ""
+                if wrong:
+                    rows.append({"kind": kind, "version": label, "ms": float("nan"), "tflops": 0.0,
+                                 "rel_err": float("nan"), "error": wrong})
+                    continue
                 out, info = runner.run_with_info(compiled, A, B, timing=True, repeat=repeat)
             except Exception as err:  # noqa: BLE001 - one variant failing (resources) is a row
                 rows.append({"kind": kind, "version": label, "ms": float("nan"), "tflops": 0.0,
@@ -175,7 +218,8 @@ def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | Non
                          "tflops": flops / info.total_seconds / 1e12, "rel_err": err})
         if kind == "tf32":
             ta, tb = torch.as_tensor(A, device="cuda"), torch.as_tensor(B, device="cuda")
-            for allow, label in ((True, "cuBLAS TF32 (torch, allow_tf32)"), (False, "cuBLAS SGEMM FP32 (torch)")):
+            for allow, label in ((True, "cuBLAS TF32 (torch, allow_tf32)"), (False, "cuBLAS SGEMM FP32 (torch)"),
+                                 (True, "cuBLAS TF32 again (spread)")):
                 torch.backends.cuda.matmul.allow_tf32 = allow
                 tc = torch.empty_like(ta)
                 err = check(torch.matmul(ta, tb), label)

@@ -241,7 +241,7 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     if dest is None:
         dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
 
-    em.line(f"#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)")
+    em.line("#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)")
     em.line(f'#error "{p.name} needs a Hopper GPU (sm_90a: warpgroup MMA, wgmma); this kernel is '
             'compiled for another target"')
     em.line("#endif")
