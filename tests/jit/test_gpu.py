@@ -632,8 +632,28 @@ def f(data, indices, indptr, x, y):
     with pytest.raises(IndexError, match=r"line 11: index 120 is out of bounds for axis 0 with "
                                          r"size 120"):
         f(data, indices, bad, x, np.zeros(n))
+    # x[indices[k]]'s check waits for the loop's end (the body only sums): no early exit in
+    # the loop, a failing load reads 0, and the first failure is the one reported
+    loop = fast.split("for (long t")[-1]  # the loop, then the report of its failure
+    assert loop.count("return;") == 1 and "? v2_x_d[" in loop
     wrong = indices.copy()
-    wrong[7] = 99
+    wrong[7], wrong[8] = 99, -70
     with pytest.raises(IndexError, match=r"line 11: index 99 is out of bounds for axis 0 with "
                                          r"size 40"):
         f(data, wrong, indptr, x, np.zeros(n))
+    wrong[7] = -3  # negative indices wrap as in Python
+    y = f(data, np.where(wrong < -40, 0, wrong), indptr, x, np.zeros(n))
+    np.testing.assert_allclose(y[2], data[6:9] @ x[[wrong[6], -3, 0]])
+    g = gpu_fn("""
+import liftkit
+def g(a, idx, out):
+    with liftkit.gpu():
+        for i in prange(out.shape[0]):
+            for k in range(3):
+                out[i, k] = a[idx[i, k]]
+    return out
+""", rt, "g")
+    g(np.ones(3), np.zeros((2, 3), np.int64), np.zeros((2, 3)))
+    assert "_l = 0L" not in g.inspect_gpu("cuda")  # a loop that stores checks as it goes
+    with pytest.raises(IndexError, match=r"line 10: index 5 is out of bounds"):
+        g(np.ones(3), np.array([[0, 5, 9], [0, 0, 0]]), np.zeros((2, 3)))  # a store: not deferred

@@ -173,6 +173,8 @@ class KernelWriter:
         self.safe: frozenset = frozenset()  # (array, axis, loop variable) checked before a loop
         self.versions = 0  # loops versioned around the statement being written
         self.fails = False  # a check that may record an error was written
+        self.defer: "str | None" = None  # the failure record of a loop deferring its checks
+        self.deferred = False  # a check of that loop was deferred
 
     # -- names
     def ident(self, name: str) -> str:
@@ -339,12 +341,40 @@ class KernelWriter:
         self.w("}")
 
     def _loop(self, st: V.For, lo: str, step: str, n: str, k: str) -> None:
+        bad = self.tmp() if self.defer is None and self._deferrable(st) else None
+        at = len(self.lines)
+        if bad is not None:  # its index checks record the first failure and go on (below)
+            self.defer, self.deferred = bad, False
         self.w(f"for (long {k} = 0L; {k} < {n}; {k}++) {{")
         self.ind += 1
         self.w(f"{self.ident(st.var)} = {lo} + {k} * {step};")
         self.block(st.body)
         self.ind -= 1
         self.w("}")
+        if bad is not None:
+            self.defer = None
+            if self.deferred:  # the record before the loop, its report after it
+                self.lines.insert(at, "    " * self.ind + f"int {bad} = 0; long {bad}_a = 0L, "
+                                  f"{bad}_b = 0L, {bad}_c = 0L, {bad}_l = 0L;")
+                self.fails = True
+                self.w(f"if ({bad}) {{ lk_fail(lk_err + lk_eo, {ERR_INDEX}, {bad}_l, {bad}_a, "
+                       f"{bad}_b, {bad}_c); return; }}")
+
+    def _deferrable(self, st: V.For) -> bool:
+        """A loop whose body only assigns scalars (a reduction such as spmv's
+        ``s += data[k] * x[indices[k]]``), with no check but index checks: a failed index
+        check can wait for the loop's end. Nothing the body does is seen outside the
+        work-item, which stops there with the first failure recorded, so the error is the
+        same; meanwhile a failing load is not made (it reads 0) and the loop has no early
+        exit, so the GPU keeps loads of several iterations in flight."""
+        for x in st.body:
+            if not (isinstance(x, V.Assign) and isinstance(x.target, V.Name)):
+                return False
+        for n in nodes(st.body):
+            if isinstance(n, V.BinOp) and n.op in ("floordiv", "mod", "pow") or \
+                    isinstance(n, (V.Select, V.Logical)):
+                return False
+        return True
 
     def _hoistable(self, st: V.For) -> list[tuple[str, int]]:
         """The (array, axis) pairs the loop's body indexes with the bare loop variable under a
@@ -538,11 +568,26 @@ class KernelWriter:
                                  f"parallel loop (line {self.s.line})")
         v = self.ident(arr.name)
         terms = [f"{v}_o"]
+        oks = []  # deferred checks (a loop's failure record) the load is made under
         for k, (ix, chk) in enumerate(zip(e.indices, e.checks)):
             i = self.ex(ix)  # type: ignore[arg-type]
             if self.safe and isinstance(ix, V.Name) and (arr.name, k, ix.name) in self.safe:
                 chk = V.NO_CHECK  # its loop checked every value up front (s_For)
-            if chk.negative or chk.lower or chk.upper:
+            if (chk.negative or chk.lower or chk.upper) and self.defer is not None and not store:
+                orig, j, ok, bad = self.tmp(), self.tmp(), self.tmp(), self.defer
+                self.w(f"long {orig} = {i}; long {j} = {orig};")
+                if chk.negative:
+                    self.w(f"if ({j} < 0L) {j} += {v}_n{k};")
+                cond = (f"(unsigned long){j} < (unsigned long){v}_n{k}" if chk.lower and chk.upper
+                        else f"{j} < {v}_n{k}" if chk.upper else f"{j} >= 0L")
+                self.w(f"int {ok} = {cond};")
+                self.w(f"if (!{ok} && !{bad}) {{ {bad} = 1; {bad}_a = {orig}; {bad}_b = {k}L; "
+                       f"{bad}_c = {v}_n{k}; {bad}_l = {self.line}L; }}")
+                self.w(f"if (!{ok}) {j} = 0L;")
+                oks.append(ok)
+                self.deferred = True
+                i = j
+            elif chk.negative or chk.lower or chk.upper:
                 orig, j = self.tmp(), self.tmp()
                 self.w(f"long {orig} = {i}; long {j} = {orig};")
                 if chk.negative:
@@ -559,6 +604,8 @@ class KernelWriter:
             unit = (t.layout == "C" and k == t.ndim - 1) or (t.layout == "F" and k == 0)
             terms.append(f"({i})" if unit else f"({i}) * {v}_s{k}")
         ref = f"{v}_d[" + " + ".join(terms) + "]"
+        if oks:  # not loaded when an index failed (the loop reports it at its end)
+            ref = f"({' && '.join(oks)} ? {ref} : ({MT[t.elem.name]})0)"
         return f"({ref} != 0)" if t.elem.is_bool and not store else ref
 
 
