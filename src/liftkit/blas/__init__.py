@@ -74,9 +74,25 @@ class _SessionMethods:
         return _l12.nrm2(self, x)  # type: ignore[arg-type]
 
 
+def _one_call(f: Any) -> Any:
+    """An operation as one call of the queue's (`begin_call`/`end_call`: the operands' library
+    streams are waited for once per call)."""
+
+    @functools.wraps(f)
+    def call(self: Session, *args: Any, **kw: Any) -> Any:
+        q = self.q
+        q.begin_call()
+        try:
+            return f(self, *args, **kw)
+        finally:
+            q.end_call()
+
+    return call
+
+
 for _name, _f in vars(_SessionMethods).items():
     if not _name.startswith("_"):
-        setattr(Session, _name, _f)
+        setattr(Session, _name, _f if _name == "plan_gemm" else _one_call(_f))
 
 
 @functools.cache

@@ -43,6 +43,12 @@ class CLQueue:
         # the enqueue); the handle is kept so its id stays its own
         self._held: dict[int, tuple[Any, list[Any]]] = {}
 
+    def begin_call(self) -> None:
+        """OpenCL operands carry their own events: nothing to scope."""
+
+    def end_call(self) -> None:
+        """See begin_call."""
+
     # -- memory -----------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Any:
         import pyopencl as cl
@@ -201,8 +207,12 @@ class CUDAQueue:
         self.device = self.runner.device
         self.stream = self.runner.stream
         self._core = self.runner._core
-        self._checked: dict[tuple[int, Any], Any] = {}
+        # per (kernel, global size, local size): limits checked, cuda.core's launch
+        # configuration (building them per call cost more than a small kernel's run)
+        self._plans: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         self._ordinals: dict[int, Optional[int]] = {}
+        self._waited: Any = None  # the library stream this call's borrows waited for
+        self._in_call = False
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
@@ -290,10 +300,10 @@ class CUDAQueue:
             raise BlasError(f"{op}: {what} is a strided GPU array (strides {tuple(cai['strides'])})"
                             f"; pass a contiguous one (row- or column-major), e.g. "
                             f"cupy.ascontiguousarray({what}) or {what}.contiguous()")
-        from liftkit.backends.cuda.arrays import _ordinal
-
         ordinal = self._ordinals.get(ptr, -1)
         if ordinal == -1:
+            from liftkit.backends.cuda.arrays import _ordinal
+
             ordinal = _ordinal(ptr)
             if len(self._ordinals) > 256:
                 self._ordinals.clear()
@@ -305,9 +315,22 @@ class CUDAQueue:
         nbytes = math.prod(shape) * dtype.itemsize
         return DevBuf(ptr, nbytes, x), shape, dtype, order
 
+    def begin_call(self) -> None:
+        """An operation starts: its operands' libraries are waited for once per stream (no
+        user code runs between the borrowing of one call's operands)."""
+        self._waited, self._in_call = None, True
+
+    def end_call(self) -> None:
+        """The operation is enqueued: the next borrow waits again (the library may enqueue
+        more work before it)."""
+        self._waited, self._in_call = None, False
+
     def _wait_library(self, x: Any) -> None:
         """Order our stream after the work the array's library has enqueued (device-side)."""
         handle = _library_stream(x)
+        if self._in_call and handle == self._waited:
+            return
+        self._waited = handle if self._in_call else None
         drv = self._drv()
         # one event, re-recorded: the wait takes the work recorded at the time of the call
         self._check(drv.cuEventRecord(self._order_event, handle), "event record")
@@ -362,25 +385,36 @@ class CUDAQueue:
     def launch(self, handle: Any, kernel: Any, glob: tuple[int, ...],
                local: Optional[tuple[int, ...]], args: Sequence[Any],
                wait_for: Sequence[Any]) -> Any:
-        from liftkit.backends.pipeline import Launch
-
-        launch = Launch(kernel.name, glob, local)
-        key = (id(handle), local)
-        if key not in self._checked:  # the limits depend on the kernel and its block only
-            self.runner.check_device_limits(kernel, handle, launch, kernel.name)
-            self._checked[key] = handle  # keeps the handle alive, so its id stays its own
-        block, grid = self.runner.geometry(launch)
+        key = (id(handle), glob, local)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(handle, kernel, glob, local)
+            if len(self._plans) > 512:
+                self._plans.clear()
+            self._plans[key] = plan
         values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
-        c = self._core
         try:
-            shmem = int(getattr(kernel, "dynamic_shared", 0) or 0)  # > 48 KB of local memory
-            config = (c.LaunchConfig(grid=grid, block=block, shmem_size=shmem) if shmem else
-                      c.LaunchConfig(grid=grid, block=block))
-            c.launch(self.stream, config, handle, *values)
+            self._core.launch(self.stream, plan[0], handle, *values)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
                             f"({err})") from None
         return None
+
+    def _plan(self, handle: Any, kernel: Any, glob: tuple[int, ...],
+              local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
+        """What every launch of a kernel at one geometry shares, worked out once: the device
+        limits checked and cuda.core's launch configuration (with the handle, so that its id
+        stays its own while the plan is kept)."""
+        from liftkit.backends.pipeline import Launch
+
+        launch = Launch(kernel.name, glob, local)
+        self.runner.check_device_limits(kernel, handle, launch, kernel.name)
+        block, grid = self.runner.geometry(launch)
+        shmem = int(getattr(kernel, "dynamic_shared", 0) or 0)  # > 48 KB of local memory
+        c = self._core
+        config = (c.LaunchConfig(grid=grid, block=block, shmem_size=shmem) if shmem else
+                  c.LaunchConfig(grid=grid, block=block))
+        return config, handle
 
 
 def _cai(x: Any, what: str, op: str) -> Mapping[str, Any]:

@@ -10,6 +10,7 @@ inputs' library).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
@@ -359,8 +360,10 @@ class Session:
         return Future(self.q, events, finish, keep)
 
 
+@functools.cache
 def _pyopencl_array() -> Any:
-    """pyopencl.array where pyopencl is installed (a CUDA-only machine may lack it)."""
+    """pyopencl.array where pyopencl is installed (a CUDA-only machine may lack it); looked up
+    once (every operand asks)."""
     try:
         import pyopencl.array as cla
     except ImportError:
