@@ -379,6 +379,9 @@ MACROS_BY_NAME: dict[str, MacroRule] = {m.name: m for m in MACROS}
 
 # the parameters the search tries
 GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
+    # atax_low's and gesummv_low's shape (gpu-gemv-t and gpu-gemv-rows try neighbours); first,
+    # so a step's first jobs measure it
+    "gpu-gemvs": [{"c": 4, "r": 64, "L": 128}],
     "fuse-partial": [{"n": n} for n in (16, 32, 64, 128)],
     "to-workgroups": [{"L": L, "coalesce": 1} for L in (128, 256)],
     "group-reduce": [{"L": L, "wrg": g} for g in (1, 0) for L in (128, 256)],
@@ -392,7 +395,6 @@ GPU_PARAMS: dict[str, list[dict[str, Any]]] = {
     # atax_low's transposed kernel (16 columns, 64 row groups) and neighbours
     "gpu-gemv-t": [{"c": c, "r": r} for c, r in ((4, 64), (8, 32))],
     "gpu-gemv-rows": [{"L": L} for L in (128, 256)],
-    "gpu-gemvs": [{"c": c, "r": r, "L": L} for c, r, L in ((4, 64, 128), (8, 32, 256))],
     # the fastest tile shapes of benchmarks/mm_sweep.py on an H100 (docs/perf.md) and neighbours
     "mm-tiles": [{"tm": tm, "tn": tn, "tk": tk, "rm": 8, "rn": 8}
                  for tm, tn, tk in ((64, 64, 16), (64, 128, 16), (128, 64, 16), (64, 64, 32),
