@@ -7,8 +7,8 @@ set -o pipefail
 source .device-kit/setup.sh >/dev/null || exit 1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
-python3 -m pytest -q -m gpu -p no:randomly -p no:cacheprovider tests/codegen/test_cuda_wgmma.py 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"
-TILES=${TILES:-tf32z:128x256x32w8s3G,tf32z:128x256x32w8s2G,tf32z:128x256x32w8s4G,tf32z:128x128x32w8s3G,tf32z:128x128x64w8s2G,tf32z:128x128x32w4s3G,tf32z:64x256x32w4s3G,tf32:128x256x32w8s3G,tf32:128x128x32w4s3L}
+python3 -m pytest -q -m gpu -p no:randomly -p no:cacheprovider tests/codegen/test_cuda_wgmma.py 2>&1 | tail -40 | tee "$OUT/gpu_tests.log"
+TILES=${TILES:-tf32z:128x256x32w8s3G,tf32z:128x256x32w8s2G,tf32z:128x256x32w8s4G,tf32:128x256x32w8s3G,tf32z:128x128x32w8s3G,tf32z:128x128x32w4s3G,tf32z:128x128x64w8s2G,tf32:128x128x32w4s3L}
 python3 benchmarks/cuda_patterns.py mma --repeat 30 --tiles "$TILES" --json "$OUT/wgmma.json" 2>&1 | tee "$OUT/bench.log"
 python3 - <<'PY' 2>&1 | tee "$OUT/sass.log"
 import os, shutil, subprocess
@@ -23,7 +23,7 @@ tool = shutil.which("cuobjdump") or next((p for p in ("/usr/local/cuda/bin/cuobj
 if tool:
     sass = subprocess.run([tool, "-sass", path], capture_output=True, text=True).stdout
     open(path + ".sass", "w").write(sass)
-    for op in ("HGMMA", "LDG.E.128", "STS.128", "BAR.SYNC", "WARPGROUP", "LDL", "STL"):
+    for op in ("HGMMA", "LDG.E.128", "STS.128", "BAR.SYNC", "WARPGROUP", "MEMBAR", "LDL", "STL"):
         print(op, sum(op in l for l in sass.splitlines()))
 else:
     print("no cuobjdump on the device")

@@ -20,9 +20,11 @@ as 4×4 blocks (4 k-rows of 4 floats) that each lane transposes in registers, th
 warp covering 4 whole lines per load and every bank once per 8-lane phase of the stores.
 
 Per tile k of `s` staged ones: wgmma.fence, the products on buffer k mod s, commit; the stores of
-tile k+1 (loaded one iteration earlier) into buffer (k+1) mod s, then the loads of tile k+2;
-fence.proxy.async (generic-proxy stores that the tensor cores read next); wgmma.wait_group s-2
-(the products of tile k+2-s are done, so its buffer is free); one barrier. The products of up
+tile k+1 (loaded one iteration earlier) into buffer (k+1) mod s; fence.proxy.async (generic-proxy
+stores that the tensor cores read next; in SASS a MEMBAR that waits for every outstanding
+access of the thread, so it must come before the next loads, not after them); the loads of
+tile k+2; wgmma.wait_group s-2 (the products of tile k+2-s are done, so its buffer is free);
+one barrier. The products of up
 to s-1 tiles are in flight while the loads and stores of the next ones proceed.
 """
 
@@ -329,10 +331,12 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
         with em.if_(f"{name} + 1 < {kt.to_c()}"):
             for o in ops:
                 o.store(slot_of(f"({name} + 1) % {stages}"), p.rounding)
+        # the proxy fence is a MEMBAR that waits for the thread's outstanding memory operations:
+        # the next tile's loads go after it, so they stay in flight across the barrier
+        em.line(fence)
         with em.if_(f"{name} + 2 < {kt.to_c()}"):
             for o, x in zip(ops, operands(i + cst(2), c)):
                 o.load(x)
-        em.line(fence)
         em.line(f'asm volatile("wgmma.wait_group.sync.aligned {stages - 2};" ::: "memory");')
         pin()
         em.barrier({"CLK_LOCAL_MEM_FENCE"})
