@@ -1,0 +1,255 @@
+"""liftkit.blas GEMV and transpose variants on a CUDA GPU beside cuBLAS / the copy bandwidth, in
+one run: every variant's result is checked first, then timed three ways, the reference in the
+same run:
+
+- `wall`: `repeat` library calls back to back between CUDA events, as a user sees them (the
+  host path included wherever it is longer than the kernel), median of 5 batches;
+- `kernel`: the same calls issued while the stream is held busy by a long CuPy product enqueued
+  on it first, so the events around them time the kernels alone (no host gaps);
+- `host`: microseconds of Python per call (perf_counter over the issuing loop).
+
+Also: DGEMM NN (the default DMMA derivation) wall and kernel time beside cuBLAS, and a cProfile
+of the host path of SGEMM 1024 and SGEMV N 8192 (`--profile FILE`).
+
+    python benchmarks/blas_cuda_variants.py --sizes 8192,16384 --out variants.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+GEMV = {"N": ["group-rows(L=32,w=4)", "group-rows(L=64,w=4)", "row-groups(lanes=32,g=8,w=4)",
+              "row-groups(lanes=32,g=4,w=4)", "row-groups(lanes=32,g=16,w=4)",
+              "row-groups(lanes=32,g=8,w=2)"],
+        "T": ["column-groups(lanes=32,g=32,w=1)", "column-groups(lanes=32,g=16,w=1)",
+              "column-groups(lanes=32,g=8,w=2)", "column-groups(lanes=32,g=16,w=2)",
+              "column-groups(lanes=16,g=32,w=2)", "column-groups(lanes=32,g=8,w=4)"]}
+TRANSPOSE = ["tiles-t(r=32,k=4)", "tiles-t(r=32,k=8)", "tiles-t(r=32,k=2)", "tiles-t(r=16,k=2)"]
+
+
+def _wall(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> float:
+    fn()
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(batches):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(cp.cuda.get_current_stream())
+        for _ in range(repeat):
+            last = fn()
+        if hasattr(last, "result"):
+            last.result()
+        end.record(cp.cuda.get_current_stream())
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / repeat)
+    return statistics.median(times)
+
+
+def _kernel_and_host(cp: Any, s: Any, fn: Callable[[], Any], repeat: int, busy: Any
+                     ) -> tuple[float, float]:
+    """(kernel seconds, host seconds) per call: the stream is held by a long product first."""
+    ext = cp.cuda.ExternalStream(int(s.q.stream.handle))
+    kern, host = [], []
+    for _ in range(3):
+        cp.cuda.Device().synchronize()
+        with ext:
+            cp.matmul(busy, busy)
+        first = s.q.marker()
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            f = fn()
+        host.append((time.perf_counter() - t0) / repeat)
+        f.result()
+        kern.append(s.q.seconds(first, f.event) / repeat)
+    return min(kern), statistics.median(host)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="8192,16384")
+    p.add_argument("--transpose", default="4096,8192")
+    p.add_argument("--dtypes", default="float32,float64")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--dgemm", default="4096")
+    p.add_argument("--out", default=None)
+    p.add_argument("--profile", default=None)
+    args = p.parse_args(argv)
+
+    import cupy as cp
+
+    from liftkit.blas import Session
+    from liftkit.blas.codelets import Kind, lookup_variant
+
+    s = Session("gpu", warn=False)
+    print(f"liftkit.blas on {s.device.label} ({s.backend} backend)", flush=True)
+    busy = cp.ones((6144, 6144), cp.float32)  # about 8 ms of SGEMM: hides the host path
+    out = open(args.out, "w") if args.out else None
+    cp.random.seed(0)
+
+    def rand(shape: Any, dt: Any) -> Any:
+        return (cp.random.random_sample(shape, dtype=cp.float64) * 2 - 1).astype(dt)
+
+    # the driver-level launch and events first checked on one small GEMV; off where they fail
+    for attr in ("raw_events", "direct_launch"):
+        try:
+            A0, x0 = rand((64, 256), np.float32), rand((256,), np.float32)
+            ok = bool(cp.allclose(s.gemv(A0, x0).result(), A0 @ x0, rtol=1e-4, atol=1e-4))
+        except Exception as err:  # noqa: BLE001
+            ok = False
+            print(f"host paths: {type(err).__name__}: {err}", flush=True)
+        print(f"host paths: direct_launch={s.q.direct_launch} raw_events={s.q.raw_events}: "
+              f"{'ok' if ok else 'FAILED'}", flush=True)
+        if ok:
+            break
+        setattr(s.q, attr, False)
+    chosen: dict[str, Any] = {}
+    default_choose = s.choose
+    s.choose = lambda kind, sizes: chosen.get(kind.op) or default_choose(kind, sizes)  # type: ignore[method-assign]
+
+    def emit(row: dict[str, Any]) -> None:
+        print(f"{row['op']:9s} {row['dtype']:8s} {row['layout']:2s} {row['size']:>6} "
+              f"{row['variant']:36s} wall {row['wall']:8.1f} kernel {row['kernel']:8.1f} "
+              f"{row['ref_name']} {row['ref']:8.1f} {row['unit']}  wall/ref {row['wall'] / row['ref']:5.2f}x "
+              f"kernel/ref {row['kernel'] / row['ref']:5.2f}x  host {row['host_us']:6.1f} us",
+              flush=True)
+        if out:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+
+    for dt_name in args.dtypes.split(","):
+        dt = np.dtype(dt_name)
+        for n in map(int, args.sizes.split(",")):
+            A = rand((n, n), dt)
+            x = rand((n,), dt)
+            y = cp.full((n,), np.nan, dt)
+            nbytes = (n * n + 2 * n) * dt.itemsize
+            for lay, trans in (("N", False), ("T", True)):
+                opA = A.T if trans else A
+                want = opA.astype(cp.float64) @ x.astype(cp.float64)
+                t_ref = _wall(cp, lambda: cp.matmul(opA, x, out=y), args.repeat)
+                for vtext in GEMV[lay]:
+                    v = lookup_variant(Kind("gemv", dt_name, lay), vtext)
+                    if dt_name == "float64" and v.kw.get("w") == 4 and v.codelet == "row-groups":
+                        v = lookup_variant(Kind("gemv", dt_name, lay), vtext.replace("w=4", "w=2"))
+                    chosen["gemv"] = v
+                    try:
+                        y.fill(np.nan)
+                        s.gemv(A, x, y, trans=trans).result()
+                    except Exception as err:  # noqa: BLE001 - report and go on
+                        print(f"gemv {dt_name} {lay} {n} {v}: {type(err).__name__}: {err}", flush=True)
+                        continue
+                    err = float(cp.max(cp.abs(y - want)) / cp.max(cp.abs(want)))
+                    if not err < (1e-4 if dt == np.float32 else 1e-12):
+                        print(f"gemv {dt_name} {lay} {n} {v}: WRONG (rel error {err:.1e})", flush=True)
+                        continue
+                    call = lambda: s.gemv(A, x, y, trans=trans)  # noqa: E731
+                    t_wall = _wall(cp, call, args.repeat)
+                    t_k, t_h = _kernel_and_host(cp, s, call, args.repeat, busy)
+                    emit({"op": "gemv", "dtype": dt_name, "layout": lay, "size": n, "variant": str(v),
+                          "wall": nbytes / t_wall / 1e9, "kernel": nbytes / t_k / 1e9,
+                          "ref": nbytes / t_ref / 1e9, "ref_name": "cuBLAS", "unit": "GB/s",
+                          "host_us": t_h * 1e6, "rel_error": err})
+            del A, x, y, want
+            cp.get_default_memory_pool().free_all_blocks()
+        for n in map(int, args.transpose.split(",")):
+            A = rand((n, n), dt)
+            T = cp.full((n, n), np.nan, dt)
+            nbytes = 2.0 * n * n * dt.itemsize
+            t_ref = _wall(cp, lambda: cp.copyto(T, A), args.repeat)
+            for vtext in TRANSPOSE:
+                v = lookup_variant(Kind("transpose", dt_name), vtext)
+                chosen["transpose"] = v
+                try:
+                    T.fill(np.nan)
+                    s.transpose(A, T).result()
+                except Exception as err:  # noqa: BLE001
+                    print(f"transpose {dt_name} {n} {v}: {type(err).__name__}: {err}", flush=True)
+                    continue
+                if not bool(cp.array_equal(T, A.T)):
+                    print(f"transpose {dt_name} {n} {v}: WRONG", flush=True)
+                    continue
+                call = lambda: s.transpose(A, T)  # noqa: E731
+                t_wall = _wall(cp, call, args.repeat)
+                t_k, t_h = _kernel_and_host(cp, s, call, args.repeat, busy)
+                emit({"op": "transpose", "dtype": dt_name, "layout": "-", "size": n,
+                      "variant": str(v), "wall": nbytes / t_wall / 1e9, "kernel": nbytes / t_k / 1e9,
+                      "ref": nbytes / t_ref / 1e9, "ref_name": "copy", "unit": "GB/s",
+                      "host_us": t_h * 1e6, "rel_error": 0.0})
+            del A, T
+            cp.get_default_memory_pool().free_all_blocks()
+    chosen.clear()
+    try:
+        if args.profile:
+            import cProfile
+            import io
+            import pstats
+
+            report = io.StringIO()
+            for what, n in (("gemm", 1024), ("gemv", 8192)):
+                A = rand((n, n), np.float32)
+                B = rand((n, n) if what == "gemm" else (n,), np.float32)
+                C = cp.empty((n, n) if what == "gemm" else n, np.float32)
+                call = (lambda: s.gemm(A, B, C)) if what == "gemm" else (lambda: s.gemv(A, B, C))
+                call().result()
+                # cuda.core's launch and events, then the driver's launch, then its events too
+                for direct, raw in ((False, False), (True, False), (True, True)):
+                    s.q.direct_launch, s.q.raw_events = direct, raw
+                    t_wall = _wall(cp, call, 20)
+                    t_k, t_h = _kernel_and_host(cp, s, call, 20, busy)
+                    print(f"host path {what} float32 {n}: direct_launch={direct}, raw_events="
+                          f"{raw}: wall "
+                          f"{t_wall * 1e6:.1f} us, kernel {t_k * 1e6:.1f} us, host "
+                          f"{t_h * 1e6:.1f} us per call", flush=True)
+                    if out:
+                        out.write(json.dumps({"op": "host-path", "what": what, "size": n,
+                                              "direct_launch": direct, "raw_events": raw,
+                                              "wall_us": t_wall * 1e6,
+                                              "kernel_us": t_k * 1e6, "host_us": t_h * 1e6})
+                                  + "\n")
+                prof = cProfile.Profile()
+                cp.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                prof.enable()
+                for _ in range(200):
+                    f = call()
+                prof.disable()
+                t1 = time.perf_counter()
+                f.result()
+                report.write(f"== {what} float32 {n}: {(t1 - t0) / 200 * 1e6:.1f} us per call "
+                             f"under cProfile\n")
+                pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(25)
+            with open(args.profile, "w") as f:
+                f.write(report.getvalue())
+            print(report.getvalue()[:3000], flush=True)
+        for n in (int(v) for v in args.dgemm.split(",") if v):
+            for dt_name in ("float64", "float32"):
+                A = rand((n, n), dt_name)
+                B = rand((n, n), dt_name)
+                C = cp.full((n, n), np.nan, dt_name)
+                s.gemm(A, B, C).result()
+                want = A.astype(cp.float64) @ B.astype(cp.float64)
+                err = float(cp.max(cp.abs(C - want)) / cp.max(cp.abs(want)))
+                flops = 2.0 * n ** 3
+                call = lambda: s.gemm(A, B, C)  # noqa: E731
+                t_ref = _wall(cp, lambda: cp.matmul(A, B, out=C), 5)
+                t_wall = _wall(cp, call, 5)
+                t_k, t_h = _kernel_and_host(cp, s, call, 5, busy)
+                plan = s.plan_gemm(A.shape, B.shape, np.dtype(dt_name))
+                emit({"op": "gemm", "dtype": dt_name, "layout": "NN", "size": n,
+                      "variant": f"{plan.variant}", "wall": flops / t_wall / 1e9,
+                      "kernel": flops / t_k / 1e9, "ref": flops / t_ref / 1e9, "ref_name": "cuBLAS",
+                      "unit": "GFLOP/s", "host_us": t_h * 1e6, "rel_error": err})
+                del A, B, C, want
+    except Exception as err:  # noqa: BLE001 - the rows above stand
+        print(f"profile/gemm: {type(err).__name__}: {err}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
