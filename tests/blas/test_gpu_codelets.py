@@ -125,3 +125,16 @@ def test_gemv_beta_zero_reads_no_y(session: Session) -> None:
         y = np.full(n + 3 if trans else n, np.nan)
         got = session.gemv(A, x, y, alpha=2.0, trans=trans).result()
         np.testing.assert_allclose(got, 2.0 * (A.T if trans else A) @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_temporaries_come_from_the_session_workspace(session: Session) -> None:
+    """A derivation with a global scratch buffer (group-rows' per-row partials) takes it from
+    the session's workspace, once, instead of allocating it per call."""
+    v = Variant.of("group-rows", L=32, w=1)
+    s = _forced(session, [Kind("gemv", "float32", "N")], v)
+    rng = np.random.default_rng(4)
+    A, x = _mat(rng, (64, 96), np.float32), _mat(rng, (96,), np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(s.gemv(A, x).result(), A @ x, rtol=1e-5, atol=1e-5)
+    names = [k for k in s.scratch._bufs if k.startswith(f"gemv/float32/N|{v}|")]
+    assert len(names) == 1, list(s.scratch._bufs)

@@ -236,10 +236,12 @@ def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
 
 # GPU GEMV work-groups (lanes, g, w) the tuner tries: a warp per row or row group, float4 /
 # double2 or scalar reads, 4-32 rows or row groups per work-group
-GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 16, 4), (32, 8, 2), (32, 8, 1),
-                           (16, 16, 4)),
-                     "T": ((32, 32, 1), (32, 16, 1), (32, 8, 2), (32, 16, 2), (32, 8, 4),
-                           (16, 32, 2), (16, 16, 4))}
+# (the H100's fastest first, results/issue15/cuda/run21b; for T, where the kernels were bound by
+# the bytes each work-item has in flight, the variants with 8 lanes of 16-byte vectors over
+# 64-128 row groups, not yet run on a GPU, before those measured)
+GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32, 4, 2)),
+                     "T": ((8, 128, 4), (8, 64, 4), (8, 128, 2), (16, 32, 2), (16, 64, 2),
+                           (32, 32, 1), (16, 32, 4))}
 
 
 def _cuda_rules() -> Mapping[str, Any]:
@@ -526,11 +528,15 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
     **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
        for dt in bp.DTYPES for lay in "NR"},
-    # real GEMV T: A's rows read coalesced by 32 lanes, 16 row groups (one work-item per column,
-    # `glb`, ran at 0.15-0.26x cuBLAS on the H100); transposes through rotated local tiles
-    **{("gemv", dt, "T"): Variant.of("column-groups", lanes=32, g=16, w=1)
+    # real GEMV T on the H100 (results/issue15/cuda/run21b, kernels beside cuBLAS in the same
+    # run): 16 lanes of float2/double2 over 32 row groups (0.64-1.03x cuBLAS; one work-item per
+    # column, `glb`, ran at 0.15-0.26x). GEMV N keeps group-rows: row-groups ran as fast
+    # (2.8-3.0 TB/s both, 0.98-1.05x cuBLAS at 16384²)
+    **{("gemv", dt, "T"): Variant.of("column-groups", lanes=16, g=32, w=2)
        for dt in ("float32", "float64")},
-    **{("transpose", dt, "-"): Variant.of("tiles-t", r=32, k=4) for dt in bp.DTYPES},
+    # transposes through rotated local tiles (0.90-0.94x the copy at 8192², glb 0.30x)
+    **{("transpose", dt, "-"): Variant.of("tiles-t", r=32, k=8 if dt == "float32" else 4)
+       for dt in bp.DTYPES},
 }
 
 

@@ -39,6 +39,16 @@ class Built:
     # arithmetic costs more than a launch on a GPU)
     _evaluated: dict[tuple[tuple[str, int], ...], list[tuple[dict[int, Any], tuple[int, ...]]]] = \
         field(default_factory=dict, repr=False)
+    _temps: dict[tuple[Any, ...], int] = field(default_factory=dict, repr=False)  # their bytes
+
+    def _temp_bytes(self, buf: Any, sizes: Mapping[str, int]) -> int:
+        key = (buf.name, tuple(sorted(sizes.items())))
+        got = self._temps.get(key)
+        if got is None:
+            if len(self._temps) > 256:
+                self._temps.clear()
+            got = self._temps[key] = int(buf.nbytes.eval(sizes))
+        return got
 
     def _sizes_of(self, sizes: Mapping[str, int]) -> list[tuple[dict[int, Any], tuple[int, ...]]]:
         key = tuple(sorted(sizes.items()))
@@ -61,15 +71,20 @@ class Built:
         return got
 
     def launch(self, queue: Any, arrays: Mapping[int, Any], scalars: Mapping[int, Any],
-               out: Any, sizes: Mapping[str, int], wait_for: Sequence[Any] = ()) -> tuple[Any, list[Any]]:
+               out: Any, sizes: Mapping[str, int], wait_for: Sequence[Any] = (),
+               workspace: Optional[Any] = None) -> tuple[Any, list[Any]]:
         """Enqueue the pipeline on `queue` (a `liftkit.blas.queues` queue): `arrays[i]`/
         `scalars[i]` are the buffers/values of program parameter i, `out` the result buffer.
+        Intermediate and temporary buffers come from `workspace` (a `session.Workspace` on
+        the same in-order queue, reused by later calls) or are allocated per call.
         Returns (last event, temporaries to keep alive until it completes)."""
         c = self.compiled
         temps: dict[str, Any] = {}
         for b in c.buffers:
             if b.role in ("intermediate", "temporary"):
-                temps[b.name] = queue.alloc(int(b.nbytes.eval(sizes)))
+                nbytes = self._temp_bytes(b, sizes)
+                temps[b.name] = queue.alloc(nbytes) if workspace is None else \
+                    workspace.buffer(f"{self.kind}|{self.variant}|{b.name}", nbytes)
         event = None
         waits = list(wait_for)
         for k, handle, (size_vals, glob) in zip(c.kernels, self.kernels, self._sizes_of(sizes)):

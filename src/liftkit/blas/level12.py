@@ -76,7 +76,7 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
     waits += yw
     dest = out.buf if ylen_p == rows else ws.buffer("y-out", ylen_p * item)
     ev, temps = built.launch(s.q, {0: abuf, 1: xbuf, 2: ybuf},
-                             {3: dt.type(alpha), 4: dt.type(beta)}, dest, p, waits)
+                             {3: dt.type(alpha), 4: dt.type(beta)}, dest, p, waits, ws)
     if dest is not out.buf:
         ev = s.q.copy(out.buf, dest, rows * item, [ev])
     events, finish = s.finish_output(out, [ev])
@@ -106,10 +106,10 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
         src, waits = _pad2d(s, a.buf, list(a.events) + o.events, (sm, sn), (p["M"], p["N"]),
                             item, ws, "A")
         if p == {"M": sm, "N": sn}:
-            ev, temps = built.launch(s.q, {0: src}, {}, o.buf, p, waits)
+            ev, temps = built.launch(s.q, {0: src}, {}, o.buf, p, waits, ws)
         else:
             tmp = ws.buffer("T", p["M"] * p["N"] * item)
-            ev, temps = built.launch(s.q, {0: src}, {}, tmp, p, waits)
+            ev, temps = built.launch(s.q, {0: src}, {}, tmp, p, waits, ws)
             ev = s.q.copy2d(o.buf, tmp, sn, sm * item, p["M"] * item, sm * item, [ev])
         keep: list[Any] = [ws, temps]
     else:  # the orders differ: the bytes are already the transpose's
@@ -169,7 +169,7 @@ def _map1(s: Session, op: str, vs: list[Operand], alpha: float, out: Any) -> Fut
         bufs[i + 1], w = _pad1d(s, v, n_pad, ws, f"v{i}")
         waits += w
     dest = o.buf if n_pad == n else ws.buffer("out", n_pad * dt.itemsize)
-    ev, temps = built.launch(s.q, bufs, {0: dt.type(alpha)}, dest, {"N": n_pad}, waits)
+    ev, temps = built.launch(s.q, bufs, {0: dt.type(alpha)}, dest, {"N": n_pad}, waits, ws)
     if dest is not o.buf:
         ev = s.q.copy(o.buf, dest, n * dt.itemsize, [ev])
     events, finish = s.finish_output(o, [ev])
@@ -188,7 +188,7 @@ def _reduction(s: Session, op: str, vs: list[Operand],
     # asum and the sum of squares of complex vectors are real
     res = np.empty(1, _REAL.get(dt, dt) if op in ("asum", "sumsq") else dt)
     dest = s.q.alloc(res.itemsize)  # its own: read back at result(), maybe after later calls
-    ev, temps = built.launch(s.q, bufs, {}, dest, {"N": n_pad}, waits)
+    ev, temps = built.launch(s.q, bufs, {}, dest, {"N": n_pad}, waits, ws)
     waits = s.q.download_later(res, dest, [ev])
 
     def value() -> Any:

@@ -268,8 +268,8 @@ GEMV_RULES[GEMV_COLUMN_BLOCKS.name] = GEMV_COLUMN_BLOCKS
 # with independent work-items, as a bandwidth-bound kernel needs; sound where ⊕ is associative
 # and commutative with an identity (lanes and partial sums regroup the sum).
 
-LANES = (32, 16)
-GROUPS = (4, 8, 16, 32)
+LANES = (32, 16, 8)
+GROUPS = (4, 8, 16, 32, 64, 128)
 GPU_WIDTHS = (4, 2, 1)
 
 
