@@ -15,7 +15,9 @@ same code runs on both backends; only the kernels' C dialect and these classes d
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
@@ -218,15 +220,11 @@ class CUDAQueue:
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
 
     def _drv(self) -> Any:
-        from cuda.bindings import driver
-
-        return driver
+        return _driver_module()
 
     def _check(self, result: Any, what: str) -> Any:
-        from liftkit.backends.cuda.devices import check
-
         try:
-            return check(result, what)
+            return _backend_check()(result, what)
         except Exception as err:  # noqa: BLE001 - the backend's CUDAError, in the library's words
             raise BlasError(f"{self.device.label}: {err}") from None
 
@@ -475,18 +473,30 @@ def _c(shape: tuple[int, ...], item: int) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+@functools.cache
+def _driver_module() -> Any:
+    """cuda.bindings.driver, imported once (the per-call paths ask for it)."""
+    from cuda.bindings import driver
+
+    return driver
+
+
+@functools.cache
+def _backend_check() -> Any:
+    """The CUDA backend's result check, imported once."""
+    from liftkit.backends.cuda.devices import check
+
+    return check
+
+
 def _library_stream(x: Any) -> Any:
     """The stream handle the array's library is enqueuing on now (0: the legacy default)."""
     mod = type(x).__module__.split(".", 1)[0]
     try:
-        if mod == "cupy":
-            import cupy
-
-            return cupy.cuda.get_current_stream().ptr
+        if mod == "cupy":  # the array's library is imported already
+            return sys.modules["cupy"].cuda.get_current_stream().ptr
         if mod == "torch":
-            import torch
-
-            return torch.cuda.current_stream(x.device).cuda_stream
+            return sys.modules["torch"].cuda.current_stream(x.device).cuda_stream
     except Exception:  # noqa: BLE001 - fall back to the legacy default stream
         pass
     return 0
