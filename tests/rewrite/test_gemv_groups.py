@@ -167,6 +167,7 @@ def test_the_derived_kernels_run_on_the_cpu_device_and_the_gpu_search_offers_the
         np.testing.assert_allclose(run_opencl(q, *inputs, device="cpu"), spec.reference(*inputs),
                                    rtol=1e-4, atol=1e-3)
     assert set(GEMV_GROUP_RULES) <= set(SEARCH_RULES)
+    assert not set(GEMV_GROUP_RULES) & set(rule_space("cpu").rules)  # GPU kernels only
     space = rule_space("gpu")
     for name, macros in (("atax", {GPU_GEMV_T.name, GPU_GEMV_ROWS.name, GPU_GEMVS.name}),
                          ("gesummv", {GPU_GEMV_ROWS.name, GPU_GEMVS.name})):

@@ -58,7 +58,7 @@ from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.private import PRIVATE_COPY
 from liftkit.rewrite.rules.nbody_tiles import at_all_pairs
-from liftkit.rewrite.rules.gemv_groups import GEMV_ROW_GROUPS, GEMV_T_GROUPS
+from liftkit.rewrite.rules.gemv_groups import GEMV_GROUP_RULES, GEMV_ROW_GROUPS, GEMV_T_GROUPS
 from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
@@ -418,9 +418,14 @@ CPU_PARAMS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# whole GPU kernels (work-groups with local-memory trees): the CPU rule set leaves them out, so
+# its searches walk the space they walked before (the `default` set keeps them, for replays)
+GPU_ONLY_RULES: tuple[Rule, ...] = GEMV_GROUP_RULES
+
+
 def rule_space(kind: str = "gpu") -> Any:
-    """The rules package's search rules (the chunking rules among them) and the macros with
-    the parameters of `kind` ("gpu" or "cpu")."""
+    """The rules package's search rules (the chunking rules among them; for "cpu", without
+    GPU_ONLY_RULES) and the macros with the parameters of `kind` ("gpu" or "cpu")."""
     from liftkit.explore.space import MacroMove, RuleSpace
     from liftkit.rewrite import rules as pkg
     from liftkit.rewrite.strategies import STANDARD_MACROS
@@ -428,5 +433,5 @@ def rule_space(kind: str = "gpu") -> Any:
     params = GPU_PARAMS if kind == "gpu" else CPU_PARAMS
     moves = [MacroMove(MACROS_BY_NAME[name], ps) for name, ps in params.items()]
     std = [m for m in STANDARD_MACROS.values()]
-    return RuleSpace(list(pkg.SEARCH_RULES), moves + std, kind,
-                     getattr(pkg, "normal_form", None))
+    rules = [r for r in pkg.SEARCH_RULES if kind == "gpu" or r not in GPU_ONLY_RULES]
+    return RuleSpace(rules, moves + std, kind, getattr(pkg, "normal_form", None))
