@@ -18,8 +18,8 @@ float64 product by ‖C − ref‖/‖ref‖: TF32 < 2e-3, FP64 < 1e-12.
 
 The Hopper rows (`--tiles tf32z:128x256x32w8s3G`, a trailing G): one application of mm-wgmma
 (`tensor_core_mm(kind, …, wgmma=True)`: warpgroup MMA, operands staged s deep by the pattern);
-kind tf32 rounds as toTF32, tf32z truncates as truncTF32 (what cuBLAS's TF32 mode does with a
-float32). Before the float64 check each is run on integer-valued inputs (exact) and on B = I
+kind tf32 rounds as toTF32 (as cuBLAS's TF32 mode does, judging by its error), tf32z truncates
+as truncTF32. Before the float64 check each is run on integer-valued inputs (exact) and on B = I
 (C must be the rounded A bit for bit); a variant failing either is reported WRONG, not timed.
 
 async: the same as mma (its rows with staged > 1 are the cp.async pipelines).
