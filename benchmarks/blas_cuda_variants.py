@@ -98,12 +98,14 @@ def main(argv: list[str]) -> int:
 
     chosen: dict[str, Any] = {}
     default_choose = s.choose
-    s.choose = lambda kind, sizes: chosen.get(kind.op) or default_choose(kind, sizes)  # type: ignore[method-assign]
+    s.choose = lambda kind, sizes: (  # type: ignore[method-assign]
+        chosen.get(kind.op) or default_choose(kind, sizes))
 
     def emit(row: dict[str, Any]) -> None:
         print(f"{row['op']:9s} {row['dtype']:8s} {row['layout']:2s} {row['size']:>6} "
               f"{row['variant']:36s} wall {row['wall']:8.1f} kernel {row['kernel']:8.1f} "
-              f"{row['ref_name']} {row['ref']:8.1f} {row['unit']}  wall/ref {row['wall'] / row['ref']:5.2f}x "
+              f"{row['ref_name']} {row['ref']:8.1f} {row['unit']}  "
+              f"wall/ref {row['wall'] / row['ref']:5.2f}x "
               f"kernel/ref {row['kernel'] / row['ref']:5.2f}x  host {row['host_us']:6.1f} us",
               flush=True)
         if out:

@@ -34,7 +34,8 @@ def test_gemv_groups_are_sound_in_the_interpreter(dt: str, variant: Variant) -> 
     assert d.replay()
     rng = np.random.default_rng(3)
     m, n = 64, 128
-    xs = [rng.integers(-4, 5, (m, n)).astype(dt), rng.integers(-4, 5, m if trans else n).astype(dt),
+    xs = [rng.integers(-4, 5, (m, n)).astype(dt),
+          rng.integers(-4, 5, m if trans else n).astype(dt),
           rng.integers(-4, 5, n if trans else m).astype(dt), np.array(2.0, dt),
           np.array(-1.0, dt)]
     assert same_result(run(d.final, xs, {"M": m, "N": n}), run(kind.program(), xs, {"M": m, "N": n}))

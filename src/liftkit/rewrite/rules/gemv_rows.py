@@ -1,6 +1,6 @@
 """Matrix-vector products blocked per work-item for CPUs (and, at the end of the file, in
-work-groups of lanes for GPUs: `gemv-lane-rows`, `gemv-lane-columns`): r rows of A (rule `gemv-row-blocks`,
-liftkit.blas's codelet `row-blocks`, GEMV N) or k·w columns of A (rule `gemv-column-blocks`,
+work-groups of lanes for GPUs: `gemv-lane-rows`, `gemv-lane-columns`): r rows of A (rule
+`gemv-row-blocks`, liftkit.blas's codelet `row-blocks`, GEMV N) or k·w columns of A (rule `gemv-column-blocks`,
 codelet `column-blocks`, GEMV T: each row's segment read as k vectors of w into k private
 accumulators, x's element broadcast; each column summed in the row order, so exact).
 
@@ -261,10 +261,10 @@ GEMV_RULES[GEMV_COLUMN_BLOCKS.name] = GEMV_COLUMN_BLOCKS
 # the row per step), its partial goes to local memory as [lanes][g], and one work-item per row
 # sums the row's lanes (consecutive rows: consecutive words) and applies h, s, g.
 #
-# GEMV T (`gemv-lane-columns`, codelet `column-groups`): a work-group owns c = lanes·w columns; work-item (l, j) sums
-# the rows j, j + g, ... of its w columns (a warp's lanes read one contiguous run of a row of A
-# per step, x's element broadcast); the g partials per column go to local memory as [g][lanes]
-# and the work-items of row 0 sum them in order. Both read every element of A once, coalesced,
+# GEMV T (`gemv-lane-columns`, codelet `column-groups`): a work-group owns c = lanes·w
+# columns; work-item (l, j) sums the rows j, j + g, ... of its w columns (a warp's lanes read
+# one contiguous run of a row of A per step, x's element broadcast); the g partials per column
+# go to local memory as [g][lanes] and the work-items of row 0 sum them in order. Both read every element of A once, coalesced,
 # with independent work-items, as a bandwidth-bound kernel needs; sound where ⊕ is associative
 # and commutative with an identity (lanes and partial sums regroup the sum).
 
