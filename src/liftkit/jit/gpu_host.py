@@ -244,13 +244,16 @@ class DeviceCall:
         rt = self.rt
         self.host.device_calls.pop(self.key, None)
         stream = self._caller_stream()
+        seen: set = set()  # one wait per task (a kernel reading one argument, writing another)
         for v in self.adopted:  # the caller's library may use them next, on its own stream:
             if v.id in rt.vars:  # it waits for the tasks still reading or writing them
                 buf = rt.buffers[rt.vars[v.id].buffer]
                 for eid in buf.writers + buf.readers:
                     row = rt.events.get(eid)
-                    if row is not None and (stream is None or
-                                            not rt.device.stream_wait(stream, row.event)):
+                    if row is None or eid in seen:
+                        continue
+                    seen.add(eid)
+                    if stream is None or not rt.device.stream_wait(stream, row.event):
                         rt.device.wait(row.event)  # a library whose stream we cannot name
         for v in self.kept + self.adopted:
             if v.id in rt.vars:

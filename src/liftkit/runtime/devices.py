@@ -318,9 +318,10 @@ class CUDADevice:
         return stream.record(self._spare.pop()) if self._spare else stream.record()
 
     def follow(self, stream: int) -> bool:
-        """Order everything enqueued from now on (every compute stream and the transfer
-        stream) after the work already on another library's stream (a raw CUstream handle),
-        without blocking the host; False if the driver refused (the caller then waits)."""
+        """Order the kernels and device copies enqueued from now on (the compute streams)
+        after the work already on another library's stream (a raw CUstream handle), without
+        blocking the host; False if the driver refused (the caller then waits). The transfer
+        stream need not follow: the library's arrays are never uploaded or downloaded."""
         try:
             d = self._drv
             if self._follow is None:
@@ -329,7 +330,7 @@ class CUDADevice:
             err = d.cuEventRecord(ev.handle, d.CUstream(int(stream)))[0]
             if err != d.CUresult.CUDA_SUCCESS:
                 return False
-            for s in self.streams + [self.tstream]:
+            for s in self.streams:
                 s.wait(ev)
             return True
         except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
