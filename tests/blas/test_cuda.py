@@ -191,8 +191,11 @@ def test_cuda_defaults() -> None:
 
     big = {"M": 1024, "N": 1024, "K": 1024}
     assert default_variant(Kind("mm", "float64", "NN"), "gpu", big, "cuda") == MMA_LINES
-    assert default_variant(Kind("mm", "float64", "TN"), "gpu", big, "cuda") == Variant.of(
-        "mma", tm=128, tn=64, tk=16, warps=4, staged=2)
+    assert default_variant(Kind("mm", "float64", "TN"), "gpu", big, "cuda") == Variant.of("nn")
+    assert default_variant(Kind("transpose", "float32"), "gpu", big, "cuda") == Variant.of(
+        "tiles-t", r=32, k=8)
+    assert default_variant(Kind("gemv", "float64", "T"), "gpu", big, "cuda").codelet == \
+        "column-groups"
     assert default_variant(Kind("mm", "float32", "NN"), "gpu", big, "cuda").codelet == "tiles-async"
     assert default_variant(Kind("mm", "float64", "NT"), "gpu", big, "cuda") == Variant.of("nn")
     assert default_variant(Kind("mm", "complex64", "CN"), "gpu", big, "cuda") == Variant.of("real")

@@ -518,13 +518,14 @@ DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use 
 # cuBLAS DGEMM at 4096³; NT/TN and complex GEMMs as plans over those; 64 work-items per row for
 # GEMV); everything else as on any GPU
 _MMA_DEFAULT = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1)
-# TN: lines=1 derives (A's tiles copied along its stored rows) but is not yet measured on a GPU
-_MMA_DEFAULT_TN = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=2)
 CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     ("mm", "float32", "NN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
     ("mm", "float32", "NT"): Variant.of("nn"), ("mm", "float32", "TN"): Variant.of("nn"),
-    ("mm", "float64", "NN"): _MMA_DEFAULT, ("mm", "float64", "TN"): _MMA_DEFAULT_TN,
-    ("mm", "float64", "NT"): Variant.of("nn"),
+    ("mm", "float64", "NN"): _MMA_DEFAULT,
+    # DGEMM TN through the transpose and the NN kernel: in run 21 on the H100, NT so (its
+    # transpose still `glb`) ran at 0.78x cuBLAS at 4096³ where TN's own DMMA derivation
+    # (staged=2, without lines) ran at 0.72x; TN's lines form derives but was not timed
+    ("mm", "float64", "NT"): Variant.of("nn"), ("mm", "float64", "TN"): Variant.of("nn"),
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
     **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
        for dt in bp.DTYPES for lay in "NR"},
