@@ -112,10 +112,12 @@ def warp(n: int, repeat: int) -> list[dict[str, Any]]:
 # into local memory, s > 1 pipelines the copies s deep with cp.async (toLocalAsync); lines: the
 # tiles copied in 16-byte chunks over whole lines into rotated rows (v5; v3/v4: one element per
 # copy into the fragment-blocked layout)
-MMA_VARIANTS = {
+MMA_VARIANTS: dict[str, list[tuple[Any, ...]]] = {
     "tf32": [(128, 128, 8, 4, 4), (128, 128, 16, 4, 3), (128, 128, 8, 4, 4, True),
              (128, 128, 16, 4, 3, True), (128, 128, 16, 4, 4, True), (128, 128, 32, 4, 3, True),
-             (128, 128, 16, 8, 3, True), (128, 64, 16, 4, 4, True)],
+             (128, 128, 16, 8, 3, True), (128, 64, 16, 4, 4, True), (128, 256, 32, 8, 3, "G")],
+    # the warpgroup MMA (G): staged = its stages; tf32z truncates (truncTF32)
+    "tf32z": [(128, 256, 32, 8, 4, "G"), (128, 256, 32, 8, 2, "G")],
     "f64": [(128, 64, 16, 4, 2), (128, 64, 16, 4, 2, True), (128, 64, 16, 4, 3, True),
             (128, 64, 16, 4, 4, True), (128, 64, 8, 4, 4, True), (128, 128, 16, 8, 3, True),
             (128, 128, 8, 8, 4, True), (64, 64, 16, 4, 4, True)],
