@@ -79,3 +79,19 @@ def test_a_launch_plan_is_made_once_per_geometry() -> None:
     assert [a[1] for a in launched] == [("config", (64,)), ("config", (64,)),
                                          ("config", (128,)), ("config", (64,))]
     assert launched[0][3:] == (7, np.int32(3))
+
+
+def test_a_cupy_array_is_recognised_without_its_interface() -> None:
+    """CuPy arrays are device arrays by type (their interface is built once, by the borrow);
+    other objects are asked for the interface or DLPack as before."""
+    from liftkit.blas.queues import is_cuda_array
+
+    class ndarray:  # noqa: N801 - CuPy's type name
+        @property
+        def __cuda_array_interface__(self) -> Any:
+            raise AssertionError("built")
+
+    ndarray.__module__ = "cupy._core.core"
+    assert is_cuda_array(ndarray())
+    assert is_cuda_array(_GPUArray((2,), 1 << 20)) and not is_cuda_array(np.zeros(2))
+    assert not is_cuda_array([1.0, 2.0])

@@ -432,6 +432,9 @@ def is_cuda_array(x: Any) -> bool:
     device)."""
     if isinstance(x, np.ndarray):
         return False
+    t = type(x)
+    if t.__name__ == "ndarray" and t.__module__.split(".", 1)[0] == "cupy":
+        return True  # without building its array interface (the borrow builds it once)
     try:
         if hasattr(x, "__cuda_array_interface__"):
             return True
