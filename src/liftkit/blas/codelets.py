@@ -236,11 +236,12 @@ def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
 
 # GPU GEMV work-groups (lanes, g, w) the tuner tries: a warp per row or row group, float4 /
 # double2 or scalar reads, 4-32 rows or row groups per work-group
-# (the H100's fastest first, results/issue15/cuda/run21b; for T, where the kernels were bound by
-# the bytes each work-item has in flight, the variants with 8 lanes of 16-byte vectors over
-# 64-128 row groups, not yet run on a GPU, before those measured)
+# (the H100's fastest first, results/issue15/cuda/run21b; for T, where float32's kernels were
+# bound by the bytes each work-item has in flight, first the variants with 8 lanes of 16-byte
+# vectors, not yet run on a GPU: (8, 64, 4) is float64's fastest (16, 32, 2) in float32 —
+# the same work-groups, work-items, bytes per load and bytes per row step)
 GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32, 4, 2)),
-                     "T": ((8, 128, 4), (8, 64, 4), (8, 128, 2), (16, 32, 2), (16, 64, 2),
+                     "T": ((8, 64, 4), (8, 128, 4), (16, 32, 2), (8, 128, 2), (16, 64, 2),
                            (32, 32, 1), (16, 32, 4))}
 
 
