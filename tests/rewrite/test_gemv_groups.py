@@ -193,3 +193,15 @@ def test_gpu_gemvs_reaches_the_hand_written_kernels_in_one_move() -> None:
         derived = compile_program(space.replay(PROGRAMS[name].build(), steps)).kernels
         hand = compile_program(PROGRAMS[low].build()).kernels
         assert [k.ndrange for k in derived] == [k.ndrange for k in hand], name
+
+
+def test_a_gpu_search_times_the_pair_first() -> None:
+    """`liftkit explore atax/gesummv --rules gpu`: the first candidate of the first step is
+    gpu-gemvs's program (atax_low's two kernels, gesummv_low's fused one), checked and timed."""
+    from liftkit.explore import explore
+
+    for name, rules in (("atax", ["gemv-t-groups", "gemv-row-groups"]),
+                        ("gesummv", ["gemv-row-groups"])):
+        result = explore(name, {"M": 64, "N": 512}, "cpu", rules="gpu", budget=1, seed=0)
+        first = result.records[0]
+        assert first.ok and [c.rule for c in first.derivation] == rules, name
