@@ -1,0 +1,177 @@
+"""The CUDA task runtime's host path with the driver stubbed out, for machines without a GPU.
+
+``stub_runtime()`` is a ``Runtime`` over the real ``CUDADevice`` code whose driver, cuda.core
+objects and NVRTC cache are replaced by stand-ins that do no GPU work: "device memory" is host
+memory (copies are ``memmove``), streams and events are always done, a launch only counts
+itself. Everything liftkit does in Python per call and per launch (dispatch, adoption of GPU
+arrays, the runtime's tables, the launch configuration, argument lists) runs as on a GPU, so
+``benchmarks/jit/overhead.py --stub-cuda`` measures that host path here. Kernels do not run:
+results are not checked in this mode. ``GpuArray`` is a CUDA-array-interface array over
+such memory (what a CuPy array looks like to liftkit, library "other").
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from liftkit.backends.cuda.devices import Device
+from liftkit.runtime import Runtime
+from liftkit.runtime.devices import CUDADevice
+
+DEVICE = Device(ordinal=0, name="stubbed CUDA driver (no GPU work)", compute_capability=(9, 0),
+                driver_version=13000, multiprocessors=132, max_threads_per_block=1024,
+                max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535),
+                shared_memory_per_block=48 * 1024, total_memory=1 << 33)
+
+
+class _Event:
+    is_done = True
+    handle = 0
+
+    def sync(self) -> None:
+        return None
+
+
+class _Stream:
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def record(self, ev: Any = None) -> _Event:
+        return ev if ev is not None else _Event()
+
+    def wait(self, ev: Any) -> None:
+        return None
+
+    def sync(self) -> None:
+        return None
+
+
+class _Alloc:
+    """Device memory: host memory that stays alive as long as the handle."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.mem = np.zeros(nbytes, np.uint8)
+        self.handle = self.mem.ctypes.data
+
+    def close(self, stream: Any = None) -> None:
+        self.mem = None  # type: ignore[assignment]
+
+
+class _Dev:
+    def __init__(self) -> None:
+        self.streams = 0
+
+    def set_current(self) -> None:
+        return None
+
+    def create_stream(self) -> _Stream:
+        self.streams += 1
+        return _Stream(self.streams)
+
+    def create_event(self) -> _Event:
+        return _Event()
+
+    def allocate(self, nbytes: int, stream: Any = None) -> _Alloc:
+        return _Alloc(nbytes)
+
+    def sync(self) -> None:
+        return None
+
+
+class _Core:
+    """cuda.core's launch API: a configuration object, a launch that only counts itself."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+
+    @staticmethod
+    def LaunchConfig(**kw: Any) -> tuple:  # noqa: N802 - cuda.core's name
+        return tuple(sorted(kw.items()))
+
+    def launch(self, stream: Any, config: Any, kernel: Any, *args: Any) -> None:
+        self.launches += 1
+
+
+class _Driver:
+    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    @staticmethod
+    def CUstream(handle: int) -> int:  # noqa: N802 - the driver's name
+        return handle
+
+    @staticmethod
+    def _copy(dst: int, src: int, n: int, stream: Any) -> tuple[int]:
+        ctypes.memmove(dst, src, n)
+        return (0,)
+
+    cuMemcpyHtoDAsync = cuMemcpyDtoHAsync = cuMemcpyDtoDAsync = _copy
+
+    @staticmethod
+    def cuEventRecord(ev: Any, stream: Any) -> tuple[int]:
+        return (0,)
+
+    @staticmethod
+    def cuStreamWaitEvent(stream: Any, ev: Any, flags: int) -> tuple[int]:
+        return (0,)
+
+
+class _Module:
+    def get_kernel(self, name: str) -> Any:
+        return type("StubKernel", (), {"name": name})()
+
+
+class _Cache:
+    """NVRTC's module cache: nothing is compiled (the source is only looked up)."""
+
+    def get(self, device: Any, source: str, options: Any = (), name: str = "") -> _Module:
+        return _Module()
+
+
+class StubCUDADevice(CUDADevice):
+    """``CUDADevice`` over the stand-ins above (its own methods run unchanged)."""
+
+    def __init__(self, queues: int = 1) -> None:  # noqa: D107 - no super(): no driver here
+        self._drv = _Driver()
+        self.device = DEVICE
+        self._core = _Core()
+        self._dev = _Dev()
+        self.streams = [self._dev.create_stream() for _ in range(max(1, queues))]
+        self.stream = self.streams[0]
+        self.tstream = self._dev.create_stream()
+        self._alloc_gen, self._alloc_event = 0, None
+        self._seen = [0] * len(self.streams)
+        self.queues = self.streams
+        self.cache = _Cache()
+        self.label = f"CUDA / {DEVICE.name}"
+        self.total_memory = self.max_alloc = DEVICE.total_memory
+        self._kernels, self._configs, self._shmem = {}, {}, {}
+        self._follow, self._spare = None, []
+
+    def _check(self, result: Any, what: str) -> Any:
+        rest = result[1:]
+        return rest[0] if len(rest) == 1 else rest
+
+
+class GpuArray:
+    """A C-ordered array in the stub's "device memory" under the CUDA array interface."""
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host = np.ascontiguousarray(host)
+        self.shape, self.dtype = self.host.shape, self.host.dtype
+        self.__cuda_array_interface__ = {
+            "shape": self.shape, "typestr": self.dtype.str, "strides": None,
+            "data": (self.host.ctypes.data, False), "version": 3}
+
+
+def stub_runtime() -> Runtime:
+    """A CUDA ``Runtime`` over ``StubCUDADevice``; GPU arrays' pointers are taken to be on
+    its one device (as on a one-GPU machine, where the driver is not asked)."""
+    import liftkit.backends.cuda.devices as cuda_devices
+    cuda_devices.list_devices = lambda: (DEVICE,)  # what _ordinal() consults
+    return Runtime("cuda", dev=StubCUDADevice(), queues=1)
