@@ -124,6 +124,7 @@ class _Call:
     vars: dict = field(default_factory=dict)
     live: dict = field(default_factory=dict)   # var id -> read after the section
     memo: dict = field(default_factory=dict)   # prepared launches by kernel and arrays
+    plans: dict = field(default_factory=dict)  # their runtime launch plans (from the second)
     names: dict = field(default_factory=dict)  # var id -> the array variable's name
     error: Optional[BaseException] = None
     checks: bool = False  # a kernel that may set the error flags was launched
@@ -371,10 +372,17 @@ class GpuHost:
         # arguments, only the scalars and the domain change
         akey = (kid, tuple(x for a, b in kp.slots for x in block[a:b]))
         prep = call.memo.get(akey)
+        plan = None
         if prep is None:
             prep = self._prepare(call, kp, block)
             if k.mode != "slice":
                 call.memo[akey] = prep
+        elif k.lift is None:  # launched again on these arrays: from now on through a plan
+            plan = call.plans.get(akey)
+            if plan is None:
+                plan = call.plans[akey] = rt.plan(self.kernels[kid], len(prep[0]) + 3 * k.ndim,
+                                                  reads=prep[2], writes=prep[3],
+                                                  overwrites=prep[4])
         template, named, reads, writes, over = prep
         args = list(template)
         for i, slot, read in kp.scalars:
@@ -402,6 +410,9 @@ class GpuHost:
             return
         if kp.fails:
             call.checks = True
+        if plan is not None:
+            rt.launch_planned(plan, tuple(reversed(counts)), args)
+            return
         rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
                   overwrites=over)
         for c in temps:

@@ -32,7 +32,10 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from .devices import OpenCLDevice, OutOfDeviceMemory, Ref, open_device
-from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole, c_strides, extent_of
+from .tables import (ArrayVar, Buffer, EventRow, Kernel, LaunchPlan, Whole, c_strides,
+                     extent_of)
+
+_SCALARS = (np.int64, np.int32, np.float64, np.float32)
 
 STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
              "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
@@ -81,6 +84,7 @@ class Runtime:
         self._ids = 0
         self._clock = 0
         self._retire_at = 64  # pending tasks past which a launch sweeps finished ones out
+        self._epoch = 0  # the tables' shape changed (LaunchPlan's validity)
         self._cpu: Optional[OpenCLDevice] = None
         self._stats: Counter = Counter()
         self.lock = threading.RLock()
@@ -173,6 +177,7 @@ class Runtime:
                     self.device.wait(row.event)
             handle = buf.handle
             buf.handle = None
+            self._epoch += 1
             del self.vars[var.id]
             if var.key is not None and self._by_key.get(var.key) == var.id:
                 del self._by_key[var.key]
@@ -220,6 +225,7 @@ class Runtime:
                 buf = Buffer(self._next(), hi - lo, lo, _host_view(lo, hi - lo), [],
                              registered=True, host_valid=True)
                 self.buffers[buf.id] = buf
+                self._epoch += 1
                 for b in over:  # merge: their variables move into the new buffer
                     buf.owners += b.owners
                     for vid2 in list(b.vars):
@@ -258,6 +264,7 @@ class Runtime:
     def _new_var(self, buf: Buffer, offset: int, shape: tuple, strides: tuple,
                  dtype: np.dtype) -> ArrayVar:
         v = ArrayVar(self._next(), buf.id, offset, shape, strides, dtype)
+        self._epoch += 1
         self.vars[v.id] = v
         buf.vars.add(v.id)
         return v
@@ -283,6 +290,7 @@ class Runtime:
             buf = self.buffers[var.buffer]
             buf.vars.discard(var.id)
             del self.vars[var.id]
+            self._epoch += 1
             if var.key is not None and self._by_key.get(var.key) == var.id:
                 del self._by_key[var.key]
             if not buf.vars:
@@ -292,6 +300,7 @@ class Runtime:
         if buf.handle is not None and not buf.borrowed:
             self.device.free(buf.handle, self._events(buf.readers + buf.writers))
         buf.handle = None
+        self._epoch += 1
         self.buffers.pop(buf.id, None)
 
     # ------------------------------------------------------------------ host side
@@ -461,8 +470,7 @@ class Runtime:
             for var in wr:  # deferred copies made now move rows in place (same objects)
                 if var.cow_of is not None or len(buffers[var.buffer].vars) > 1:
                     self._before_write(var)
-            stats = self._stats
-            stats["tasks"] += 1
+            self._stats["tasks"] += 1
             bufs = [buffers[b] for b in dict.fromkeys(v.buffer for v in arrays)]
             whole = {v.buffer for v in wr if v.id in ow and v.offset == 0 and
                      v.extent() == (0, buffers[v.buffer].nbytes) and v.id not in
@@ -484,27 +492,112 @@ class Runtime:
             queue, wait = self._place(deps)
             ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args),
                                     queue, wait)
-            stats["kernels"] += 1
-            eid = self._next()
-            self._latest[queue] = eid
-            self.events[eid] = EventRow(eid, ev, kernel.name, tuple(v.id for v in rd),
-                                        tuple(v.id for v in wr), keep, queue)
-            self._clock += 1
-            clock = self._clock
-            for buf in bufs:
-                buf.last_use = clock
-                if buf.id in wbufs:  # it follows every earlier user of these buffers: it
-                    buf.writers, buf.readers = [eid], []  # alone stands for them from now on
-                    buf.host_valid = False
-            for v in rd:
-                if v.buffer not in wbufs:
-                    buffers[v.buffer].readers.append(eid)
-                v.events.append(eid)
-            for v in wr:
-                v.events.append(eid)
-            if len(self.events) > self._retire_at:
-                self._retire()
-            return eid
+            return self._task(kernel.name, ev, queue, keep, bufs, wbufs,
+                              tuple(v.id for v in rd), tuple(v.id for v in wr),
+                              [buffers[v.buffer] for v in rd if v.buffer not in wbufs], rd + wr)
+
+    def _task(self, name: str, ev: Any, queue: int, keep: list, bufs: Sequence[Buffer],
+              wbufs: Any, rd_ids: tuple, wr_ids: tuple, rd_bufs: Sequence[Buffer],
+              touched: Sequence[ArrayVar]) -> int:
+        """Enter a launched kernel in the event table and the rows of what it touches."""
+        self._stats["kernels"] += 1
+        eid = self._next()
+        self._latest[queue] = eid
+        self.events[eid] = EventRow(eid, ev, name, rd_ids, wr_ids, keep, queue)
+        self._clock += 1
+        clock = self._clock
+        for buf in bufs:
+            buf.last_use = clock
+            if buf.id in wbufs:  # it follows every earlier user of these buffers: it
+                buf.writers, buf.readers = [eid], []  # alone stands for them from now on
+                buf.host_valid = False
+        for buf in rd_bufs:
+            buf.readers.append(eid)
+        for v in touched:
+            v.events.append(eid)
+        if len(self.events) > self._retire_at:
+            self._retire()
+        return eid
+
+    def plan(self, kernel: Kernel, nargs: int, *, reads: Iterable[ArrayVar],
+             writes: Iterable[ArrayVar], overwrites: Iterable[ArrayVar] = ()) -> LaunchPlan:
+        """A plan for launching ``kernel`` again and again on the same arrays (the same
+        variables at the same places among ``nargs`` arguments): see ``launch_planned``."""
+        return LaunchPlan(kernel, tuple(reads), tuple(writes), tuple(overwrites), nargs)
+
+    def launch_planned(self, p: LaunchPlan, global_size: Sequence[int],
+                       args: Sequence[Any]) -> int:
+        """``launch`` of the plan's kernel with ``args`` (its arrays where they were when the
+        plan was used first, scalars anywhere): while the tables keep their shape, only the
+        transfers a buffer needs, the dependencies, the scalars and the task's rows are
+        worked out; otherwise (and the first time) it is a plain ``launch`` and the plan is
+        made again from the tables as that launch left them."""
+        with self.lock:
+            if p.epoch != self._epoch or len(args) != p.nargs:
+                eid = self.launch(p.kernel, global_size, args, reads=p.reads, writes=p.writes,
+                                  overwrites=p.over)
+                self._fill(p, args)
+                return eid
+            self._stats["tasks"] += 1
+            keep: list = []
+            deps: list = []
+            whole, wbufs = p.whole, p.wbufs
+            for buf in p.bufs:
+                if not buf.dev_valid and buf.host_valid and buf.id not in whole:
+                    self._upload(buf, keep)
+                buf.dev_valid = True
+                deps += buf.writers
+                if buf.id in wbufs:
+                    deps += buf.readers
+            queue, wait = self._place(deps)
+            kargs = list(p.kargs)
+            for i, j in p.scalars:
+                a = args[i]
+                kargs[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
+            ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
+            return self._task(p.kernel.name, ev, queue, keep, p.bufs, wbufs, p.rd_ids,
+                              p.wr_ids, p.rd_bufs, p.vars)
+
+    def _fill(self, p: LaunchPlan, args: Sequence[Any]) -> None:
+        """Work the plan out from the tables as they are now (valid until they change shape);
+        a deferred copy among its writes, a buffer shared by several variables or one not on
+        the device leaves it invalid (each launch then takes the plain path)."""
+        p.epoch = -1
+        table, buffers = self.vars, self.buffers
+        arrays = [a.var if type(a) is Whole else a for a in args
+                  if type(a) is ArrayVar or type(a) is Whole]
+        rows = [table.get(a.id) for a in [*arrays, *p.reads, *p.writes, *p.over]]
+        if any(r is None for r in rows):
+            return
+        rd = [table[a.id] for a in p.reads]
+        wr = [table[a.id] for a in p.writes]
+        if any(v.cow_of is not None or len(buffers[v.buffer].vars) > 1 for v in wr):
+            return
+        bufs = [buffers[b] for b in dict.fromkeys(table[a.id].buffer for a in arrays)]
+        if any(b.handle is None for b in bufs):
+            return
+        ow = {table[a.id].id for a in p.over}
+        rids = {v.id for v in rd}
+        p.whole = frozenset(v.buffer for v in wr if v.id in ow and v.offset == 0 and
+                            v.extent() == (0, buffers[v.buffer].nbytes) and v.id not in rids)
+        p.wbufs = frozenset(v.buffer for v in wr)
+        p.bufs = tuple(bufs)
+        p.built = self.device.build(p.kernel.name, p.kernel.source(self.dialect),
+                                    p.kernel.dynamic_shared)
+        p.kargs = tuple(self._kernel_args(args))
+        scalars, j = [], 0
+        for i, a in enumerate(args):
+            if type(a) is ArrayVar:
+                j += 2
+            else:
+                if type(a) is not Whole:
+                    scalars.append((i, j))
+                j += 1
+        p.scalars = tuple(scalars)
+        p.rd_ids, p.wr_ids = tuple(v.id for v in rd), tuple(v.id for v in wr)
+        p.rd_bufs = tuple(buffers[v.buffer] for v in rd if v.buffer not in p.wbufs)
+        p.vars = tuple(rd + wr)
+        p.epoch = self._epoch
 
     def _record(self, event: Any, task: str, reads: tuple, writes: tuple, keep: list,
                 queue: int = -1) -> int:
@@ -640,6 +733,7 @@ class Runtime:
         src.vars.discard(var.id)
         new.vars.add(var.id)
         var.buffer, var.offset, var.cow_of = new.id, -lo, None
+        self._epoch += 1
         if var.key is not None and self._by_key.get(var.key) == var.id:
             del self._by_key[var.key]
             var.key = None
@@ -662,6 +756,7 @@ class Runtime:
             buf = self.buffers[b]
             if buf.handle is not None:
                 continue
+            self._epoch += 1
             try:
                 buf.handle = self.device.alloc(buf.nbytes)
             except OutOfDeviceMemory:
@@ -691,6 +786,7 @@ class Runtime:
             self._stats["writebacks"] += 1
         self.device.free(buf.handle)
         buf.handle = None
+        self._epoch += 1
         buf.dev_valid = False
         self._stats["evictions"] += 1
 

@@ -115,6 +115,31 @@ class EventRow:
     queue: int = -1
 
 
+@dataclass(eq=False)
+class LaunchPlan:
+    """One kernel's launch on the same arrays, again and again (a loop in a GPU section): what
+    ``Runtime.launch`` works out from its arrays (their rows and buffers, the argument list
+    with scalar slots, the built kernel), kept while the runtime's tables keep their shape
+    (``epoch``: any variable made or released, buffer allocated, freed, merged, evicted or
+    copied on write invalidates it; -1: never valid). Only its scalars change per launch."""
+    kernel: Kernel
+    reads: tuple
+    writes: tuple
+    over: tuple
+    nargs: int
+    epoch: int = -1
+    built: Any = None
+    bufs: tuple = ()
+    wbufs: frozenset = frozenset()
+    whole: frozenset = frozenset()
+    kargs: tuple = ()
+    scalars: tuple = ()   # (position in args, position in the kernel's arguments)
+    rd_ids: tuple = ()
+    wr_ids: tuple = ()
+    rd_bufs: tuple = ()   # buffers the task only reads (their reader lists get it)
+    vars: tuple = ()      # rows whose event lists get it (reads, then writes)
+
+
 def extent_of(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
     """Bytes [lo, hi) an array of ``shape`` and byte ``strides`` touches, relative to element 0
     (a plain loop: this runs per attach and per launch)."""

@@ -1,0 +1,76 @@
+"""Launch plans (``Runtime.plan`` / ``launch_planned``) on the CPU OpenCL device: a kernel
+launched again and again on the same arrays reuses what the runtime worked out the first time,
+and every guarantee of a plain launch still holds when the tables change under the plan —
+lazy transfers, host writes, deferred copies, released and evicted buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyopencl")
+
+from liftkit.backends.opencl import list_devices  # noqa: E402
+from liftkit.runtime import Kernel, Runtime  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not any(d.type == "cpu" for d in list_devices()),
+                                reason="no CPU OpenCL device")
+
+AXPY = Kernel("axpy", {"opencl": """kernel void axpy(global double* x, long xo,
+    global const double* a, long ao, double s) {
+    long i = get_global_id(0); x[xo + i] = x[xo + i] * s + a[ao + i]; }"""})
+
+
+def test_planned_launches_match_plain_ones_and_copy_each_input_once() -> None:
+    rt = Runtime("opencl", "cpu")
+    n = 64
+    x, a = np.ones(n), np.arange(n, dtype=np.float64)
+    vx, va = rt.submit(x), rt.submit(a)
+    p = rt.plan(AXPY, 3, reads=[vx, va], writes=[vx])
+    ref = np.ones(n)
+    for s in (0.5, 2.0, 0.25, 3.0):  # the scalar changes per launch, the arrays do not
+        rt.launch_planned(p, (n,), [vx, va, np.float64(s)])
+        ref = ref * s + a
+    assert p.epoch >= 0, "the plan never became valid"
+    st = rt.stats()
+    assert (st["kernels"], st["uploads"]) == (4, 2)
+    np.testing.assert_allclose(rt.read(vx), ref)
+    rt.close()
+
+
+def test_a_plan_follows_host_writes_copies_and_releases() -> None:
+    rt = Runtime("opencl", "cpu")
+    n = 32
+    a = np.arange(n, dtype=np.float64)
+    vx, va = rt.submit(np.zeros(n)), rt.submit(a)
+    p = rt.plan(AXPY, 3, reads=[vx, va], writes=[vx])
+    rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])
+    rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])  # x = 2a
+    rt.write(va, np.full(n, 5.0))  # a host write (into a): the next launch uploads a again
+    rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])  # x = 2a + 5
+    before = rt.copy(vx)  # a deferred copy of x: the next write makes it first
+    rt.launch_planned(p, (n,), [vx, va, np.float64(0.0)])  # x = 5
+    np.testing.assert_allclose(rt.read(before), 2 * np.arange(n) + 5)
+    np.testing.assert_allclose(rt.read(vx), np.full(n, 5.0))
+    rt.release(before, writeback=False)
+    rt.launch_planned(p, (n,), [vx, va, np.float64(2.0)])  # x = 15
+    np.testing.assert_allclose(rt.read(vx), np.full(n, 15.0))
+    assert rt.stats()["uploads"] == 3
+    rt.close()
+
+
+def test_a_plan_survives_eviction_under_memory_pressure() -> None:
+    n = 1024
+    rt = Runtime("opencl", "cpu", memory_limit=3 * n * 8)
+    a = np.ones(n)
+    vx, va = rt.submit(np.zeros(n)), rt.submit(a)
+    p = rt.plan(AXPY, 3, reads=[vx, va], writes=[vx])
+    rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])
+    rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])  # x = 2
+    vy, vb = rt.submit(np.zeros(n)), rt.submit(np.ones(n))  # evicts x and a
+    rt.launch(AXPY, (n,), [vy, vb, np.float64(1.0)], reads=[vy, vb], writes=[vy])
+    rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])  # x = 3, back on the device
+    np.testing.assert_allclose(rt.read(vx), np.full(n, 3.0))
+    np.testing.assert_allclose(rt.read(vy), np.ones(n))
+    assert rt.stats()["evictions"] >= 1
+    rt.close()
