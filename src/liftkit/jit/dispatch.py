@@ -240,9 +240,14 @@ class JitFunction:
                 t = memo.get(ak)
                 if t is None:
                     t = memo[ak] = typeof(a, f"argument '{name}'")
+            elif dev and k in dev:  # a GPU array: C order, memoised by (dtype, rank)
+                d = dev[k]
+                dk = (d.dtype, len(d.shape), "gpu")
+                t = memo.get(dk)
+                if t is None:
+                    t = memo[dk] = _device_type(d, f"argument '{name}'")
             else:
-                t = _device_type(dev[k], f"argument '{name}'") if dev and k in dev else \
-                    typeof(a, f"argument '{name}'")
+                t = typeof(a, f"argument '{name}'")
             want = ann.get(name)
             if want is not None:
                 t = _check_annotation(name, t, want)
@@ -369,15 +374,15 @@ class JitFunction:
         return c.llvm_ir
 
 
-@dataclass(frozen=True)
 class _Device:
-    """A GPU array argument: its device memory (C order) as compiled code receives it."""
-    obj: Any
-    ptr: int
-    shape: tuple
-    dtype: np.dtype
-    ordinal: Any
-    library: str
+    """A GPU array argument: its device memory (C order) as compiled code receives it (a plain
+    class: one is made per GPU argument per call)."""
+    __slots__ = ("obj", "ptr", "shape", "dtype", "ordinal", "library")
+
+    def __init__(self, obj: Any, ptr: int, shape: tuple, dtype: np.dtype, ordinal: Any,
+                 library: str) -> None:
+        self.obj, self.ptr, self.shape, self.dtype, self.ordinal, self.library = \
+            obj, ptr, shape, dtype, ordinal, library
 
     @property
     def kind(self) -> str:
@@ -388,6 +393,16 @@ class _Device:
         return math.prod(self.shape) * self.dtype.itemsize
 
 
+@functools.cache
+def _device_array() -> Any:
+    """liftkit.backends.cuda.arrays.device_array, imported once (None without cuda-python)."""
+    try:
+        from liftkit.backends.cuda.arrays import device_array
+    except ImportError:
+        return None
+    return device_array
+
+
 def _device_args(args: tuple, params: list) -> dict:
     """The GPU arrays (CUDA array interface, DLPack on a CUDA device) among the arguments."""
     out: dict = {}
@@ -395,11 +410,9 @@ def _device_args(args: tuple, params: list) -> dict:
         if isinstance(a, (np.ndarray, int, float, tuple)) or not _on_gpu(a):
             continue
         what = f"argument '{params[k]}'" if k < len(params) else f"argument {k}"
+        device_array = _device_array()
         try:
-            from liftkit.backends.cuda.arrays import device_array
-            b = device_array(a, what)
-        except ImportError:
-            b = None
+            b = device_array(a, what) if device_array is not None else None
         except Exception as err:  # noqa: BLE001 - CUDAError: not contiguous, unreadable
             msg = str(err).replace("input ", "", 1)
             raise TypeError(msg if msg.startswith(what) else f"{what}: {msg}") from None

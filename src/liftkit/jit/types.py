@@ -3,6 +3,7 @@ void and function types. Sizes and strides are values, not types, as in the thes
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +38,8 @@ class ScalarType:
     def is_complex(self) -> bool:
         return self.name.startswith("complex")
 
-    @property
-    def dtype(self) -> np.dtype:
+    @functools.cached_property
+    def dtype(self) -> np.dtype:  # once per type: calls read it per array argument
         return np.dtype("bool" if self.is_bool else self.name)
 
     @property

@@ -189,8 +189,10 @@ class Runtime:
         """The variable for host memory at ``ptr`` (byte strides); the same array attached twice
         is one variable, views of one allocation share a buffer, overlapping ranges merge."""
         with self.lock:
-            dtype = np.dtype(dtype)
-            shape, strides = tuple(int(n) for n in shape), tuple(int(s) for s in strides)
+            if type(dtype) is not np.dtype or type(shape) is not tuple or \
+                    type(strides) is not tuple:  # (compiled code's callers pass these)
+                dtype = np.dtype(dtype)
+                shape, strides = tuple(int(n) for n in shape), tuple(int(s) for s in strides)
             key = (int(ptr), shape, strides, dtype.str)
             vid = self._by_key.get(key)
             if vid is not None and vid in self.vars:
