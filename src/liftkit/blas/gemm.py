@@ -322,6 +322,68 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
     """C = α·op(A)·op(B) + β·C (op(X) = X for False/"N", Xᵀ for True/"T", Xᴴ for "C"); C is
     updated in place when given, else a new array (NumPy, or pyopencl when an input is one).
     Returns a Future."""
+    calls = session.calls
+    key = None
+    if (calls is not None and type(alpha) in _PLAIN and type(beta) in _PLAIN and alpha == 1
+            and beta == 0 and type(trans_a) in _FLAGS and type(trans_b) in _FLAGS):
+        ops = calls.operands
+        ka, kb = ops.key(A), ops.key(B)
+        kc = ops.key(C) if C is not None else None
+        if ka is not None and kb is not None and (C is None or kc is not None):
+            key = ("gemm", ka, kb, kc, trans_a, trans_b)
+            got = calls.get(key)
+            if got:
+                return calls.run(got[0], got[1], (A, B), C, ())
+            if got is None:
+                key = None
+    future, plan = _gemm(session, A, B, C, alpha, beta, trans_a, trans_b)
+    if key is not None:
+        calls.put(key, _call_plan(plan, C is not None, (A, B, C)))
+    return future
+
+
+_PLAIN = (int, float, np.float32, np.float64)  # α, β types a call plan takes (α = 1, β = 0)
+_FLAGS = (bool, str, np.bool_)
+
+
+def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...]) -> Any:
+    """The call plan of a GEMM kind: where the call is the plan's kernel alone (no padding,
+    packing or epilogue) on contiguous operands; None otherwise (the general path)."""
+    from liftkit.blas.calls import CallPlan, Output, plan_launches
+
+    E = plan.embed
+    if ((E is not None and E.doubled) or not plan._direct(1.0, 0.0)
+            or plan.padded != plan.sizes
+            or any(type(x) is np.ndarray and not (x.flags.c_contiguous or x.flags.f_contiguous)
+                   for x in arrays if x is not None)):
+        return None
+    s, item = plan.session, plan.dtype.itemsize
+    slot = {"A": 0, "B": 1}
+    launches: list[Any] = []
+    temps: list[tuple[str, int]] = []
+    if E is not None:  # codelet nn: the transposed operand copied by the transpose kernel first
+        for role, prep in ((plan.first, E.a_prep), ("B" if plan.first == "A" else "A", E.b_prep)):
+            if prep is None:
+                continue
+            user = plan._user_shape(role)
+            rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
+            dest = 3 + len(temps)
+            temps.append((f"prep-{role}", rows * cols * item))
+            more, ptemps = plan_launches(s.q, prep, {"M": rows, "N": cols}, {0: slot[role]}, {},
+                                         dest, 3 + len(temps))
+            launches += more
+            temps += ptemps
+            slot[role] = dest
+    first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
+    more, mtemps = plan_launches(s.q, plan.built, plan.padded, {0: first, 1: second}, {}, 2,
+                                 3 + len(temps))
+    return (CallPlan(tuple(launches + more), 3, (), tuple(temps + mtemps)),
+            Output((plan.m, plan.n), plan.dtype, plan.orders[2], given))
+
+
+def _gemm(session: Session, A: Any, B: Any, C: Any, alpha: Any, beta: Any, trans_a: Trans,
+          trans_b: Trans) -> tuple[Future, GemmPlan]:
+    """The general path: every check, the plan of this shape (remembered), packing, run."""
     a = session.operand(A, "A", "gemm", 2)
     b = session.operand(B, "B", "gemm", 2, a.dtype)
     order_c = "C"
@@ -339,7 +401,7 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
         session.remember(key, plan)
     ws = session.scratch
     return plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), C, alpha=alpha, beta=beta,
-                    workspace=ws)
+                    workspace=ws), plan
 
 
 def _check_scalar(op: str, name: str, v: Any, dtype: Optional[np.dtype] = None) -> None:

@@ -36,10 +36,37 @@ def _pad2d(s: Session, buf: Any, events: list[Any], have: tuple[int, int],
 
 
 # -- GEMV ----------------------------------------------------------------------------------------
+_SCALARS = (int, float, complex, np.float32, np.float64, np.complex64, np.complex128)
+
+
 def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,
          trans: Trans = False) -> Future:
     """y = α·op(A)·x + β·y (op(A) = A for False/"N", Aᵀ for True/"T", Aᴴ for "C"); y is
     updated in place when given."""
+    calls, key = s.calls, None
+    if (calls is not None and type(alpha) in _SCALARS and type(beta) in _SCALARS
+            and type(trans) in (bool, str, np.bool_)):
+        ops = calls.operands
+        ka, kx = ops.key(A), ops.key(x)
+        ky = ops.key(y) if y is not None else None
+        if ka is not None and kx is not None and (y is None or ky is not None):
+            key = ("gemv", ka, kx, ky, trans, type(alpha), type(beta), beta == 0)
+            got = calls.get(key)
+            if got:
+                return calls.run(got[0], got[1], (A, x), y, (alpha, beta),
+                                 upload_output=beta != 0)
+            if got is None:
+                key = None
+    future, plan = _gemv(s, A, x, y, alpha, beta, trans)
+    if key is not None:
+        calls.put(key, plan)
+    return future
+
+
+def _gemv(s: Session, A: Any, x: Any, y: Any, alpha: Any, beta: Any, trans: Trans
+          ) -> tuple[Future, Any]:
+    """The general path (every check, padding); with the call plan of its kind where the call
+    is the kernels alone (None otherwise)."""
     a = s.operand(A, "A", "gemv", 2)
     xv = s.operand(x, "x", "gemv", 1, a.dtype)
     _check_scalar("gemv", "alpha", alpha, a.dtype)
@@ -49,6 +76,7 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
     if xv.shape[0] != cols:
         raise BlasError(f"gemv: op(A) is {rows}×{cols} but x has length {xv.shape[0]}")
     dt = a.dtype
+    given = y is not None
     if y is None:
         out, beta = s.output([a, xv], (rows,), dt), 0.0
     else:
@@ -80,12 +108,47 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
     if dest is not out.buf:
         ev = s.q.copy(out.buf, dest, rows * item, [ev])
     events, finish = s.finish_output(out, [ev])
-    return s.future(events, finish, keep=[a, xv, out, ws, temps, ybuf])
+    plan = None
+    if s.calls is not None and p == sizes and _contiguous(A, x, y):
+        from liftkit.blas.calls import CallPlan, Output, plan_launches
+
+        zeros = ylen_p * item if beta == 0 else 0
+        base = 6 if zeros else 5
+        launches, tmp = plan_launches(s.q, built, p, {0: 0, 1: 1, 2: 5 if zeros else 2},
+                                      {3: 3, 4: 4}, 2, base)
+        plan = (CallPlan(tuple(launches), 3, (dt.type, dt.type), tuple(tmp), zeros),
+                Output((rows,), dt, "C", given))
+    return s.future(events, finish, keep=[a, xv, out, ws, temps, ybuf]), plan
+
+
+def _contiguous(*arrays: Any) -> bool:
+    """No NumPy argument needs a contiguous copy (a call plan uploads them as they are)."""
+    return all(type(x) is not np.ndarray or x.flags.c_contiguous or x.flags.f_contiguous
+               for x in arrays if x is not None)
 
 
 # -- transpose -----------------------------------------------------------------------------------
 def transpose(s: Session, A: Any, out: Any = None) -> Future:
     """Aᵀ out of place, in A's memory order (a new array unless `out` is given)."""
+    calls, key = s.calls, None
+    if calls is not None:
+        ops = calls.operands
+        ka = ops.key(A)
+        ko = ops.key(out) if out is not None else None
+        if ka is not None and (out is None or ko is not None):
+            key = ("transpose", ka, ko)
+            got = calls.get(key)
+            if got:
+                return calls.run(got[0], got[1], (A,), out, ())
+            if got is None:
+                key = None
+    future, plan = _transpose(s, A, out)
+    if key is not None:
+        calls.put(key, plan)
+    return future
+
+
+def _transpose(s: Session, A: Any, out: Any) -> tuple[Future, Any]:
     a = s.operand(A, "A", "transpose", 2)
     want = a.shape[::-1]
     if out is None:
@@ -97,6 +160,7 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
         if o.shape != want:
             raise BlasError(f"transpose: out must have shape {want}, got {o.shape}")
     item = a.dtype.itemsize
+    plan = None
     if o.order == a.order:  # the stored matrix is transposed
         sm, sn = a.stored
         kind = Kind("transpose", DTYPES[a.dtype])
@@ -107,6 +171,12 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
                             item, ws, "A")
         if p == {"M": sm, "N": sn}:
             ev, temps = built.launch(s.q, {0: src}, {}, o.buf, p, waits, ws)
+            if s.calls is not None and _contiguous(A, out):
+                from liftkit.blas.calls import CallPlan, Output, plan_launches
+
+                launches, tmp = plan_launches(s.q, built, p, {0: 0}, {}, 1, 2)
+                plan = (CallPlan(tuple(launches), 2, (), tuple(tmp)),
+                        Output(want, a.dtype, o.order, out is not None))
         else:
             tmp = ws.buffer("T", p["M"] * p["N"] * item)
             ev, temps = built.launch(s.q, {0: src}, {}, tmp, p, waits, ws)
@@ -116,7 +186,7 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
         ev = s.q.copy(o.buf, a.buf, math.prod(a.shape) * item, list(a.events) + o.events)
         keep = []
     events, finish = s.finish_output(o, [ev])
-    return s.future(events, finish, keep=[a, o, *keep])
+    return s.future(events, finish, keep=[a, o, *keep]), plan
 
 
 def _as_order(s: Session, o: Operand, order: str) -> Operand:

@@ -215,6 +215,8 @@ class CUDAQueue:
         self._ordinals: dict[int, Optional[int]] = {}
         self._waited: Any = None  # the library stream this call's borrows waited for
         self._in_call = False
+        self._ring: list[DriverEvent] = []  # call_event's events, made as needed
+        self._ring_next = 0
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
@@ -323,6 +325,10 @@ class CUDAQueue:
         more work before it)."""
         self._waited, self._in_call = None, False
 
+    def wait_library(self, x: Any) -> None:
+        """See `_wait_library` (the call plans' name for it)."""
+        self._wait_library(x)
+
     def _wait_library(self, x: Any) -> None:
         """Order our stream after the work the array's library has enqueued (device-side)."""
         handle = _library_stream(x)
@@ -351,7 +357,25 @@ class CUDAQueue:
 
     # -- events -----------------------------------------------------------------------------
     def marker(self) -> Any:
+        """A timing event after everything enqueued (`seconds` measures between two)."""
         return self.stream.record(options=self._core.EventOptions(timing_enabled=True))
+
+    def call_event(self) -> "DriverEvent":
+        """An event after everything enqueued, for a future: one of a ring of driver events
+        made once, re-recorded (one driver call; a cuda.core event costs an object, a create
+        and a destroy per call). When the ring comes round while an older future is unread,
+        its event marks later work on the same stream, so waiting on it still waits for the
+        older call (and a little longer): never too early."""
+        ring = self._ring
+        i = self._ring_next
+        self._ring_next = (i + 1) % _RING
+        if i == len(ring):
+            drv = self._drv()
+            ring.append(DriverEvent(self, self._check(drv.cuEventCreate(
+                drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")))
+        ev = ring[i]
+        self._check(self._drv().cuEventRecord(ev.handle, self.stream.handle), "event record")
+        return ev
 
     def wait(self, events: Sequence[Any]) -> None:
         if events:
@@ -383,6 +407,18 @@ class CUDAQueue:
     def launch(self, handle: Any, kernel: Any, glob: tuple[int, ...],
                local: Optional[tuple[int, ...]], args: Sequence[Any],
                wait_for: Sequence[Any]) -> Any:
+        config, _ = self.launch_config(handle, kernel, glob, local)
+        values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
+        try:
+            self._core.launch(self.stream, config, handle, *values)
+        except Exception as err:  # noqa: BLE001 - cuda.core's own error type
+            raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
+                            f"({err})") from None
+        return None
+
+    def launch_config(self, handle: Any, kernel: Any, glob: tuple[int, ...],
+                      local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
+        """(cuda.core's launch configuration, handle) of a kernel at one geometry, made once."""
         key = (id(handle), glob, local)
         plan = self._plans.get(key)
         if plan is None:
@@ -390,13 +426,21 @@ class CUDAQueue:
             if len(self._plans) > 512:
                 self._plans.clear()
             self._plans[key] = plan
-        values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
-        try:
-            self._core.launch(self.stream, plan[0], handle, *values)
-        except Exception as err:  # noqa: BLE001 - cuda.core's own error type
-            raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
-                            f"({err})") from None
-        return None
+        return plan
+
+    def launch_all(self, launches: Sequence[Any], values: Sequence[Any]) -> None:
+        """Enqueue a call plan's launches (`liftkit.blas.calls.Launch`), each argument list
+        filled from `values` by slot."""
+        launch, stream = self._core.launch, self.stream
+        for ln in launches:
+            args = list(ln.args)
+            for pos, slot in ln.slots:
+                args[pos] = values[slot]
+            try:
+                launch(stream, ln.config, ln.handle, *args)
+            except Exception as err:  # noqa: BLE001 - cuda.core's own error type
+                raise BlasError(f"kernel {ln.name}: the launch failed on {self.device.label} "
+                                f"({err})") from None
 
     def _plan(self, handle: Any, kernel: Any, glob: tuple[int, ...],
               local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
@@ -413,6 +457,33 @@ class CUDAQueue:
         config = (c.LaunchConfig(grid=grid, block=block, shmem_size=shmem) if shmem else
                   c.LaunchConfig(grid=grid, block=block))
         return config, handle
+
+
+_RING = 64  # events in a CUDA queue's ring of futures' events
+
+
+class DriverEvent:
+    """A CUDA event made by the driver and re-recorded by `CUDAQueue.call_event`; `sync` and
+    `is_done` as cuda.core's events have them (a kernel's fault surfaces in `sync`)."""
+
+    __slots__ = ("queue", "handle")
+
+    def __init__(self, queue: "CUDAQueue", handle: Any) -> None:
+        self.queue, self.handle = queue, handle
+
+    def sync(self) -> None:
+        self.queue._check(self.queue._drv().cuEventSynchronize(self.handle), "event sync")
+
+    @property
+    def is_done(self) -> bool:
+        drv = self.queue._drv()
+        err = drv.cuEventQuery(self.handle)[0]
+        if err == drv.CUresult.CUDA_SUCCESS:
+            return True
+        if err == drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        self.sync()  # an error: raised in the library's words
+        return True
 
 
 def _cai(x: Any, what: str, op: str) -> Mapping[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
+from liftkit.blas.calls import CallPlans
 from liftkit.blas.codelets import Kind, Variant, default_variant, multiples
 from liftkit.blas.kernels import BlasError, Built, KernelStore
 from liftkit.blas.profile import Profile, ProfileError, find_profile_any_driver
@@ -166,6 +167,8 @@ class Session:
         self._zeros: Optional[tuple[Any, list[Any]]] = None  # zeros()'s buffer
         self._scratch: Optional[Workspace] = None
         self.device_kind = "gpu" if self.device.is_gpu else "cpu"
+        # CUDA: repeated calls' host path worked out once (`liftkit.blas.calls`)
+        self.calls = CallPlans(self, Future) if self.backend == "cuda" else None
 
     def __repr__(self) -> str:
         tuned = "tuned" if self.profile else "untuned"
@@ -205,6 +208,8 @@ class Session:
     def forget_choices(self) -> None:
         """Choose again from the profile (after entries were added to it)."""
         self._chosen.clear()
+        if self.calls is not None:
+            self.calls.clear()
 
     def remembered(self, key: Any) -> Any:
         """What `remember` stored under key while the profile stayed the same (plans)."""
@@ -356,7 +361,7 @@ class Session:
     def future(self, events: Sequence[Any], finish: Callable[[], Any], keep: Sequence[Any] = ()
                ) -> Future:
         if self.backend == "cuda":  # one stream: an event after the operation's last command
-            events = [self.q.marker()]
+            events = [self.q.call_event()]
         return Future(self.q, events, finish, keep)
 
 

@@ -1,0 +1,234 @@
+"""Call plans: the CUDA host path of a repeated liftkit.blas call, worked out once.
+
+A GPU kernel at small sizes runs for less time than Python takes to check operands, pick a
+derivation, pad, pack arguments and configure a launch. The first call of a kind — operation,
+flags, and per operand its array type, shape, dtype, strides and device — runs the general
+path (which checks everything and reports bad input in one line) and then stores a `CallPlan`:
+the kernels' handles and launch configurations, each launch's argument list with the places
+where this call's pointers, scalars and workspace buffers go. A repeat call reads its operands'
+pointers, fills them in and launches; its future is one re-recorded event.
+
+A plan is made only where a call is exactly its kernels (no padding, no packing, no epilogue);
+other kinds are remembered as "general" and keep taking the general path. The plans live in
+the session (an explicit cache, cleared with the session's choices), so a new profile or a
+forgotten choice makes new ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from liftkit.blas.kernels import BlasError, Built
+
+# what a launch argument is filled with on each call, by slot: an operand's pointer (its index
+# among the call's operands), a scalar, or a workspace buffer fetched by name (the workspace
+# may grow it between calls)
+Slot = int
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a plan: cuda.core's configuration, the kernel, the argument list
+    (sizes filled in) and where each call's values go."""
+
+    name: str
+    config: Any
+    handle: Any
+    args: tuple[Any, ...]
+    slots: tuple[tuple[int, Slot], ...]  # (argument position, slot)
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """A call of one kind: its launches and their slots, in order: the operands' pointers
+    (inputs, then the output), the scalars (cast to `scalars`' types), the session's zero
+    buffer (where `zeros` > 0), the workspace buffers (`temps`: names and sizes, fetched per
+    call: the workspace may have grown them)."""
+
+    launches: tuple[Launch, ...]
+    operands: int
+    scalars: tuple[Any, ...]  # the scalars' dtypes (alpha, beta cast per call)
+    temps: tuple[tuple[str, int], ...]
+    zeros: int = 0  # bytes of the session's zero buffer the call reads (its last slot), 0: none
+
+
+def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int, Slot],
+                  scalars: dict[int, Slot], out: Slot, temp_base: Slot
+                  ) -> tuple[list[Launch], list[tuple[str, int]]]:
+    """The launches of `built`'s pipeline at `sizes`, with the program's parameters mapped onto
+    slots (`arrays`/`scalars`: parameter index -> slot) and its temporaries onto workspace
+    slots from `temp_base` on (named as `Built.launch` names them)."""
+    c = built.compiled
+    temps: dict[str, Slot] = {}
+    temp_list: list[tuple[str, int]] = []
+    for b in c.buffers:
+        if b.role in ("intermediate", "temporary"):
+            temps[b.name] = temp_base + len(temp_list)
+            temp_list.append((f"{built.kind}|{built.variant}|{b.name}",
+                              built._temp_bytes(b, sizes)))
+    launches = []
+    for k, handle, (size_vals, glob) in zip(c.kernels, built.kernels, built._sizes_of(sizes)):
+        args: list[Any] = []
+        slots: list[tuple[int, Slot]] = []
+        for i, a in enumerate(k.args):
+            if a.kind == "buffer":
+                buf = c.buffer(a.buffer)  # type: ignore[arg-type]
+                slot = (arrays[buf.param_index] if buf.role == "input" else  # type: ignore[index]
+                        out if buf.role == "output" else temps[buf.name])
+                slots.append((i, slot))
+                args.append(None)
+            elif a.kind == "scalar":
+                slots.append((i, scalars[a.param_index]))  # type: ignore[index]
+                args.append(None)
+            else:
+                args.append(size_vals[i])
+        config, _ = q.launch_config(handle, k, glob, k.ndrange.local_size)
+        launches.append(Launch(k.name, config, handle, tuple(args), tuple(slots)))
+    return launches, temp_list
+
+
+# -- operands by type ------------------------------------------------------------------------------
+def _library(t: type) -> Optional[str]:
+    mod = t.__module__.split(".", 1)[0]
+    if mod == "cupy" and t.__name__ == "ndarray":
+        return "cupy"
+    if mod == "torch" and t.__name__ == "Tensor":
+        return "torch"
+    return None
+
+
+class Operands:
+    """Reads an argument's plan key and pointer from the attributes its library keeps (CuPy:
+    data.ptr, shape, dtype, strides; PyTorch: data_ptr(), shape, dtype, stride()), without
+    building its CUDA array interface; NumPy arrays by shape, dtype and flags."""
+
+    def __init__(self) -> None:
+        self._libs: dict[type, Optional[str]] = {}
+
+    def key(self, x: Any) -> Any:
+        """The part of a call's kind this argument decides (None: no plan for its type)."""
+        t = type(x)
+        if t is np.ndarray:
+            f = x.flags
+            return (t, x.shape, x.dtype, f.c_contiguous, f.f_contiguous, f.writeable)
+        lib = self._libs.get(t, 0)
+        if lib == 0:
+            lib = self._libs[t] = _library(t)
+        if lib == "cupy":
+            return (t, x.shape, x.dtype, x.strides, x.device.id)
+        if lib == "torch":
+            return (t, tuple(x.shape), x.dtype, x.stride(), x.device, x.requires_grad)
+        return None
+
+    def pointer(self, x: Any) -> int:
+        """A device array's address (CuPy or PyTorch; `key` saw its type first)."""
+        return int(x.data.ptr) if self._libs[type(x)] == "cupy" else int(x.data_ptr())
+
+
+@dataclass(frozen=True)
+class Output:
+    """How a plan's output is made per call: given by the caller (`given`), a new device array
+    of the inputs' library, or a new NumPy array."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    order: str
+    given: bool
+
+
+class CallPlans:
+    """A session's call plans by kind (see the module docstring), and their execution."""
+
+    def __init__(self, session: Any, future: Callable[..., Any]) -> None:
+        self.session = session
+        self.q = session.q
+        self._future = future  # session.Future (the session imports this module)
+        self.operands = Operands()
+        self._plans: dict[Any, Optional[tuple[CallPlan, Output]]] = {}
+        self._profile = session.profile  # the plans follow the profile's choices
+
+    def clear(self) -> None:
+        self._plans.clear()
+
+    def get(self, key: Any) -> Any:
+        """The plan for a kind: (plan, output), None (general path), or False (not seen)."""
+        if self.session.profile is not self._profile:
+            self._plans.clear()
+            self._profile = self.session.profile
+        return self._plans.get(key, False)
+
+    def put(self, key: Any, value: Optional[tuple[CallPlan, Output]]) -> None:
+        if len(self._plans) > 512:
+            self._plans.clear()
+        self._plans[key] = value
+
+    def run(self, plan: CallPlan, out: Output, inputs: Sequence[Any], output: Any,
+            scalars: Sequence[Any], upload_output: bool = False) -> Any:
+        """Enqueue one call on a plan: the inputs' and output's pointers (NumPy ones uploaded
+        to fresh device buffers), the launches, the future."""
+        q, s = self.q, self.session
+        ptrs: list[Any] = []
+        keep: list[Any] = [inputs, output]
+        lib_array = None
+        for x in inputs:
+            if type(x) is np.ndarray:
+                buf = q.alloc(x.nbytes)
+                q.upload(buf, x)
+                keep.append(buf)
+                ptrs.append(buf.ptr)
+            else:
+                lib_array = x
+                ptrs.append(self.operands.pointer(x))
+        host = None
+        if output is None:
+            if lib_array is not None:
+                arr, buf = q.new_array(lib_array, out.shape, out.dtype, out.order)
+                result = arr
+            else:
+                host = np.empty(out.shape, out.dtype, order=out.order)
+                buf = q.alloc(max(1, host.nbytes))
+                result = host
+            keep.append(buf)
+            ptrs.append(buf.ptr)
+        elif type(output) is np.ndarray:
+            host = result = output
+            buf = q.alloc(max(1, output.nbytes))
+            if upload_output:
+                q.upload(buf, output)
+            keep.append(buf)
+            ptrs.append(buf.ptr)
+        else:
+            lib_array = result = output
+            ptrs.append(self.operands.pointer(output))
+        if lib_array is not None:  # after the work the arrays' library has enqueued
+            for x in (*inputs, output):
+                if x is not None and type(x) is not np.ndarray:
+                    q.wait_library(x)
+        ptrs.extend(t(v) for t, v in zip(plan.scalars, scalars))
+        if plan.zeros:
+            ptrs.append(s.zeros(plan.zeros)[0].ptr)
+        if plan.temps:
+            ws = s.scratch
+            for name, nbytes in plan.temps:
+                ptrs.append(ws.buffer(name, nbytes).ptr)
+        q.launch_all(plan.launches, ptrs)
+        event = q.call_event()
+        if host is not None:
+            hbuf = keep[-1]
+
+            def finish() -> Any:
+                q.after_download(host, hbuf)
+                return host
+            return self._future(q, [event], finish, keep)
+        return self._future(q, [event], lambda: result, keep)
+
+
+def nbytes(shape: Sequence[int], dtype: np.dtype) -> int:
+    return math.prod(shape) * dtype.itemsize
+
+
+__all__ = ["BlasError", "CallPlan", "CallPlans", "Launch", "Output", "plan_launches"]

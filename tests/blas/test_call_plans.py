@@ -1,0 +1,141 @@
+"""CUDA call plans (`liftkit.blas.calls`) with the driver stubbed (no GPU needed): a repeat
+call launches exactly what the general path launched for the first call of its kind, with
+the new call's pointers; kinds that pad or pack keep the general path; a new profile makes
+new plans. The GPU tests (tests/blas/test_cuda.py) check the results on a device."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def host() -> Any:
+    spec = importlib.util.spec_from_file_location("blas_host", ROOT / "benchmarks" / "blas_host.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+@pytest.fixture()
+def session(host: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    modules: dict[str, Any] = {}
+    s = host.stub_session(patch=monkeypatch.setattr, modules=modules)
+    for name, mod in modules.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    return s
+
+
+def _record(s: Any) -> list[tuple[Any, ...]]:
+    got: list[tuple[Any, ...]] = []
+    s.q._core.launch = lambda stream, config, kernel, *args: got.append((config, kernel, args))
+    return got
+
+
+def _same(first: list[tuple[Any, ...]], again: list[tuple[Any, ...]], exact: bool = True
+          ) -> None:
+    """The same launches; `exact`: the same arguments too (else pointers, Python ints, may
+    differ: NumPy operands get fresh device buffers per call)."""
+    assert len(first) == len(again) > 0
+    for (c1, k1, a1), (c2, k2, a2) in zip(first, again):
+        assert c1 == c2 and k1 is k2 and len(a1) == len(a2)
+        assert [type(v) for v in a1] == [type(v) for v in a2]
+        if exact:  # the same arrays: the same pointers, sizes and scalars
+            assert list(a1) == list(a2)
+        else:
+            assert [v for v in a1 if type(v) is not int] == [v for v in a2 if type(v) is not int]
+
+
+CASES = {
+    "gemm float32 NN": lambda h, s: (None, lambda A=h.ndarray((256, 128), "float32"),
+                                     B=h.ndarray((128, 64), "float32"),
+                                     C=h.ndarray((256, 64), "float32"): s.gemm(A, B, C)),
+    "gemm float64 NT (nn plan)": lambda h, s: (None, lambda A=h.ndarray((256, 128), "float64"),
+                                               B=h.ndarray((64, 128), "float64"),
+                                               C=h.ndarray((256, 64), "float64"):
+                                               s.gemm(A, B, C, trans_b=True)),
+    "gemv float32 N": lambda h, s: (None, lambda A=h.ndarray((512, 256), "float32"),
+                                    x=h.ndarray((256,), "float32"),
+                                    y=h.ndarray((512,), "float32"): s.gemv(A, x, y)),
+    "gemv float64 T beta": lambda h, s: (None, lambda A=h.ndarray((512, 256), "float64"),
+                                         x=h.ndarray((512,), "float64"),
+                                         y=h.ndarray((256,), "float64"):
+                                         s.gemv(A, x, y, alpha=2.0, beta=0.5, trans=True)),
+    "transpose float32": lambda h, s: (None, lambda A=h.ndarray((256, 512), "float32"),
+                                       O=h.ndarray((512, 256), "float32"): s.transpose(A, O)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_repeat_call_launches_what_the_first_did(host: Any, session: Any, case: str) -> None:
+    got = _record(session)
+    _, call = CASES[case](host, session)
+    call()
+    first = list(got)
+    got.clear()
+    call()
+    _same(first, got)
+    assert any(v for v in session.calls._plans.values()), "no call plan was made"
+
+
+def test_a_plan_takes_each_calls_pointers_and_scalars(host: Any, session: Any) -> None:
+    got = _record(session)
+    A, x, y = (host.ndarray(s, "float32") for s in ((512, 256), (256,), (512,)))
+    session.gemv(A, x, y)
+    A2, x2, y2 = (host.ndarray(s, "float32") for s in ((512, 256), (256,), (512,)))
+    got.clear()
+    session.gemv(A2, x2, y2, alpha=3.0)
+    args = [a for _, _, aa in got for a in aa]
+    for arr in (A2, x2, y2):
+        assert arr.data.ptr in args
+    assert A.data.ptr not in args and np.float32(3.0) in args
+
+
+def test_numpy_operands_are_uploaded_per_call(host: Any, session: Any) -> None:
+    got = _record(session)
+    rng = np.random.default_rng(1)
+    A = np.asfortranarray(rng.random((256, 128), np.float32))
+    B = rng.random((128, 64)).astype(np.float32)
+    first = session.gemm(A, B)
+    calls = list(got)
+    got.clear()
+    again = session.gemm(A, B)
+    _same(calls, got, exact=False)
+    r1, r2 = first.result(), again.result()  # the stub copies nothing back: shapes, orders
+    assert r1.shape == r2.shape == (256, 64) and r2.flags.c_contiguous
+
+
+def test_padded_sizes_keep_the_general_path(host: Any, session: Any) -> None:
+    got = _record(session)
+    A, B, C = (host.ndarray(s, "float32") for s in ((1000, 999), (999, 1001), (1000, 1001)))
+    for _ in range(2):
+        session.gemm(A, B, C)
+    plans = session.calls._plans
+    assert plans and all(v is None for v in plans.values())
+    assert got  # launched by the general path both times
+
+
+def test_bad_input_is_checked_before_a_plan_exists(host: Any, session: Any) -> None:
+    from liftkit.blas import BlasError
+
+    A, B = host.ndarray((64, 32), "float32"), host.ndarray((31, 16), "float32")
+    for _ in range(2):
+        with pytest.raises(BlasError, match="inner dimensions"):
+            session.gemm(A, B)
+    assert not session.calls._plans
+
+
+def test_a_new_profile_makes_new_plans(host: Any, session: Any) -> None:
+    A, B, C = (host.ndarray(s, "float32") for s in ((256, 128), (128, 64), (256, 64)))
+    session.gemm(A, B, C)
+    assert session.calls._plans
+    session.profile = None
+    session.gemm(A, B, C)  # the general path again, under the new choices
+    assert len(session.calls._plans) == 1
