@@ -109,6 +109,10 @@ def suite(cp, nb, rt, scale: float, repeat: int, rows: list, only=None) -> None:
             import traceback
             traceback.print_exc()
             row["error"] = f"{type(err).__name__}: {err}"[:300]
+        g = row.get  # each row as it is measured: a run cut short keeps the rows it finished
+        print(f"[{name}: ok {g('ok')}, jit resident {_f(g('jit_resident_ms'))} ms, Numba "
+              f"{_f(g('numba_resident_ms'))} ms ({_f(g('vs_numba'))}x), CuPy resident "
+              f"{_f(g('cupy_resident_ms'))} ms ({_f(g('vs_cupy_resident'))}x)]", flush=True)
 
 
 def _one(cp, nb, rt, name, scale, repeat, rng, sync, row) -> None:

@@ -271,10 +271,9 @@ class JitFunction:
                 an = self.analyses[types] = analyse(self, types)
         spec = None
         if an.critical.shapes or an.critical.values:
-            pos = {p: k for k, p in enumerate(an.params)}
-            spec_key = (tuple(dev[pos[p]].shape if pos[p] in dev else args[pos[p]].shape
-                              for p in an.critical.shapes),
-                        tuple(int(args[pos[p]]) for p in an.critical.values))
+            shapes, values = an.positions
+            spec_key = (tuple(dev[k].shape if k in dev else args[k].shape for k in shapes),
+                        tuple(int(args[k]) for k in values))
             if (types, noalias, spec_key) in self.specs or an.versions < MAX_VERSIONS:
                 spec = spec_key
         key = (types, noalias, spec)

@@ -3,6 +3,8 @@ O3 -> object code (or the disk cache) -> loaded machine code."""
 
 from __future__ import annotations
 
+import functools
+
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
@@ -67,6 +69,13 @@ class Analysis:
     critical: Critical
     params: tuple[str, ...]
     versions: int = 0
+
+    @functools.cached_property
+    def positions(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The argument positions of the critical shapes and values (read at every call)."""
+        pos = {p: k for k, p in enumerate(self.params)}
+        return (tuple(pos[p] for p in self.critical.shapes),
+                tuple(pos[p] for p in self.critical.values))
 
 
 def analyse(jf: "JitFunction", types: tuple) -> Analysis:
