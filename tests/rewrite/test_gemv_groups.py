@@ -1,4 +1,4 @@
-"""gemv-t-groups and gemv-row-groups (rules/gemv_groups.py): CLBlast's GPU GEMV kernels (a
+"""gemv-t-groups and gemv-row-groups (rules/gemv/groups.py): CLBlast's GPU GEMV kernels (a
 work-group per block of columns of Aᵀ·v, a work-group per row of A·x and of GESUMMV's
 α·A·x + β·B·x in one pass) as one rewrite each.
 
@@ -25,7 +25,7 @@ from liftkit.programs import PROGRAMS
 from liftkit.rewrite.core import Choice, Rule, apply_choice, typed_sites
 from liftkit.rewrite.rules import ALL_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run, same_result
-from liftkit.rewrite.rules.gemv_groups import GEMV_GROUP_RULES, GEMV_ROW_GROUPS, GEMV_T_GROUPS
+from liftkit.rewrite.rules.gemv import GEMV_GROUP_RULES, GEMV_ROW_GROUPS, GEMV_T_GROUPS
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 
 M, N = size("M"), size("N")

@@ -1,4 +1,4 @@
-"""gemv-row-blocks and gemv-column-blocks (rules/gemv_rows.py): r rows (GEMV N) or k·w columns
+"""gemv-row-blocks and gemv-column-blocks (rules/gemv/blocks.py): r rows (GEMV N) or k·w columns
 (GEMV T) per work-item, vectors of w, private accumulators.
 
 Sound in the interpreter: with integer-valued inputs every sum is exact, so the blocked program's
@@ -17,7 +17,7 @@ from liftkit.blas import programs as bp
 from liftkit.ir.typecheck import is_low_level
 from liftkit.rewrite.core import Choice, apply_choice, typed_sites
 from liftkit.rewrite.rules.corpus import run, same_result
-from liftkit.rewrite.rules.gemv_rows import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS, GEMV_RULES
+from liftkit.rewrite.rules.gemv import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS, GEMV_RULES
 
 
 def _sites(program):  # type: ignore[no-untyped-def]

@@ -204,25 +204,25 @@ def _transpose_rules() -> Mapping[str, Any]:
 
 
 def _gemv_rules() -> Mapping[str, Any]:
-    from liftkit.rewrite.rules.gemv_rows import GEMV_RULES
+    from liftkit.rewrite.rules.gemv import GEMV_RULES
 
     return GEMV_RULES
 
 
 def _gemv_row_blocks(kind: Kind, r: int, w: int) -> Strategy:
-    from liftkit.rewrite.rules.gemv_rows import GEMV_ROW_BLOCKS
+    from liftkit.rewrite.rules.gemv import GEMV_ROW_BLOCKS
 
     return rule(GEMV_ROW_BLOCKS, r=r, w=w)
 
 
 def _gemv_column_blocks(kind: Kind, k: int, w: int) -> Strategy:
-    from liftkit.rewrite.rules.gemv_rows import GEMV_COLUMN_BLOCKS
+    from liftkit.rewrite.rules.gemv import GEMV_COLUMN_BLOCKS
 
     return rule(GEMV_COLUMN_BLOCKS, k=k, w=w)
 
 
 def _gemv_groups(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
-    from liftkit.rewrite.rules.gemv_rows import GEMV_LANE_COLUMNS, GEMV_LANE_ROWS
+    from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS, GEMV_LANE_ROWS
 
     return rule(GEMV_LANE_COLUMNS if kind.layout == "T" else GEMV_LANE_ROWS, lanes=lanes, g=g,
                 w=w)
@@ -361,7 +361,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
             "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "
             "memory summed by one work-item per row (the gemv-lane-rows rule, "
-            "rewrite.rules.gemv_rows); real types",
+            "rewrite.rules.gemv); real types",
             _gemv_groups,
             lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["N"]]
             if dev == "gpu" else [],
@@ -370,7 +370,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("column-groups", ("gemv",), "GEMV T: lanes·w columns per work-group of lanes×g "
             "work-items, each summing every g-th row of its w columns (A's rows read coalesced, "
             "x broadcast), the g partials per column summed from local memory (the "
-            "gemv-lane-columns rule, rewrite.rules.gemv_rows); real types",
+            "gemv-lane-columns rule, rewrite.rules.gemv); real types",
             _gemv_groups,
             lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["T"]]
             if dev == "gpu" else [],
@@ -384,7 +384,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("row-blocks", ("gemv",), "r rows per work-item, their columns walked once in vectors "
             "of w with r private accumulators (independent chains; one vector of x per step for "
             "all r rows), lanes summed at the end (the gemv-row-blocks rule, "
-            "rewrite.rules.gemv_rows); real types, A's rows",
+            "rewrite.rules.gemv); real types, A's rows",
             _gemv_row_blocks,
             lambda dev: [{"r": r, "w": w} for r in (2, 4, 8) for w in (16, 8)] if dev == "cpu"
             else [],
@@ -392,7 +392,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
     Codelet("column-blocks", ("gemv",), "GEMV T: k·w columns of A per work-item, each row's "
             "segment read as k vectors of w into k private accumulators, x's element broadcast "
-            "(the gemv-column-blocks rule, rewrite.rules.gemv_rows); real types",
+            "(the gemv-column-blocks rule, rewrite.rules.gemv); real types",
             _gemv_column_blocks,
             lambda dev: [{"k": k, "w": w} for k in (2, 4, 8) for w in (16, 8)] if dev == "cpu"
             else [],

@@ -34,7 +34,7 @@ Macros (the parameters the search tries are in `GPU_PARAMS` / `CPU_PARAMS`):
 * `map-wrg` : map(f) → mapWrg(0)(f) for a map over rows whose body holds a reduction
   (gemv: one work-group per row, the per-row dot product then lowered with to-workgroups).
 * `gpu-gemv-t` (c, r, w) and `gpu-gemv-rows` (L, w): CLBlast's GEMV kernels in one step each
-  (rules/gemv_groups.py): Aᵀ·v in work-groups of r·c work-items per c·w columns, reading A's rows
+  (rules/gemv/groups.py): Aᵀ·v in work-groups of r·c work-items per c·w columns, reading A's rows
   as coalesced w-vectors (ATAX's second product), and a work-group of L per row (A·x, and
   GESUMMV's α·A·x + β·B·x in one pass over both matrices); `gpu-gemvs` (c, r, L, w) both, at
   every such product of the program (outermost first), so ATAX's two kernels come in one move:
@@ -58,7 +58,7 @@ from liftkit.ir.nodes import FunCall
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.private import PRIVATE_COPY
 from liftkit.rewrite.rules.nbody_tiles import at_all_pairs
-from liftkit.rewrite.rules.gemv_groups import GEMV_GROUP_RULES, GEMV_ROW_GROUPS, GEMV_T_GROUPS
+from liftkit.rewrite.rules.gemv import GEMV_GROUP_RULES, GEMV_ROW_GROUPS, GEMV_T_GROUPS
 from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,

@@ -16,7 +16,7 @@ into local memory) and rules/private.py (a work-item's values read in its loops 
 private memory once); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
 the one MM nest only, so they are soundness-tested on MM programs: tests/rewrite/test_mm_rules.py);
 `NBODY_RULES` (rules/nbody_tiles.py) tile an all-pairs reduction through local memory (the
-N-Body shape; tests/rewrite/test_nbody_tiles.py); `GEMV_GROUP_RULES` (rules/gemv_groups.py) build
+N-Body shape; tests/rewrite/test_nbody_tiles.py); `GEMV_GROUP_RULES` (rules/gemv/groups.py) build
 CLBlast's GPU GEMV kernels, a work-group per row or per block of columns (ATAX, GESUMMV;
 tests/rewrite/test_gemv_groups.py);
 `SEARCH_RULES` is what the exploration uses by default.
@@ -34,7 +34,7 @@ from liftkit.rewrite.rules.algorithmic import ALGORITHMIC_RULES
 from liftkit.rewrite.rules.common import normal_form
 from liftkit.rewrite.rules.chunking import CHUNKING_RULES
 from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
-from liftkit.rewrite.rules.gemv_groups import GEMV_GROUP_RULES
+from liftkit.rewrite.rules.gemv import GEMV_GROUP_RULES
 from liftkit.rewrite.rules.iterate import ITERATE_RULES
 from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES

@@ -1,0 +1,23 @@
+"""Matrix-vector products (GEMV), one rule per kernel shape, all on the pieces of parts.py (the
+dot-row shape they match, widths, row groups, local-memory trees):
+
+* blocks.py, for CPUs (liftkit.blas codelets): `gemv-row-blocks` (r rows per work-item) and
+  `gemv-column-blocks` (k·w columns per work-item), private vector accumulators.
+* groups.py, for GPUs, in work-groups reading A coalesced, in two directions, each as a bare
+  product that the search rule set offers (`gemv-t-groups`, `gemv-row-groups`: CLBlast's ATAX and
+  GESUMMV kernels; GEMV_GROUP_RULES) and in the BLAS form α·op(A)·x + β·y (`gemv-lane-columns`,
+  `gemv-lane-rows`: liftkit.blas codelets `column-groups`, `row-groups`).
+
+`GEMV_RULES` holds the BLAS-form rules by name (the codelets' rule table).
+"""
+
+from liftkit.rewrite.core import Rule
+from liftkit.rewrite.rules.gemv.blocks import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS
+from liftkit.rewrite.rules.gemv.groups import (GEMV_GROUP_RULES, GEMV_LANE_COLUMNS, GEMV_LANE_ROWS,
+                                               GEMV_ROW_GROUPS, GEMV_T_GROUPS)
+
+GEMV_RULES: dict[str, Rule] = {r.name: r for r in (GEMV_ROW_BLOCKS, GEMV_COLUMN_BLOCKS,
+                                                   GEMV_LANE_ROWS, GEMV_LANE_COLUMNS)}
+
+__all__ = ["GEMV_COLUMN_BLOCKS", "GEMV_GROUP_RULES", "GEMV_LANE_COLUMNS", "GEMV_LANE_ROWS",
+           "GEMV_ROW_BLOCKS", "GEMV_ROW_GROUPS", "GEMV_RULES", "GEMV_T_GROUPS"]

@@ -1,0 +1,381 @@
+"""GEMV in work-groups for GPUs: every element of A read once, coalesced (a warp's work-items
+read one contiguous run of a row per step), by independent work-items whose partial sums meet in
+local memory, as a bandwidth-bound kernel needs. Two directions, each as a bare product (the
+search's rules, CLBlast's kernels for seed 000 Table 1's ATAX and GESUMMV) and in the BLAS form
+with β·y (liftkit.blas's GPU codelets):
+
+T, Aᵀ·v: a work-group owns a block of columns read as w-vectors along A's rows; its work-items
+split the rows into row groups j, j+r, … (`every_rth_row`), their partials go to local memory.
+  `gemv-t-groups` (c, r, w), the bare product:
+    join ∘ map(λcol. reduce(⊕, e) ∘ map(m) $ zip(col, v)) ∘ transpose $ A
+  → asScalar ∘ join ∘ mapWrg(0)(λcols.
+        toGlobal(mapLcl(0)(id⟨w⟩)) ∘ iterate log2 r (tree step over row groups)
+        ∘ join ∘ toLocal(mapLcl(0)(reduceSeq(λ(acc, (a, vi)). acc ⊕⟨w⟩ mapVec(λx. m(x, vi)) a, e⟨w⟩)))
+        ∘ join ∘ map(λg. map(λcv. zip(cv, g.1)) ∘ transpose $ g.0)
+        $ zip(transpose ∘ split r $ cols, transpose ∘ split r $ v))
+      ∘ transpose ∘ map(split c ∘ asVector w) $ A
+  r·c work-items per c·w columns; a tree over the r row groups finishes the block.
+  `gemv-lane-columns` (lanes, g, w), codelet `column-groups`, the BLAS form: lanes·w columns per
+  work-group of lanes×g work-items; the g partials per column ([g][lanes] in local memory) are
+  summed in order by the work-items of row 0, which apply h, s, g.
+
+N, A·x: lanes of a work-group sum the w-vectors t, t+L, … of a row, their partials in local
+memory.
+  `gemv-row-groups` (L, w), the bare product (and GESUMMV's α·A·x + β·B·x in one pass):
+    join ∘ map(λrow. reduce(⊕, e) ∘ map(m) $ zip(row, x)) $ A
+  → join ∘ mapWrg(0)(λrow. one group's sum of the terms $ zip(asVector w row, asVector w x)) $ A
+    map(⊕) $ zip(map(s₁) ∘ join ∘ map(λr. reduce(⊕, e) ∘ map(m) $ zip(r, x)) $ A,
+                  map(s₂) ∘ join ∘ map(λr. reduce(⊕, e) ∘ map(m) $ zip(r, x)) $ B)
+  → join ∘ mapWrg(0)(λq. one group's sum of s₁⟨w⟩(m⟨w⟩(a, x)) ⊕⟨w⟩ s₂⟨w⟩(m⟨w⟩(b, x))
+                         $ zip(asVector w q.0, asVector w q.1, asVector w x)) $ zip(A, B)
+  a row per work-group of L work-items, its lanes summed into local memory, a tree there, one
+  work-item writing the row's result. The GESUMMV form reads A's and B's rows once, in one kernel
+  (otherwise three); it relies on s₁, s₂ distributing over ⊕, so it is offered only for the
+  scalar types' own add as ⊕ and mult as m, each sᵢ multiplying by a value bound outside the
+  rows (or absent).
+  `gemv-lane-rows` (lanes, g, w), codelet `row-groups`, the BLAS form: g rows per work-group;
+  work-item (l, j) sums the vectors l, l+lanes, … of row j, its partial goes to local memory as
+  [lanes][g], and one work-item per row sums the row's lanes and applies h, s, g.
+
+Sound where ⊕ is associative and commutative with an identity (lanes, row groups and trees
+regroup the sum, as `vectorize-reduce` does); A (and B) are the program's input arrays (read as
+vectors), of a real scalar type; the rows' length a multiple of the columns or lanes a
+work-group reads at once, the rows' count of the row groups.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
+from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.rules.common import fresh, identity_literal, is_identity, operator
+from liftkit.rewrite.rules.gemv.parts import (Gemv, as_vectors, dot_rows, every_rth_row, fits, gemv_at,
+                                              local_tree, real_matrix, site_rule, vector_widths)
+from liftkit.types import ArrayType, ScalarType, bool_
+from liftkit.types.core import vector
+
+WIDTHS = (4, 2)  # of the bare products
+ROW_GROUPS = (64, 128, 256)  # L of gemv-row-groups
+# (c, r) of gemv-t-groups: r·c work-items per group, c vectors of columns
+T_GROUPS = ((4, 64), (8, 32), (16, 16), (4, 32), (8, 16), (16, 8), (2, 64))
+# the BLAS form's work-groups: lanes × g work-items, vectors of w (1: scalars)
+LANES = (32, 16, 8)
+GROUPS = (4, 8, 16, 32, 64, 128)
+GPU_WIDTHS = (4, 2, 1)
+
+
+def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
+    """(⊕, m, rows, x) of a bare dot product per row whose reduction starts at ⊕'s identity."""
+    d = dot_rows(call)
+    if d is None or not is_identity(d.z, d.op):
+        return None
+    return d.op, d.m, d.rows, d.x
+
+
+def _blas_offers(transposed: bool) -> Any:
+    def offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any) -> list[dict[str, Any]]:
+        return [{"lanes": lanes, "g": grp, "w": w}
+                for w in vector_widths(parts.op, parts.m, GPU_WIDTHS, True)
+                for lanes in LANES for grp in GROUPS
+                if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024]
+    return offers
+
+
+def _vec_parts(op: Any, m: Any, t: ScalarType, w: int) -> tuple[Any, Any, Any]:
+    """(⊕⟨w⟩, m⟨w⟩, the vector identity) for width w (1: scalars)."""
+    from liftkit import dsl as D
+
+    e = identity_literal(op, t)
+    assert e is not None
+    if w == 1:
+        return op, m, e
+    return op.vectorize(w), m.vectorize(w), D.lit(np.full(w, e.value, t.dtype), vector(t, w))
+
+
+def _finish(parts: Gemv, vop: Any, ev: Any, w: int, sums: Any, ys: Any, one: bool) -> Any:
+    """mapSeq(h) $ zip(mapSeq(s) ∘ reduceSeq(⊕, z) of Σ⊕⟨w⟩ sums, mapSeq(g) $ ys): the vector's
+    lanes summed into one result (`one`: a row of GEMV N) or each its own (GEMV T's columns)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, g, y = parts
+    tot = D.reduceSeq(vop, ev) << sums
+    lanes = D.asScalar << tot if w > 1 else tot
+    red = D.reduceSeq(op, fresh(z)) << lanes if one else \
+        D.join << D.mapSeq(D.reduceSeq(op, fresh(z))) << D.split(1) << lanes
+    return D.mapSeq(fresh(h)) << D.zip(D.toPrivate(D.mapSeq(fresh(s))) << red,
+                                       D.toPrivate(D.mapSeq(fresh(g))) << ys)
+
+
+# ---------------------------------------------------------------------------------------------
+# T: Aᵀ·v
+
+
+def _t_at(site: Site) -> Optional[tuple[UserFun, UserFun, Expr, Expr, ScalarType, Any, Any]]:
+    """(⊕, m, A, v, t, M, N) at join ∘ map(λcol. reduce(⊕, e) ∘ map(m) $ zip(col, v)) ∘ transpose $ A."""
+    if site.enclosing or type(site.f) is not P.Join:
+        return None
+    found = _plain_dots(site.call)
+    if found is None:
+        return None
+    op, m, cols, v = found
+    if not (isinstance(cols, FunCall) and type(cols.f) is P.Transpose
+            and isinstance(cols.args[0], Param)):
+        return None
+    a = cols.args[0]
+    shape = real_matrix(site, a)
+    if shape is None or site.type_of(v) != ArrayType(shape[0], shape[1]):
+        return None
+    if any(t != shape[0] for t in m.param_types + (m.out_type, op.out_type)):
+        return None
+    return op, m, a, v, shape[0], shape[1], shape[2]
+
+
+def t_groups(op: UserFun, m: UserFun, a: Expr, v: Expr, t: ScalarType, c: int, r: int,
+             w: int) -> Expr:
+    """Aᵀ·v in work-groups of r·c work-items per c·w columns (see the module docstring)."""
+    from liftkit import dsl as D
+
+    vop = op.vectorize(w)
+    e = identity_literal(vop, vop.out_type)
+    assert e is not None
+    tw = vector(t, w)
+
+    def acc(s: Any, av: Any) -> Any:
+        return D.let(D.get(1) << av, lambda vi: vop(s, D.mapVec(lambda x: m(x, vi)) << (D.get(0) << av)))
+
+    def block(cols: Any) -> Any:  # [[t<w>]_c]_M: the block's vectors of every row
+        groups = every_rth_row(cols, fresh(v), r)
+        seqs = D.join << D.map(lambda g: D.map(lambda cv: D.zip(cv, D.get(1) << g))
+                               << D.transpose << (D.get(0) << g)) << groups
+        partial = D.join << D.toLocal(D.mapLcl(0)(D.reduceSeq(acc, e))) << seqs
+        tree = local_tree(vop, e, r, c)
+        return D.toGlobal(D.mapLcl(0)(D.id_of(tw))) << tree << partial
+
+    return (D.asScalar << D.join << D.mapWrg(0)(block) << D.transpose
+            << D.map(lambda row: D.split(c) << D.asVector(w) << row) << a)
+
+
+def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
+    """gemv T's body as work-groups of lanes·w columns × g row groups (see above)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, gf, y = parts
+    vop, vm, ev = _vec_parts(op, m, t, w)
+    c = lanes * w
+
+    def step(acc: Any, st: Any) -> Any:
+        if w == 1:
+            return vop(acc, m(st[0], st[1]))
+        return D.let(st[1], lambda xi: vop(acc, D.mapVec(lambda v: m(v, xi)) << st[0]))
+
+    def block(b: Any) -> Any:
+        groups = every_rth_row(b[0], fresh(x), g)
+        partial = D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(
+            lambda colv: D.reduceSeq(step, ev) << D.zip(colv, rx[1]))
+            << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups  # [g][lanes][1]
+
+        def total(ps: Any) -> Any:
+            per_lane = D.zip(D.transpose << D.map(D.join) << ps, D.split(w) << b[1])
+            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(
+                lambda q: _finish(parts, vop, ev, w, q[0], q[1], False)) << one) \
+                << D.split(lanes) << per_lane
+
+        return D.let(partial, total)
+
+    cols = D.transpose << D.map(D.split(c)) << fresh(a)
+    return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+
+
+GEMV_T_GROUPS = site_rule(
+    "gemv-t-groups",
+    "join ∘ map(λcol. reduce(⊕, e) ∘ map(m) $ zip(col, v)) ∘ transpose $ A → asScalar ∘ join ∘ "
+    "mapWrg(0)(c·w columns: r·c work-items sum a w-vector of columns over every r-th row, a "
+    "tree over the r row groups in local memory) ∘ transpose ∘ map(split c ∘ asVector w) $ A",
+    "CLBlast's transposed GEMV (seed 000 Table 1, ATAX): coalesced column blocks",
+    _t_at,
+    lambda op, m, a, v, t, rows, cols: [{"c": c, "r": r, "w": w}
+                                        for w in vector_widths(op, m, WIDTHS, False)
+                                        for c, r in T_GROUPS if fits(cols, c * w) and fits(rows, r)],
+    lambda op, m, a, v, t, rows, cols, c, r, w: t_groups(op, m, a, v, t, c, r, w))
+
+GEMV_LANE_COLUMNS = site_rule(
+    "gemv-lane-columns",
+    "map(h) $ zip(join ∘ map(λcol. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(col, x)) ∘ transpose $ A, "
+    "map(g) $ y) → join ∘ mapWrg(0)(λb. let P = toLocal(mapLcl(1)(mapLcl(0)(reduceSeq(⊕⟨w⟩ "
+    "m⟨w⟩(A's row segment, x_i))))(row groups j, j+g, … of b's lanes·w columns) in h, s, g of Σ "
+    "over the groups of P) $ zip(transpose ∘ map(split lanes·w) $ A, split lanes·w $ y)",
+    "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows",
+    lambda site: gemv_at(site, True), _blas_offers(True),
+    lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
+
+
+# ---------------------------------------------------------------------------------------------
+# N: A·x (and GESUMMV's two products)
+
+
+def _scale(f: Any, mult: UserFun) -> Optional[tuple[()] | tuple[Expr]]:
+    """() for λv. v, (c,) for λv. mult(c, v) or λv. mult(v, c) with c bound outside."""
+    if not (isinstance(f, Lambda) and len(f.params) == 1):
+        return None
+    x, body = f.params[0], f.body
+    if body is x:
+        return ()
+    if not (isinstance(body, FunCall) and body.f is mult and len(body.args) == 2):
+        return None
+    a, b = body.args
+    c = b if a is x else a if b is x else None
+    return (c,) if isinstance(c, (Param, Literal)) and x not in free_params(c) else None
+
+
+def _sum_of_two(site: Site) -> Optional[tuple[Any, ...]]:
+    """map(⊕) $ zip(map(s₁) ∘ dot rows of A, map(s₂) ∘ dot rows of B), ⊕ the add and m the mult
+    of one scalar type, both rows against the same x."""
+    from liftkit.ir.userfuns import scalar_funs
+
+    h = operator(site.f.f)
+    zp = site.call.args[0]
+    if h is None or not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and len(zp.args) == 2):
+        return None
+    halves = []
+    for arg in zp.args:
+        if not (isinstance(arg, FunCall) and type(arg.f) is P.Map):
+            return None
+        found = _plain_dots(arg.args[0])
+        if found is None:
+            return None
+        halves.append((arg.f.f, found))
+    (s1, (op, m, a, x)), (s2, (op2, m2, b, x2)) = halves
+    t = op.out_type
+    if not (isinstance(t, ScalarType) and not t.is_complex and t != bool_):
+        return None
+    funs = scalar_funs(t)
+    if not (op is funs.add and op2 is op and h is op and m is funs.mult and m2 is m and x2 is x):
+        return None
+    scales = [_scale(s, m) for s in (s1, s2)]
+    if any(s is None for s in scales):
+        return None
+    return op, m, [a, b], x, scales
+
+
+def _row_at(site: Site) -> Optional[tuple[Any, ...]]:
+    """(⊕, m, [A] or [A, B], x, [scales], t, M, N) at the two forms of gemv-row-groups."""
+    if site.enclosing:
+        return None
+    if type(site.f) is P.Join:
+        found = _plain_dots(site.call)
+        if found is None:
+            return None
+        op, m, a, x = found
+        mats, scales = [a], [()]
+    elif type(site.f) is P.Map:
+        found2 = _sum_of_two(site)
+        if found2 is None:
+            return None
+        op, m, mats, x, scales = found2
+    else:
+        return None
+    if not (all(isinstance(a, Param) for a in mats) and isinstance(x, Param)):
+        return None  # rows and x read as vectors: the kernel's input arrays themselves
+    shape = real_matrix(site, mats[0])
+    if shape is None or any(site.type_of(b) != site.type_of(mats[0]) for b in mats[1:]):
+        return None
+    t = shape[0]
+    if site.type_of(x) != ArrayType(t, shape[2]):
+        return None
+    if any(s != t for s in m.param_types + (m.out_type, op.out_type)):
+        return None
+    return op, m, mats, x, scales, t, shape[1], shape[2]
+
+
+def row_groups(op: UserFun, m: UserFun, mats: list[Expr], x: Expr, scales: list[Any],
+               t: ScalarType, L: int, w: int) -> Expr:
+    """A row per work-group of L work-items (see the module docstring)."""
+    from liftkit import dsl as D
+
+    vop, vm = op.vectorize(w), m.vectorize(w)
+    ew, e = identity_literal(vop, vop.out_type), identity_literal(op, t)
+    assert ew is not None and e is not None
+    k = len(mats)
+
+    def term(q: Any, i: int) -> Any:
+        prod = vm(D.get(i) << q, D.get(k) << q)
+        if not scales[i]:
+            return prod
+        c = fresh(scales[i][0])
+        return D.mapVec(lambda y: m(c, y)) << prod
+
+    def step(s: Any, q: Any) -> Any:
+        total = term(q, 0)
+        for i in range(1, k):
+            total = vop(total, term(q, i))
+        return vop(s, total)
+
+    def group(row: Any) -> Any:
+        vec = as_vectors(w)
+        parts = [vec(D.get(i) << row if k > 1 else row) for i in range(k)]
+        terms = D.zip(*parts, vec(fresh(x)))
+        partial = (D.join << D.toLocal(D.mapLcl(0)(
+            lambda col: D.reduceSeq(op, e) << D.asScalar << D.reduceSeq(step, ew) << col))
+            << D.transpose << D.split(L) << terms)
+        total = local_tree(op, e, L) << partial
+        return D.join << D.toGlobal(D.mapLcl(0)(D.mapSeq(D.id_of(t)))) << D.split(1) << total
+
+    rows = fresh(mats[0]) if k == 1 else D.zip(*[fresh(a) for a in mats])
+    return D.join << D.mapWrg(0)(group) << rows
+
+
+def lane_rows(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
+    """gemv N's body as work-groups of g rows × lanes work-items (see above)."""
+    from liftkit import dsl as D
+
+    h, s, op, m, z, a, x, gf, y = parts
+    vop, vm, ev = _vec_parts(op, m, t, w)
+
+    def spread(v: Any) -> Any:  # [lanes][n/(lanes·w)]: lane l takes vectors l, l + lanes, ...
+        return D.transpose << D.split(lanes) << as_vectors(w)(v)
+
+    def block(blk: Any) -> Any:
+        rows = D.transpose << D.map(lambda q: spread(D.get(0)(q))) << blk  # [lanes][g][…]
+        partial = D.toLocal(D.mapLcl(0)(lambda p: D.mapLcl(1)(
+            lambda rl: D.reduceSeq(lambda acc, st: vop(acc, vm(st[0], st[1])), ev)
+            << D.zip(rl, p[1])) << p[0])) << D.zip(rows, spread(fresh(x)))
+
+        def total(ps: Any) -> Any:
+            per_row = D.zip(D.transpose << D.map(D.join) << ps,
+                            D.split(1) << D.map(D.get(1)) << blk)
+            return D.join << D.mapLcl(1)(lambda one: D.join << D.mapLcl(0)(
+                lambda q: _finish(parts, vop, ev, w, q[0], q[1], True)) << one) << D.split(1) << per_row
+
+        return D.let(partial, total)
+
+    return D.join << D.mapWrg(0)(block) << D.split(g) << D.zip(fresh(a), fresh(y))
+
+
+GEMV_ROW_GROUPS = site_rule(
+    "gemv-row-groups",
+    "join ∘ map(λrow. reduce(⊕, e) ∘ map(m) $ zip(row, x)) $ A → join ∘ mapWrg(0)(L work-items "
+    "sum the row's w-vectors t, t+L, … of m⟨w⟩(row, x), a tree in local memory) $ A; "
+    "map(add) $ zip(map(s₁) ∘ (A·x), map(s₂) ∘ (B·x)) → the same over zip(A, B) with the terms "
+    "s₁(a·x) + s₂(b·x) (one pass over both matrices)",
+    "CLBlast's row GEMV (seed 000 Table 1, ATAX and GESUMMV): a work-group per row",
+    _row_at,
+    lambda op, m, mats, x, scales, t, rows, cols: [
+        {"L": L, "w": w} for w in vector_widths(op, m, WIDTHS, False)
+        for L in ROW_GROUPS if fits(cols, L * w)],
+    lambda op, m, mats, x, scales, t, rows, cols, L, w: row_groups(op, m, mats, x, scales, t, L, w))
+
+GEMV_LANE_ROWS = site_rule(
+    "gemv-lane-rows",
+    "map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y) "
+    "→ join ∘ mapWrg(0)(λblk. let P = toLocal(mapLcl(0)(mapLcl(1)(reduceSeq(⊕⟨w⟩ m⟨w⟩))) "
+    "(lane l of each of blk's g rows: its vectors l, l+lanes, …) in one work-item per row: h, s, "
+    "g of Σ over the lanes of P) ∘ split g $ zip(A, y)",
+    "liftkit.blas GPU GEMV N (issue 15): a row per g work-items' warp, partials in local memory",
+    lambda site: gemv_at(site, False), _blas_offers(False),
+    lambda parts, t, rows, cols, lanes, g, w: lane_rows(parts, t, lanes, g, w))
+
+GEMV_GROUP_RULES: tuple[Rule, ...] = (GEMV_T_GROUPS, GEMV_ROW_GROUPS)
