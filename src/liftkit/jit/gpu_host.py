@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import operator
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -86,7 +87,8 @@ class _KernelPlan:
     the argument position it fills and its reader; the arrays it reads, writes and overwrites."""
     items: tuple    # (name, slot, ndim, itemsize, dtype, data, live) of each array
     scalars: tuple  # (argument position, slot, reader) of each scalar
-    slots: tuple    # (first, end) block slots of each array (the memo key of a launch)
+    slots: Any      # reads the block slots of every array (pointer, shape, strides) at once:
+                    # the memo key of a launch
     domain: int     # the block slot of the domain (start, step, count per dimension)
     reads: tuple    # names of the arrays whose data it reads / writes / writes whole
     writes: tuple
@@ -112,7 +114,10 @@ class _KernelPlan:
         named = {n for n, *_ in items if n in k.data}
         over = tuple(k.writes) if k.mode == "whole" else \
             tuple(n for n in k.undefined if n in named and n not in k.reads)
-        return _KernelPlan(tuple(items), tuple(scalars), tuple(slots), slot,
+        flat = [i for a, b in slots for i in range(a, b)]
+        read = operator.itemgetter(*flat, *flat) if len(flat) == 1 else \
+            operator.itemgetter(*flat) if flat else (lambda block: ())
+        return _KernelPlan(tuple(items), tuple(scalars), read, slot,
                            tuple(n for n in k.reads if n in named),
                            tuple(n for n in k.writes if n in named), over, k.fails)
 
@@ -370,7 +375,7 @@ class GpuHost:
         kp = self.launches[kid]
         # the same kernel on the same arrays again (a loop in the section): reuse the prepared
         # arguments, only the scalars and the domain change
-        akey = (kid, tuple(x for a, b in kp.slots for x in block[a:b]))
+        akey = (kid, kp.slots(block))
         prep = call.memo.get(akey)
         plan = None
         if prep is None:
