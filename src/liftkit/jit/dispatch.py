@@ -274,10 +274,16 @@ class JitFunction:
             shapes, values = an.positions
             spec_key = (tuple(dev[k].shape if k in dev else args[k].shape for k in shapes),
                         tuple(int(args[k]) for k in values))
-            if (types, noalias, spec_key) in self.specs or an.versions < MAX_VERSIONS:
+            key = (types, noalias, spec_key)
+            c = self.specs.get(key)
+            if c is not None or an.versions < MAX_VERSIONS:
                 spec = spec_key
-        key = (types, noalias, spec)
-        c = self.specs.get(key)
+            else:  # too many versions already: the general one
+                key = (types, noalias, None)
+                c = self.specs.get(key)
+        else:
+            key = (types, noalias, None)
+            c = self.specs.get(key)
         if c is None:
             from .pipeline import compile_spec
             sd = None if spec is None else {
