@@ -74,3 +74,21 @@ def test_a_plan_survives_eviction_under_memory_pressure() -> None:
     np.testing.assert_allclose(rt.read(vy), np.ones(n))
     assert rt.stats()["evictions"] >= 1
     rt.close()
+
+
+def test_a_plan_on_a_shared_buffer_gives_up_and_stays_correct() -> None:
+    """A kernel writing a view whose buffer other variables share checks copy-on-write at each
+    launch: its plan is given up once (no work per launch) and the results stay right."""
+    rt = Runtime("opencl", "cpu")
+    n = 32
+    whole = np.zeros(2 * n)
+    vx = rt.submit(whole[:n])
+    vy = rt.submit(whole[n // 2:n // 2 + n])  # overlapping views: one buffer, two variables
+    va = rt.submit(np.ones(n))
+    p = rt.plan(AXPY, 3, reads=[vx, va], writes=[vx])
+    for _ in range(3):
+        rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])
+    assert p.dead and p.epoch == -1
+    np.testing.assert_allclose(rt.read(vx), np.full(n, 3.0))
+    np.testing.assert_allclose(rt.read(vy), np.r_[np.full(n // 2, 3.0), np.zeros(n // 2)])
+    rt.close()

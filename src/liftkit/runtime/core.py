@@ -538,7 +538,8 @@ class Runtime:
             if p.epoch != self._epoch or len(args) != p.nargs:
                 eid = self.launch(p.kernel, global_size, args, reads=p.reads, writes=p.writes,
                                   overwrites=p.over)
-                self._fill(p, args)
+                if not p.dead and len(args) == p.nargs:
+                    self._fill(p, args)
                 return eid
             self._stats["tasks"] += 1
             keep: list = []
@@ -562,18 +563,22 @@ class Runtime:
 
     def _fill(self, p: LaunchPlan, args: Sequence[Any]) -> None:
         """Work the plan out from the tables as they are now (valid until they change shape);
-        a deferred copy among its writes, a buffer shared by several variables or one not on
-        the device leaves it invalid (each launch then takes the plain path)."""
+        a buffer not on the device leaves it invalid until the next launch; a deferred copy
+        among its writes, a buffer written that other variables share (copy-on-write checks
+        at each launch) or a variable released since ends it (``dead``: each launch then takes
+        the plain path, without working the plan out again)."""
         p.epoch = -1
         table, buffers = self.vars, self.buffers
         arrays = [a.var if type(a) is Whole else a for a in args
                   if type(a) is ArrayVar or type(a) is Whole]
         rows = [table.get(a.id) for a in [*arrays, *p.reads, *p.writes, *p.over]]
         if any(r is None for r in rows):
+            p.dead = True
             return
         rd = [table[a.id] for a in p.reads]
         wr = [table[a.id] for a in p.writes]
         if any(v.cow_of is not None or len(buffers[v.buffer].vars) > 1 for v in wr):
+            p.dead = True
             return
         bufs = [buffers[b] for b in dict.fromkeys(table[a.id].buffer for a in arrays)]
         if any(b.handle is None for b in bufs):

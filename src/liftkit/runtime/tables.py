@@ -128,6 +128,7 @@ class LaunchPlan:
     over: tuple
     nargs: int
     epoch: int = -1
+    dead: bool = False    # it cannot take the short path (see Runtime._fill): never again
     built: Any = None
     bufs: tuple = ()
     wbufs: frozenset = frozenset()
