@@ -47,14 +47,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
-
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
 from liftkit.rewrite.core import Rule, Site
-from liftkit.rewrite.rules.common import fresh, identity_literal, is_identity, operator
+from liftkit.rewrite.rules.common import fresh, is_identity, operator
 from liftkit.rewrite.rules.gemv.parts import (Gemv, as_vectors, dot_rows, every_rth_row, fits, gemv_at,
-                                              local_tree, real_matrix, site_rule, vector_widths)
+                                              local_tree, real_matrix, site_rule, vector_ops,
+                                              vector_widths)
 from liftkit.types import ArrayType, ScalarType, bool_
 from liftkit.types.core import vector
 
@@ -83,17 +82,6 @@ def _blas_offers(transposed: bool) -> Any:
                 for lanes in LANES for grp in GROUPS
                 if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024]
     return offers
-
-
-def _vec_parts(op: Any, m: Any, t: ScalarType, w: int) -> tuple[Any, Any, Any]:
-    """(⊕⟨w⟩, m⟨w⟩, the vector identity) for width w (1: scalars)."""
-    from liftkit import dsl as D
-
-    e = identity_literal(op, t)
-    assert e is not None
-    if w == 1:
-        return op, m, e
-    return op.vectorize(w), m.vectorize(w), D.lit(np.full(w, e.value, t.dtype), vector(t, w))
 
 
 def _finish(parts: Gemv, vop: Any, ev: Any, w: int, sums: Any, ys: Any, one: bool) -> Any:
@@ -139,9 +127,7 @@ def t_groups(op: UserFun, m: UserFun, a: Expr, v: Expr, t: ScalarType, c: int, r
     """Aᵀ·v in work-groups of r·c work-items per c·w columns (see the module docstring)."""
     from liftkit import dsl as D
 
-    vop = op.vectorize(w)
-    e = identity_literal(vop, vop.out_type)
-    assert e is not None
+    vop, _, e = vector_ops(op, None, t, w)
     tw = vector(t, w)
 
     def acc(s: Any, av: Any) -> Any:
@@ -164,7 +150,7 @@ def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr
     from liftkit import dsl as D
 
     h, s, op, m, z, a, x, gf, y = parts
-    vop, vm, ev = _vec_parts(op, m, t, w)
+    vop, vm, ev = vector_ops(op, m, t, w)
     c = lanes * w
 
     def step(acc: Any, st: Any) -> Any:
@@ -296,9 +282,8 @@ def row_groups(op: UserFun, m: UserFun, mats: list[Expr], x: Expr, scales: list[
     """A row per work-group of L work-items (see the module docstring)."""
     from liftkit import dsl as D
 
-    vop, vm = op.vectorize(w), m.vectorize(w)
-    ew, e = identity_literal(vop, vop.out_type), identity_literal(op, t)
-    assert ew is not None and e is not None
+    vop, vm, ew = vector_ops(op, m, t, w)
+    e = vector_ops(op, None, t, 1)[2]  # the scalar identity
     k = len(mats)
 
     def term(q: Any, i: int) -> Any:
@@ -333,7 +318,7 @@ def lane_rows(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
     from liftkit import dsl as D
 
     h, s, op, m, z, a, x, gf, y = parts
-    vop, vm, ev = _vec_parts(op, m, t, w)
+    vop, vm, ev = vector_ops(op, m, t, w)
 
     def spread(v: Any) -> Any:  # [lanes][n/(lanes·w)]: lane l takes vectors l, l + lanes, ...
         return D.transpose << D.split(lanes) << as_vectors(w)(v)

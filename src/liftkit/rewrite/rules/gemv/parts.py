@@ -10,7 +10,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 from liftkit.arith import cst
 from liftkit.arith.simplify import divides
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import Expr, FunCall, Lambda, Param, UserFun, free_params
+from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import assoc_comm, identity_literal, operator
@@ -143,6 +143,14 @@ def vector_widths(op: UserFun, m: UserFun, widths: Sequence[int], vector_m: bool
                     continue
         out.append(w)
     return out
+
+
+def vector_ops(op: UserFun, m: Optional[UserFun], t: ScalarType, w: int) -> tuple[Any, Any, Literal]:
+    """(⊕⟨w⟩, m⟨w⟩ (None without m), ⊕⟨w⟩'s identity) for width w; for w = 1 the scalar ones."""
+    vop = op.vectorize(w) if w > 1 else op
+    e = identity_literal(vop, vop.out_type if w > 1 else t)
+    assert e is not None
+    return vop, None if m is None else m.vectorize(w) if w > 1 else m, e
 
 
 def as_vectors(w: int) -> Callable[[Any], Any]:
