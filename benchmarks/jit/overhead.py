@@ -6,7 +6,8 @@
 Rows (each checked before it is timed; the fastest of ``--repeat`` batches for host times,
 the median for the chain):
 
-* ``call``: a jitted function whose GPU section is one 256-element kernel, NumPy arrays in
+* ``call``: a jitted function whose GPU section is one 256-element kernel (and one whose
+  section launches a kernel 20 times on the same arrays, as fft's stages do), NumPy arrays in
   and out (upload, kernel, error-flag check, download), against the same work as its user
   would write it without liftkit: pyopencl (upload, one kernel, download) on OpenCL, a CuPy
   expression on CUDA. With CUDA a second row passes CuPy arrays (no transfers).
@@ -54,6 +55,14 @@ def _tiny(x, y):
     return y
 
 
+def _stages(x, y):
+    with liftkit.gpu():
+        for s in range(20):  # one kernel launched 20 times on the same arrays (fft's stages)
+            for i in prange(x.shape[0]):
+                y[i] = x[i] * 2.0 + s
+    return y
+
+
 def per_call_us(fn, repeat: int, inner: int) -> tuple[float, float]:
     """The fastest of ``repeat`` batches' mean wall time of ``inner`` calls and the calling
     thread's CPU time per call (its own work, without the waits), in microseconds: the fastest
@@ -79,11 +88,19 @@ def call_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> None:
     f(x, y)
     assert stub or np.array_equal(y, 2 * x), "the jitted section computed a wrong result"
     put(rows, "call: @jit section, NumPy arrays", per_call_us(lambda: f(x, y), repeat, 50))
+    g = jit(_stages, cache=False, gpu_runtime=rt)
+    g(x, y)
+    assert stub or np.array_equal(y, 2 * x + 19), "the 20-launch section computed a wrong result"
+    put(rows, "call: @jit section of 20 launches, NumPy arrays",
+        per_call_us(lambda: g(x, y), repeat, 10))
     if stub:  # the resident case's host path: GPU arrays adopted in place, nothing copied
         from cuda_stub import GpuArray
         gx, gy = GpuArray(x), GpuArray(y)
         f(gx, gy)
         put(rows, "call: @jit section, GPU arrays", per_call_us(lambda: f(gx, gy), repeat, 50))
+        g(gx, gy)
+        put(rows, "call: @jit section of 20 launches, GPU arrays",
+            per_call_us(lambda: g(gx, gy), repeat, 10))
     elif rt.dialect == "opencl":
         import pyopencl as cl
         import pyopencl.array as cla
@@ -119,6 +136,13 @@ def call_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> None:
             cp.multiply(gx, 2.0, out=gy)
             sync()
         put(rows, "call: @jit section, CuPy arrays", per_call_us(dev, repeat, 50))
+        g(gx, gy)
+        assert cp.array_equal(gy, 2 * gx + 19), "the 20-launch section went wrong on CuPy arrays"
+
+        def dev20() -> None:
+            g(gx, gy)
+            sync()
+        put(rows, "call: @jit section of 20 launches, CuPy arrays", per_call_us(dev20, repeat, 10))
         put(rows, "call: CuPy expression", per_call_us(ref, repeat, 50))
 
 
