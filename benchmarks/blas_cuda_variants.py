@@ -52,10 +52,19 @@ def _wall(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> floa
     return statistics.median(times)
 
 
+def cupy_stream(cp: Any, stream: Any) -> Any:
+    """liftkit's stream as a CuPy stream: through the CUDA stream protocol where CuPy has it
+    (`Stream.from_external`, CuPy 14, which deprecates `ExternalStream`), else ExternalStream."""
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(stream)  # a cuda.core Stream has __cuda_stream__
+    return cp.cuda.ExternalStream(int(stream.handle))  # CuPy < 14: not deprecated there
+
+
 def _kernel_and_host(cp: Any, s: Any, fn: Callable[[], Any], repeat: int, busy: Any
                      ) -> tuple[float, float]:
     """(kernel seconds, host seconds) per call: the stream is held by a long product first."""
-    ext = cp.cuda.ExternalStream(int(s.q.stream.handle))  # (CuPy 14: Stream.from_external)
+    ext = cupy_stream(cp, s.q.stream)
     kern, host = [], []
     for _ in range(3):
         cp.cuda.Device().synchronize()
@@ -66,8 +75,9 @@ def _kernel_and_host(cp: Any, s: Any, fn: Callable[[], Any], repeat: int, busy: 
         for _ in range(repeat):
             f = fn()
         host.append((time.perf_counter() - t0) / repeat)
+        last = s.q.marker()  # a timing event after the calls (futures' events do not time)
         f.result()
-        kern.append(s.q.seconds(first, f.event) / repeat)
+        kern.append(s.q.seconds(first, last) / repeat)
     return min(kern), statistics.median(host)
 
 

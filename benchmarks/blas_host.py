@@ -15,6 +15,7 @@ cases do not (their futures are left unread, as a pipeline of calls leaves them)
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import statistics
 import sys
@@ -32,10 +33,18 @@ H100 = dict(ordinal=0, name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0),
 
 
 # -- the stubbed CUDA driver and cuda.core ---------------------------------------------------------
+# what the stubs were asked to do (driver calls by name, cuda.core launches, events, buffers)
+COUNTS: collections.Counter[str] = collections.Counter()
+
+
 class _Ok:
     """A driver function: returns CUDA_SUCCESS (and a handle where the call makes one)."""
 
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     def __call__(self, *args: Any) -> tuple[int, int]:
+        COUNTS[self.name] += 1
         return (0, 1)
 
 
@@ -58,7 +67,7 @@ class StubDriver:
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("cu"):
             raise AttributeError(name)
-        f = _Ok()
+        f = _Ok(name)
         setattr(self, name, f)
         return f
 
@@ -78,6 +87,7 @@ class _Stream:
     handle = 0
 
     def record(self, event: Any = None, options: Any = None) -> _Event:
+        COUNTS["cuda.core event"] += 1
         return _Event()
 
     def sync(self) -> None:
@@ -91,6 +101,7 @@ class _Buffer:
     _next = itertools.count(1 << 32, 1 << 28)
 
     def __init__(self, nbytes: int) -> None:
+        COUNTS["allocation"] += 1
         self.handle = next(self._next)
         self.size = nbytes
 
@@ -111,7 +122,7 @@ def _core() -> Any:
     core = types.SimpleNamespace()
     core.LaunchConfig = lambda **kw: tuple(sorted(kw.items()))
     core.EventOptions = lambda **kw: kw
-    core.launch = lambda stream, config, kernel, *args: None
+    core.launch = lambda stream, config, kernel, *args: COUNTS.update(("cuda.core launch",))
     return core
 
 
@@ -280,7 +291,9 @@ def main(argv: list[str]) -> int:
         s = stub_session()
         sizes = {"gemm": 1024, "gemv": 8192, "transpose": 4096}
     print(f"# {s.device.label} ({'stubbed driver' if a.device == 'cuda-stub' else 'real'}), "
-          f"{a.calls} calls x {a.batches} batches, median us per call")
+          f"{a.calls} calls x {a.batches} batches, median us per call; liftkit "
+          f"{getattr(sys.modules['liftkit'], '__file__', '?')}")
+    print("# (stubbed: what one call asked of the driver and cuda.core follows its time)")
     for kind in a.arrays.split(","):
         dev = kind == "device"
         if dev and a.device == "cpu":
@@ -293,7 +306,10 @@ def main(argv: list[str]) -> int:
             if a.only and a.only not in name:
                 continue
             us = time_calls(fn, a.calls, a.batches, s.q.finish) * 1e6
-            print(f"{kind:6} {name:28} {us:8.1f}")
+            COUNTS.clear()
+            fn()
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(COUNTS.items()))
+            print(f"{kind:6} {name:28} {us:8.1f}   {counts}")
     return 0
 
 

@@ -129,6 +129,9 @@ class Operands:
         return int(x.data.ptr) if self._libs[type(x)] == "cupy" else int(x.data_ptr())
 
 
+_UPLOADS = ("upload-0", "upload-1", "upload-2")  # workspace names of uploaded NumPy inputs
+
+
 @dataclass(frozen=True)
 class Output:
     """How a plan's output is made per call: given by the caller (`given`), a new device array
@@ -174,11 +177,12 @@ class CallPlans:
         ptrs: list[Any] = []
         keep: list[Any] = [inputs, output]
         lib_array = None
-        for x in inputs:
+        for i, x in enumerate(inputs):
             if type(x) is np.ndarray:
-                buf = q.alloc(x.nbytes)
+                # uploaded into the session's workspace (one buffer per input slot, reused: the
+                # stream runs the next call's upload after this call's kernels have read it)
+                buf = s.scratch.buffer(_UPLOADS[i], x.nbytes)
                 q.upload(buf, x)
-                keep.append(buf)
                 ptrs.append(buf.ptr)
             else:
                 lib_array = x
