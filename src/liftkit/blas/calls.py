@@ -208,10 +208,13 @@ class CallPlans:
         else:
             lib_array = result = output
             ptrs.append(self.operands.pointer(output))
-        if lib_array is not None:  # after the work the arrays' library has enqueued
+        if lib_array is not None:  # after the work the arrays' library has enqueued: once
+            waited = None          # per library (arrays of one type are on the same device)
             for x in (*inputs, output):
-                if x is not None and type(x) is not np.ndarray:
+                t = type(x)
+                if x is not None and t is not np.ndarray and t is not waited:
                     q.wait_library(x)
+                    waited = t
         ptrs.extend(t(v) for t, v in zip(plan.scalars, scalars))
         if plan.zeros:
             ptrs.append(s.zeros(plan.zeros)[0].ptr)
