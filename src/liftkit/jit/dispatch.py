@@ -473,11 +473,14 @@ def _pack(a: Any, t: T.Type, slots: list, keep: list) -> None:
             slots.append(int(a))
         return
     if isinstance(t, T.ArrayType):
-        if isinstance(a, _Device):  # the device pointer: only kernels and library calls use it
-            from liftkit.runtime.tables import c_strides
+        if type(a) is _Device:  # the device pointer: only kernels and library calls use it
             slots.append(a.ptr)
-            slots += [int(n) for n in a.shape]
-            slots += [st // a.dtype.itemsize for st in c_strides(a.shape, a.dtype.itemsize)]
+            slots += a.shape  # C order: element strides (an empty dimension counts as 1)
+            steps, step = [], 1
+            for n in reversed(a.shape):
+                steps.append(step)
+                step *= max(n, 1)
+            slots += reversed(steps)
             return
         item = a.itemsize
         if any(s % item for s in a.strides):
