@@ -1,0 +1,59 @@
+"""The CUDA host path of GPU sections without a GPU: the task runtime's CUDA device over the
+stubbed driver of benchmarks/jit/cuda_stub.py (no GPU work is done, so results are not checked
+here; test_gpu_arrays checks them on a GPU). A call on CUDA-array-interface arrays adopts them,
+launches through the runtime, and leaves nothing behind; a kernel launched again on the same
+arrays takes its launch plan's short path."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("liftkit.backends.cuda.devices")
+
+from .helpers import compile_source, left_behind  # noqa: E402
+
+_STUB = Path(__file__).resolve().parents[2] / "benchmarks" / "jit" / "cuda_stub.py"
+
+
+def _stub():
+    spec = importlib.util.spec_from_file_location("lk_cuda_stub", _STUB)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["lk_cuda_stub"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SRC = """
+import liftkit
+def f(x, y):
+    with liftkit.gpu():
+        for s in range(5):
+            for i in prange(x.shape[0]):
+                y[i] = x[i] * 2.0 + s
+    return y
+"""
+
+
+def test_a_cuda_call_on_gpu_arrays_launches_through_plans_and_leaves_nothing() -> None:
+    stub = _stub()
+    rt = stub.stub_runtime()
+    f = compile_source(SRC, gpu_runtime=rt)
+    x, y = stub.GpuArray(np.arange(64.0)), stub.GpuArray(np.zeros(64))
+    assert f(x, y) is y  # the argument itself comes back
+    before = dict(rt.buffers)
+    fills = []
+    fill = rt._fill
+    rt._fill = lambda p, args: (fills.append(p), fill(p, args))[1]
+    launched = rt.device._core.launches
+    for _ in range(3):
+        assert f(x, y) is y
+    assert rt.device._core.launches - launched == 3 * 5  # every launch reached the driver
+    assert len(fills) == 3  # per call: one plan, made at its second launch, short path after
+    assert not left_behind(rt, f, before=before)
+    assert not [v for v in rt.vars.values() if rt.buffers[v.buffer].borrowed]  # let go of
+    rt.close()
