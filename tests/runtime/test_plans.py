@@ -92,3 +92,18 @@ def test_a_plan_on_a_shared_buffer_gives_up_and_stays_correct() -> None:
     np.testing.assert_allclose(rt.read(vx), np.full(n, 3.0))
     np.testing.assert_allclose(rt.read(vy), np.r_[np.full(n // 2, 3.0), np.zeros(n // 2)])
     rt.close()
+
+
+def test_a_plan_whose_tables_change_between_launches_stops_being_worked_out() -> None:
+    """Other work making and dropping variables between a plan's launches invalidates it each
+    time: after a few misses it takes plain launches only (no plan work per launch)."""
+    rt = Runtime("opencl", "cpu")
+    n = 16
+    vx, va = rt.submit(np.zeros(n)), rt.submit(np.ones(n))
+    p = rt.plan(AXPY, 3, reads=[vx, va], writes=[vx])
+    for _ in range(6):
+        rt.launch_planned(p, (n,), [vx, va, np.float64(1.0)])
+        rt.release(rt.empty((n,), np.float64), writeback=False)  # a temporary between launches
+    assert p.dead and p.misses == 3
+    np.testing.assert_allclose(rt.read(vx), np.full(n, 6.0))
+    rt.close()

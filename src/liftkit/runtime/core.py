@@ -538,6 +538,10 @@ class Runtime:
             if p.epoch != self._epoch or len(args) != p.nargs:
                 eid = self.launch(p.kernel, global_size, args, reads=p.reads, writes=p.writes,
                                   overwrites=p.over)
+                if p.epoch >= 0:  # valid once, changed since (other tasks between its launches
+                    p.misses += 1  # make or drop variables): after a few, plain launches only
+                    p.dead = p.dead or p.misses > 2
+                    p.epoch = -1
                 if not p.dead and len(args) == p.nargs:
                     self._fill(p, args)
                 return eid

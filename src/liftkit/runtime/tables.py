@@ -129,6 +129,7 @@ class LaunchPlan:
     nargs: int
     epoch: int = -1
     dead: bool = False    # it cannot take the short path (see Runtime._fill): never again
+    misses: int = 0       # times the tables changed shape between two of its launches
     built: Any = None
     bufs: tuple = ()
     wbufs: frozenset = frozenset()
