@@ -34,7 +34,7 @@ import numpy as np
 
 from liftkit.ir.nodes import Expr
 from liftkit.rewrite.rules.common import fresh, identity_literal
-from liftkit.rewrite.rules.gemv.parts import Gemv, fits, gemv_at, site_rule, vector_widths
+from liftkit.rewrite.rules.gemv.parts import Gemv, alpha_beta, fits, gemv_at, site_rule, vector_widths
 from liftkit.types import ScalarType
 from liftkit.types.core import vector
 
@@ -57,7 +57,7 @@ def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
     """The blocked form of gemv's body (see the module docstring)."""
     from liftkit import dsl as D
 
-    h, s, op, m, z, a, x, g, y = parts
+    _, _, op, m, z, a, x, _, y = parts
     vop, vm = op.vectorize(w), m.vectorize(w)
     init = _private_zeros(op, t, r, w)
 
@@ -69,9 +69,9 @@ def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
                       D.asVector(w) << fresh(x))
         sums = D.split(1) << D.join << D.reduceSeq(step, init) << steps
         ys = D.split(1) << D.map(D.get(1)) << blk
-        return D.join << D.mapSeq(lambda q: D.mapSeq(fresh(h)) << D.zip(
-            D.mapSeq(fresh(s)) << D.reduceSeq(op, fresh(z)) << D.asScalar << q[0],
-            D.toPrivate(D.mapSeq(fresh(g))) << q[1])) << D.zip(sums, ys)
+        return D.join << D.mapSeq(lambda q: alpha_beta(
+            parts, D.reduceSeq(op, fresh(z)) << D.asScalar << q[0], q[1], private_s=False)) \
+            << D.zip(sums, ys)
 
     return D.join << D.mapGlb(0)(block) << D.split(r) << D.zip(fresh(a), fresh(y))
 
@@ -80,7 +80,7 @@ def column_blocks(parts: Gemv, t: ScalarType, k: int, w: int) -> Expr:
     """gemv T's body with k·w columns of A per work-item (see GEMV_COLUMN_BLOCKS)."""
     from liftkit import dsl as D
 
-    h, s, op, m, z, a, x, g, y = parts
+    _, _, op, m, z, a, x, _, y = parts
     vop, c = op.vectorize(w), k * w
     init = _private_zeros(op, t, k, w)
 
@@ -91,8 +91,7 @@ def column_blocks(parts: Gemv, t: ScalarType, k: int, w: int) -> Expr:
 
     def block(b: Any) -> Any:
         sums = D.asScalar << D.join << D.reduceSeq(step, init) << D.zip(b[0], fresh(x))
-        return D.mapSeq(fresh(h)) << D.zip(D.toPrivate(D.mapSeq(fresh(s))) << sums,
-                                           D.toPrivate(D.mapSeq(fresh(g))) << b[1])
+        return alpha_beta(parts, sums, b[1])
 
     cols = D.transpose << D.map(D.split(c)) << fresh(a)
     return D.join << D.mapGlb(0)(block) << D.zip(cols, D.split(c) << fresh(y))

@@ -51,7 +51,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.common import fresh, is_identity, operator
-from liftkit.rewrite.rules.gemv.parts import (Gemv, as_vectors, dot_rows, every_rth_row, fits, gemv_at,
+from liftkit.rewrite.rules.gemv.parts import (Gemv, alpha_beta, as_vectors, dot_rows, every_rth_row, fits, gemv_at,
                                               local_tree, real_matrix, site_rule, vector_ops,
                                               vector_widths)
 from liftkit.types import ArrayType, ScalarType, bool_
@@ -89,13 +89,12 @@ def _finish(parts: Gemv, vop: Any, ev: Any, w: int, sums: Any, ys: Any, one: boo
     lanes summed into one result (`one`: a row of GEMV N) or each its own (GEMV T's columns)."""
     from liftkit import dsl as D
 
-    h, s, op, m, z, a, x, g, y = parts
+    op, z = parts.op, parts.z
     tot = D.reduceSeq(vop, ev) << sums
     lanes = D.asScalar << tot if w > 1 else tot
     red = D.reduceSeq(op, fresh(z)) << lanes if one else \
         D.join << D.mapSeq(D.reduceSeq(op, fresh(z))) << D.split(1) << lanes
-    return D.mapSeq(fresh(h)) << D.zip(D.toPrivate(D.mapSeq(fresh(s))) << red,
-                                       D.toPrivate(D.mapSeq(fresh(g))) << ys)
+    return alpha_beta(parts, red, ys)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +148,7 @@ def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr
     """gemv T's body as work-groups of lanes·w columns × g row groups (see above)."""
     from liftkit import dsl as D
 
-    h, s, op, m, z, a, x, gf, y = parts
+    op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
     vop, vm, ev = vector_ops(op, m, t, w)
     c = lanes * w
 
@@ -317,7 +316,7 @@ def lane_rows(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
     """gemv N's body as work-groups of g rows × lanes work-items (see above)."""
     from liftkit import dsl as D
 
-    h, s, op, m, z, a, x, gf, y = parts
+    op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
     vop, vm, ev = vector_ops(op, m, t, w)
 
     def spread(v: Any) -> Any:  # [lanes][n/(lanes·w)]: lane l takes vectors l, l + lanes, ...

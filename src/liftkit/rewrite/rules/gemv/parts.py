@@ -13,7 +13,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
-from liftkit.rewrite.rules.common import assoc_comm, identity_literal, operator
+from liftkit.rewrite.rules.common import assoc_comm, fresh, identity_literal, operator
 from liftkit.types import ArrayType, ScalarType, bool_
 
 
@@ -125,6 +125,16 @@ def gemv_at(site: Site, transposed: bool) -> Optional[tuple[Gemv, ScalarType, An
     if shape is None or not (isinstance(xt, ArrayType) and xt.elem == shape[0]):
         return None
     return (parts, *shape)
+
+
+def alpha_beta(parts: Gemv, sums: Any, ys: Any, private_s: bool = True) -> Any:
+    """mapSeq(h) $ zip(mapSeq(s) $ sums, mapSeq(g) $ ys): the BLAS form's α·(A·x) + β·y of a
+    work-item's sums and elements of y (α·'s and β·'s results in private memory)."""
+    from liftkit import dsl as D
+
+    h, s = D.mapSeq(fresh(parts.h)), D.mapSeq(fresh(parts.s))
+    return h << D.zip((D.toPrivate(s) if private_s else s) << sums,
+                      D.toPrivate(D.mapSeq(fresh(parts.g))) << ys)
 
 
 def vector_widths(op: UserFun, m: UserFun, widths: Sequence[int], vector_m: bool) -> list[int]:
