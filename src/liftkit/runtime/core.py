@@ -32,10 +32,8 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from .devices import OpenCLDevice, OutOfDeviceMemory, Ref, open_device
-from .tables import (ArrayVar, Buffer, EventRow, Kernel, LaunchPlan, Whole, c_strides,
-                     extent_of)
-
-_SCALARS = (np.int64, np.int32, np.float64, np.float32)
+from .plans import PlannedLaunches
+from .tables import ArrayVar, Buffer, EventRow, Kernel, Whole, c_strides, extent_of
 
 STAT_KEYS = ("tasks", "kernels", "uploads", "upload_bytes", "downloads", "download_bytes",
              "device_copies", "cow_deferred", "cow_copies", "evictions", "writebacks",
@@ -51,7 +49,7 @@ def _host_view(lo: int, nbytes: int) -> np.ndarray:
     return np.frombuffer((ctypes.c_char * max(nbytes, 1)).from_address(lo), np.uint8)[:nbytes]
 
 
-class Runtime:
+class Runtime(PlannedLaunches):
     """The task runtime over one device (see the module docstring).
 
     ``backend``: "auto" (CUDA where present, else OpenCL's default device), "opencl" or "cuda";
@@ -520,95 +518,6 @@ class Runtime:
         if len(self.events) > self._retire_at:
             self._retire()
         return eid
-
-    def plan(self, kernel: Kernel, nargs: int, *, reads: Iterable[ArrayVar],
-             writes: Iterable[ArrayVar], overwrites: Iterable[ArrayVar] = ()) -> LaunchPlan:
-        """A plan for launching ``kernel`` again and again on the same arrays (the same
-        variables at the same places among ``nargs`` arguments): see ``launch_planned``."""
-        return LaunchPlan(kernel, tuple(reads), tuple(writes), tuple(overwrites), nargs)
-
-    def launch_planned(self, p: LaunchPlan, global_size: Sequence[int],
-                       args: Sequence[Any]) -> int:
-        """``launch`` of the plan's kernel with ``args`` (its arrays where they were when the
-        plan was used first, scalars anywhere): while the tables keep their shape, only the
-        transfers a buffer needs, the dependencies, the scalars and the task's rows are
-        worked out; otherwise (and the first time) it is a plain ``launch`` and the plan is
-        made again from the tables as that launch left them."""
-        with self.lock:
-            if p.epoch != self._epoch or len(args) != p.nargs:
-                eid = self.launch(p.kernel, global_size, args, reads=p.reads, writes=p.writes,
-                                  overwrites=p.over)
-                if p.epoch >= 0:  # valid once, changed since (other tasks between its launches
-                    p.misses += 1  # make or drop variables): after a few, plain launches only
-                    p.dead = p.dead or p.misses > 2
-                    p.epoch = -1
-                if not p.dead and len(args) == p.nargs:
-                    self._fill(p, args)
-                return eid
-            self._stats["tasks"] += 1
-            keep: list = []
-            deps: list = []
-            whole, wbufs = p.whole, p.wbufs
-            for buf in p.bufs:
-                if not buf.dev_valid and buf.host_valid and buf.id not in whole:
-                    self._upload(buf, keep)
-                buf.dev_valid = True
-                deps += buf.writers
-                if buf.id in wbufs:
-                    deps += buf.readers
-            queue, wait = self._place(deps)
-            kargs = list(p.kargs)
-            for i, j in p.scalars:
-                a = args[i]
-                kargs[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
-            ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
-            return self._task(p.kernel.name, ev, queue, keep, p.bufs, wbufs, p.rd_ids,
-                              p.wr_ids, p.rd_bufs, p.vars)
-
-    def _fill(self, p: LaunchPlan, args: Sequence[Any]) -> None:
-        """Work the plan out from the tables as they are now (valid until they change shape);
-        a buffer not on the device leaves it invalid until the next launch; a deferred copy
-        among its writes, a buffer written that other variables share (copy-on-write checks
-        at each launch) or a variable released since ends it (``dead``: each launch then takes
-        the plain path, without working the plan out again)."""
-        p.epoch = -1
-        table, buffers = self.vars, self.buffers
-        arrays = [a.var if type(a) is Whole else a for a in args
-                  if type(a) is ArrayVar or type(a) is Whole]
-        rows = [table.get(a.id) for a in [*arrays, *p.reads, *p.writes, *p.over]]
-        if any(r is None for r in rows):
-            p.dead = True
-            return
-        rd = [table[a.id] for a in p.reads]
-        wr = [table[a.id] for a in p.writes]
-        if any(v.cow_of is not None or len(buffers[v.buffer].vars) > 1 for v in wr):
-            p.dead = True
-            return
-        bufs = [buffers[b] for b in dict.fromkeys(table[a.id].buffer for a in arrays)]
-        if any(b.handle is None for b in bufs):
-            return
-        ow = {table[a.id].id for a in p.over}
-        rids = {v.id for v in rd}
-        p.whole = frozenset(v.buffer for v in wr if v.id in ow and v.offset == 0 and
-                            v.extent() == (0, buffers[v.buffer].nbytes) and v.id not in rids)
-        p.wbufs = frozenset(v.buffer for v in wr)
-        p.bufs = tuple(bufs)
-        p.built = self.device.build(p.kernel.name, p.kernel.source(self.dialect),
-                                    p.kernel.dynamic_shared)
-        p.kargs = tuple(self._kernel_args(args))
-        scalars, j = [], 0
-        for i, a in enumerate(args):
-            if type(a) is ArrayVar:
-                j += 2
-            else:
-                if type(a) is not Whole:
-                    scalars.append((i, j))
-                j += 1
-        p.scalars = tuple(scalars)
-        p.rd_ids, p.wr_ids = tuple(v.id for v in rd), tuple(v.id for v in wr)
-        p.rd_bufs = tuple(buffers[v.buffer] for v in rd if v.buffer not in p.wbufs)
-        p.vars = tuple(rd + wr)
-        p.epoch = self._epoch
 
     def _record(self, event: Any, task: str, reads: tuple, writes: tuple, keep: list,
                 queue: int = -1) -> int:
