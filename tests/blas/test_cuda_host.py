@@ -17,6 +17,9 @@ class _Driver:
     class CUresult:
         CUDA_SUCCESS = 0
 
+    class CUevent_flags:  # noqa: N801 - the driver's name
+        CU_EVENT_DISABLE_TIMING = 2
+
     def __init__(self) -> None:
         self.calls: list[str] = []
 
@@ -96,3 +99,15 @@ def test_a_cupy_array_is_recognised_without_its_interface() -> None:
     assert is_cuda_array(ndarray())
     assert is_cuda_array(_GPUArray((2,), 1 << 20)) and not is_cuda_array(np.zeros(2))
     assert not is_cuda_array([1.0, 2.0])
+
+
+def test_futures_events_come_from_a_ring_made_once() -> None:
+    """A future's event is one driver record on one of 64 events made once; the 65th call
+    re-records the first (later work on the same stream: waiting on it never returns early)."""
+    drv = _Driver()
+    q = _queue(drv)
+    q._check = lambda result, what: object()  # type: ignore[method-assign]
+    evs = [q.call_event() for _ in range(65)]
+    assert drv.calls.count("cuEventCreate") == 64
+    assert drv.calls.count("cuEventRecord") == 65
+    assert evs[64] is evs[0] and len({id(e) for e in evs}) == 64
