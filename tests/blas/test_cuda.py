@@ -123,6 +123,34 @@ def test_torch_in_and_out(cuda_session: Session) -> None:
 
 
 @pytest.mark.gpu
+def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
+    """Repeat calls (launched from their call plans, tests/blas/test_call_plans.py) give each
+    call's own result, with new operands each time, futures read late after more calls than
+    the ring of future events holds, β ≠ 0 and NumPy operands."""
+    cp = _cupy()
+    rng = np.random.default_rng(21)
+    futs: list[tuple[Any, Any, float]] = []
+    for dt in (np.float32, np.float64):
+        tol = 1e-4 if dt == np.float32 else 1e-11
+        for i in range(12):
+            A, B = rng.uniform(-1, 1, (128, 64)), rng.uniform(-1, 1, (96, 64))
+            x, y0 = rng.uniform(-1, 1, 128), rng.uniform(-1, 1, 64)
+            dA, dB, dx = (cp.asarray(v.astype(dt)) for v in (A, B, x))
+            dC, dy = cp.full((128, 96), np.nan, dt), cp.asarray(y0.astype(dt))
+            futs.append((cuda_session.gemm(dA, dB, dC, trans_b=True), A @ B.T, tol))
+            futs.append((cuda_session.gemv(dA, dx[:128], dy, alpha=2.0, beta=0.5, trans=True),
+                         2 * A.T @ x + 0.5 * y0, tol))
+            futs.append((cuda_session.transpose(dA), A.T, tol))
+            futs.append((cuda_session.gemm(A.astype(dt), B.astype(dt).T), A @ B.T, tol))
+            futs.append((cuda_session.gemv(A.astype(dt), x[:64].astype(dt)), A @ x[:64], tol))
+    assert len(futs) > 64
+    for fut, want, tol in futs:
+        got = fut.result()
+        got = cp.asnumpy(got) if isinstance(got, cp.ndarray) else got
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
+
+
+@pytest.mark.gpu
 def test_futures_are_cuda_events(cuda_session: Session) -> None:
     cp = _cupy()
     A = cp.asarray(np.random.default_rng(2).uniform(-1, 1, (512, 512)).astype(np.float32))
@@ -167,34 +195,6 @@ def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session, variant: V
         want = (A.T if ta else A) @ (B.T if tb else B)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * k)
     assert s.plan_gemm((64, 64), (64, 64), np.float64).variant == variant
-
-
-@pytest.mark.gpu
-def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
-    """Repeat calls (launched from their call plans, tests/blas/test_call_plans.py) give each
-    call's own result, with new operands each time, futures read late after more calls than
-    the ring of future events holds, β ≠ 0 and NumPy operands."""
-    cp = _cupy()
-    rng = np.random.default_rng(21)
-    futs: list[tuple[Any, Any, float]] = []
-    for dt in (np.float32, np.float64):
-        tol = 1e-4 if dt == np.float32 else 1e-11
-        for i in range(12):
-            A, B = rng.uniform(-1, 1, (128, 64)), rng.uniform(-1, 1, (96, 64))
-            x, y0 = rng.uniform(-1, 1, 128), rng.uniform(-1, 1, 64)
-            dA, dB, dx = (cp.asarray(v.astype(dt)) for v in (A, B, x))
-            dC, dy = cp.full((128, 96), np.nan, dt), cp.asarray(y0.astype(dt))
-            futs.append((cuda_session.gemm(dA, dB, dC, trans_b=True), A @ B.T, tol))
-            futs.append((cuda_session.gemv(dA, dx[:128], dy, alpha=2.0, beta=0.5, trans=True),
-                         2 * A.T @ x + 0.5 * y0, tol))
-            futs.append((cuda_session.transpose(dA), A.T, tol))
-            futs.append((cuda_session.gemm(A.astype(dt), B.astype(dt).T), A @ B.T, tol))
-            futs.append((cuda_session.gemv(A.astype(dt), x[:64].astype(dt)), A @ x[:64], tol))
-    assert len(futs) > 64
-    for fut, want, tol in futs:
-        got = fut.result()
-        got = cp.asnumpy(got) if isinstance(got, cp.ndarray) else got
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
 
 
 @pytest.mark.gpu
