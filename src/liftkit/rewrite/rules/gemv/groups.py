@@ -51,9 +51,9 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.common import fresh, is_identity, operator
-from liftkit.rewrite.rules.gemv.parts import (Gemv, alpha_beta, as_vectors, dot_rows, every_rth_row, fits, gemv_at,
-                                              local_tree, real_matrix, site_rule, vector_ops,
-                                              vector_widths)
+from liftkit.rewrite.rules.gemv.parts import (Gemv, alpha_beta, as_vectors, dot_rows, every_rth_row,
+                                              fits, gemv_at, local_tree, real_matrix, site_rule,
+                                              vector_ops, vector_widths)
 from liftkit.types import ArrayType, ScalarType, bool_
 from liftkit.types.core import vector
 
@@ -75,13 +75,12 @@ def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
     return d.op, d.m, d.rows, d.x
 
 
-def _blas_offers(transposed: bool) -> Any:
-    def offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any) -> list[dict[str, Any]]:
-        return [{"lanes": lanes, "g": grp, "w": w}
-                for w in vector_widths(parts.op, parts.m, GPU_WIDTHS, True)
-                for lanes in LANES for grp in GROUPS
-                if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024]
-    return offers
+def _lane_offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any) -> list[dict[str, Any]]:
+    """The BLAS form's work-groups (both directions): lanes × g ≤ 1024 work-items."""
+    return [{"lanes": lanes, "g": grp, "w": w}
+            for w in vector_widths(parts.op, parts.m, GPU_WIDTHS, True)
+            for lanes in LANES for grp in GROUPS
+            if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024]
 
 
 def _finish(parts: Gemv, vop: Any, ev: Any, w: int, sums: Any, ys: Any, one: bool) -> Any:
@@ -194,7 +193,7 @@ GEMV_LANE_COLUMNS = site_rule(
     "m⟨w⟩(A's row segment, x_i))))(row groups j, j+g, … of b's lanes·w columns) in h, s, g of Σ "
     "over the groups of P) $ zip(transpose ∘ map(split lanes·w) $ A, split lanes·w $ y)",
     "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows",
-    lambda site: gemv_at(site, True), _blas_offers(True),
+    lambda site: gemv_at(site, True), _lane_offers,
     lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
 
 
@@ -359,7 +358,7 @@ GEMV_LANE_ROWS = site_rule(
     "(lane l of each of blk's g rows: its vectors l, l+lanes, …) in one work-item per row: h, s, "
     "g of Σ over the lanes of P) ∘ split g $ zip(A, y)",
     "liftkit.blas GPU GEMV N (issue 15): a row per g work-items' warp, partials in local memory",
-    lambda site: gemv_at(site, False), _blas_offers(False),
+    lambda site: gemv_at(site, False), _lane_offers,
     lambda parts, t, rows, cols, lanes, g, w: lane_rows(parts, t, lanes, g, w))
 
 GEMV_GROUP_RULES: tuple[Rule, ...] = (GEMV_T_GROUPS, GEMV_ROW_GROUPS)
