@@ -168,7 +168,7 @@ def stub_session(profile: Any = None, patch: Callable[[Any, str, Any], None] = s
     if "cupy" not in modules:  # the library stream look-up of fake CuPy arrays
         cupy = types.ModuleType("cupy")
         stream = types.SimpleNamespace(ptr=0)
-        cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)  # type: ignore[attr-defined]
+        setattr(cupy, "cuda", types.SimpleNamespace(get_current_stream=lambda: stream))
         modules["cupy"] = cupy
     return Session("gpu", backend="cuda", profile=profile)
 
