@@ -39,9 +39,13 @@ class PlannedLaunches:
         """``launch`` of the plan's kernel with ``args`` (its arrays where they were when the
         plan was used first, scalars anywhere): while the tables keep their shape, only the
         transfers a buffer needs, the dependencies, the scalars and the task's rows are
-        worked out; otherwise (and the first time) it is a plain ``launch`` and the plan is
-        made again from the tables as that launch left them."""
+        worked out; otherwise (a buffer not yet on the device, the tables changed) it is a
+        plain ``launch`` and the plan is made again from the tables as that launch left
+        them."""
         with self.lock:
+            if not p.tried and len(args) == p.nargs:  # its first launch: worked out now, it
+                p.tried = True  # takes the short path at once when the tables allow it
+                self._fill(p, args)
             if p.epoch != self._epoch or len(args) != p.nargs:
                 eid = self.launch(p.kernel, global_size, args, reads=p.reads, writes=p.writes,
                                   overwrites=p.over)

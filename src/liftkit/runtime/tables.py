@@ -130,6 +130,7 @@ class LaunchPlan:
     epoch: int = -1
     dead: bool = False    # it cannot take the short path (see Runtime._fill): never again
     misses: int = 0       # times the tables changed shape between two of its launches
+    tried: bool = False   # worked out before its first launch
     built: Any = None
     bufs: tuple = ()
     wbufs: frozenset = frozenset()
