@@ -61,6 +61,15 @@ CASES = {
                                                B=h.ndarray((64, 128), "float64"),
                                                C=h.ndarray((256, 64), "float64"):
                                                s.gemm(A, B, C, trans_b=True)),
+    "gemm float32 epilogue": lambda h, s: (None, lambda A=h.ndarray((256, 128), "float32"),
+                                           B=h.ndarray((128, 64), "float32"),
+                                           C=h.ndarray((256, 64), "float32"):
+                                           s.gemm(A, B, C, alpha=2.0, beta=0.5)),
+    "gemm float64 TT alpha": lambda h, s: (None, lambda A=h.ndarray((128, 256), "float64"),
+                                           B=h.ndarray((64, 128), "float64"),
+                                           C=h.ndarray((256, 64), "float64"):
+                                           s.gemm(A, B, C, alpha=3.0, trans_a=True,
+                                                  trans_b=True)),
     "gemv float32 N": lambda h, s: (None, lambda A=h.ndarray((512, 256), "float32"),
                                     x=h.ndarray((256,), "float32"),
                                     y=h.ndarray((512,), "float32"): s.gemv(A, x, y)),
@@ -139,3 +148,15 @@ def test_a_new_profile_makes_new_plans(host: Any, session: Any) -> None:
     session.profile = None
     session.gemm(A, B, C)  # the general path again, under the new choices
     assert len(session.calls._plans) == 1
+
+
+def test_an_epilogue_plan_clears_c_when_beta_is_zero(host: Any, session: Any) -> None:
+    """α·P + 0·C reads C: the plan clears it first, as the general path does (C may hold NaN);
+    with β ≠ 0 it does not."""
+    A, B, C = (host.ndarray(s, "float32") for s in ((256, 128), (128, 64), (256, 64)))
+    for beta, clears in ((0.0, 1), (0.5, 0)):
+        session.gemm(A, B, C, alpha=2.0, beta=beta)
+        host.COUNTS.clear()
+        session.gemm(A, B, C, alpha=2.0, beta=beta)
+        assert host.COUNTS["cuMemsetD8Async"] == clears
+        assert host.COUNTS["cuda.core launch"] == 2  # the product, the epilogue

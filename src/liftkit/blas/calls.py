@@ -54,6 +54,7 @@ class CallPlan:
     scalars: tuple[Any, ...]  # the scalars' dtypes (alpha, beta cast per call)
     temps: tuple[tuple[str, int], ...]
     zeros: int = 0  # bytes of the session's zero buffer the call reads (its last slot), 0: none
+    memsets: tuple[tuple[Slot, int], ...] = ()  # (slot, bytes) cleared before the launches
 
 
 def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int, Slot],
@@ -222,6 +223,8 @@ class CallPlans:
             ws = s.scratch
             for name, nbytes in plan.temps:
                 ptrs.append(ws.buffer(name, nbytes).ptr)
+        for slot, n in plan.memsets:
+            q.zero(ptrs[slot], n)
         q.launch_all(plan.launches, ptrs)
         event = q.call_event()
         if host is not None:

@@ -324,36 +324,42 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
     Returns a Future."""
     calls = session.calls
     key = None
-    if (calls is not None and type(alpha) in _PLAIN and type(beta) in _PLAIN and alpha == 1
-            and beta == 0 and type(trans_a) in _FLAGS and type(trans_b) in _FLAGS):
+    if (calls is not None and type(alpha) in _SCALARS and type(beta) in _SCALARS
+            and type(trans_a) in _FLAGS and type(trans_b) in _FLAGS):
         ops = calls.operands
         ka, kb = ops.key(A), ops.key(B)
         kc = ops.key(C) if C is not None else None
         if ka is not None and kb is not None and (C is None or kc is not None):
-            key = ("gemm", ka, kb, kc, trans_a, trans_b)
+            if C is None:
+                beta = 0.0  # (as the general path reads it)
+            key = ("gemm", ka, kb, kc, trans_a, trans_b, type(alpha), type(beta),
+                   alpha == 1 and beta == 0, beta == 0)
             got = calls.get(key)
             if got:
-                return calls.run(got[0], got[1], (A, B), C, ())
+                return calls.run(got[0], got[1], (A, B), C, (alpha, beta),
+                                 upload_output=beta != 0)
             if got is None:
                 key = None
     future, plan = _gemm(session, A, B, C, alpha, beta, trans_a, trans_b)
     if key is not None:
-        calls.put(key, _call_plan(plan, C is not None, (A, B, C)))
+        calls.put(key, _call_plan(plan, C is not None, (A, B, C), alpha, beta))
     return future
 
 
-_PLAIN = (int, float, np.float32, np.float64)  # α, β types a call plan takes (α = 1, β = 0)
+_SCALARS = (int, float, complex, np.float32, np.float64, np.complex64, np.complex128)
 _FLAGS = (bool, str, np.bool_)
 
 
-def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...]) -> Any:
-    """The call plan of a GEMM kind: where the call is the plan's kernel alone (no padding,
-    packing or epilogue) on contiguous operands; None otherwise (the general path)."""
+def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any, beta: Any
+               ) -> Any:
+    """The call plan of a GEMM kind where no operand is padded (the kernel alone, or with the
+    `nn` plan's transposes first, or the α·P + β·C epilogue after); None otherwise (the
+    general path). Slots: A, B, C, α, β, then workspace buffers."""
     from liftkit.blas.calls import CallPlan, Output, plan_launches
 
     E = plan.embed
-    if ((E is not None and E.doubled) or not plan._direct(1.0, 0.0)
-            or plan.padded != plan.sizes
+    p = plan.padded
+    if ((E is not None and E.doubled) or p != plan.sizes
             or any(type(x) is np.ndarray and not (x.flags.c_contiguous or x.flags.f_contiguous)
                    for x in arrays if x is not None)):
         return None
@@ -367,17 +373,39 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...]) -> Any:
                 continue
             user = plan._user_shape(role)
             rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
-            dest = 3 + len(temps)
+            dest = 5 + len(temps)
             temps.append((f"prep-{role}", rows * cols * item))
             more, ptemps = plan_launches(s.q, prep, {"M": rows, "N": cols}, {0: slot[role]}, {},
-                                         dest, 3 + len(temps))
+                                         dest, 5 + len(temps))
             launches += more
             temps += ptemps
             slot[role] = dest
     first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
-    more, mtemps = plan_launches(s.q, plan.built, plan.padded, {0: first, 1: second}, {}, 2,
-                                 3 + len(temps))
-    return (CallPlan(tuple(launches + more), 3, (), tuple(temps + mtemps)),
+    memsets: tuple[tuple[int, int], ...] = ()
+    if plan._direct(alpha, beta):
+        more, mtemps = plan_launches(s.q, plan.built, p, {0: first, 1: second}, {}, 2,
+                                     5 + len(temps))
+        launches += more
+        temps += mtemps
+    else:  # the product into the workspace, then C = α·P (or Pᵀ) + β·C
+        prod = 5 + len(temps)
+        temps.append(("product", p["M"] * p["N"] * item))
+        more, mtemps = plan_launches(s.q, plan.built, p, {0: first, 1: second}, {}, prod,
+                                     5 + len(temps))
+        launches += more
+        temps += mtemps
+        M, N = plan.sizes["M"], plan.sizes["N"]
+        rows, cols = (N, M) if plan.result_transposed else (M, N)
+        if beta == 0:  # β·C reads C: cleared first (it may hold NaN)
+            memsets = ((2, rows * cols * item),)
+        kind = Kind("axpby2d", DTYPES[plan.dtype], "T" if plan.result_transposed else "N")
+        epi = s.kernel(kind, {"M": rows, "N": cols})
+        more, etemps = plan_launches(s.q, epi, {"M": rows, "N": cols}, {0: prod, 1: 2},
+                                     {2: 3, 3: 4}, 2, 5 + len(temps))
+        launches += more
+        temps += etemps
+    dt = plan.dtype.type
+    return (CallPlan(tuple(launches), 3, (dt, dt), tuple(temps), memsets=memsets),
             Output((plan.m, plan.n), plan.dtype, plan.orders[2], given))
 
 

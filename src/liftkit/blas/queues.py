@@ -266,6 +266,11 @@ class CUDAQueue:
                     "memset")
         return None
 
+    def zero(self, ptr: int, nbytes: int) -> None:
+        """Clear `nbytes` at a device address (a call plan's memset)."""
+        self._check(self._drv().cuMemsetD8Async(ptr, 0, int(nbytes), self.stream.handle),
+                    "memset")
+
     def copy(self, dst: DevBuf, src: DevBuf, nbytes: int, wait_for: Sequence[Any] = (),
              src_offset: int = 0) -> Any:
         self._check(self._drv().cuMemcpyDtoDAsync(dst.ptr, src.ptr + src_offset, int(nbytes),
