@@ -121,9 +121,28 @@ def test_numpy_operands_are_uploaded_per_call(host: Any, session: Any) -> None:
     assert r1.shape == r2.shape == (256, 64) and r2.flags.c_contiguous
 
 
-def test_padded_sizes_keep_the_general_path(host: Any, session: Any) -> None:
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (2.0, 0.5)])
+def test_padded_sizes_are_planned_as_the_general_path_runs_them(
+        host: Any, session: Any, alpha: float, beta: float) -> None:
+    """Sizes off the kernel's tiles: operands padded into the workspace, the product compacted,
+    the epilogue — the same launches and the same clears and copies on the repeat call."""
     got = _record(session)
     A, B, C = (host.ndarray(s, "float32") for s in ((1000, 999), (999, 1001), (1000, 1001)))
+    host.COUNTS.clear()
+    session.gemm(A, B, C, alpha=alpha, beta=beta)
+    first, general = list(got), dict(host.COUNTS)
+    got.clear()
+    host.COUNTS.clear()
+    session.gemm(A, B, C, alpha=alpha, beta=beta)
+    _same(first, got)
+    for name in ("cuMemsetD8Async", "cuMemcpy2DAsync"):
+        assert host.COUNTS[name] == general.get(name, 0) > 0
+    assert any(v for v in session.calls._plans.values())
+
+
+def test_complex_through_real_keeps_the_general_path(host: Any, session: Any) -> None:
+    got = _record(session)
+    A, B, C = (host.ndarray(s, "complex64") for s in ((64, 32), (32, 48), (64, 48)))
     for _ in range(2):
         session.gemm(A, B, C)
     plans = session.calls._plans

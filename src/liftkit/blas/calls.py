@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import numpy as np
 
@@ -35,11 +35,43 @@ class Launch:
     """One kernel launch of a plan: cuda.core's configuration, the kernel, the argument list
     (sizes filled in) and where each call's values go."""
 
+    step: ClassVar[str] = "launch"
     name: str
     config: Any
     handle: Any
     args: tuple[Any, ...]
     slots: tuple[tuple[int, Slot], ...]  # (argument position, slot)
+
+
+@dataclass(frozen=True)
+class Clear:
+    """Zero `nbytes` at a slot's buffer (a padded copy's margins; C before α·P + 0·C)."""
+
+    step: ClassVar[str] = "clear"
+    slot: Slot
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    """`rows` rows of `row_bytes` from slot `src` (rows `src_pitch` bytes apart) to slot `dst`
+    (rows `dst_pitch` apart): padding an operand, compacting a padded result."""
+
+    step: ClassVar[str] = "copy"
+    dst: Slot
+    src: Slot
+    rows: int
+    row_bytes: int
+    src_pitch: int
+    dst_pitch: int
+
+
+def pad_steps(dst: Slot, src: Slot, have: tuple[int, int], need: tuple[int, int], item: int
+              ) -> list[Any]:
+    """A row-major have[0]×have[1] matrix into the top-left of a zeroed need[0]×need[1] one
+    (as the general path's `_pad2d` / GEMM packing copy it)."""
+    return [Clear(dst, need[0] * need[1] * item),
+            Copy(dst, src, have[0], have[1] * item, have[1] * item, need[1] * item)]
 
 
 @dataclass(frozen=True)
@@ -49,12 +81,11 @@ class CallPlan:
     buffer (where `zeros` > 0), the workspace buffers (`temps`: names and sizes, fetched per
     call: the workspace may have grown them)."""
 
-    launches: tuple[Launch, ...]
+    launches: tuple[Any, ...]  # Launch, Clear and Copy steps, in order
     operands: int
     scalars: tuple[Any, ...]  # the scalars' dtypes (alpha, beta cast per call)
     temps: tuple[tuple[str, int], ...]
     zeros: int = 0  # bytes of the session's zero buffer the call reads (its last slot), 0: none
-    memsets: tuple[tuple[Slot, int], ...] = ()  # (slot, bytes) cleared before the launches
 
 
 def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int, Slot],
@@ -223,8 +254,6 @@ class CallPlans:
             ws = s.scratch
             for name, nbytes in plan.temps:
                 ptrs.append(ws.buffer(name, nbytes).ptr)
-        for slot, n in plan.memsets:
-            q.zero(ptrs[slot], n)
         q.launch_all(plan.launches, ptrs)
         event = q.call_event()
         if host is not None:
@@ -241,4 +270,5 @@ def nbytes(shape: Sequence[int], dtype: np.dtype) -> int:
     return math.prod(shape) * dtype.itemsize
 
 
-__all__ = ["BlasError", "CallPlan", "CallPlans", "Launch", "Output", "plan_launches"]
+__all__ = ["BlasError", "CallPlan", "CallPlans", "Clear", "Copy", "Launch", "Output", "pad_steps",
+           "plan_launches"]

@@ -352,60 +352,68 @@ _FLAGS = (bool, str, np.bool_)
 
 def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any, beta: Any
                ) -> Any:
-    """The call plan of a GEMM kind where no operand is padded (the kernel alone, or with the
-    `nn` plan's transposes first, or the α·P + β·C epilogue after); None otherwise (the
-    general path). Slots: A, B, C, α, β, then workspace buffers."""
-    from liftkit.blas.calls import CallPlan, Output, plan_launches
+    """The call plan of a GEMM kind: the steps the general path enqueues for it — operands
+    padded into the workspace (or the `nn` plan's transposes, unpadded), the kernel, and for
+    α ≠ 1, β ≠ 0, TT or a padded C the product compacted and the α·P + β·C epilogue; None for
+    complex GEMMs through `real` and padded `nn` plans (the general path). Slots: A, B, C, α,
+    β, then the workspace buffers under the general path's names."""
+    from liftkit.blas.calls import CallPlan, Clear, Copy, Output, pad_steps, plan_launches
 
     E = plan.embed
-    p = plan.padded
-    if ((E is not None and E.doubled) or p != plan.sizes
+    p, sizes = plan.padded, plan.sizes
+    if ((E is not None and (E.doubled or p != sizes))
             or any(type(x) is np.ndarray and not (x.flags.c_contiguous or x.flags.f_contiguous)
                    for x in arrays if x is not None)):
         return None
     s, item = plan.session, plan.dtype.itemsize
     slot = {"A": 0, "B": 1}
-    launches: list[Any] = []
+    steps: list[Any] = []
     temps: list[tuple[str, int]] = []
-    if E is not None:  # codelet nn: the transposed operand copied by the transpose kernel first
-        for role, prep in ((plan.first, E.a_prep), ("B" if plan.first == "A" else "A", E.b_prep)):
-            if prep is None:
-                continue
+
+    def temp(name: str, nbytes: int) -> int:
+        temps.append((name, nbytes))
+        return 5 + len(temps) - 1
+
+    def launches(built: Built, at: dict[str, int], arrays: dict[int, int],
+                 scalars: dict[int, int], out: int) -> None:
+        more, ktemps = plan_launches(s.q, built, at, arrays, scalars, out, 5 + len(temps))
+        steps.extend(more)
+        temps.extend(ktemps)
+
+    for role, prep in (((plan.first, E.a_prep), ("B" if plan.first == "A" else "A", E.b_prep))
+                       if E is not None else ()):
+        if prep is not None:  # codelet nn: the transposed operand copied by the kernel first
             user = plan._user_shape(role)
             rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
-            dest = 5 + len(temps)
-            temps.append((f"prep-{role}", rows * cols * item))
-            more, ptemps = plan_launches(s.q, prep, {"M": rows, "N": cols}, {0: slot[role]}, {},
-                                         dest, 5 + len(temps))
-            launches += more
-            temps += ptemps
+            dest = temp(f"prep-{role}", rows * cols * item)
+            launches(prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
             slot[role] = dest
+    if E is None:
+        for role in ("A", "B"):
+            have, need = plan._stored(role, sizes), plan._stored(role, p)
+            if have != need:
+                dest = temp(f"pack-{role}", need[0] * need[1] * item)
+                steps.extend(pad_steps(dest, slot[role], have, need, item))
+                slot[role] = dest
     first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
-    memsets: tuple[tuple[int, int], ...] = ()
     if plan._direct(alpha, beta):
-        more, mtemps = plan_launches(s.q, plan.built, p, {0: first, 1: second}, {}, 2,
-                                     5 + len(temps))
-        launches += more
-        temps += mtemps
+        launches(plan.built, p, {0: first, 1: second}, {}, 2)
     else:  # the product into the workspace, then C = α·P (or Pᵀ) + β·C
-        prod = 5 + len(temps)
-        temps.append(("product", p["M"] * p["N"] * item))
-        more, mtemps = plan_launches(s.q, plan.built, p, {0: first, 1: second}, {}, prod,
-                                     5 + len(temps))
-        launches += more
-        temps += mtemps
-        M, N = plan.sizes["M"], plan.sizes["N"]
+        prod = temp("product", p["M"] * p["N"] * item)
+        launches(plan.built, p, {0: first, 1: second}, {}, prod)
+        M, N = sizes["M"], sizes["N"]
+        if (p["M"], p["N"]) != (M, N):
+            compact = temp("product-compact", M * N * item)
+            steps.append(Copy(compact, prod, M, N * item, p["N"] * item, N * item))
+            prod = compact
         rows, cols = (N, M) if plan.result_transposed else (M, N)
         if beta == 0:  # β·C reads C: cleared first (it may hold NaN)
-            memsets = ((2, rows * cols * item),)
+            steps.append(Clear(2, rows * cols * item))
         kind = Kind("axpby2d", DTYPES[plan.dtype], "T" if plan.result_transposed else "N")
-        epi = s.kernel(kind, {"M": rows, "N": cols})
-        more, etemps = plan_launches(s.q, epi, {"M": rows, "N": cols}, {0: prod, 1: 2},
-                                     {2: 3, 3: 4}, 2, 5 + len(temps))
-        launches += more
-        temps += etemps
+        launches(s.kernel(kind, {"M": rows, "N": cols}), {"M": rows, "N": cols},
+                 {0: prod, 1: 2}, {2: 3, 3: 4}, 2)
     dt = plan.dtype.type
-    return (CallPlan(tuple(launches), 3, (dt, dt), tuple(temps), memsets=memsets),
+    return (CallPlan(tuple(steps), 3, (dt, dt), tuple(temps)),
             Output((plan.m, plan.n), plan.dtype, plan.orders[2], given))
 
 

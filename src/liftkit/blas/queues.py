@@ -433,11 +433,18 @@ class CUDAQueue:
             self._plans[key] = plan
         return plan
 
-    def launch_all(self, launches: Sequence[Any], values: Sequence[Any]) -> None:
-        """Enqueue a call plan's launches (`liftkit.blas.calls.Launch`), each argument list
-        filled from `values` by slot."""
+    def launch_all(self, steps: Sequence[Any], values: Sequence[Any]) -> None:
+        """Enqueue a call plan's steps (`liftkit.blas.calls`: a Launch's argument list filled
+        from `values` by slot; Clear and Copy on the slots' addresses)."""
         launch, stream = self._core.launch, self.stream
-        for ln in launches:
+        for ln in steps:
+            if ln.step != "launch":
+                if ln.step == "copy":
+                    self.copy2d(DevBuf(values[ln.dst], 0), DevBuf(values[ln.src], 0), ln.rows,
+                                ln.row_bytes, ln.src_pitch, ln.dst_pitch)
+                else:
+                    self.zero(values[ln.slot], ln.nbytes)
+                continue
             args = list(ln.args)
             for pos, slot in ln.slots:
                 args[pos] = values[slot]
