@@ -126,8 +126,8 @@ def test_torch_in_and_out(cuda_session: Session) -> None:
 def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
     """Repeat calls (launched from their call plans, tests/blas/test_call_plans.py) give each
     call's own result, with new operands each time, futures read late after more calls than
-    the ring of future events holds, GEMV and GEMM (epilogue) with α ≠ 1, β ≠ 0, and NumPy
-    operands."""
+    the ring of future events holds, GEMV and GEMM (epilogue) with α ≠ 1, β ≠ 0, sizes off
+    the kernels' tiles, and NumPy operands."""
     cp = _cupy()
     rng = np.random.default_rng(21)
     futs: list[tuple[Any, Any, float]] = []
@@ -146,6 +146,9 @@ def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
             futs.append((cuda_session.gemm(dA, dB, cp.asarray(C0.astype(dt)), alpha=2.0, beta=0.5,
                                            trans_b=True), 2 * A @ B.T + 0.5 * C0, tol))
             futs.append((cuda_session.gemm(A.astype(dt), B.astype(dt).T), A @ B.T, tol))
+            P, Q = rng.uniform(-1, 1, (100, 129)), rng.uniform(-1, 1, (129, 37))  # padded
+            futs.append((cuda_session.gemm(cp.asarray(P.astype(dt)), cp.asarray(Q.astype(dt)),
+                                           alpha=1.5), 1.5 * P @ Q, tol))
             futs.append((cuda_session.gemv(A.astype(dt), x[:64].astype(dt)), A @ x[:64], tol))
     assert len(futs) > 64
     for fut, want, tol in futs:
