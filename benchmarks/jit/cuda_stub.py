@@ -169,9 +169,12 @@ class GpuArray:
             "data": (self.host.ctypes.data, False), "version": 3}
 
 
-def stub_runtime() -> Runtime:
-    """A CUDA ``Runtime`` over ``StubCUDADevice``; GPU arrays' pointers are taken to be on
-    its one device (as on a one-GPU machine, where the driver is not asked)."""
-    import liftkit.backends.cuda.devices as cuda_devices
-    cuda_devices.list_devices = lambda: (DEVICE,)  # what _ordinal() consults
+def stub_runtime(one_gpu: bool = True) -> Runtime:
+    """A CUDA ``Runtime`` over ``StubCUDADevice``. With ``one_gpu`` (benchmarks: a process of
+    its own) the process's CUDA device list becomes the stub's one device, so GPU arrays'
+    pointers are taken to be on it as on a one-GPU machine, where the driver is not asked;
+    without it (tests, sharing the process) nothing outside the runtime changes."""
+    if one_gpu:
+        import liftkit.backends.cuda.devices as cuda_devices
+        cuda_devices.list_devices = lambda: (DEVICE,)  # what _ordinal() consults
     return Runtime("cuda", dev=StubCUDADevice(), queues=1)

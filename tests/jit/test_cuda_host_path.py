@@ -41,7 +41,7 @@ def f(x, y):
 
 def test_a_cuda_call_on_gpu_arrays_launches_through_plans_and_leaves_nothing() -> None:
     stub = _stub()
-    rt = stub.stub_runtime()
+    rt = stub.stub_runtime(one_gpu=False)  # the process's CUDA device list stays as it is
     f = compile_source(SRC, gpu_runtime=rt)
     x, y = stub.GpuArray(np.arange(64.0)), stub.GpuArray(np.zeros(64))
     assert f(x, y) is y  # the argument itself comes back
