@@ -77,6 +77,17 @@ CASES = {
                                          x=h.ndarray((512,), "float64"),
                                          y=h.ndarray((256,), "float64"):
                                          s.gemv(A, x, y, alpha=2.0, beta=0.5, trans=True)),
+    "gemv float32 N padded": lambda h, s: (None, lambda A=h.ndarray((1001, 999), "float32"),
+                                           x=h.ndarray((999,), "float32"),
+                                           y=h.ndarray((1001,), "float32"):
+                                           s.gemv(A, x, y, beta=2.0)),
+    "gemv float64 T padded": lambda h, s: (None, lambda A=h.ndarray((1001, 999), "float64"),
+                                           x=h.ndarray((1001,), "float64"),
+                                           y=h.ndarray((999,), "float64"):
+                                           s.gemv(A, x, y, trans=True)),
+    "transpose float64 padded": lambda h, s: (None, lambda A=h.ndarray((1001, 999), "float64"),
+                                              O=h.ndarray((999, 1001), "float64"):
+                                              s.transpose(A, O)),
     "transpose float32": lambda h, s: (None, lambda A=h.ndarray((256, 512), "float32"),
                                        O=h.ndarray((512, 256), "float32"): s.transpose(A, O)),
 }

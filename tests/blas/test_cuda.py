@@ -149,6 +149,12 @@ def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
             P, Q = rng.uniform(-1, 1, (100, 129)), rng.uniform(-1, 1, (129, 37))  # padded
             futs.append((cuda_session.gemm(cp.asarray(P.astype(dt)), cp.asarray(Q.astype(dt)),
                                            alpha=1.5), 1.5 * P @ Q, tol))
+            v, w = rng.uniform(-1, 1, 129), rng.uniform(-1, 1, 100)
+            dP = cp.asarray(P.astype(dt))
+            futs.append((cuda_session.gemv(dP, cp.asarray(v.astype(dt))), P @ v, tol))
+            futs.append((cuda_session.gemv(dP, cp.asarray(w.astype(dt)), trans=True), P.T @ w,
+                         tol))
+            futs.append((cuda_session.transpose(dP), P.T, tol))
             futs.append((cuda_session.gemv(A.astype(dt), x[:64].astype(dt)), A @ x[:64], tol))
     assert len(futs) > 64
     for fut, want, tol in futs:

@@ -109,16 +109,51 @@ def _gemv(s: Session, A: Any, x: Any, y: Any, alpha: Any, beta: Any, trans: Tran
         ev = s.q.copy(out.buf, dest, rows * item, [ev])
     events, finish = s.finish_output(out, [ev])
     plan = None
-    if s.calls is not None and p == sizes and _contiguous(A, x, y):
-        from liftkit.blas.calls import CallPlan, Output, plan_launches
-
-        zeros = ylen_p * item if beta == 0 else 0
-        base = 6 if zeros else 5
-        launches, tmp = plan_launches(s.q, built, p, {0: 0, 1: 1, 2: 5 if zeros else 2},
-                                      {3: 3, 4: 4}, 2, base)
-        plan = (CallPlan(tuple(launches), 3, (dt.type, dt.type), tuple(tmp), zeros),
-                Output((rows,), dt, "C", given))
+    if s.calls is not None and _contiguous(A, x, y):
+        plan = _gemv_plan(s, built, (sm, sn), p, t, rows, beta, dt, given)
     return s.future(events, finish, keep=[a, xv, out, ws, temps, ybuf]), plan
+
+
+def _gemv_plan(s: Session, built: Any, stored: tuple[int, int], p: dict[str, int], t: bool,
+               rows: int, beta: Any, dt: np.dtype, given: bool) -> Any:
+    """The call plan of a GEMV kind: the steps `_gemv` enqueues (A, x and y padded into the
+    workspace where the derivation needs it, the kernel, the result copied out of its padded
+    buffer). Slots: A, x, y, α, β, the zero buffer (β = 0), then workspace buffers."""
+    from liftkit.blas.calls import CallPlan, Copy, Output, pad_steps, plan_launches
+
+    item = dt.itemsize
+    ylen_p = p["N"] if t else p["M"]
+    zeros = ylen_p * item if beta == 0 else 0
+    base = 6 if zeros else 5
+    steps: list[Any] = []
+    temps: list[tuple[str, int]] = []
+
+    def temp(name: str, nbytes: int) -> int:
+        temps.append((name, nbytes))
+        return base + len(temps) - 1
+
+    def pad1(src: int, n: int, n_pad: int, name: str) -> int:
+        if n == n_pad:
+            return src
+        dst = temp(name, n_pad * item)
+        steps.extend(pad_steps(dst, src, (1, n), (1, n_pad), item))
+        return dst
+
+    a = 0
+    if stored != (p["M"], p["N"]):
+        a = temp("A", p["M"] * p["N"] * item)
+        steps.extend(pad_steps(a, 0, stored, (p["M"], p["N"]), item))
+    x = pad1(1, stored[0] if t else stored[1], p["M"] if t else p["N"], "x")
+    yin = 5 if zeros else pad1(2, rows, ylen_p, "y")
+    dest = 2 if ylen_p == rows else temp("y-out", ylen_p * item)
+    more, ktemps = plan_launches(s.q, built, p, {0: a, 1: x, 2: yin}, {3: 3, 4: 4}, dest,
+                                 base + len(temps))
+    steps += more
+    temps += ktemps
+    if dest != 2:
+        steps.append(Copy(2, dest, 1, rows * item, rows * item, rows * item))
+    return (CallPlan(tuple(steps), 3, (dt.type, dt.type), tuple(temps), zeros),
+            Output((rows,), dt, "C", given))
 
 
 def _contiguous(*arrays: Any) -> bool:
@@ -171,22 +206,47 @@ def _transpose(s: Session, A: Any, out: Any) -> tuple[Future, Any]:
                             item, ws, "A")
         if p == {"M": sm, "N": sn}:
             ev, temps = built.launch(s.q, {0: src}, {}, o.buf, p, waits, ws)
-            if s.calls is not None and _contiguous(A, out):
-                from liftkit.blas.calls import CallPlan, Output, plan_launches
-
-                launches, tmp = plan_launches(s.q, built, p, {0: 0}, {}, 1, 2)
-                plan = (CallPlan(tuple(launches), 2, (), tuple(tmp)),
-                        Output(want, a.dtype, o.order, out is not None))
         else:
             tmp = ws.buffer("T", p["M"] * p["N"] * item)
             ev, temps = built.launch(s.q, {0: src}, {}, tmp, p, waits, ws)
             ev = s.q.copy2d(o.buf, tmp, sn, sm * item, p["M"] * item, sm * item, [ev])
+        if s.calls is not None and _contiguous(A, out):
+            from liftkit.blas.calls import Output
+
+            plan = (_transpose_plan(s, built, (sm, sn), p, item),
+                    Output(want, a.dtype, o.order, out is not None))
         keep: list[Any] = [ws, temps]
     else:  # the orders differ: the bytes are already the transpose's
         ev = s.q.copy(o.buf, a.buf, math.prod(a.shape) * item, list(a.events) + o.events)
         keep = []
     events, finish = s.finish_output(o, [ev])
     return s.future(events, finish, keep=[a, o, *keep]), plan
+
+
+def _transpose_plan(s: Session, built: Any, stored: tuple[int, int], p: dict[str, int],
+                    item: int) -> Any:
+    """The steps `_transpose` enqueues for one kind (A padded, the kernel, the padded result
+    copied out). Slots: A, the output, then workspace buffers."""
+    from liftkit.blas.calls import CallPlan, Copy, pad_steps, plan_launches
+
+    sm, sn = stored
+    steps: list[Any] = []
+    temps: list[tuple[str, int]] = []
+    src = 0
+    if (sm, sn) != (p["M"], p["N"]):
+        temps.append(("A", p["M"] * p["N"] * item))
+        src = 2
+        steps.extend(pad_steps(src, 0, (sm, sn), (p["M"], p["N"]), item))
+    dest = 1
+    if (sm, sn) != (p["M"], p["N"]):
+        temps.append(("T", p["M"] * p["N"] * item))
+        dest = 2 + len(temps) - 1
+    more, ktemps = plan_launches(s.q, built, p, {0: src}, {}, dest, 2 + len(temps))
+    steps += more
+    temps += ktemps
+    if dest != 1:
+        steps.append(Copy(1, dest, sn, sm * item, p["M"] * item, sm * item))
+    return CallPlan(tuple(steps), 2, (), tuple(temps))
 
 
 def _as_order(s: Session, o: Operand, order: str) -> Operand:
