@@ -137,8 +137,9 @@ class Runtime(PlannedLaunches):
         buf = Buffer(self._next(), nbytes, int(ptr), None, [owner], handle=int(ptr),
                      borrowed=True, dev_valid=True)
         self.buffers[buf.id] = buf
-        v = self._new_var(buf, 0, shape, c_strides(shape, dtype.itemsize), dtype)
-        v.key = (int(ptr), tuple(shape), v.strides, dtype.str)
+        strides = c_strides(shape, dtype.itemsize)
+        v = self._new_var(buf, 0, shape, strides, dtype)
+        v.key = (int(ptr), tuple(shape), strides, dtype.str)
         self._by_key.setdefault(v.key, v.id)
         return v
 
@@ -158,7 +159,9 @@ class Runtime(PlannedLaunches):
         """``adopt`` for device memory the caller already described and synchronised (a
         C-ordered array at ``ptr`` kept alive by ``owner``)."""
         with self.lock:
-            return self._borrowed(int(ptr), tuple(int(n) for n in shape), np.dtype(dtype), owner)
+            if type(shape) is not tuple or type(dtype) is not np.dtype:  # (made by the caller)
+                shape, dtype = tuple(int(n) for n in shape), np.dtype(dtype)
+            return self._borrowed(int(ptr), shape, dtype, owner)
 
     def detach(self, v: ArrayVar, wait: bool = True) -> Any:
         """Hand the device allocation holding ``v`` (alone in its buffer) to the caller: it
