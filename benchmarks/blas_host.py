@@ -241,6 +241,10 @@ def cases(s: Any, device_arrays: bool, sizes: dict[str, int]) -> dict[str, Calla
             out[f"gemv {dt} N {n_mv}"] = lambda M=M, x=x, y=y: s.gemv(M, x, y)
             out[f"gemv {dt} T {n_mv}"] = lambda M=M, x=x, y=y: s.gemv(M, x, y, trans=True)
             out[f"transpose {dt} {n_tr}"] = lambda T=T, U=U: s.transpose(T, U)
+            out[f"gemm {dt} NN {n_mm} a=2 b=.5"] = lambda A=A, B=B, C=C: s.gemm(
+                A, B, C, alpha=2.0, beta=0.5)
+            P, Q, R = (ndarray(sh, dt) for sh in ((1000, 1000), (1000, 1000), (1000, 1000)))
+            out[f"gemm {dt} NN 1000 (padded)"] = lambda P=P, Q=Q, R=R: s.gemm(P, Q, R)
         else:
             rng = np.random.default_rng(0)
             A, B = (rng.random((n_mm, n_mm)).astype(dt) for _ in range(2))
