@@ -127,7 +127,7 @@ def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
     """Repeat calls (launched from their call plans, tests/blas/test_call_plans.py) give each
     call's own result, with new operands each time, futures read late after more calls than
     the ring of future events holds, GEMV and GEMM (epilogue) with α ≠ 1, β ≠ 0, sizes off
-    the kernels' tiles, and NumPy operands."""
+    the kernels' tiles, complex GEMM through one real GEMM, and NumPy operands."""
     cp = _cupy()
     rng = np.random.default_rng(21)
     futs: list[tuple[Any, Any, float]] = []
@@ -155,6 +155,12 @@ def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
             futs.append((cuda_session.gemv(dP, cp.asarray(w.astype(dt)), trans=True), P.T @ w,
                          tol))
             futs.append((cuda_session.transpose(dP), P.T, tol))
+            cdt = np.complex64 if dt == np.float32 else np.complex128
+            Z = P[:31, :65] + 1j * rng.uniform(-1, 1, (31, 65))
+            W, V = Q[:31, :17] - 1j * Q[:31, :17], rng.uniform(-1, 1, (65, 17)) + 0j
+            futs.append((cuda_session.gemm(cp.asarray(Z.astype(cdt)), cp.asarray(W.astype(cdt)),
+                                           cp.asarray(V.astype(cdt)), alpha=1j, beta=0.5,
+                                           trans_a="C"), 1j * Z.conj().T @ W + 0.5 * V, tol))
             futs.append((cuda_session.gemv(A.astype(dt), x[:64].astype(dt)), A @ x[:64], tol))
     assert len(futs) > 64
     for fut, want, tol in futs:

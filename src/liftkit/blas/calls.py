@@ -8,8 +8,9 @@ the kernels' handles and launch configurations, each launch's argument list with
 where this call's pointers, scalars and workspace buffers go. A repeat call reads its operands'
 pointers, fills them in and launches; its future is one re-recorded event.
 
-A plan is made only where a call is exactly its kernels (no padding, no packing, no epilogue);
-other kinds are remembered as "general" and keep taking the general path. The plans live in
+A plan holds the steps the general path enqueued for its kind — launches, and the clears and
+2-D copies of padding — with the call's own values in slots; kinds the plans do not cover are
+remembered as "general" and keep taking the general path. The plans live in
 the session (an explicit cache, cleared with the session's choices), so a new profile or a
 forgotten choice makes new ones.
 """
@@ -86,6 +87,7 @@ class CallPlan:
     scalars: tuple[Any, ...]  # the scalars' dtypes (alpha, beta cast per call)
     temps: tuple[tuple[str, int], ...]
     zeros: int = 0  # bytes of the session's zero buffer the call reads (its last slot), 0: none
+    fixed: tuple[Any, ...] = ()  # values the same on every call (after the zero buffer's slot)
 
 
 def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int, Slot],
@@ -250,6 +252,7 @@ class CallPlans:
         ptrs.extend(t(v) for t, v in zip(plan.scalars, scalars))
         if plan.zeros:
             ptrs.append(s.zeros(plan.zeros)[0].ptr)
+        ptrs.extend(plan.fixed)
         if plan.temps:
             ws = s.scratch
             for name, nbytes in plan.temps:

@@ -353,40 +353,59 @@ _FLAGS = (bool, str, np.bool_)
 def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any, beta: Any
                ) -> Any:
     """The call plan of a GEMM kind: the steps the general path enqueues for it — operands
-    padded into the workspace (or the `nn` plan's transposes, unpadded), the kernel, and for
-    α ≠ 1, β ≠ 0, TT or a padded C the product compacted and the α·P + β·C epilogue; None for
-    complex GEMMs through `real` and padded `nn` plans (the general path). Slots: A, B, C, α,
-    β, then the workspace buffers under the general path's names."""
+    prepared (the `nn` plan's transposes, `real`'s cprep/cembed) and padded into the workspace,
+    the kernel, and for α ≠ 1, β ≠ 0, TT or a padded C the product compacted and the
+    α·P + β·C epilogue; None for strided NumPy operands (the general path copies them).
+    Slots: A, B, C, α, β, the (1, i) buffer (`real`), then the workspace buffers under the
+    general path's names."""
     from liftkit.blas.calls import CallPlan, Clear, Copy, Output, pad_steps, plan_launches
 
     E = plan.embed
     p, sizes = plan.padded, plan.sizes
-    if ((E is not None and (E.doubled or p != sizes))
-            or any(type(x) is np.ndarray and not (x.flags.c_contiguous or x.flags.f_contiguous)
-                   for x in arrays if x is not None)):
+    if any(type(x) is np.ndarray and not (x.flags.c_contiguous or x.flags.f_contiguous)
+           for x in arrays if x is not None):
         return None
     s, item = plan.session, plan.dtype.itemsize
+    fixed = (E.unit.ptr,) if E is not None and E.doubled else ()  # the (1, i) buffer
+    base = 5 + len(fixed)
     slot = {"A": 0, "B": 1}
     steps: list[Any] = []
     temps: list[tuple[str, int]] = []
 
     def temp(name: str, nbytes: int) -> int:
         temps.append((name, nbytes))
-        return 5 + len(temps) - 1
+        return base + len(temps) - 1
 
     def launches(built: Built, at: dict[str, int], arrays: dict[int, int],
                  scalars: dict[int, int], out: int) -> None:
-        more, ktemps = plan_launches(s.q, built, at, arrays, scalars, out, 5 + len(temps))
+        more, ktemps = plan_launches(s.q, built, at, arrays, scalars, out, base + len(temps))
         steps.extend(more)
         temps.extend(ktemps)
 
-    for role, prep in (((plan.first, E.a_prep), ("B" if plan.first == "A" else "A", E.b_prep))
-                       if E is not None else ()):
-        if prep is not None:  # codelet nn: the transposed operand copied by the kernel first
-            user = plan._user_shape(role)
-            rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
-            dest = temp(f"prep-{role}", rows * cols * item)
-            launches(prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
+    M, N, K = sizes["M"], sizes["N"], sizes["K"]
+    for role in ((plan.first, "B" if plan.first == "A" else "A") if E is not None else ()):
+        user = plan._user_shape(role)  # as `_pack_embedded` places it
+        rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
+        if role == plan.first:
+            if E.a_prep is not None:  # op(first) made row-major and plain: M×K
+                dest = temp(f"prep-{role}", M * K * item)
+                launches(E.a_prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
+                slot[role] = dest
+            have, need = (M, K), (p["M"], p["K"])
+        elif E.doubled:  # embedded by cembed: 2K×N complex
+            dest = temp(f"embed-{role}", 2 * K * N * item)
+            launches(E.b_prep, {"K": K, "N": N}, {0: slot[role], 1: 5}, {}, dest)
+            slot[role] = dest
+            have, need = (2 * K, N), (2 * p["K"], p["N"])
+        else:
+            if E.b_prep is not None:  # op(second) made row-major: K×N
+                dest = temp(f"prep-{role}", K * N * item)
+                launches(E.b_prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
+                slot[role] = dest
+            have, need = (K, N), (p["K"], p["N"])
+        if have != need:
+            dest = temp(f"pad-{role}", need[0] * need[1] * item)
+            steps.extend(pad_steps(dest, slot[role], have, need, item))
             slot[role] = dest
     if E is None:
         for role in ("A", "B"):
@@ -395,12 +414,14 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
                 dest = temp(f"pack-{role}", need[0] * need[1] * item)
                 steps.extend(pad_steps(dest, slot[role], have, need, item))
                 slot[role] = dest
+    d = 2 if E is not None and E.doubled else 1
+    at = {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}
     first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
     if plan._direct(alpha, beta):
-        launches(plan.built, p, {0: first, 1: second}, {}, 2)
+        launches(plan.built, at, {0: first, 1: second}, {}, 2)
     else:  # the product into the workspace, then C = α·P (or Pᵀ) + β·C
         prod = temp("product", p["M"] * p["N"] * item)
-        launches(plan.built, p, {0: first, 1: second}, {}, prod)
+        launches(plan.built, at, {0: first, 1: second}, {}, prod)
         M, N = sizes["M"], sizes["N"]
         if (p["M"], p["N"]) != (M, N):
             compact = temp("product-compact", M * N * item)
@@ -413,7 +434,7 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
         launches(s.kernel(kind, {"M": rows, "N": cols}), {"M": rows, "N": cols},
                  {0: prod, 1: 2}, {2: 3, 3: 4}, 2)
     dt = plan.dtype.type
-    return (CallPlan(tuple(steps), 3, (dt, dt), tuple(temps)),
+    return (CallPlan(tuple(steps), 3, (dt, dt), tuple(temps), fixed=fixed),
             Output((plan.m, plan.n), plan.dtype, plan.orders[2], given))
 
 
