@@ -439,7 +439,9 @@ class CUDAQueue:
         launch, stream = self._core.launch, self.stream
         for ln in steps:
             if ln.step != "launch":
-                if ln.step == "copy":
+                if ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
+                    self.copy(DevBuf(values[ln.dst], 0), DevBuf(values[ln.src], 0), ln.row_bytes)
+                elif ln.step == "copy":
                     self.copy2d(DevBuf(values[ln.dst], 0), DevBuf(values[ln.src], 0), ln.rows,
                                 ln.row_bytes, ln.src_pitch, ln.dst_pitch)
                 else:
