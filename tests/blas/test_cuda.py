@@ -118,6 +118,9 @@ def test_torch_in_and_out(cuda_session: Session) -> None:
     out = cuda_session.gemm(tA, tB, alpha=2.0).result()
     assert isinstance(out, torch.Tensor) and out.is_cuda
     np.testing.assert_allclose(out.cpu().numpy(), 2 * A @ B, rtol=1e-12, atol=1e-12)
+    out2 = cuda_session.gemm(2 * tA, tB, alpha=2.0).result()  # its call plan, new operands
+    assert out2.data_ptr() != out.data_ptr()
+    np.testing.assert_allclose(out2.cpu().numpy(), 4 * A @ B, rtol=1e-12, atol=1e-12)
     s = cuda_session.dot(tA[0].contiguous(), tA[1].contiguous()).result()
     assert abs(s - A[0] @ A[1]) < 1e-12
 
