@@ -168,8 +168,9 @@ def test_wgmma_cuda_code_and_sm90a_build() -> None:
             out = compile_cuda(k.source, "sm_90a", k.build_options, name=f"{k.name}.cu")
             assert out.cubin and "wgmma.mma_async" in out.ptx
     k = compile_program(low(), CUDA).kernels[0]
-    with pytest.raises(NVRTCError, match="reduceWgmmaTF32Z needs a Hopper GPU"):
+    with pytest.raises(NVRTCError, match="reduceWgmmaTF32Z needs a Hopper GPU") as err:
         compile_cuda(k.source, "sm_80", k.build_options, name="old.cu")
+    assert str(err.value).startswith("old.cu for sm_80: ") and "\n" not in str(err.value)
 
 
 def test_wgmma_refused_on_opencl_and_for_what_it_cannot_load() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -202,6 +203,11 @@ def compile_cuda(source: str, arch: str, options: Sequence[str] = (), name: str 
         ptx, cubin, log = compile_server().request(  # type: ignore[misc]
             "compile", source, arch, [STD, *QUIET, *options], name)
     except NVRTCError as err:
-        raise NVRTCError(f"NVRTC could not compile {name} for {arch}:\n{str(err) or '(no log)'}"
+        log = str(err)
+        # a kernel's own #error (a pattern refusing this target) is the whole story: one line
+        said = re.search(r'#error directive: "([^"\n]*)"', log)
+        if said:
+            raise NVRTCError(f"{name} for {arch}: {said.group(1)}") from None
+        raise NVRTCError(f"NVRTC could not compile {name} for {arch}:\n{log or '(no log)'}"
                          ) from None
     return NVRTCOutput(ptx, cubin, log)
