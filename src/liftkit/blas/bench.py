@@ -92,6 +92,18 @@ def run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
               clblast: bool = False, session: Any = None, backend: str = "auto") -> list[Row]:
     """The rows, one per op × dtype × size; `clblast` adds CLBlast's rate where pyclblast is
     installed (checked against the same float64 result before it is timed)."""
+    import warnings
+
+    import pyopencl as cl
+
+    with warnings.catch_warnings():  # pyopencl's own fill kernels: driver build logs
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return _run_bench(device, sizes, ops, dtypes, repeat, log, clblast, session, backend)
+
+
+def _run_bench(device: Optional[str], sizes: Optional[list[int]], ops: list[str],
+               dtypes: list[str], repeat: int, log: Optional[Callable[[str], None]],
+               clblast: bool, session: Any, backend: str) -> list[Row]:
     from liftkit.blas.session import Session
     from liftkit.blas.tune import DTYPES  # noqa: F401 - the dtype names the library knows
 
@@ -312,21 +324,17 @@ def run_from_args(args: argparse.Namespace, out: TextIO) -> int:
     bad = [d for d in dtypes if d not in known]
     if bad:
         raise CliError(f"--dtypes: unknown {', '.join(bad)} (known: {', '.join(known)})")
-    import warnings
-
     import pyopencl as cl
 
-    with warnings.catch_warnings():  # pyopencl's own fill kernels: driver build logs
-        warnings.simplefilter("ignore", cl.CompilerWarning)
-        try:
-            rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
-                             log=lambda line: print(line, file=out, flush=True),
-                             backend=getattr(args, "backend", "auto"))
-        except cl.Error as err:  # a driver that cannot build or run: one line, its own words
-            lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-            why = "; ".join(dict.fromkeys([lines[0].split(" - ")[0]] + [
-                ln for ln in lines[1:] if "error" in ln.lower()][:2]))
-            raise CliError(f"blas bench: the OpenCL device failed ({why})") from None
+    try:
+        rows = run_bench(args.device, sizes, ops, dtypes, args.repeat,
+                         log=lambda line: print(line, file=out, flush=True),
+                         backend=getattr(args, "backend", "auto"))
+    except cl.Error as err:  # a driver that cannot build or run: one line, its own words
+        lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+        why = "; ".join(dict.fromkeys([lines[0].split(" - ")[0]] + [
+            ln for ln in lines[1:] if "error" in ln.lower()][:2]))
+        raise CliError(f"blas bench: the OpenCL device failed ({why})") from None
     print_table(rows, out)
     if args.out:
         Path(args.out).write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
