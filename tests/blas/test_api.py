@@ -237,6 +237,11 @@ def test_a_profile_of_another_driver_is_used_with_one_warning(session: Session, 
     assert s.profile is not None and s.profile.fingerprint.endswith("|0.0-older")
     ours = [w for w in caught if issubclass(w.category, NoProfileWarning)]
     assert len(ours) == 1 and "0.0-older" in str(ours[0].message)
+    with warnings.catch_warnings(record=True) as caught:  # tools that report profiles themselves
+        warnings.simplefilter("always")
+        quiet = Session(dev, warn=False)
+    assert quiet.profile is not None and quiet.profile.fingerprint.endswith("|0.0-older")
+    assert not [w for w in caught if issubclass(w.category, NoProfileWarning)]
     Profile(dev.fingerprint, dev.label, "cpu").save(tmp_path / "user" / pm.file_name(dev.fingerprint))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

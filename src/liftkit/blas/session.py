@@ -116,7 +116,9 @@ class Session:
     the `context` (and `queue`) that pyopencl arrays live in. `backend`: "auto" (CUDA for
     "gpu"/"cuda"/"cuda:N" where a CUDA GPU and driver are present, as `--device gpu` picks
     elsewhere; OpenCL otherwise), "opencl" or "cuda". `profile`: a Profile, a path, or None to
-    look one up by the device's fingerprint (which names the backend)."""
+    look one up by the device's fingerprint (which names the backend). `warn=False` is for tools
+    that report the profile state themselves (bench, tune): no NoProfileWarning about a missing
+    profile or one tuned on another driver (an unreadable profile is still reported)."""
 
     def __init__(self, device: Union[str, Any, None] = None, *, context: Any = None,
                  queue: Any = None, profile: Union[Profile, str, None] = None,
@@ -151,7 +153,8 @@ class Session:
         else:
             try:
                 self.profile = find_profile_any_driver(self.device.fingerprint)
-                if self.profile is not None and self.profile.fingerprint != self.device.fingerprint:
+                if (warn and self.profile is not None
+                        and self.profile.fingerprint != self.device.fingerprint):
                     warnings.warn(
                         f"liftkit.blas: using the profile tuned for {self.profile.fingerprint} on "
                         f"driver {self.device.fingerprint.rsplit('|', 1)[-1]}; `liftkit blas tune "
