@@ -21,11 +21,11 @@ from liftkit.ir.printer import show
 from liftkit.ir.typecheck import is_low_level
 from liftkit.programs import PROGRAMS
 from liftkit.rewrite import Rule, apply_choice, enumerate_choices
-from liftkit.rewrite.rules import ALL_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
+from liftkit.rewrite.rules import ALL_RULES, MM_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run
-from liftkit.rewrite.rules.mm import (MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_RULES, MM_TILE_2D,
-                                      MM_TILES_BLOCKS, MM_TILES_LOWER, MM_TILES_STAGE_LOCAL,
-                                      MM_TILES_UNROLL, MM_TILES_VECTORIZE)
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER
+from liftkit.rewrite.rules.mm_steps import (MM_TILES_BLOCKS, MM_TILES_STAGE_LOCAL, MM_TILES_UNROLL,
+                                            MM_TILES_VECTORIZE)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.types import float32
 

@@ -13,7 +13,8 @@ interchange, movement and cancellation, copy insertion, slide tiling) and rules/
 (reductions and maps cut into constant-size chunks or strided columns, vectorisation through
 zip) rules/iterate.py (`iterate 0 f → id`, `iterate 1 f → f`), rules/stencil.py (stencils tiled
 into local memory) and rules/private.py (a work-item's values read in its loops copied to
-private memory once); `MM_RULES` (rules/mm.py) tile and block matrix multiplication (they apply to
+private memory once); `MM_RULES` (rules/mm.py, the composites, and rules/mm_steps.py,
+mm-tiles-lower in small steps) tile and block matrix multiplication (they apply to
 the one MM nest only, so they are soundness-tested on MM programs: tests/rewrite/test_mm_rules.py);
 `NBODY_RULES` (rules/nbody_tiles.py) tile an all-pairs reduction through local memory (the
 N-Body shape; tests/rewrite/test_nbody_tiles.py); `GEMV_GROUP_RULES` (rules/gemv/groups.py) build
@@ -39,10 +40,13 @@ from liftkit.rewrite.rules.iterate import ITERATE_RULES
 from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
-from liftkit.rewrite.rules.mm import MM_RULES
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER
+from liftkit.rewrite.rules.mm_steps import MM_STEP_RULES
 from liftkit.rewrite.rules.nbody_tiles import NBODY_RULES
 from liftkit.rewrite.rules.order import order_insensitive
 
+# the composites (rules/mm.py) with the small steps of mm-tiles-lower (rules/mm_steps.py) between
+MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER) + MM_STEP_RULES + (MM_PRIVATE_BLOCKS,)
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
 EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES + PRIVATE_RULES
 ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES + NBODY_RULES + GEMV_GROUP_RULES

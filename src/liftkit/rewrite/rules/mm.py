@@ -31,7 +31,8 @@ parameter, so the tiles and register blocks have constant sizes:
   form (compared with a rebuilt copy up to parameter names) to the kernel of `mm-local-tiles`.
   The `mm-tiles` macro is the two in sequence; between them the search may also take the
   tiled program elsewhere.
-* `mm-tiles-lower` in small steps, one rule each (rules/mm_steps.py; `mm-tiles-lower` and
+* `mm-tiles-lower` in small steps, one rule each (rules/mm_steps.py, which builds on this module,
+  never the reverse; rules/__init__.py assembles `MM_RULES`; `mm-tiles-lower` and
   `mm-local-tiles` build what they make in sequence, `lowered_tiles`): `mm-tiles-stage-local`
   (wx, wy): one work-group of wx×wy work-items per tile of C, each tile pair copied into local
   memory cooperatively in rounds, the tile's product from the copies still high-level; `mm-tiles-vectorize` (w): those
@@ -65,7 +66,7 @@ from liftkit.arith import ArithExpr
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, unwrap_eta, walk
 from liftkit.ir.userfuns import FLOAT, complex_funs, id4, id_of, scalar_funs
-from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.core import Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
 from liftkit.types import ArrayType, ScalarType, complex64, complex128, float32, float64, vector
@@ -708,10 +709,3 @@ MM_PRIVATE_BLOCKS = make_rule(
     SOURCE + ": 2D register blocking, float4 loads, no local memory (CLBlast for AMD)",
     _choices_blocks, _build_blocks, lowering=True, reshapes=True, opaque=False)
 
-
-# the small rules the composites are made of build on the above (rules/mm_steps.py)
-from liftkit.rewrite.rules.mm_steps import (MM_TILES_BLOCKS, MM_TILES_STAGE_LOCAL,  # noqa: E402
-                                            MM_TILES_UNROLL, MM_TILES_VECTORIZE)
-
-MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER, MM_TILES_STAGE_LOCAL,
-                              MM_TILES_VECTORIZE, MM_TILES_BLOCKS, MM_TILES_UNROLL, MM_PRIVATE_BLOCKS)

@@ -21,7 +21,7 @@ from typing import Any, Optional
 from liftkit import dsl as D
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, walk
-from liftkit.rewrite.core import Site
+from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
 from liftkit.rewrite.rules.mm import (BLOCKS, ELEM_WIDTHS, FLOAT32, SOURCE, _NOT_AROUND, Elem, Options,
@@ -214,3 +214,8 @@ MM_TILES_UNROLL = make_rule(
     "of a tile …) → mapLcl(… reduceSeqUnroll(…) …)   (a constant number of K steps)",
     SOURCE + ": unrolling the K steps of a tile (the register blocks stay registers)",
     _choices_unroll, _build_unroll, lowering=True)
+
+
+MM_STEP_RULES: tuple[Rule, ...] = (MM_TILES_STAGE_LOCAL, MM_TILES_VECTORIZE, MM_TILES_BLOCKS, MM_TILES_UNROLL)
+"""The steps in the order they apply (rules/__init__.py puts them in `MM_RULES` between
+`mm-tiles-lower` and `mm-private-blocks`)."""
