@@ -24,8 +24,8 @@ from liftkit.rewrite import Rule, apply_choice, enumerate_choices
 from liftkit.rewrite.rules import ALL_RULES, MM_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run
 from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER
-from liftkit.rewrite.rules.mm_steps import (MM_TILES_BLOCKS, MM_TILES_STAGE_LOCAL, MM_TILES_UNROLL,
-                                            MM_TILES_VECTORIZE)
+from liftkit.rewrite.rules.mm_steps import (MM_TILES_BLOCKS, MM_TILES_PRIVATE, MM_TILES_STAGE_LOCAL,
+                                            MM_TILES_UNROLL, MM_TILES_VECTORIZE, MM_TILES_WORK_ITEMS)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
 from liftkit.types import float32
 
@@ -84,6 +84,17 @@ def staged_case(case: Case, vectorize: bool = True) -> Case:
     return Case(prog, case.inputs, case.expected, case.seed, origin, case.sizes)  # type: ignore[arg-type]
 
 
+def blocked_case(case: Case) -> Case:
+    """A staged case whose work-items' blocks mm-tiles-work-items placed (what mm-tiles-private
+    puts in registers)."""
+    opts = enumerate_choices(case.program, [MM_TILES_WORK_ITEMS])
+    if not opts:
+        return case
+    prog = apply_choice(case.program, opts[0], RULES)
+    return Case(prog, case.inputs, case.expected, case.seed, case.origin + " + mm-tiles-work-items",
+                case.sizes)  # type: ignore[arg-type]
+
+
 def loop_kernel_case(case: Case) -> Case:
     """A tiled case lowered by mm-tiles-lower with its K steps a loop (unroll=0: the kernel
     mm-tiles-unroll unrolls)."""
@@ -109,6 +120,9 @@ HARNESS_STAGED = Soundness(RULES, lambda i: staged_case(tiled_case(SEED * 37 + i
 HARNESS_SCALAR_STAGED = Soundness(RULES, lambda i: staged_case(tiled_case(SEED * 43 + i), False),
                                   lambda r: [], _walk_order, SEED, per_step=3, walk=3, max_bases=200,
                                   patience=1)
+HARNESS_BLOCKED = Soundness(RULES, lambda i: blocked_case(staged_case(tiled_case(SEED * 47 + i))),
+                            lambda r: [], _walk_order, SEED, per_step=3, walk=3, max_bases=200,
+                            patience=1)
 HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(tiled_case(SEED * 29 + i)), lambda r: [],
                           _walk_order, SEED, per_step=3, walk=3, max_bases=200, patience=1)
 
@@ -177,6 +191,9 @@ ELEM_HARNESS_STAGED = Soundness(RULES, lambda i: staged_case(elem_tiled_case(SEE
 ELEM_HARNESS_SCALAR_STAGED = Soundness(RULES, lambda i: staged_case(elem_tiled_case(SEED * 282 + 3 * i), False),
                                        lambda r: [], _walk_order, SEED, per_step=3, walk=2,
                                        max_bases=200, patience=1)
+ELEM_HARNESS_BLOCKED = Soundness(RULES, lambda i: blocked_case(staged_case(elem_tiled_case(SEED * 53 + i))),
+                                 lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
+                                 patience=1)
 ELEM_HARNESS_LOOPS = Soundness(RULES, lambda i: loop_kernel_case(elem_tiled_case(SEED * 31 + i)),
                                lambda r: [], _walk_order, SEED, per_step=3, walk=2, max_bases=200,
                                patience=1)
@@ -189,7 +206,8 @@ def test_mm_rule_is_sound_for_double_and_complex(rule: Rule) -> None:
     every application checked in the interpreter (before == after, exactly)."""
     harness = {MM_TILES_LOWER: ELEM_HARNESS_TILED, MM_TILES_STAGE_LOCAL: ELEM_HARNESS_TILED,
                MM_TILES_BLOCKS: ELEM_HARNESS_STAGED, MM_TILES_VECTORIZE: ELEM_HARNESS_SCALAR_STAGED,
-               MM_TILES_UNROLL: ELEM_HARNESS_LOOPS}.get(rule, ELEM_HARNESS)
+               MM_TILES_UNROLL: ELEM_HARNESS_LOOPS, MM_TILES_WORK_ITEMS: ELEM_HARNESS_STAGED,
+               MM_TILES_PRIVATE: ELEM_HARNESS_BLOCKED}.get(rule, ELEM_HARNESS)
     try:
         stats = harness.exercise(rule, ELEM_TARGET)
     except SoundnessError as err:
@@ -221,7 +239,8 @@ def test_the_element_type_decides_the_vector_widths() -> None:
 def test_mm_rule_is_sound(rule: Rule) -> None:
     harness = {MM_TILES_LOWER: HARNESS_TILED, MM_TILES_STAGE_LOCAL: HARNESS_TILED,
                MM_TILES_BLOCKS: HARNESS_STAGED, MM_TILES_VECTORIZE: HARNESS_SCALAR_STAGED,
-               MM_TILES_UNROLL: HARNESS_LOOPS}.get(rule, HARNESS)
+               MM_TILES_UNROLL: HARNESS_LOOPS, MM_TILES_WORK_ITEMS: HARNESS_STAGED,
+               MM_TILES_PRIVATE: HARNESS_BLOCKED}.get(rule, HARNESS)
     try:
         stats = harness.exercise(rule, TARGET)
     except SoundnessError as err:
@@ -337,9 +356,9 @@ def test_the_composites_unroll_by_the_unroll_rule() -> None:
     (("cdouble", "multConj", "NN"), (32, 32, 16), {"rm": 2, "rn": 2, "w": 1, "unroll": 1}),
 ])
 def test_the_small_steps_give_the_composite_kernel(elem: tuple, tile: tuple, block: dict) -> None:
-    """mm-tiles-stage-local (wx = tn/rn, wy = tm/rm), mm-tiles-vectorize (w > 1), mm-tiles-blocks,
-    then (unroll=1) mm-tiles-unroll, each at its one site, give mm-tiles-lower's kernel (same
-    generated source);
+    """mm-tiles-stage-local (wx = tn/rn, wy = tm/rm), mm-tiles-vectorize (w > 1), mm-tiles-blocks
+    (or mm-tiles-work-items then mm-tiles-private), then (unroll=1) mm-tiles-unroll, each at its
+    one site, give mm-tiles-lower's kernel (same generated source);
     the staged program keeps its tile product high-level; mm-tiles-blocks lowers only the
     staged form as mm-tiles-stage-local left it."""
     from liftkit.dsl import size
@@ -368,6 +387,18 @@ def test_the_small_steps_give_the_composite_kernel(elem: tuple, tile: tuple, blo
     assert len(blocks) == 1
     q = apply_choice(staged, blocks[0], RULES)
     assert is_low_level(q)
+    # mm-tiles-blocks in two steps: the blocks in place (no register copies), then registers
+    placed = enumerate_choices(staged, [MM_TILES_WORK_ITEMS])
+    assert len(placed) == 1 and enumerate_choices(staged, [MM_TILES_PRIVATE]) == []
+    in_place = apply_choice(staged, placed[0], RULES)
+    assert "toPrivate" not in show(in_place) and "mapLcl" in show(in_place)
+    assert enumerate_choices(in_place, [MM_TILES_BLOCKS, MM_TILES_WORK_ITEMS, MM_TILES_UNROLL]) == []
+    assert enumerate_choices(q, [MM_TILES_PRIVATE]) == []
+    for c in enumerate_choices(in_place, [RULES["map-fusion"]])[:2]:
+        assert enumerate_choices(apply_choice(in_place, c, RULES), [MM_TILES_PRIVATE]) == [], c
+    private = enumerate_choices(in_place, [MM_TILES_PRIVATE])
+    assert len(private) == 1
+    assert show(apply_choice(in_place, private[0], RULES)) == show(q)
     if block["unroll"]:
         q = apply_choice(q, enumerate_choices(q, [MM_TILES_UNROLL])[0], RULES)
     one = apply_choice(t, [c for c in enumerate_choices(t, [MM_TILES_LOWER]) if dict(c.params) == block][0], RULES)

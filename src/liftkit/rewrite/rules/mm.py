@@ -38,7 +38,9 @@ parameter, so the tiles and register blocks have constant sizes:
   memory cooperatively in rounds, the tile's product from the copies still high-level; `mm-tiles-vectorize` (w): those
   copies (and the later block loads) as float4/double2 vectors; `mm-tiles-blocks`: each
   work-item accumulates a (tm/wy)×(tn/wx) register block (float-w loads and blocks, the K steps
-  of a tile a loop); `mm-tiles-unroll`: that loop unrolled (`reduceSeq` → `reduceSeqUnroll`).
+  of a tile a loop), or the same in two steps, `mm-tiles-work-items` (the blocks accumulated in
+  place) then `mm-tiles-private` (in registers); `mm-tiles-unroll`: that loop unrolled
+  (`reduceSeq` → `reduceSeqUnroll`).
 
 All need the reduction to be the element type's `add` from 0 and the products its `mult`, over
 float, double, cfloat or cdouble (`Elem`; for complex types any one-expression product, e.g. the
@@ -354,9 +356,11 @@ def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
-                unroll: int = 1, w: int = 4, e: Elem = FLOAT32) -> Expr:
+                unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True) -> Expr:
     """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
-    w = 1: scalar loads and register blocks instead of float4 (double2: w = 2)."""
+    w = 1: scalar loads and register blocks instead of float4 (double2: w = 2). private=False:
+    the work-items' blocks accumulate in place, without the register copies (toPrivate of the
+    blocks and of a K step's values, the result's toGlobal copy): what mm-tiles-private adds."""
     if not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
                          f"for {e.t}")
@@ -372,12 +376,16 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
     def thread(acc: Any, a_t: Any, b_t: Any) -> Any:
         def chunk(regs: Any, ab: Any) -> Any:
+            if not private:
+                return _block_update(regs, a_cols << ab[0], ab[1], w, e)
             return D.let(_private_copy4(1, w, e) << ab[0], _private_copy4(2, w, e) << ab[1],
                          lambda aP, bP: _block_update(regs, a_cols << aP, bP, w, e))
 
+        steps = D.zip(D.transpose << a_t, D.split(w) << b_t)
+        if not private:
+            return D.join << over_k(chunk, acc) << steps
         return (D.mapSeqUnroll(D.mapSeqUnroll(idw)) << D.join
-                << over_k(chunk, _private_copy4(2, w, e) << acc)
-                << D.zip(D.transpose << a_t, D.split(w) << b_t))
+                << over_k(chunk, _private_copy4(2, w, e) << acc) << steps)
 
     def step(acc: Any, tiles: Any) -> Any:
         copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(idw))))  # noqa: E731
@@ -391,10 +399,14 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w > 1 else ()
     wg_rows = D.compose(*scalars, D.join, D.map(D.map(D.join)), D.map(D.transpose), by_block)
     zeros = _zeros4((wy, wx, rm, rn // w), w, e)
+
+    def tile(a_row: Any, b_col: Any) -> Any:
+        if not private:
+            return D.join << D.reduceSeq(step, zeros) << D.zip(a_row, b_col)
+        return out << D.join << D.reduceSeq(step, init << zeros) << D.zip(a_row, b_col)
+
     return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.map(wg_rows)
-                                  << D.mapWrg(0)(lambda b_col: out << D.join
-                                                 << D.reduceSeq(step, init << zeros)
-                                                 << D.zip(a_row, b_col))
+                                  << D.mapWrg(0)(lambda b_col: tile(a_row, b_col))
                                   << b_tiles(b)) << a_tiles(a))
 
 

@@ -7,7 +7,9 @@ what they make in sequence, `lowered_tiles`; tests/rewrite/test_mm_rules.py chec
 * `mm-tiles-vectorize` (w): those copies as float4/double2 vectors (and so, later, the block
   loads);
 * `mm-tiles-blocks`: each work-item accumulates a (tm/wy)×(tn/wx) register block of the tile
-  (the kernel `local_tiles` with its K steps a loop);
+  (the kernel `local_tiles` with its K steps a loop), in one step, or in two: `mm-tiles-work-items`, the blocks accumulated in place from the local
+  copies (no register copies), then `mm-tiles-private`, the blocks and a K step's values of A and
+  B copied to registers and the tile written back to global memory;
 * `mm-tiles-unroll`: that loop unrolled (`reduceSeq` → `reduceSeqUnroll`).
 
 The staged form is recognised as mm-tiles-lower recognises the tiled one: compared, up to
@@ -25,8 +27,8 @@ from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
 from liftkit.rewrite.rules.mm import (BLOCKS, ELEM_WIDTHS, FLOAT32, SOURCE, _NOT_AROUND, Elem, Options,
-                                     _is_k_steps, _product, _same, _tile_pieces, _tiles_ok, _zeros4,
-                                     local_tiles, tiled_parts)
+                                     _funs, _is_k_steps, _product, _same, _tile_pieces, _tiles_ok,
+                                     _zeros4, local_tiles, tiled_parts)
 from liftkit.types import ArrayType, ScalarType
 
 
@@ -191,6 +193,104 @@ MM_TILES_BLOCKS = make_rule(
 
 
 # ---------------------------------------------------------------------------------------------
+# mm-tiles-blocks in two steps: the work-items' blocks (accumulated in place), then registers
+
+
+def _build_work_items(site: Site) -> Expr:
+    parts = staged_parts(site)
+    assert parts is not None
+    a, b, tm, tn, tk, wx, wy, w, e = parts
+    return local_tiles(fresh(a), fresh(b), tm, tn, tk, tm // wy, tn // wx, 0, w, e, private=False)
+
+
+MM_TILES_WORK_ITEMS = make_rule(
+    "mm-tiles-work-items",
+    "the staged form of mm-tiles-stage-local → mapLcl(1)(mapLcl(0)(each of the wx×wy work-items "
+    "accumulates a (tm/wy)×(tn/wx) block of the tile from the local copies (float-w loads and "
+    "blocks, the K steps a loop), in place: no register copies yet))",
+    SOURCE + ": 1D/2D blocking of a local-memory tile over its work-items", _choices_blocks_of_tiles,
+    _build_work_items, lowering=True, reshapes=True, opaque=False)
+
+
+def _dims(t: Any, depth: int) -> Optional[list[int]]:
+    """The constant lengths of t's depth outer array dimensions."""
+    out = []
+    for _ in range(depth):
+        n = const(t.length) if isinstance(t, ArrayType) else None
+        if n is None:
+            return None
+        out.append(n)
+        t = t.elem
+    return out
+
+
+def blocked_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, int, int, Elem]]:
+    """(A, B, tm, tn, tk, rm, rn, w, elem) when the site is exactly what mm-tiles-work-items
+    makes (compared up to parameter names with a rebuilt copy; the product is the type's `mult`
+    or, for complex types, `multConj`)."""
+    from liftkit.rewrite.core import normalize
+
+    j = site.call
+    if type(site.f) is not P.Join or site.inside(*_NOT_AROUND):
+        return None
+    m = j.args[0]
+    if not (isinstance(m, FunCall) and type(m.f) is P.MapWrg and isinstance(m.f.f, Lambda)):
+        return None
+    body = list(walk(m.f.f))
+    wrg0 = [n for n in body if isinstance(n, FunCall) and type(n.f) is P.MapWrg]
+    if len(wrg0) != 1 or any(isinstance(n, (P.ToPrivate, P.ToGlobal)) for n in body):
+        return None
+    ta, tb = _chain_split(m.args[0]), _chain_split(wrg0[0].args[0])
+    zeros = [d for n in body if isinstance(n, Literal) for d in [_dims(n.type, 4)] if d is not None]
+    if ta is None or tb is None or len(zeros) != 1:
+        return None
+    (tm, a), (tk, b) = ta, tb
+    wy, wx, rm, rnw = zeros[0]
+    a_t = site.type_of(a)
+    et = a_t.elem.elem if isinstance(a_t, ArrayType) and isinstance(a_t.elem, ArrayType) else None
+    if not isinstance(et, ScalarType) or et not in ELEM_WIDTHS or tm != wy * rm:
+        return None
+    vws = {const(n.n) for n in body if isinstance(n, P.AsVector)}
+    w = vws.pop() if len(vws) == 1 else 1
+    rn = rnw * w
+    funs = _funs(et)
+    for mult in dict.fromkeys([funs.mult] + ([funs.multConj] if et.is_complex else [])):
+        e = Elem(et, mult)
+        if not _tiles_ok(tm, wx * rn, tk, rm, rn, w, e.widths):
+            continue
+        try:
+            want = normalize(D.fun([a_t, site.type_of(b)],  # type: ignore[list-item]
+                                   lambda x, y: local_tiles(x, y, tm, wx * rn, tk, rm, rn, 0, w, e,
+                                                            private=False)))
+        except Exception:  # noqa: BLE001 - no such blocking of these arguments
+            continue
+        sub = {want.params[0].uid: a, want.params[1].uid: b}  # type: ignore[union-attr]
+        if _same(want.body, j, sub):  # type: ignore[union-attr]
+            return a, b, tm, wx * rn, tk, rm, rn, w, e  # type: ignore[return-value]
+    return None
+
+
+def _choices_private(site: Site) -> Options:
+    return [] if blocked_parts(site) is None else [{}]
+
+
+def _build_private(site: Site) -> Expr:
+    parts = blocked_parts(site)
+    assert parts is not None
+    a, b, tm, tn, tk, rm, rn, w, e = parts
+    return local_tiles(fresh(a), fresh(b), tm, tn, tk, rm, rn, 0, w, e)
+
+
+MM_TILES_PRIVATE = make_rule(
+    "mm-tiles-private",
+    "the work-items' blocks of mm-tiles-work-items → the same with each block accumulated in "
+    "registers (toPrivate(mapLcl(1)(mapLcl(0)(copy))) of the start, toPrivate copies of a K "
+    "step's values of A and B, the tile written back by toGlobal(mapLcl(1)(mapLcl(0)(copy))))",
+    SOURCE + ": register blocks in private memory", _choices_private, _build_private,
+    lowering=True, reshapes=True, opaque=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # mm-tiles-unroll: the unrolling step of mm-local-tiles / mm-tiles-lower as a rule of its own
 
 MAX_UNROLL = 64  # the most K steps (tk/w) of a tile unrolled
@@ -216,6 +316,8 @@ MM_TILES_UNROLL = make_rule(
     _choices_unroll, _build_unroll, lowering=True)
 
 
-MM_STEP_RULES: tuple[Rule, ...] = (MM_TILES_STAGE_LOCAL, MM_TILES_VECTORIZE, MM_TILES_BLOCKS, MM_TILES_UNROLL)
-"""The steps in the order they apply (rules/__init__.py puts them in `MM_RULES` between
-`mm-tiles-lower` and `mm-private-blocks`)."""
+MM_STEP_RULES: tuple[Rule, ...] = (MM_TILES_STAGE_LOCAL, MM_TILES_VECTORIZE, MM_TILES_BLOCKS, MM_TILES_UNROLL,
+                                   MM_TILES_WORK_ITEMS, MM_TILES_PRIVATE)
+"""The steps in the order they apply (mm-tiles-blocks is mm-tiles-work-items then mm-tiles-private
+in one step; rules/__init__.py puts them in `MM_RULES` between `mm-tiles-lower` and
+`mm-private-blocks`)."""
