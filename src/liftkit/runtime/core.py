@@ -484,15 +484,7 @@ class Runtime(PlannedLaunches):
                                      kernel.dynamic_shared)
             keep: list = []
             wbufs = {v.buffer for v in wr}
-            deps: list = []
-            for buf in bufs:
-                if not buf.dev_valid and buf.host_valid and buf.id not in whole:
-                    self._upload(buf, keep)
-                buf.dev_valid = True
-                deps += buf.writers
-                if buf.id in wbufs:
-                    deps += buf.readers
-            queue, wait = self._place(deps)
+            queue, wait = self._place(self._ready(bufs, whole, wbufs, keep))
             ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args),
                                     queue, wait)
             return self._task(kernel.name, ev, queue, keep, bufs, wbufs,
@@ -540,6 +532,20 @@ class Runtime(PlannedLaunches):
             seen.add(e)
             out.append(row.event)
         return out
+
+    def _ready(self, bufs: Sequence[Buffer], whole: Any, wbufs: Any, keep: list) -> list[int]:
+        """Make a launch's buffers valid on the device (uploading what only the host holds,
+        except buffers the kernel overwrites whole) and return the tasks it must wait for: the
+        writers of everything, and the readers of what it writes."""
+        deps: list[int] = []
+        for buf in bufs:
+            if not buf.dev_valid and buf.host_valid and buf.id not in whole:
+                self._upload(buf, keep)
+            buf.dev_valid = True
+            deps += buf.writers
+            if buf.id in wbufs:
+                deps += buf.readers
+        return deps
 
     def _place(self, deps: list[int]) -> tuple[int, list]:
         """A compute queue for a task depending on ``deps``: the queue of its latest pending

@@ -58,22 +58,13 @@ class PlannedLaunches:
                 return eid
             self._stats["tasks"] += 1
             keep: list = []
-            deps: list = []
-            whole, wbufs = p.whole, p.wbufs
-            for buf in p.bufs:
-                if not buf.dev_valid and buf.host_valid and buf.id not in whole:
-                    self._upload(buf, keep)
-                buf.dev_valid = True
-                deps += buf.writers
-                if buf.id in wbufs:
-                    deps += buf.readers
-            queue, wait = self._place(deps)
+            queue, wait = self._place(self._ready(p.bufs, p.whole, p.wbufs, keep))
             kargs = list(p.kargs)
             for i, j in p.scalars:
                 a = args[i]
                 kargs[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
             ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
-            return self._task(p.kernel.name, ev, queue, keep, p.bufs, wbufs, p.rd_ids,
+            return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
                               p.wr_ids, p.rd_bufs, p.vars)
 
     def _fill(self, p: LaunchPlan, args: Sequence[Any]) -> None:
