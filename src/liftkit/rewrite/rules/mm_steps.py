@@ -70,22 +70,30 @@ def _chain_split(x: Any) -> Optional[tuple[int, Expr]]:
     return None
 
 
+def _tile_nest(site: Site) -> Optional[tuple[list[Any], Any, Any]]:
+    """(the nodes of the work-group body, A's and B's tile splits) when the site is
+    `join ∘ mapWrg(1)(λ… mapWrg(0) …)` over split rows of A, the shape every tiled step makes."""
+    if type(site.f) is not P.Join or site.inside(*_NOT_AROUND):
+        return None
+    m = site.call.args[0]
+    if not (isinstance(m, FunCall) and type(m.f) is P.MapWrg and isinstance(m.f.f, Lambda)):
+        return None
+    body = list(walk(m.f.f))
+    wrg0 = [n for n in body if isinstance(n, FunCall) and type(n.f) is P.MapWrg]
+    if len(wrg0) != 1:
+        return None
+    return body, _chain_split(m.args[0]), _chain_split(wrg0[0].args[0])
+
+
 def staged_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, int, int, Elem]]:
     """(A, B, tm, tn, tk, wx, wy, w, elem) when the site is exactly what mm-tiles-stage-local
     makes (compared up to parameter names with a rebuilt copy)."""
     from liftkit.rewrite.core import normalize
 
-    j = site.call
-    if type(site.f) is not P.Join or site.inside(*_NOT_AROUND):
+    nest = _tile_nest(site)
+    if nest is None or not any(isinstance(n, P.ToLocal) for n in nest[0]):
         return None
-    m = j.args[0]
-    if not (isinstance(m, FunCall) and type(m.f) is P.MapWrg and isinstance(m.f.f, Lambda)):
-        return None
-    body = list(walk(m.f.f))
-    wrg0 = [n for n in body if isinstance(n, FunCall) and type(n.f) is P.MapWrg]
-    if len(wrg0) != 1 or not any(isinstance(n, P.ToLocal) for n in body):
-        return None
-    ta, tb = _chain_split(m.args[0]), _chain_split(wrg0[0].args[0])
+    body, ta, tb = nest
     zeros = [n for n in body if isinstance(n, Literal) and isinstance(n.type, ArrayType)
              and isinstance(n.type.elem, ArrayType) and isinstance(n.type.elem.elem, ScalarType)]
     if ta is None or tb is None or len(zeros) != 1:
@@ -115,7 +123,7 @@ def staged_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, i
         except Exception:  # noqa: BLE001 - no such staging of these arguments
             continue
         sub = {want.params[0].uid: a, want.params[1].uid: b}  # type: ignore[union-attr]
-        if _same(want.body, j, sub):  # type: ignore[union-attr]
+        if _same(want.body, site.call, sub):  # type: ignore[union-attr]
             return a, b, tm, tn, tk, wx, wy, w, e  # type: ignore[return-value]
     return None
 
@@ -230,17 +238,10 @@ def blocked_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, 
     or, for complex types, `multConj`)."""
     from liftkit.rewrite.core import normalize
 
-    j = site.call
-    if type(site.f) is not P.Join or site.inside(*_NOT_AROUND):
+    nest = _tile_nest(site)
+    if nest is None or any(isinstance(n, (P.ToPrivate, P.ToGlobal)) for n in nest[0]):
         return None
-    m = j.args[0]
-    if not (isinstance(m, FunCall) and type(m.f) is P.MapWrg and isinstance(m.f.f, Lambda)):
-        return None
-    body = list(walk(m.f.f))
-    wrg0 = [n for n in body if isinstance(n, FunCall) and type(n.f) is P.MapWrg]
-    if len(wrg0) != 1 or any(isinstance(n, (P.ToPrivate, P.ToGlobal)) for n in body):
-        return None
-    ta, tb = _chain_split(m.args[0]), _chain_split(wrg0[0].args[0])
+    body, ta, tb = nest
     zeros = [d for n in body if isinstance(n, Literal) for d in [_dims(n.type, 4)] if d is not None]
     if ta is None or tb is None or len(zeros) != 1:
         return None
@@ -265,7 +266,7 @@ def blocked_parts(site: Site) -> Optional[tuple[Expr, Expr, int, int, int, int, 
         except Exception:  # noqa: BLE001 - no such blocking of these arguments
             continue
         sub = {want.params[0].uid: a, want.params[1].uid: b}  # type: ignore[union-attr]
-        if _same(want.body, j, sub):  # type: ignore[union-attr]
+        if _same(want.body, site.call, sub):  # type: ignore[union-attr]
             return a, b, tm, wx * rn, tk, rm, rn, w, e  # type: ignore[return-value]
     return None
 
