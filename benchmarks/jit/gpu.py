@@ -34,6 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import gpu_programs as GP  # noqa: E402
 import kernels as K  # noqa: E402
+from kernels import CHAIN  # noqa: E402
 
 import liftkit  # noqa: E402
 import liftkit.bench.jit_programs as JP  # noqa: E402
@@ -179,12 +180,6 @@ def _one(cp, nb, rt, name, scale, repeat, rng, sync, row) -> None:
         row["vs_numba"] = row["numba_resident_ms"] / row["jit_resident_ms"]
 
 
-CHAIN = Kernel("chain", {"cuda": """extern "C" __global__ void chain(double* x, long xo,
-    const double* a, long ao, long n) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }""", "opencl": """
-kernel void chain(global double* x, long xo, const global double* a, long ao, long n) {
-    long i = get_global_id(0); if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }"""})
 
 
 def runtime_claims(rt: Runtime, out: dict, chain: tuple = (24, 25, 27)) -> None:

@@ -38,14 +38,9 @@ import numpy as np
 
 import liftkit
 from liftkit.jit import jit, prange
-from liftkit.runtime import Kernel, Runtime
+from liftkit.runtime import Runtime
 
-CHAIN = Kernel("chain", {"cuda": """extern "C" __global__ void chain(double* x, long xo,
-    const double* a, long ao, long n) {
-    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }""", "opencl": """
-kernel void chain(global double* x, long xo, const global double* a, long ao, long n) {
-    long i = get_global_id(0); if (i < n) x[xo + i] = x[xo + i] * 0.5 + a[ao + i]; }"""})
+from kernels import CHAIN  # noqa: E402 - the chain kernel gpu.py times too
 
 
 def _tiny(x, y):
