@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from blas_cuda import _time  # the same CUDA-event timing, host path included
+
 GEMV = {"N": ["group-rows(L=64,w=4)", "row-groups(lanes=32,g=8,w=4)",
               "row-groups(lanes=32,g=4,w=4)", "row-groups(lanes=32,g=8,w=2)"],
         "T": ["column-groups(lanes=8,g=128,w=4)", "column-groups(lanes=8,g=64,w=4)",
@@ -35,21 +37,6 @@ GEMV = {"N": ["group-rows(L=64,w=4)", "row-groups(lanes=32,g=8,w=4)",
 TRANSPOSE = ["tiles-t(r=32,k=4)", "tiles-t(r=32,k=8)", "tiles-t(r=32,k=2)", "tiles-t(r=16,k=2)"]
 
 
-def _wall(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> float:
-    fn()
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(batches):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(cp.cuda.get_current_stream())
-        for _ in range(repeat):
-            last = fn()
-        if hasattr(last, "result"):
-            last.result()
-        end.record(cp.cuda.get_current_stream())
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / repeat)
-    return statistics.median(times)
 
 
 def cupy_stream(cp: Any, stream: Any) -> Any:
@@ -132,7 +119,7 @@ def main(argv: list[str]) -> int:
             for lay, trans in (("N", False), ("T", True)):
                 opA = A.T if trans else A
                 want = opA.astype(cp.float64) @ x.astype(cp.float64)
-                t_ref = _wall(cp, lambda: cp.matmul(opA, x, out=y), args.repeat)
+                t_ref = _time(cp, lambda: cp.matmul(opA, x, out=y), args.repeat)
                 for vtext in GEMV[lay]:
                     v = lookup_variant(Kind("gemv", dt_name, lay), vtext)
                     if dt_name == "float64" and v.kw.get("w") == 4 and v.codelet == "row-groups":
@@ -149,7 +136,7 @@ def main(argv: list[str]) -> int:
                         print(f"gemv {dt_name} {lay} {n} {v}: WRONG (rel error {err:.1e})", flush=True)
                         continue
                     call = lambda: s.gemv(A, x, y, trans=trans)  # noqa: E731
-                    t_wall = _wall(cp, call, args.repeat)
+                    t_wall = _time(cp, call, args.repeat)
                     t_k, t_h = _kernel_and_host(cp, s, call, args.repeat, busy)
                     emit({"op": "gemv", "dtype": dt_name, "layout": lay, "size": n, "variant": str(v),
                           "wall": nbytes / t_wall / 1e9, "kernel": nbytes / t_k / 1e9,
@@ -161,7 +148,7 @@ def main(argv: list[str]) -> int:
             A = rand((n, n), dt)
             T = cp.full((n, n), np.nan, dt)
             nbytes = 2.0 * n * n * dt.itemsize
-            t_ref = _wall(cp, lambda: cp.copyto(T, A), args.repeat)
+            t_ref = _time(cp, lambda: cp.copyto(T, A), args.repeat)
             for vtext in TRANSPOSE:
                 v = lookup_variant(Kind("transpose", dt_name), vtext)
                 chosen["transpose"] = v
@@ -175,7 +162,7 @@ def main(argv: list[str]) -> int:
                     print(f"transpose {dt_name} {n} {v}: WRONG", flush=True)
                     continue
                 call = lambda: s.transpose(A, T)  # noqa: E731
-                t_wall = _wall(cp, call, args.repeat)
+                t_wall = _time(cp, call, args.repeat)
                 t_k, t_h = _kernel_and_host(cp, s, call, args.repeat, busy)
                 emit({"op": "transpose", "dtype": dt_name, "layout": "-", "size": n,
                       "variant": str(v), "wall": nbytes / t_wall / 1e9, "kernel": nbytes / t_k / 1e9,
@@ -197,7 +184,7 @@ def main(argv: list[str]) -> int:
                 C = cp.empty((n, n) if what == "gemm" else n, np.float32)
                 call = (lambda: s.gemm(A, B, C)) if what == "gemm" else (lambda: s.gemv(A, B, C))
                 call().result()
-                t_wall = _wall(cp, call, 20)
+                t_wall = _time(cp, call, 20)
                 t_k, t_h = _kernel_and_host(cp, s, call, 20, busy)
                 print(f"host path {what} float32 {n}: wall {t_wall * 1e6:.1f} us, kernel "
                       f"{t_k * 1e6:.1f} us, host {t_h * 1e6:.1f} us per call", flush=True)
@@ -230,8 +217,8 @@ def main(argv: list[str]) -> int:
                 err = float(cp.max(cp.abs(C - want)) / cp.max(cp.abs(want)))
                 flops = 2.0 * n ** 3
                 call = lambda: s.gemm(A, B, C)  # noqa: E731
-                t_ref = _wall(cp, lambda: cp.matmul(A, B, out=C), 5)
-                t_wall = _wall(cp, call, 5)
+                t_ref = _time(cp, lambda: cp.matmul(A, B, out=C), 5)
+                t_wall = _time(cp, call, 5)
                 t_k, t_h = _kernel_and_host(cp, s, call, 5, busy)
                 plan = s.plan_gemm(A.shape, B.shape, np.dtype(dt_name))
                 emit({"op": "gemm", "dtype": dt_name, "layout": "NN", "size": n,
