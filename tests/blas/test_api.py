@@ -189,6 +189,21 @@ def test_plan_packs_a_once_for_several_products(session: Session) -> None:
         plan.pack("B", _f32(8, 9), ws)
 
 
+def test_padded_copies_keep_zero_margins_across_shapes(session: Session) -> None:
+    """Shapes padded into the same workspace buffers write different regions of them: what one
+    shape wrote must not stay in another's margins (they are cleared when the shape changes,
+    not on every call), here where the stale K columns of A and rows of B would enter C."""
+    rng = np.random.default_rng(7)
+    for m, k, n in ((250, 300, 250), (245, 290, 245), (250, 300, 250), (245, 290, 245)):
+        A = rng.uniform(1, 2, (m, k)).astype(np.float32)
+        B = rng.uniform(1, 2, (k, n)).astype(np.float32)
+        assert session.choose(Kind("mm", "float32", "NN"),
+                              {"M": m, "N": n, "K": k}).codelet == "tiles"
+        for _ in range(2):
+            np.testing.assert_allclose(session.gemm(A, B).result(), A.astype(np.float64) @ B,
+                                       rtol=1e-4)
+
+
 def test_variants_are_derivations(session: Session) -> None:
     """Every kernel comes from rewriting the high-level program: the derivation's steps are
     rewrite rules and its start is the high-level program."""

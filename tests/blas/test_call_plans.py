@@ -139,23 +139,41 @@ def test_numpy_operands_are_uploaded_per_call(host: Any, session: Any) -> None:
     assert r1.shape == r2.shape == (256, 64) and r2.flags.c_contiguous
 
 
-@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (2.0, 0.5)])
+@pytest.mark.parametrize("alpha,beta,launches", [(1.0, 0.0, 1), (2.0, 0.5, 2)])
 def test_padded_sizes_are_planned_as_the_general_path_runs_them(
-        host: Any, session: Any, alpha: float, beta: float) -> None:
-    """Sizes off the kernel's tiles: operands padded into the workspace, the product compacted,
-    the epilogue — the same launches and the same clears and copies on the repeat call."""
+        host: Any, session: Any, alpha: float, beta: float, launches: int) -> None:
+    """Sizes off the kernel's tiles: operands copied into padded workspace buffers, the product's
+    block copied out (α = 1, β = 0: into C, no epilogue) — the same launches and copies on the
+    repeat call. The padded buffers' margins are cleared once, by the first call, not again."""
     got = _record(session)
     A, B, C = (host.ndarray(s, "float32") for s in ((1000, 999), (999, 1001), (1000, 1001)))
     host.COUNTS.clear()
     session.gemm(A, B, C, alpha=alpha, beta=beta)
     first, general = list(got), dict(host.COUNTS)
+    assert general["cuMemsetD8Async"] == 2  # the margins of A's and B's padded copies
     got.clear()
     host.COUNTS.clear()
     session.gemm(A, B, C, alpha=alpha, beta=beta)
     _same(first, got)
-    for name in ("cuMemsetD8Async", "cuMemcpy2DAsync"):
-        assert host.COUNTS[name] == general.get(name, 0) > 0
+    assert len(got) == launches
+    assert host.COUNTS["cuMemcpy2DAsync"] == general["cuMemcpy2DAsync"] == 3
+    assert host.COUNTS.get("cuMemsetD8Async", 0) == 0
     assert any(v for v in session.calls._plans.values())
+
+
+def test_a_padded_buffer_is_cleared_again_for_another_shape(host: Any, session: Any) -> None:
+    """Two shapes padded to the same buffer write different regions of it: each change of
+    shape clears its margins again (stale values there would enter the product)."""
+    shapes = [((1000, 999), (999, 1001)), ((990, 980), (980, 1001))]
+    for (sa, sb), clears in zip(shapes + shapes[:1], (2, 2, 2)):
+        A, B = host.ndarray(sa, "float32"), host.ndarray(sb, "float32")
+        C = host.ndarray((sa[0], sb[1]), "float32")
+        host.COUNTS.clear()
+        session.gemm(A, B, C)
+        assert host.COUNTS["cuMemsetD8Async"] == clears
+        host.COUNTS.clear()
+        session.gemm(A, B, C)  # the same shape again: its plan, no clear
+        assert host.COUNTS.get("cuMemsetD8Async", 0) == 0
 
 
 def test_bad_input_is_checked_before_a_plan_exists(host: Any, session: Any) -> None:

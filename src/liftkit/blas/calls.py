@@ -67,6 +67,19 @@ class Copy:
     dst_pitch: int
 
 
+def pad_region(have: tuple[int, int], need: tuple[int, int], item: int) -> tuple[int, ...]:
+    """What a padding copy writes of its destination (rows, row bytes, pitch): the key under
+    which a workspace keeps that destination's margins zero (`Workspace.padded`)."""
+    return (have[0], have[1] * item, need[1] * item)
+
+
+def pad_copy(dst: Slot, src: Slot, have: tuple[int, int], need: tuple[int, int], item: int
+             ) -> "Copy":
+    """A row-major have[0]×have[1] matrix into the top-left of a need[0]×need[1] one whose
+    margins the workspace keeps zero (the temp's third field, `pad_region`): no clear per call."""
+    return Copy(dst, src, have[0], have[1] * item, have[1] * item, need[1] * item)
+
+
 def pad_steps(dst: Slot, src: Slot, have: tuple[int, int], need: tuple[int, int], item: int
               ) -> list[Any]:
     """A row-major have[0]×have[1] matrix into the top-left of a zeroed need[0]×need[1] one
@@ -85,7 +98,9 @@ class CallPlan:
     launches: tuple[Any, ...]  # Launch, Clear and Copy steps, in order
     operands: int
     scalars: tuple[Any, ...]  # the scalars' dtypes (alpha, beta cast per call)
-    temps: tuple[tuple[str, int], ...]
+    # (name, bytes) or (name, bytes, written region): a padded copy's destination whose
+    # margins the workspace keeps zero (`pad_copy`)
+    temps: tuple[tuple[Any, ...], ...]
     zeros: int = 0  # bytes of the session's zero buffer the call reads (its last slot), 0: none
     fixed: tuple[Any, ...] = ()  # values the same on every call (after the zero buffer's slot)
 
@@ -198,6 +213,22 @@ class CallPlans:
             self._profile = self.session.profile
         return self._plans.get(key, False)
 
+    def call(self, key: Any, inputs: Sequence[Any], output: Any, scalars: Sequence[Any],
+             general: Callable[[], tuple[Any, Optional[tuple[CallPlan, Output]]]],
+             upload_output: bool = False) -> Any:
+        """One call of kind `key` (None: a call no plan covers): on its plan where one exists,
+        else the general path (`general()`: (future, the kind's plan or None)), whose plan is
+        kept for the next call of the kind."""
+        if key is None:
+            return general()[0]
+        got = self.get(key)
+        if got:
+            return self.run(got[0], got[1], inputs, output, scalars, upload_output)
+        future, plan = general()
+        if got is False:
+            self.put(key, plan)
+        return future
+
     def put(self, key: Any, value: Optional[tuple[CallPlan, Output]]) -> None:
         if len(self._plans) > 512:
             self._plans.clear()
@@ -255,8 +286,8 @@ class CallPlans:
         ptrs.extend(plan.fixed)
         if plan.temps:
             ws = s.scratch
-            for name, nbytes in plan.temps:
-                ptrs.append(ws.buffer(name, nbytes).ptr)
+            for t in plan.temps:
+                ptrs.append(ws.buffer(*t).ptr)
         q.launch_all(plan.launches, ptrs)
         event = q.call_event()
         if host is not None:
@@ -273,5 +304,5 @@ def nbytes(shape: Sequence[int], dtype: np.dtype) -> int:
     return math.prod(shape) * dtype.itemsize
 
 
-__all__ = ["BlasError", "CallPlan", "CallPlans", "Clear", "Copy", "Launch", "Output", "pad_steps",
-           "plan_launches"]
+__all__ = ["BlasError", "CallPlan", "CallPlans", "Clear", "Copy", "Launch", "Output", "pad_copy",
+           "pad_region", "pad_steps", "plan_launches"]

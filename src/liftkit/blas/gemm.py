@@ -8,7 +8,9 @@ operand; a column-major C is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ. A conjugate 
 these rewritings into the kernel's layout (`programs.COMPLEX_LAYOUTS`). Of the four
 transposition pairs, NN, NT and TN have kernels of their own; TT is NN with the operands swapped, giving the transposed
 product, which the epilogue (α·Pᵀ + β·C, a derived kernel too) reads transposed. Sizes that are
-not multiples of the kernel's tiles are padded with zeros into caller-owned workspace.
+not multiples of the kernel's tiles are padded with zeros into caller-owned workspace: each call
+copies the operands into the top-left of their padded buffers, whose margins were zeroed once
+(`Workspace.padded`), and with α = 1, β = 0 the product's M×N block is copied into C.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from liftkit.blas.calls import pad_region
 from liftkit.blas.codelets import Kind, Variant, pad_to, padded_sizes
 from liftkit.blas.kernels import BlasError, Built
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
@@ -143,9 +146,15 @@ class GemmPlan:
         return self.session.workspace()
 
     def _direct(self, alpha: float, beta: float) -> bool:
+        """The kernel writes C itself (no padding of M, N; C = op(A)·op(B) as computed)."""
         p = self.padded
-        return (not self.result_transposed and alpha == 1 and beta == 0
+        return (self._plain(alpha, beta)
                 and p["M"] == self.sizes["M"] and p["N"] == self.sizes["N"])
+
+    def _plain(self, alpha: float, beta: float) -> bool:
+        """C is the kernel's product itself, copied out of the padded product where M or N is
+        padded (no epilogue)."""
+        return not self.result_transposed and alpha == 1 and beta == 0
 
     # -- step 2: packing ----------------------------------------------------------------------
     def pack(self, role: str, x: Any, workspace: Workspace) -> Packed:
@@ -165,10 +174,8 @@ class GemmPlan:
         assert o.stored == have, (o.stored, have)
         if have == need:
             return Packed(role, o.buf, tuple(o.events), o)
-        item = self.dtype.itemsize
-        buf = workspace.buffer(f"pack-{role}", need[0] * need[1] * item)
-        ev0 = s.fill_zero(buf, need[0] * need[1] * item, o.events)
-        ev = s.q.copy2d(buf, o.buf, have[0], have[1] * item, have[1] * item, need[1] * item, [ev0])
+        buf, ev = _pad_into(s, workspace, f"pack-{role}", o.buf, have, need,
+                            self.dtype.itemsize, o.events)
         return Packed(role, buf, (ev,), o)
 
     def _pack_embedded(self, role: str, o: Operand, ws: Workspace) -> Packed:
@@ -197,11 +204,8 @@ class GemmPlan:
                 buf, evs = tmp, [ev]
             have, need = (K, N), (p["K"], p["N"])
         if have != need:
-            dst = ws.buffer(f"pad-{role}", need[0] * need[1] * item)
-            ev0 = s.fill_zero(dst, need[0] * need[1] * item, evs)
-            ev = s.q.copy2d(dst, buf, have[0], have[1] * item, have[1] * item, need[1] * item,
-                            [ev0])
-            buf, evs = dst, [ev]
+            buf, ev = _pad_into(s, ws, f"pad-{role}", buf, have, need, item, evs)
+            evs = [ev]
         return Packed(role, buf, tuple(evs), o, tuple(temps))
 
     def launch(self, first: Packed, second: Packed, dest: Any, waits: list[Any]
@@ -242,13 +246,17 @@ class GemmPlan:
         first, second = (a, b) if self.first == "A" else (b, a)
         waits = list(first.events) + list(second.events) + list(out.events)
         p, item = self.padded, dt.itemsize
+        M, N = self.sizes["M"], self.sizes["N"]
         if self._direct(alpha, beta):
             ev, temps = self.launch(first, second, out.buf, waits)
             events = [ev]
+        elif self._plain(alpha, beta):  # padded: the product's top-left M×N block is C
+            prod = ws.buffer("product", p["M"] * p["N"] * item)
+            ev, temps = self.launch(first, second, prod, waits)
+            events = [s.q.copy2d(out.buf, prod, M, N * item, p["N"] * item, N * item, [ev])]
         else:
             prod = ws.buffer("product", p["M"] * p["N"] * item)
             ev, temps = self.launch(first, second, prod, waits)
-            M, N = self.sizes["M"], self.sizes["N"]
             if (p["M"], p["N"]) != (M, N):
                 compact = ws.buffer("product-compact", M * N * item)
                 ev = s.q.copy2d(compact, prod, M, N * item, p["N"] * item, N * item, [ev])
@@ -265,6 +273,17 @@ class GemmPlan:
             events = [ev]
         events, finish = s.finish_output(out, events)
         return s.future(events, finish, keep=[a, b, out, ws, temps])
+
+
+def _pad_into(s: Session, ws: Workspace, name: str, src: Any, have: tuple[int, int],
+              need: tuple[int, int], item: int, waits: Sequence[Any]) -> tuple[Any, Any]:
+    """(buffer, event): the row-major have[0]×have[1] matrix at `src` copied into the top-left
+    of the workspace's need[0]×need[1] buffer `name`, whose margins are zero (cleared when the
+    buffer is made or the shape changes, not on every call: `Workspace.padded`)."""
+    buf, cleared = ws.padded(name, need[0] * need[1] * item, pad_region(have, need, item))
+    ev = s.q.copy2d(buf, src, have[0], have[1] * item, have[1] * item, need[1] * item,
+                    [*waits, *cleared])
+    return buf, ev
 
 
 def _order_name(order: str) -> str:
@@ -334,16 +353,15 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
                 beta = 0.0  # (as the general path reads it)
             key = ("gemm", ka, kb, kc, trans_a, trans_b, type(alpha), type(beta),
                    alpha == 1 and beta == 0, beta == 0)
-            got = calls.get(key)
-            if got:
-                return calls.run(got[0], got[1], (A, B), C, (alpha, beta),
-                                 upload_output=beta != 0)
-            if got is None:
-                key = None
-    future, plan = _gemm(session, A, B, C, alpha, beta, trans_a, trans_b)
-    if key is not None:
-        calls.put(key, _call_plan(plan, C is not None, (A, B, C), alpha, beta))
-    return future
+
+    def general() -> tuple[Future, Any]:
+        future, plan = _gemm(session, A, B, C, alpha, beta, trans_a, trans_b)
+        return future, (_call_plan(plan, C is not None, (A, B, C), alpha, beta)
+                        if key is not None else None)
+
+    if key is None:
+        return general()[0]
+    return calls.call(key, (A, B), C, (alpha, beta), general, upload_output=beta != 0)
 
 
 _SCALARS = (int, float, complex, np.float32, np.float64, np.complex64, np.complex128)
@@ -353,12 +371,13 @@ _FLAGS = (bool, str, np.bool_)
 def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any, beta: Any
                ) -> Any:
     """The call plan of a GEMM kind: the steps the general path enqueues for it — operands
-    prepared (the `nn` plan's transposes, `real`'s cprep/cembed) and padded into the workspace,
-    the kernel, and for α ≠ 1, β ≠ 0, TT or a padded C the product compacted and the
-    α·P + β·C epilogue; None for strided NumPy operands (the general path copies them).
+    prepared (the `nn` plan's transposes, `real`'s cprep/cembed) and padded into the workspace
+    (copies only: the margins stay zero there), the kernel, for a padded C the product's block
+    copied out, and for α ≠ 1, β ≠ 0 or TT the α·P + β·C epilogue; None for strided NumPy
+    operands (the general path copies them).
     Slots: A, B, C, α, β, the (1, i) buffer (`real`), then the workspace buffers under the
     general path's names."""
-    from liftkit.blas.calls import CallPlan, Clear, Copy, Output, pad_steps, plan_launches
+    from liftkit.blas.calls import CallPlan, Clear, Copy, Output, pad_copy, plan_launches
 
     E = plan.embed
     p, sizes = plan.padded, plan.sizes
@@ -370,11 +389,17 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     base = 5 + len(fixed)
     slot = {"A": 0, "B": 1}
     steps: list[Any] = []
-    temps: list[tuple[str, int]] = []
+    temps: list[tuple[Any, ...]] = []
 
-    def temp(name: str, nbytes: int) -> int:
-        temps.append((name, nbytes))
+    def temp(name: str, nbytes: int, *written: Any) -> int:
+        temps.append((name, nbytes, *written))
         return base + len(temps) - 1
+
+    def pad(role: str, name: str, have: tuple[int, int], need: tuple[int, int]) -> None:
+        """Operand `role` copied into a padded workspace buffer (margins kept zero there)."""
+        dest = temp(name, need[0] * need[1] * item, pad_region(have, need, item))
+        steps.append(pad_copy(dest, slot[role], have, need, item))
+        slot[role] = dest
 
     def launches(built: Built, at: dict[str, int], arrays: dict[int, int],
                  scalars: dict[int, int], out: int) -> None:
@@ -404,25 +429,24 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
                 slot[role] = dest
             have, need = (K, N), (p["K"], p["N"])
         if have != need:
-            dest = temp(f"pad-{role}", need[0] * need[1] * item)
-            steps.extend(pad_steps(dest, slot[role], have, need, item))
-            slot[role] = dest
+            pad(role, f"pad-{role}", have, need)
     if E is None:
         for role in ("A", "B"):
             have, need = plan._stored(role, sizes), plan._stored(role, p)
             if have != need:
-                dest = temp(f"pack-{role}", need[0] * need[1] * item)
-                steps.extend(pad_steps(dest, slot[role], have, need, item))
-                slot[role] = dest
+                pad(role, f"pack-{role}", have, need)
     d = 2 if E is not None and E.doubled else 1
     at = {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}
     first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
     if plan._direct(alpha, beta):
         launches(plan.built, at, {0: first, 1: second}, {}, 2)
+    elif plan._plain(alpha, beta):  # padded: C is the product's top-left M×N block
+        prod = temp("product", p["M"] * p["N"] * item)
+        launches(plan.built, at, {0: first, 1: second}, {}, prod)
+        steps.append(Copy(2, prod, M, N * item, p["N"] * item, N * item))
     else:  # the product into the workspace, then C = α·P (or Pᵀ) + β·C
         prod = temp("product", p["M"] * p["N"] * item)
         launches(plan.built, at, {0: first, 1: second}, {}, prod)
-        M, N = sizes["M"], sizes["N"]
         if (p["M"], p["N"]) != (M, N):
             compact = temp("product-compact", M * N * item)
             steps.append(Copy(compact, prod, M, N * item, p["N"] * item, N * item))

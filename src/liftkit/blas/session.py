@@ -91,14 +91,32 @@ class Workspace:
     def __init__(self, session: "Session") -> None:
         self.session = session
         self._bufs: dict[str, Any] = {}
+        self._written: dict[str, Any] = {}  # padded buffers: the region copies write
 
-    def buffer(self, name: str, nbytes: int) -> Any:
+    def buffer(self, name: str, nbytes: int, written: Any = None) -> Any:
+        """The buffer `name` of at least `nbytes`; with `written`, one whose bytes outside that
+        region are zero (`padded`; any events it needs are the queue's to order)."""
+        if written is not None:
+            return self.padded(name, nbytes, written)[0]
         q = self.session.q
         b = self._bufs.get(name)
         if b is None or q.nbytes(b) < nbytes:
             b = q.alloc(max(1, nbytes))
             self._bufs[name] = b
+            self._written.pop(name, None)
         return b
+
+    def padded(self, name: str, nbytes: int, written: Any) -> tuple[Any, list[Any]]:
+        """(the buffer `name`, the events of its zeroing): a padded copy's destination, which
+        calls of one shape write the same region of (`written` names it, e.g. rows, row bytes
+        and pitch). Its first `nbytes` are zeroed when it is made or the region changes, not on
+        every call: the margins stay zero because nothing else writes them."""
+        b = self.buffer(name, nbytes)
+        if self._written.get(name) == written:
+            return b, []
+        ev = self.session.fill_zero(b, nbytes)
+        self._written[name] = written
+        return b, [ev] if ev is not None else []
 
     @property
     def nbytes(self) -> int:
@@ -109,6 +127,7 @@ class Workspace:
         for b in self._bufs.values():
             self.session.q.release(b)
         self._bufs.clear()
+        self._written.clear()
 
 
 class Session:
