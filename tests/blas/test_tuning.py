@@ -20,6 +20,24 @@ def test_measure_checks_then_times(session: Session) -> None:
     assert not t.error and t.rate > 0 and t.seconds > 0 and t.unit == "GFLOP/s"
 
 
+def test_variants_share_one_kinds_inputs_and_reference(session: Session) -> None:
+    """A tuning run makes a kind's inputs and float64 reference once per size, not per variant;
+    another size or kind makes new ones, and every variant is still checked against them."""
+    from liftkit.blas.tune import Inputs
+
+    inputs = Inputs()
+    kind, sizes = Kind("gemv", "float32", "N"), {"M": 64, "N": 48}
+    first = inputs.get(kind, sizes, 0)
+    for v in (Variant.of("rows", w=4), Variant.of("glb")):
+        t = measure(session, kind, v, sizes, inputs=inputs)
+        assert not t.error and t.rate > 0
+    assert inputs.get(kind, sizes, 0) is first
+    other = inputs.get(kind, {"M": 32, "N": 48}, 0)
+    assert other is not first and other[0][0].shape == (32, 48)
+    want = 1.5 * other[0][0].astype(np.float64) @ other[0][1] - 0.5 * other[0][2]
+    np.testing.assert_allclose(other[1], want)
+
+
 @pytest.mark.parametrize("kind, variant, sizes", [
     (Kind("mm", "complex64", "CN"), Variant.of("glb"), {"M": 16, "N": 24, "K": 8}),
     (Kind("gemv", "complex128", "C"), Variant.of("group-rows", L=32, w=1), {"M": 40, "N": 64}),

@@ -147,6 +147,24 @@ def reference(kind: Kind, xs: list[Any]) -> np.ndarray:
 
 
 # -- measuring one variant ----------------------------------------------------------------------
+class Inputs:
+    """The random inputs of one kind at one size and their float64 reference, made once for all
+    the variants a tuning run measures there (a 4096³ GEMM's reference costs more host time than
+    timing a variant); an explicit cache holding the last (kind, sizes, seed) only."""
+
+    def __init__(self) -> None:
+        self._key: Any = None
+        self._value: Optional[tuple[list[Any], np.ndarray]] = None
+
+    def get(self, kind: Kind, sizes: dict[str, int], seed: int) -> tuple[list[Any], np.ndarray]:
+        key = (kind, tuple(sorted(sizes.items())), seed)
+        if key != self._key or self._value is None:
+            self._value = None  # the old arrays go before the new ones are made
+            xs = inputs_for(kind, sizes, np.random.default_rng(seed))
+            self._key, self._value = key, (xs, reference(kind, xs))
+        return self._value
+
+
 @dataclass
 class Trial:
     kind: Kind
@@ -160,13 +178,15 @@ class Trial:
 
 
 def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
-            repeat: int = 5, max_seconds: float = 2.0, seed: int = 0) -> Trial:
+            repeat: int = 5, max_seconds: float = 2.0, seed: int = 0,
+            inputs: Optional[Inputs] = None) -> Trial:
     """Derive, build, check against NumPy, then time (median of `repeat` event-timed runs,
     fewer when a run is slow). Errors are recorded, not raised: a variant a device cannot run is
-    simply not chosen."""
+    simply not chosen. `inputs`: where the inputs and reference are kept between variants."""
     t = Trial(kind, size_class(kind.op, sizes), variant)
+    inputs = inputs if inputs is not None else Inputs()
     if variant.codelet in ("real", "nn"):
-        return _measure_plan(session, t, sizes, repeat, max_seconds, seed)
+        return _measure_plan(session, t, sizes, repeat, max_seconds, seed, inputs)
     try:
         built = session.store.get(kind, variant)
     except Exception as err:  # noqa: BLE001 - derivation or build failure
@@ -174,8 +194,7 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
         return t
     p = padded_sizes(sizes, built.multiples)
     t.sizes = dict(sizes)
-    rng = np.random.default_rng(seed)
-    xs = inputs_for(kind, p, rng)
+    xs, want = inputs.get(kind, p, seed)
     try:
         out, run = _launcher(session, built, xs, p)
         run()
@@ -188,16 +207,16 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     except Exception as err:  # noqa: BLE001 - a launch the device refuses or a kernel fault
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
-    return _check_then_time(t, xs, got, sizes, run, repeat, max_seconds)
+    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds)
 
 
 def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int,
-                  max_seconds: float, seed: int) -> Trial:
+                  max_seconds: float, seed: int, inputs: Inputs) -> Trial:
     """A GEMM plan of several kernels (the complex-through-real codelet): its packing and
     product timed together on device operands, checked against NumPy first."""
     kind, q = t.kind, session.q
     t.sizes = dict(sizes)
-    xs = inputs_for(kind, sizes, np.random.default_rng(seed))
+    xs, want = inputs.get(kind, sizes, seed)
     dt = np.dtype(kind.dtype)
     try:
         ops = [session.operand(x, name, "gemm", 2) for x, name in zip(xs, ("A", "B"))]
@@ -223,16 +242,15 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
     except Exception as err:  # noqa: BLE001 - a plan the device cannot run
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
-    return _check_then_time(t, xs, got, sizes, run, repeat, max_seconds)
+    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds)
 
 
-def _check_then_time(t: Trial, xs: list[Any], got: np.ndarray, sizes: dict[str, int],
+def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[str, int],
                      run: Callable[[], Any], repeat: int, max_seconds: float) -> Trial:
     """Compare with NumPy (tolerance by precision, growing with the summed length), then time
     the median of up to `repeat` runs within `max_seconds`; the rate is the real (unpadded)
     problem's."""
     kind = t.kind
-    want = reference(kind, xs)
     k = sizes.get("K", sizes.get("N", 1))
     tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
     if not np.allclose(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
@@ -379,11 +397,13 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), disable=not progress, transient=False) as bar:
         task = bar.add_task(f"tuning {dev.label}", total=total)
+        inputs = Inputs()
         for kind, cls, todo in plan:
             entries = []
             for v in todo:
                 bar.update(task, description=f"{kind} {cls} {v}")
-                trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind))
+                trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind),
+                                inputs=inputs)
                 if on_trial is not None:
                     on_trial(trial)
                 if trial.error:
