@@ -240,8 +240,13 @@ def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
 # bound by the bytes each work-item has in flight, first the variants with 8 lanes of 16-byte
 # vectors, not yet run on a GPU: (8, 64, 4) is float64's fastest (16, 32, 2) in float32 —
 # the same work-groups, work-items, bytes per load and bytes per row step)
+# For T also narrower column blocks (4 or 2 lanes: 16 or 8 float4 columns per work-group):
+# with 32 columns per group an 8192-column A makes only 256 groups of at most 256 work-items
+# (the code generator's cap), too few loads in flight to fill the memory of an H100; 16 and 8
+# columns give 512 and 1024 groups (first, not yet run on a GPU).
 GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32, 4, 2)),
-                     "T": ((8, 64, 4), (8, 128, 4), (16, 32, 2), (8, 128, 2), (16, 64, 2),
+                     "T": ((4, 64, 4), (2, 128, 4), (4, 32, 4), (8, 32, 4), (4, 64, 2),
+                           (16, 32, 2), (8, 64, 4), (8, 128, 4), (8, 128, 2), (16, 64, 2),
                            (32, 32, 1), (16, 32, 4))}
 
 

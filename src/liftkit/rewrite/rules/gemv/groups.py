@@ -63,6 +63,11 @@ ROW_GROUPS = (64, 128, 256)  # L of gemv-row-groups
 T_GROUPS = ((4, 64), (8, 32), (16, 16), (4, 32), (8, 16), (16, 8), (2, 64))
 # the BLAS form's work-groups: lanes × g work-items, vectors of w (1: scalars)
 LANES = (32, 16, 8)
+# GEMV T's column blocks may be narrower (4 or 2 lanes of w-vectors, 8-16 columns): more
+# work-groups over the same matrix, so more work-items and loads in flight where A has few
+# columns per work-group's share (a 8192-column float32 A gives only 256 groups of 32 columns);
+# each warp still reads whole 32-byte sectors (lanes·w ≥ 8 elements of 4 bytes)
+T_LANES = (32, 16, 8, 4, 2)
 GROUPS = (4, 8, 16, 32, 64, 128)
 GPU_WIDTHS = (4, 2, 1)
 
@@ -75,12 +80,15 @@ def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
     return d.op, d.m, d.rows, d.x
 
 
-def _lane_offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any) -> list[dict[str, Any]]:
-    """The BLAS form's work-groups (both directions): lanes × g ≤ 1024 work-items."""
+def _lane_offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any,
+                 lanes_: tuple[int, ...] = LANES) -> list[dict[str, Any]]:
+    """The BLAS form's work-groups (both directions): lanes × g ≤ 1024 work-items, each
+    warp's run of a row at least 8 elements (a 32-byte sector of float32)."""
     return [{"lanes": lanes, "g": grp, "w": w}
             for w in vector_widths(parts.op, parts.m, GPU_WIDTHS, True)
-            for lanes in LANES for grp in GROUPS
-            if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024]
+            for lanes in lanes_ for grp in GROUPS
+            if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024
+            and lanes * w >= 8]
 
 
 def _finish(parts: Gemv, vop: Any, ev: Any, w: int, sums: Any, ys: Any, one: bool) -> Any:
@@ -193,7 +201,8 @@ GEMV_LANE_COLUMNS = site_rule(
     "m⟨w⟩(A's row segment, x_i))))(row groups j, j+g, … of b's lanes·w columns) in h, s, g of Σ "
     "over the groups of P) $ zip(transpose ∘ map(split lanes·w) $ A, split lanes·w $ y)",
     "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows",
-    lambda site: gemv_at(site, True), _lane_offers,
+    lambda site: gemv_at(site, True),
+    lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES),
     lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
 
 
