@@ -27,23 +27,20 @@ DEVICE = Device(ordinal=0, name="stubbed CUDA driver (no GPU work)", compute_cap
                 shared_memory_per_block=48 * 1024, total_memory=1 << 33)
 
 
-class _Event:
-    is_done = True
-    handle = 0
+class _Stream:
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+
+    def record(self, ev: Any = None) -> Any:
+        return ev if ev is not None else _StubEvent()
 
     def sync(self) -> None:
         return None
 
 
-class _Stream:
-    def __init__(self, handle: int) -> None:
-        self.handle = handle
-
-    def record(self, ev: Any = None) -> _Event:
-        return ev if ev is not None else _Event()
-
-    def wait(self, ev: Any) -> None:
-        return None
+class _StubEvent:
+    is_done = True
+    handle = 0
 
     def sync(self) -> None:
         return None
@@ -71,8 +68,8 @@ class _Dev:
         self.streams += 1
         return _Stream(self.streams)
 
-    def create_event(self) -> _Event:
-        return _Event()
+    def create_event(self) -> _StubEvent:
+        return _StubEvent()
 
     def allocate(self, nbytes: int, stream: Any = None) -> _Alloc:
         return _Alloc(nbytes)
@@ -81,25 +78,43 @@ class _Dev:
         return None
 
 
-class _Core:
-    """cuda.core's launch API: a configuration object, a launch that only counts itself."""
-
-    def __init__(self) -> None:
-        self.launches = 0
-
-    @staticmethod
-    def LaunchConfig(**kw: Any) -> tuple:  # noqa: N802 - cuda.core's name
-        return tuple(sorted(kw.items()))
-
-    def launch(self, stream: Any, config: Any, kernel: Any, *args: Any) -> None:
-        self.launches += 1
-
-
 class _Driver:
-    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory."""
+    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory;
+    a launch only counts itself, events are always complete."""
 
     class CUresult:
         CUDA_SUCCESS = 0
+        CUDA_ERROR_NOT_READY = 600
+        CUDA_ERROR_INVALID_CONTEXT = 201
+
+    class CUevent_flags:
+        CU_EVENT_DISABLE_TIMING = 2
+
+    CUkernel = ()  # (no kernel is a CUkernel: its handle is launched as it is)
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.last: tuple = ()  # the last launch's (function, grid + block, shared bytes, params)
+
+    def cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                       shmem: int, stream: Any, params: int, extra: int) -> tuple[int]:
+        self.launches += 1
+        self.last = (f, (gx, gy, gz, bx, by, bz), shmem, params)
+        return (0,)
+
+    @staticmethod
+    def cuEventCreate(flags: int) -> tuple[int, int]:
+        return 0, 0
+
+    @staticmethod
+    def cuEventQuery(ev: Any) -> tuple[int]:
+        return (0,)
+
+    cuEventSynchronize = cuEventDestroy = cuEventQuery
+
+    @staticmethod
+    def cuStreamSynchronize(stream: Any) -> tuple[int]:
+        return (0,)
 
     @staticmethod
     def CUstream(handle: int) -> int:  # noqa: N802 - the driver's name
@@ -123,7 +138,7 @@ class _Driver:
 
 class _Module:
     def get_kernel(self, name: str) -> Any:
-        return type("StubKernel", (), {"name": name})()
+        return type("StubKernel", (), {"name": name, "handle": 1})()
 
 
 class _Cache:
@@ -139,19 +154,10 @@ class StubCUDADevice(CUDADevice):
     def __init__(self, queues: int = 1) -> None:  # noqa: D107 - no super(): no driver here
         self._drv = _Driver()
         self.device = DEVICE
-        self._core = _Core()
         self._dev = _Dev()
-        self.streams = [self._dev.create_stream() for _ in range(max(1, queues))]
-        self.stream = self.streams[0]
-        self.tstream = self._dev.create_stream()
-        self._alloc_gen, self._alloc_event = 0, None
-        self._seen = [0] * len(self.streams)
-        self.queues = self.streams
         self.cache = _Cache()
+        self._setup(queues)
         self.label = f"CUDA / {DEVICE.name}"
-        self.total_memory = self.max_alloc = DEVICE.total_memory
-        self._kernels, self._configs, self._shmem = {}, {}, {}
-        self._follow, self._spare = None, []
 
     def _check(self, result: Any, what: str) -> Any:
         rest = result[1:]

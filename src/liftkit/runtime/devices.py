@@ -16,6 +16,7 @@ Kernel arguments: a device buffer is passed as ``Ref(handle)``; scalars are NumP
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -153,8 +154,11 @@ class OpenCLDevice:
 
 
 class CUDADevice:
-    """The runtime's view of one CUDA device (a stream of its own, the NVRTC module cache).
-    CuPy/PyTorch arrays are used in place (``borrow``)."""
+    """The runtime's view of one CUDA device (streams of its own, the NVRTC module cache).
+    Kernels are launched with ``cuLaunchKernel`` on argument lists packed once per signature,
+    and tasks' events are the driver's own, re-recorded once their tasks retire (see
+    ``liftkit.backends.cuda.launch``): a launch is two driver calls. CuPy/PyTorch arrays are
+    used in place (``borrow``)."""
 
     dialect = "cuda"
     is_cpu = False
@@ -169,22 +173,30 @@ class CUDADevice:
         self._core = core()
         self._dev = self._core.Device(self.device.ordinal)
         self._dev.set_current()
+        self.cache = cache if cache is not None else ModuleCache()
+        self._setup(queues)
+
+    def _setup(self, queues: int) -> None:
+        """The streams and tables (the driver, device and cache are set)."""
+        d = self._drv
+        self._ok = d.CUresult.CUDA_SUCCESS
         self.streams = [self._dev.create_stream() for _ in range(max(1, int(queues)))]
         self.stream = self.streams[0]
+        self._handles = [s.handle for s in self.streams]  # CUstream of each compute stream
         self.tstream = self._dev.create_stream()  # transfers; allocations are ordered on it
+        self._thandle = self.tstream.handle
         self._alloc_gen = 0                       # allocations made on tstream so far
         self._alloc_event: Any = None
         self._seen = [0] * len(self.streams)      # the allocation each compute stream follows
         self.queues = self.streams
-        self.cache = cache if cache is not None else ModuleCache()
         self.label = self.device.label
         self.total_memory = int(self.device.total_memory)
         self.max_alloc = self.total_memory
         self._kernels: dict[tuple[str, str], Any] = {}
-        self._configs: dict[tuple, Any] = {}
-        self._shmem: dict[int, int] = {}  # id of a built kernel -> its dynamic shared bytes
+        self._configs: dict[tuple, tuple] = {}
         self._follow: Any = None  # the event another library's stream is recorded into
         self._spare: list = []  # events of retired tasks, recorded again by later ones
+        self._foreign: dict[int, Any] = {}  # raw CUstream handles of other libraries
 
     def _check(self, result: Any, what: str) -> Any:
         from liftkit.backends.cuda.devices import check
@@ -198,6 +210,7 @@ class CUDADevice:
         self.streams = self.streams[:max(1, n)] + [
             self._dev.create_stream() for _ in range(max(1, n) - len(self.streams))]
         self.stream = self.streams[0]
+        self._handles = [s.handle for s in self.streams]
         self.queues = self.streams
         self._seen = [0] * len(self.streams)
 
@@ -211,98 +224,125 @@ class CUDADevice:
         except Exception as err:  # noqa: BLE001 - out of memory, in cuda.core's words
             raise OutOfDeviceMemory(str(err)) from None
         self._alloc_gen += 1
-        self._alloc_event = self.tstream.record()
-        return h
+        self._alloc_event = self._record(self._thandle)
+        return _Memory(h)
+
+    def _wait(self, stream: Any, event: Any) -> None:
+        err = self._drv.cuStreamWaitEvent(stream, event.handle, 0)[0]
+        if err != self._ok:
+            raise RuntimeBackendError(f"a stream cannot wait for an event on {self.label} "
+                                      f"({getattr(err, 'name', err)})")
 
     def _on(self, queue: int, wait: Sequence[Any]) -> Any:
-        """Compute stream ``queue``, made to follow ``wait`` and the allocations before now."""
-        s = self.streams[queue]
+        """Compute stream ``queue``'s handle, made to follow ``wait`` and the allocations
+        before now."""
+        h = self._handles[queue]
         if self._seen[queue] != self._alloc_gen:
-            s.wait(self._alloc_event)
+            self._wait(h, self._alloc_event)
             self._seen[queue] = self._alloc_gen
         for ev in wait:
-            s.wait(ev)
-        return s
+            self._wait(h, ev)
+        return h
 
     def free(self, handle: Any, wait: Sequence[Any] = ()) -> None:
-        handle.close(self._on(0, wait))  # after the tasks still using it (stream-ordered)
+        self._on(0, wait)  # after the tasks still using it (stream-ordered)
+        handle.close(self.streams[0])
 
     def ptr(self, handle: Any) -> int:
-        return handle if isinstance(handle, int) else int(handle.handle)
+        return handle if type(handle) is int else handle.ptr
 
     def upload(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> Any:
         for ev in wait:
-            self.tstream.wait(ev)
+            self._wait(self._thandle, ev)
         self._check(self._drv.cuMemcpyHtoDAsync(self.ptr(handle) + offset, host.ctypes.data,
-                                                host.nbytes, self.tstream.handle), "upload")
-        return self._record(self.tstream)
+                                                host.nbytes, self._thandle), "upload")
+        return self._record(self._thandle)
 
     def download(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> None:
         for ev in wait:
-            self.tstream.wait(ev)
+            self._wait(self._thandle, ev)
         self._check(self._drv.cuMemcpyDtoHAsync(host.ctypes.data, self.ptr(handle) + offset,
-                                                host.nbytes, self.tstream.handle), "download")
-        self.tstream.sync()
+                                                host.nbytes, self._thandle), "download")
+        self._check(self._drv.cuStreamSynchronize(self._thandle), "download")
 
     def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int,
              queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         s = self._on(queue, wait)
         self._check(self._drv.cuMemcpyDtoDAsync(self.ptr(dst) + dst_offset,
-                                                self.ptr(src) + src_offset, nbytes,
-                                                s.handle), "device copy")
+                                                self.ptr(src) + src_offset, nbytes, s),
+                    "device copy")
         return self._record(s)
 
     def build(self, name: str, source: str, dynamic_shared: int = 0) -> Any:
-        """The kernel ``name`` of ``source``; with ``dynamic_shared`` bytes (a kernel whose
-        local memory exceeds 48 KB) opted in to that much, which its launches then give."""
+        """The kernel ``name`` of ``source`` as launches take it (``Function``); with
+        ``dynamic_shared`` bytes (a kernel whose local memory exceeds 48 KB) opted in to that
+        much, which its launches then give."""
         key = (name, source)
         k = self._kernels.get(key)
         if k is None:
+            from liftkit.backends.cuda.launch import Function
             self._dev.set_current()
             try:
                 mod = self.cache.get(self.device, source, (), name=name)
-                k = mod.get_kernel(name)
+                kernel = mod.get_kernel(name)
                 if dynamic_shared:
                     from liftkit.backends.cuda.runner import allow_dynamic_shared
-                    allow_dynamic_shared(self.device, k, dynamic_shared, name)
-                    self._shmem[id(k)] = dynamic_shared
-                self._kernels[key] = k
+                    allow_dynamic_shared(self.device, kernel, dynamic_shared, name)
+                k = self._kernels[key] = Function(name, kernel, dynamic_shared, self._drv)
             except BackendError as err:
                 raise RuntimeBackendError(str(err)) from None
         return k
 
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
                args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
-        c = self._core
-        shmem = self._shmem.get(id(kernel), 0) if self._shmem else 0
-        ck = (tuple(global_size), None if local_size is None else tuple(local_size), shmem)
-        config = self._configs.get(ck)
-        if config is None:  # a launch configuration per geometry, made once
+        ck = (global_size if type(global_size) is tuple else tuple(global_size),
+              None if local_size is None else tuple(local_size))
+        geo = self._configs.get(ck)
+        if geo is None:  # grid and block per geometry, worked out once
             if local_size is None:
                 local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
             grid = tuple(min(math.ceil(g / b), m) for g, b, m in
                          zip(global_size, local_size, self.device.max_grid_dims))
-            config = self._configs[ck] = (
-                c.LaunchConfig(grid=grid, block=tuple(local_size), shmem_size=shmem) if shmem
-                else c.LaunchConfig(grid=grid, block=tuple(local_size)))
-        vals = [a.handle if type(a) is Ref and type(a.handle) is int else
-                self.ptr(a.handle) if type(a) is Ref else a for a in args]
+            geo = self._configs[ck] = (tuple(grid) + (1, 1, 1))[:3] + \
+                (tuple(local_size) + (1, 1, 1))[:3]
+        vals = []
+        for a in args:
+            if type(a) is Ref:
+                h = a.handle
+                vals.append(h if type(h) is int else h.ptr)
+            else:
+                vals.append(a)
         s = self._on(queue, wait) if wait or self._seen[queue] != self._alloc_gen \
-            else self.streams[queue]
+            else self._handles[queue]
         try:
-            c.launch(s, config, kernel, *vals)
-        except Exception as err:  # noqa: BLE001 - cuda.core's own error type
-            raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
+            address = kernel.args(vals)
+        except (TypeError, struct.error) as err:
+            raise RuntimeBackendError(f"kernel {kernel.name}: an argument CUDA cannot take "
+                                      f"({err})") from None
+        err = self._drv.cuLaunchKernel(kernel.func, *geo, kernel.shmem, s, address, 0)[0]
+        if err != self._ok:
+            if err == self._drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # another thread's call
+                self._dev.set_current()
+                err = self._drv.cuLaunchKernel(kernel.func, *geo, kernel.shmem, s, address, 0)[0]
+            if err != self._ok:
+                raise RuntimeBackendError(f"kernel {kernel.name}: the launch failed on "
+                                          f"{self.label} ({getattr(err, 'name', err)})")
         return self._record(s)
 
     def flush(self) -> None:
         return None
 
     def done(self, event: Any) -> bool:
-        return bool(event.is_done)
+        try:
+            return bool(event.is_done)
+        except BackendError as err:
+            raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
 
     def wait(self, event: Any) -> None:
-        event.sync()
+        try:
+            event.sync()
+        except BackendError as err:
+            raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
 
     def finish(self) -> None:
         try:
@@ -313,9 +353,30 @@ class CUDADevice:
             raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
 
     def _record(self, stream: Any) -> Any:
-        """An event recorded on ``stream``: a finished task's event re-recorded when there is
-        one (creating events is a driver call per task)."""
-        return stream.record(self._spare.pop()) if self._spare else stream.record()
+        """An event recorded on ``stream`` (a CUstream): a finished task's event recorded
+        again when there is one (creating events is a driver call per task)."""
+        if self._spare:
+            ev = self._spare.pop()
+        else:
+            from liftkit.backends.cuda.launch import Event
+            try:
+                ev = Event(self._drv)
+            except BackendError as err:
+                raise RuntimeBackendError(str(err)) from None
+        err = self._drv.cuEventRecord(ev.handle, stream)[0]
+        if err != self._ok:
+            raise RuntimeBackendError(f"an event cannot be recorded on {self.label} "
+                                      f"({getattr(err, 'name', err)})")
+        return ev
+
+    def _stream(self, stream: int) -> Any:
+        """Another library's stream (a raw handle) as the driver calls take it."""
+        s = self._foreign.get(stream)
+        if s is None:
+            if len(self._foreign) > 64:
+                self._foreign.clear()
+            s = self._foreign[stream] = self._drv.CUstream(int(stream))
+        return s
 
     def follow(self, stream: int) -> bool:
         """Order the kernels and device copies enqueued from now on (the compute streams)
@@ -325,13 +386,14 @@ class CUDADevice:
         try:
             d = self._drv
             if self._follow is None:
-                self._follow = self._dev.create_event()
+                from liftkit.backends.cuda.launch import Event
+                self._follow = Event(d)
             ev = self._follow  # re-recorded each time: a wait takes the record before it
-            err = d.cuEventRecord(ev.handle, d.CUstream(int(stream)))[0]
-            if err != d.CUresult.CUDA_SUCCESS:
+            if d.cuEventRecord(ev.handle, self._stream(stream))[0] != self._ok:
                 return False
-            for s in self.streams:
-                s.wait(ev)
+            for h in self._handles:
+                if d.cuStreamWaitEvent(h, ev.handle, 0)[0] != self._ok:
+                    return False
             return True
         except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
             return False
@@ -341,8 +403,7 @@ class CUDADevice:
         blocking the host; False if the driver refused (the caller then waits)."""
         try:
             d = self._drv
-            err = d.cuStreamWaitEvent(d.CUstream(int(stream)), event.handle, 0)[0]
-            return bool(err == d.CUresult.CUDA_SUCCESS)
+            return d.cuStreamWaitEvent(self._stream(stream), event.handle, 0)[0] == self._ok
         except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
             return False
 
@@ -363,6 +424,22 @@ class CUDADevice:
             return None
         self._dev.sync()  # the library's own stream may still be writing it
         return b.ptr, b.shape, b.dtype, b.obj
+
+
+class _Memory:
+    """A device allocation of the runtime (cuda.core's buffer) with its address as an int."""
+
+    __slots__ = ("buffer", "ptr")
+
+    def __init__(self, buffer: Any) -> None:
+        self.buffer, self.ptr = buffer, int(buffer.handle)
+
+    @property
+    def handle(self) -> Any:
+        return self.buffer.handle
+
+    def close(self, stream: Any = None) -> None:
+        self.buffer.close(stream)
 
 
 def open_device(backend: str = "auto", spec: Optional[str] = None, queues: int = 1) -> Any:

@@ -1,0 +1,117 @@
+"""Kernel launches and events straight through the driver API (``cuda.bindings.driver``), for
+host paths that launch small kernels again and again (the task runtime's).
+
+cuda.core's ``launch`` converts its launch configuration and packs every argument anew on each
+call; here a kernel's argument list is packed into one buffer of 8-byte slots whose pointer
+array is made once per argument signature (``Packed``), and ``cuLaunchKernel`` reads it (the
+driver copies the values during the call, so the buffer is refilled for the next launch at
+once). Events are the driver's own (created without timing, recorded with one call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import Any, Sequence
+
+import numpy as np
+
+from liftkit.backends.cuda.nvrtc import CUDAError
+
+# struct codes of a kernel argument's type by (kind, size), each in an 8-byte slot
+_KINDS = {("i", 8): "q", ("u", 8): "Q", ("f", 8): "d", ("i", 4): "i4x", ("u", 4): "I4x",
+          ("f", 4): "f4x", ("i", 2): "h6x", ("u", 2): "H6x", ("i", 1): "b7x", ("u", 1): "B7x",
+          ("b", 1): "?7x"}
+
+
+def _code(t: type) -> str:
+    """The struct code of a kernel argument of type ``t`` (a Python int is a pointer or a
+    64-bit integer) in its 8-byte slot."""
+    if t is int:
+        return "q"
+    got = None
+    if issubclass(t, np.generic):
+        dt = np.dtype(t)
+        got = _KINDS.get((dt.kind, dt.itemsize))
+    if got is None:
+        raise TypeError(f"a CUDA kernel argument of type {t.__name__}")
+    return got
+
+
+class Packed:
+    """A kernel argument list of one signature (the types of its values): a buffer of 8-byte
+    slots and the array of pointers to them that ``cuLaunchKernel`` takes."""
+
+    __slots__ = ("pack", "storage", "pointers", "address")
+
+    def __init__(self, types: Sequence[type]) -> None:
+        s = struct.Struct("<" + "".join(_code(t) for t in types))
+        self.storage = ctypes.create_string_buffer(max(s.size, 8))
+        base = ctypes.addressof(self.storage)
+        self.pointers = (ctypes.c_void_p * max(len(types), 1))(
+            *[base + 8 * k for k in range(len(types))])
+        self.address = ctypes.addressof(self.pointers)
+        storage, pack_into = self.storage, s.pack_into
+        self.pack = lambda values: pack_into(storage, 0, *values)
+
+
+class Function:
+    """A loaded kernel as launches take it: its driver function handle, the dynamic shared
+    memory its launches give, its packed argument lists by signature, and the cuda.core kernel
+    (kept alive: it owns the loaded code)."""
+
+    __slots__ = ("name", "func", "shmem", "kernel", "packed")
+
+    def __init__(self, name: str, kernel: Any, shmem: int = 0, drv: Any = None) -> None:
+        self.name, self.kernel, self.shmem = name, kernel, shmem
+        self.packed: dict[tuple, Packed] = {}
+        handle = getattr(kernel, "handle", None) or kernel._handle
+        if drv is not None and isinstance(handle, getattr(drv, "CUkernel", ())):
+            err, func = drv.cuKernelGetFunction(handle)  # the current context's function
+            if err != drv.CUresult.CUDA_SUCCESS:
+                raise CUDAError(f"kernel {name}: no function for this context ({err})")
+            handle = func
+        self.func = handle
+
+    def args(self, values: list) -> int:
+        """The address of ``values`` packed for a launch (valid until the next call)."""
+        sig = tuple([type(v) for v in values])
+        p = self.packed.get(sig)
+        if p is None:
+            p = self.packed[sig] = Packed(sig)
+        p.pack(values)
+        return p.address
+
+
+class Event:
+    """A driver event without timing (``is_done``, ``sync``, ``handle``: what the runtime asks
+    of one), destroyed with the object."""
+
+    __slots__ = ("handle", "_drv")
+
+    def __init__(self, drv: Any) -> None:
+        err, self.handle = drv.cuEventCreate(int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
+        if err != drv.CUresult.CUDA_SUCCESS:
+            raise CUDAError(f"cannot create a CUDA event ({err})")
+        self._drv = drv
+
+    @property
+    def is_done(self) -> bool:
+        drv = self._drv
+        err = drv.cuEventQuery(self.handle)[0]
+        if err == drv.CUresult.CUDA_SUCCESS:
+            return True
+        if err == drv.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        raise CUDAError(f"a kernel failed ({getattr(err, 'name', err)})")
+
+    def sync(self) -> None:
+        err = self._drv.cuEventSynchronize(self.handle)[0]
+        if err != self._drv.CUresult.CUDA_SUCCESS:
+            raise CUDAError(f"a kernel failed ({getattr(err, 'name', err)})")
+
+    def __del__(self) -> None:
+        try:
+            self._drv.cuEventDestroy(self.handle)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver is gone already
+            pass
