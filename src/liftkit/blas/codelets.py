@@ -176,11 +176,12 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
     return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
-def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
-                    ) -> Strategy:
+def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
+                    rot: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
 
-    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages)
+    extra = {"rot": rot} if rot else {}  # rot=1: A's rows rotated in shared memory
+    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
 
 
 # the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages): H1's run 4 best (128x64x32, 0.92x
@@ -334,8 +335,9 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             _mm_tiles_async,
             lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn", "stages"), p))
                          for p in TILES_ASYNC_SPACE] if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, rm, rn, stages: _tiled_multiples(
-                kind, Variant.of("tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages),
+            lambda kind, tm, tn, tk, rm, rn, stages, rot=0: _tiled_multiples(
+                kind, Variant.of("tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
+                                 **({"rot": 1} if rot else {})),
                 {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_cuda_rules),
     Codelet("real", ("mm",), "a complex GEMM as one real GEMM of twice the depth and width (the "
@@ -465,7 +467,15 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
 
 
 def derive(kind: Kind, variant: Variant) -> Derivation:
-    """The derivation of `kind`'s kernel by `variant`'s codelet from its high-level program."""
+    """The derivation of `kind`'s kernel by `variant`'s codelet from its high-level program
+    (derived once per kind and variant: building a kernel and finding the size multiples of a
+    tiled codelet both need it, and a tensor-core derivation takes seconds; callers treat the
+    shared result as immutable)."""
+    return _derive(kind, variant)
+
+
+@functools.lru_cache(maxsize=256)
+def _derive(kind: Kind, variant: Variant) -> Derivation:
     c = get_codelet(variant, kind)
     start = Derivation(kind.program(), name=f"{kind}")
     try:
