@@ -61,6 +61,9 @@ CASES = {
                                                B=h.ndarray((64, 128), "float64"),
                                                C=h.ndarray((256, 64), "float64"):
                                                s.gemm(A, B, C, trans_b=True)),
+    "gemm float32 TN padded (nn plan)": lambda h, s: (
+        None, lambda A=h.ndarray((999, 1000), "float32"), B=h.ndarray((999, 1001), "float32"),
+        C=h.ndarray((1000, 1001), "float32"): s.gemm(A, B, C, trans_a=True)),
     "gemm float32 epilogue": lambda h, s: (None, lambda A=h.ndarray((256, 128), "float32"),
                                            B=h.ndarray((128, 64), "float32"),
                                            C=h.ndarray((256, 64), "float32"):

@@ -69,9 +69,16 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
     if dt.kind != "c":  # codelet nn: transposes, then the NN kernel
         real = session.kernel(Kind("mm", name, "NN"), sizes)
         tr = Kind("transpose", name)
+        mult = dict(real.multiples)
         a = session.kernel(tr, {"M": K, "N": M}) if layout[0] == "T" else None
         b = session.kernel(tr, {"M": N, "N": K}) if layout[1] == "T" else None
-        return Embedding(real, b, a, None, padded_sizes(sizes, real.multiples), doubled=False)
+        # a transpose runs on the padded stored operand (K×M of A, N×K of B): the sizes are
+        # padded to its multiples too, so that it writes the NN kernel's padded operand
+        for t, rows, cols in ((a, "K", "M"), (b, "N", "K")):
+            if t is not None:
+                for dim, m in ((rows, t.multiples.get("M", 1)), (cols, t.multiples.get("N", 1))):
+                    mult[dim] = math.lcm(mult.get(dim, 1), m)
+        return Embedding(real, b, a, None, padded_sizes(sizes, mult), doubled=False)
     real = session.kernel(Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K})
     mult = real.multiples
 
@@ -184,8 +191,19 @@ class GemmPlan:
         M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
         p = self.padded
         buf, evs, temps = o.buf, list(o.events), []
+        prep = (E.a_prep if role == self.first else E.b_prep) if not E.doubled else None
+        if prep is not None:  # nn: the stored operand padded, then transposed into the kernel's
+            need = (p["M"], p["K"]) if role == self.first else (p["K"], p["N"])
+            stored = need[::-1]
+            if o.stored != stored:
+                buf, ev = _pad_into(s, ws, f"pad-{role}", buf, o.stored, stored, item, evs)
+                evs = [ev]
+            dst = ws.buffer(f"prep-{role}", need[0] * need[1] * item)
+            ev, temps = prep.launch(s.q, {0: buf}, {}, dst, {"M": stored[0], "N": stored[1]},
+                                    evs)
+            return Packed(role, dst, (ev,), o, tuple(temps))
         if role == self.first:
-            if E.a_prep is not None:  # op(first) made row-major and plain: M×K
+            if E.a_prep is not None:  # (cprep) op(first) made row-major and plain: M×K
                 rows, cols = o.stored
                 tmp = ws.buffer(f"prep-{role}", M * K * item)
                 ev, temps = E.a_prep.launch(s.q, {0: buf}, {}, tmp, {"M": rows, "N": cols}, evs)
@@ -196,12 +214,7 @@ class GemmPlan:
             ev, temps = E.b_prep.launch(s.q, {0: buf, 1: E.unit}, {}, emb, {"K": K, "N": N}, evs)
             buf, evs = emb, [ev]
             have, need = (2 * K, N), (2 * p["K"], p["N"])
-        else:
-            if E.b_prep is not None:  # op(second) made row-major: K×N
-                rows, cols = o.stored
-                tmp = ws.buffer(f"prep-{role}", K * N * item)
-                ev, temps = E.b_prep.launch(s.q, {0: buf}, {}, tmp, {"M": rows, "N": cols}, evs)
-                buf, evs = tmp, [ev]
+        else:  # nn, an operand read as it is
             have, need = (K, N), (p["K"], p["N"])
         if have != need:
             buf, ev = _pad_into(s, ws, f"pad-{role}", buf, have, need, item, evs)
@@ -411,8 +424,18 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     for role in ((plan.first, "B" if plan.first == "A" else "A") if E is not None else ()):
         user = plan._user_shape(role)  # as `_pack_embedded` places it
         rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
+        prep = (E.a_prep if role == plan.first else E.b_prep) if not E.doubled else None
+        if prep is not None:  # nn: the stored operand padded, then transposed
+            need = (p["M"], p["K"]) if role == plan.first else (p["K"], p["N"])
+            stored = need[::-1]
+            if (rows, cols) != stored:
+                pad(role, f"pad-{role}", (rows, cols), stored)
+            dest = temp(f"prep-{role}", need[0] * need[1] * item)
+            launches(prep, {"M": stored[0], "N": stored[1]}, {0: slot[role]}, {}, dest)
+            slot[role] = dest
+            continue
         if role == plan.first:
-            if E.a_prep is not None:  # op(first) made row-major and plain: M×K
+            if E.a_prep is not None:  # (cprep) op(first) made row-major and plain: M×K
                 dest = temp(f"prep-{role}", M * K * item)
                 launches(E.a_prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
                 slot[role] = dest
@@ -422,11 +445,7 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
             launches(E.b_prep, {"K": K, "N": N}, {0: slot[role], 1: 5}, {}, dest)
             slot[role] = dest
             have, need = (2 * K, N), (2 * p["K"], p["N"])
-        else:
-            if E.b_prep is not None:  # op(second) made row-major: K×N
-                dest = temp(f"prep-{role}", K * N * item)
-                launches(E.b_prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
-                slot[role] = dest
+        else:  # nn, an operand read as it is
             have, need = (K, N), (p["K"], p["N"])
         if have != need:
             pad(role, f"pad-{role}", have, need)

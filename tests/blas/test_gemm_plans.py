@@ -1,0 +1,55 @@
+"""GEMM plans over several derived kernels, run for real on the CPU device at sizes off every
+kernel's multiples: the `nn` plan (NT/TN as a transpose of the stored operand, then the NN
+kernel), here with the blocked GPU transpose `tiles-t`, whose kernels need multiples of their
+tile: the stored operand is padded first, then transposed into the NN kernel's padded operand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit.blas import Kind, Profile, Session, Variant
+from liftkit.blas.profile import Entry
+
+from .test_properties import _mat
+
+TILES_T = Variant.of("tiles-t", r=32, k=4)
+CLASSES = ("small", "medium", "large", "huge")
+
+
+@pytest.fixture(scope="module")
+def nn_session(session: Session) -> Session:
+    """The CPU device with a profile that runs NT and TN through the `nn` plan and transposes
+    with tiles-t at every size (as the CUDA defaults do where the padding stays small)."""
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    for dt in ("float32", "float64"):
+        prof.add(Entry(Kind("transpose", dt), c, {"M": 1, "N": 1}, TILES_T, 1.0, 1e9)
+                 for c in CLASSES)
+        prof.add(Entry(Kind("mm", dt, lay), c, {"M": 1, "N": 1, "K": 1}, Variant.of("nn"), 1.0,
+                       1e9) for lay in ("NT", "TN") for c in CLASSES)
+    return Session(session.device, profile=prof)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_nn_plan_at_any_size(nn_session: Session, dt: type) -> None:
+    s = nn_session
+    rng = np.random.default_rng(11)
+    tol = 1e-4 if dt == np.float32 else 1e-11
+    for case in range(12):
+        # just off multiples of the transposes' tiles (32): padding small enough for tiles-t
+        m, n, k = (int(32 * j - r) for j, r in zip(rng.integers(1, 5, 3), rng.integers(0, 4, 3)))
+        ta, tb = [(False, True), (True, False)][case % 2]
+        oa, ob, oc = ("CCC", "FCC", "CFC", "CCF", "FFC", "CFF")[case % 6]
+        A = _mat(rng, (k, m) if ta else (m, k), dt, oa)
+        B = _mat(rng, (n, k) if tb else (k, n), dt, ob)
+        C = _mat(rng, (m, n), dt, oc)
+        plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb, order_a=oa,
+                           order_b=ob, order_c=oc)
+        if plan.layout != "NN":
+            assert str(plan.variant) == "nn()"
+            preps = [t for t in (plan.embed.a_prep, plan.embed.b_prep) if t is not None]
+            assert preps and all(t.variant == TILES_T for t in preps)
+        alpha, beta = (1.0, 0.0) if case < 6 else (1.5, -0.5)
+        want = alpha * ((A.T if ta else A).astype(np.float64) @ (B.T if tb else B)) + beta * C
+        got = s.gemm(A, B, C, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb).result()
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
