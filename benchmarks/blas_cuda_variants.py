@@ -77,7 +77,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--dgemm", default="4096")
     p.add_argument("--out", default=None)
     p.add_argument("--profile", default=None)
+    p.add_argument("--gemv-n", default=";".join(GEMV["N"]), help="';'-separated variants")
+    p.add_argument("--gemv-t", default=";".join(GEMV["T"]), help="';'-separated variants")
+    p.add_argument("--transposes", default=";".join(TRANSPOSE), help="';'-separated variants")
     args = p.parse_args(argv)
+    lists = {"N": [v for v in args.gemv_n.split(";") if v], "T": [v for v in args.gemv_t.split(";") if v],
+             "transpose": [v for v in args.transposes.split(";") if v]}
 
     import cupy as cp
 
@@ -120,7 +125,7 @@ def main(argv: list[str]) -> int:
                 opA = A.T if trans else A
                 want = opA.astype(cp.float64) @ x.astype(cp.float64)
                 t_ref = _time(cp, lambda: cp.matmul(opA, x, out=y), args.repeat)
-                for vtext in GEMV[lay]:
+                for vtext in lists[lay]:
                     v = lookup_variant(Kind("gemv", dt_name, lay), vtext)
                     if dt_name == "float64" and v.kw.get("w") == 4 and v.codelet == "row-groups":
                         v = lookup_variant(Kind("gemv", dt_name, lay), vtext.replace("w=4", "w=2"))
@@ -149,7 +154,7 @@ def main(argv: list[str]) -> int:
             T = cp.full((n, n), np.nan, dt)
             nbytes = 2.0 * n * n * dt.itemsize
             t_ref = _time(cp, lambda: cp.copyto(T, A), args.repeat)
-            for vtext in TRANSPOSE:
+            for vtext in lists["transpose"]:
                 v = lookup_variant(Kind("transpose", dt_name), vtext)
                 chosen["transpose"] = v
                 try:
