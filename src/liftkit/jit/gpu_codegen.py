@@ -156,12 +156,111 @@ def _lit(c: V.Const) -> str:
     return r if t.name == "float64" else r + "f"
 
 
+MAX_LANES = 32  # a warp
+LANE_WORK = 2  # iterations of the shared loop per lane the launch-time choice aims at
+
+
+@dataclass(frozen=True)
+class LanePlan:
+    """A parallel loop whose iteration is mostly one reduction loop over contiguous elements
+    (spmv's ``for k in range(indptr[i], indptr[i + 1]): s += data[k] * x[indices[k]]``): on
+    CUDA a group of lanes of a warp shares each iteration, taking the loop's iterations in
+    turn, so neighbouring lanes read neighbouring elements (one work-item per iteration reads
+    them a row apart); the partial sums meet through warp shuffles. ``fixed`` lanes, or a
+    count chosen per launch from ``hint`` (array, axis): the loop's length, estimated as that
+    axis's extent (divided by the parallel loop's count for a 1-D array: CSR's data)."""
+    loop: V.For
+    accumulators: tuple[str, ...]
+    hint: tuple[str, int, int]  # (array, axis, ndim)
+    fixed: int = 0
+
+    def estimate(self, w: "KernelWriter") -> str:
+        a, axis, ndim = self.hint
+        ext = f"{w.ident(a)}_n{axis}"
+        return f"{ext} / (lk_c0 > 0L ? lk_c0 : 1L)" if ndim == 1 else ext
+
+
+def _unit_axis(t: T.ArrayType) -> int | None:
+    return t.ndim - 1 if t.layout == "C" else 0 if t.layout == "F" else None
+
+
+def lane_plan(s: V.ParFor, dialect: str, lanes: "bool | int | None") -> LanePlan | None:
+    """The reduction loop lanes can share in ``s`` (see :class:`LanePlan`), if any: CUDA only
+    (warp shuffles); a 1-D parallel loop whose body is statements without stores, one loop
+    summing (``acc = acc + e``, integers or floats; other scalars it assigns are set before
+    they are read in each iteration and unused after it) whose index checks wait for its end
+    (``KernelWriter._deferrable``), then anything the loop's variable and scalars do not reach.
+    The loop must index some array with its bare variable along the contiguous axis, and no
+    array with the parallel loop's variable there (pagerank's ``MT[j, i]``: neighbouring
+    work-items already read neighbours). Floating-point sums are added in another order (a
+    tree over the lanes), as ``np.sum``'s pairwise summation does; ``lanes=False`` keeps the
+    sequential order."""
+    if lanes is False or (lanes is not None and lanes is not True and int(lanes) <= 1) or \
+            dialect != "cuda" or len(s.vars) != 1:
+        return None
+    fixed = 0 if lanes is None or lanes is True else int(lanes)
+    if fixed & (fixed - 1) or fixed > MAX_LANES:
+        raise ValueError(f"lanes must be a power of two up to {MAX_LANES}, not {fixed}")
+    for at, st in enumerate(s.body):
+        if isinstance(st, V.For):
+            break
+        if any(isinstance(n, V.Assign) and not isinstance(n.target, V.Name) for n in nodes(st)):
+            return None  # every lane runs these: no stores
+    else:
+        return None
+    loop, after = s.body[at], s.body[at + 1:]
+    if not (isinstance(loop.step, V.Const) and loop.step.value > 0) or \
+            not KernelWriter._deferrable(loop):
+        return None
+    if isinstance(loop.start, V.Const) and isinstance(loop.stop, V.Const) and \
+            (loop.stop.value - loop.start.value) // loop.step.value < 2 * LANE_WORK:
+        return None
+    later = {n.name for n in nodes(after) if isinstance(n, V.Name)}
+    if loop.var in later:
+        return None
+    accs: list[str] = []
+    assigned = {st.target.name for st in loop.body}
+    seen: set[str] = set()  # scalars assigned so far in an iteration
+    for st in loop.body:
+        t, v = st.target.name, st.value
+        names = [n.name for n in nodes(v) if isinstance(n, V.Name)]
+        if isinstance(v, V.BinOp) and v.op == "add" and t not in seen and \
+                any(isinstance(o, V.Name) and o.name == t for o in (v.left, v.right)) and \
+                names.count(t) == 1 and isinstance(st.target.type, T.ScalarType) and \
+                st.target.type.name in ("int32", "int64", "float32", "float64"):
+            accs.append(t)
+            names.remove(t)
+        elif t in later or t in accs:
+            return None  # needed after the loop, or a sum assigned otherwise
+        if any(r in assigned and r not in seen or r in accs for r in names):
+            return None  # carried from one iteration to the next, or a sum read
+        seen.add(t)
+    if not accs:
+        return None
+    hint = None
+    for n in nodes(loop.body):
+        if isinstance(n, V.Index) and isinstance(n.array, V.Name) and \
+                isinstance(n.array.type, T.ArrayType) and len(n.indices) == n.array.type.ndim:
+            ax = _unit_axis(n.array.type)
+            ix = n.indices[ax] if ax is not None else None
+            if isinstance(ix, V.Name) and ix.name == s.vars[0]:
+                return None
+            if isinstance(ix, V.Name) and ix.name == loop.var and hint is None:
+                hint = (n.array.name, ax, n.array.type.ndim)
+    if hint is None:
+        return None
+    return LanePlan(loop, tuple(accs), hint, fixed)
+
+
 class KernelWriter:
     """Writes one kernel in one dialect (see the module docstring)."""
 
     def __init__(self, dialect: str, s: V.ParFor, symtab: dict, name: str, raises: list,
-                 restrict: bool, captured: list, data: set, writes: set) -> None:
+                 restrict: bool, captured: list, data: set, writes: set,
+                 lanes: "bool | int | None" = None) -> None:
         self.d = dialect_named(dialect)
+        self.lanes = lanes  # None/True: chosen per launch; False/0/1: off; n: at most n lanes
+        self.lane: "LanePlan | None" = None  # the reduction loop a group of lanes shares
         self.s, self.symtab, self.name, self.raises = s, symtab, name, raises
         self.restrict, self.captured, self.data, self.writes = restrict, captured, data, writes
         self.lines: list[str] = []
@@ -175,6 +274,7 @@ class KernelWriter:
         self.fails = False  # a check that may record an error was written
         self.defer: "str | None" = None  # the failure record of a loop deferring its checks
         self.deferred = False  # a check of that loop was deferred
+        self.defer_at = "0L"  # the loop's iteration counter (which failure came first)
 
     # -- names
     def ident(self, name: str) -> str:
@@ -230,13 +330,29 @@ class KernelWriter:
                     f"loop (line {s.line}); index the arrays element by element")
             st = _scalar(self.symtab[n], f"variable '{n}'", line)
             self.w(f"{self.ctype(st)} {self.ident(n)};")
+        self.lane = lane_plan(s, self.d.name, self.lanes)
+        if self.lane is not None:
+            self.lane_head()
         for k in range(nd):
             dim = nd - 1 - k  # the outer loop dimension is the slowest NDRange dimension
             gid, gsz = self.ids(dim)
+            if self.lane is not None:  # a group of lk_g lanes per iteration
+                gid = "((long)blockIdx.x * lk_gpb + threadIdx.x / lk_g)"
+                gsz = "((long)gridDim.x * lk_gpb)"
             self.w(f"for (long lk_k{k} = {gid}; lk_k{k} < lk_c{k}; lk_k{k} += {gsz}) {{")
             self.ind += 1
             self.w(f"{self.ident(s.vars[k])} = lk_s{k} + lk_k{k} * lk_t{k};")
-        self.block(s.body)
+        if self.lane is None:
+            self.block(s.body)
+        else:  # before the loop: every lane alike; the loop: shared; after it: the first lane
+            at = s.body.index(self.lane.loop)
+            self.block(s.body[:at + 1])
+            if s.body[at + 1:]:
+                self.w("if (lk_lane == 0) {")
+                self.ind += 1
+                self.block(s.body[at + 1:])
+                self.ind -= 1
+                self.w("}")
         for k in range(nd):
             self.ind -= 1
             self.w("}")
@@ -251,6 +367,27 @@ class KernelWriter:
         a = "xyz"[dim]
         return (f"((long)blockIdx.{a} * blockDim.{a} + threadIdx.{a})",
                 f"((long)gridDim.{a} * blockDim.{a})")
+
+    def lane_head(self) -> None:
+        """The lanes per iteration (a power of two up to a warp, dividing the block; the same
+        in every thread), this thread's lane and its group's shuffle mask."""
+        lp = self.lane
+        assert lp is not None
+        if lp.fixed:
+            self.w(f"int lk_g = {lp.fixed};")
+        else:  # about LANE_WORK iterations of the shared loop per lane
+            self.w(f"long lk_e = {lp.estimate(self)};")
+            self.w(f"int lk_g = 1; while (lk_g < {MAX_LANES} && (long)lk_g * {LANE_WORK} < lk_e)"
+                   " lk_g <<= 1;")
+        self.w("if (blockDim.x % lk_g != 0) lk_g = 1;")
+        self.w("int lk_lane = threadIdx.x & (lk_g - 1);")
+        self.w("unsigned lk_mask = lk_g == 32 ? 0xffffffffu : "
+               "((1u << lk_g) - 1u) << ((threadIdx.x & 31) & ~(lk_g - 1));")
+        self.w("long lk_gpb = blockDim.x / lk_g;")
+
+    def lane_sum(self, value: str) -> None:
+        self.w(f"for (int lk_o = lk_g >> 1; lk_o > 0; lk_o >>= 1) {value} += "
+               f"__shfl_xor_sync(lk_mask, {value}, lk_o);")
 
     def private(self) -> list[str]:
         out: dict[str, None] = {v: None for v in self.s.vars}
@@ -303,6 +440,14 @@ class KernelWriter:
         self.w("}")
 
     def s_For(self, st: V.For) -> None:
+        lane = self.lane is not None and st is self.lane.loop
+        saved = []
+        if lane:  # each lane sums its iterations from zero; the group's sum joins the start
+            for acc in self.lane.accumulators:  # type: ignore[union-attr]
+                b = self.tmp()
+                self.w(f"{self.ctype(self.symtab[acc])} {b} = {self.ident(acc)}; "
+                       f"{self.ident(acc)} = 0;")
+                saved.append((acc, b))
         self.w("{")
         self.ind += 1
         a, b, c = (self.ex(e) for e in (st.start, st.stop, st.step))
@@ -339,14 +484,22 @@ class KernelWriter:
             self._loop(st, lo, step, n, k)
         self.ind -= 1
         self.w("}")
+        for acc, b in saved:
+            self.lane_sum(self.ident(acc))
+            self.w(f"{self.ident(acc)} = {b} + {self.ident(acc)};")
 
     def _loop(self, st: V.For, lo: str, step: str, n: str, k: str) -> None:
         bad = self.tmp() if self.defer is None and self._deferrable(st) else None
         at = len(self.lines)
         if bad is not None:  # its index checks record the first failure and go on (below)
             self.defer, self.deferred = bad, False
-        self.w(f"for (long {k} = 0L; {k} < {n}; {k}++) {{")
+        lane = self.lane is not None and st is self.lane.loop
+        if lane:  # the group's lanes take the iterations in turn
+            self.w(f"for (long {k} = lk_lane; {k} < {n}; {k} += lk_g) {{")
+        else:
+            self.w(f"for (long {k} = 0L; {k} < {n}; {k}++) {{")
         self.ind += 1
+        self.defer_at = k
         self.w(f"{self.ident(st.var)} = {lo} + {k} * {step};")
         self.block(st.body)
         self.ind -= 1
@@ -355,12 +508,26 @@ class KernelWriter:
             self.defer = None
             if self.deferred:  # the record before the loop, its report after it
                 self.lines.insert(at, "    " * self.ind + f"int {bad} = 0; long {bad}_a = 0L, "
-                                  f"{bad}_b = 0L, {bad}_c = 0L, {bad}_l = 0L;")
+                                  f"{bad}_b = 0L, {bad}_c = 0L, {bad}_l = 0L, {bad}_t = 0L;")
                 self.fails = True
-                self.w(f"if ({bad}) {{ lk_fail(lk_err + lk_eo, {ERR_INDEX}, {bad}_l, {bad}_a, "
-                       f"{bad}_b, {bad}_c); return; }}")
+                report = (f"lk_fail(lk_err + lk_eo, {ERR_INDEX}, {bad}_l, {bad}_a, {bad}_b, "
+                          f"{bad}_c);")
+                if not lane:
+                    self.w(f"if ({bad}) {{ {report} return; }}")
+                    return
+                # the group's first failing iteration is reported (by its lane); all stop
+                self.w(f"if (__any_sync(lk_mask, {bad})) {{")
+                self.ind += 1
+                self.w(f"long lk_m = {bad} ? {bad}_t : 0x7fffffffffffffffL;")
+                self.w("for (int lk_o = lk_g >> 1; lk_o > 0; lk_o >>= 1) { long lk_q = "
+                       "__shfl_xor_sync(lk_mask, lk_m, lk_o); if (lk_q < lk_m) lk_m = lk_q; }")
+                self.w(f"if ({bad} && {bad}_t == lk_m) {report}")
+                self.w("return;")
+                self.ind -= 1
+                self.w("}")
 
-    def _deferrable(self, st: V.For) -> bool:
+    @staticmethod
+    def _deferrable(st: V.For) -> bool:
         """A loop whose body only assigns scalars (a reduction such as spmv's
         ``s += data[k] * x[indices[k]]``), with no check but index checks: a failed index
         check can wait for the loop's end. Nothing the body does is seen outside the
@@ -582,7 +749,7 @@ class KernelWriter:
                         else f"{j} < {v}_n{k}" if chk.upper else f"{j} >= 0L")
                 self.w(f"int {ok} = {cond};")
                 self.w(f"if (!{ok} && !{bad}) {{ {bad} = 1; {bad}_a = {orig}; {bad}_b = {k}L; "
-                       f"{bad}_c = {v}_n{k}; {bad}_l = {self.line}L; }}")
+                       f"{bad}_c = {v}_n{k}; {bad}_l = {self.line}L; {bad}_t = {self.defer_at}; }}")
                 self.w(f"if (!{ok}) {j} = 0L;")
                 oks.append(ok)
                 self.deferred = True

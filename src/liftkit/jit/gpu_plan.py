@@ -276,7 +276,7 @@ def _undefined_arrays(f: V.Function, owned: set) -> set[str]:
 
 
 def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
-            fresh: set) -> GpuKernel:
+            fresh: set, lanes: "bool | int | None" = None) -> GpuKernel:
     symtab = f.symtab()
     private = set(s.vars)
     for n in nodes(s.body):
@@ -312,8 +312,8 @@ def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
     elif s.vars and s.vars[0].startswith("ew$s"):
         mode = "slice"
     name = f"lk_{re.sub(r'[^A-Za-z0-9_]', '_', f.name)}_{idx}"
-    writers = [(d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data, writes))
-               for d in ("opencl", "cuda")]
+    writers = [(d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data, writes,
+                                lanes)) for d in ("opencl", "cuda")]
     sources = tuple((d, w.write()) for d, w in writers)
     lift = None
     if mode == "whole" and len(s.body) == 1 and isinstance(s.body[0], V.Assign) and \
@@ -394,8 +394,11 @@ def host_arrays(parts: tuple, written: set) -> tuple[tuple[str, T.ArrayType, boo
     return tuple(seen.values())
 
 
-def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
-    """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`)."""
+def plan_sections(m: V.Module, noalias: bool, raises: list,
+                  lanes: "bool | int | None" = None) -> GpuPlan:
+    """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`); ``lanes``:
+    lanes sharing a reduction loop on CUDA (``gpu_codegen.lane_plan``: None chooses per
+    launch, False none, n at most n)."""
     plan = GpuPlan([], [], {}, {}, {})
     for f in m.functions:
         fresh = _fresh_arrays(f)
@@ -415,7 +418,7 @@ def plan_sections(m: V.Module, noalias: bool, raises: list) -> GpuPlan:
                     continue
                 if gpu and isinstance(s, V.ParFor):
                     plan.kernel_ids[id(s)] = len(plan.kernels)
-                    k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh)
+                    k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh, lanes)
                     plan.kernels.append(dataclasses.replace(k, dead=dead,
                                                             undefined=undefined & k.writes))
                     continue
