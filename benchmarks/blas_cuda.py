@@ -3,10 +3,17 @@ odd sizes, GEMV, and transpose against the copy bandwidth. Operands are CuPy arr
 transfers on either side); every result is checked against a float64/complex128 product on the
 GPU before it is timed; outputs are poisoned with NaN first.
 
-    python benchmarks/blas_cuda.py --sizes 1024,4096 --out results/issue15/cuda/bench.json
+    python benchmarks/blas_cuda.py --sizes 1024,4096,8192 --out results/issue15/cuda/bench.json
 
 Timing: CUDA events around `repeat` calls enqueued back to back (each side's own host overhead
-included, as a user calling it sees), median of 5 batches after a warm-up.
+included, as a user calling it sees), median of 5 batches after a warm-up (3 batches and fewer
+calls where a call takes milliseconds). GEMM rows also give `kernel`: the same calls issued
+while the stream is held by a long CuPy product, so the events time the device work alone
+(kernels, packing and copies; no host gaps), `host_us` (Python per call), and for plans that
+pack (padding, the `nn` and `real` plans) `packed`: the product of operands packed once
+(the low-level API, seed 003 §8.3.3), i.e. the call less its packing. `--alt` re-times rows
+with another derivation chosen for one kind (e.g. DGEMM TN on its own DMMA derivation, or the
+real kernel under CGEMM), in the same run.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +49,35 @@ def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> floa
     return statistics.median(times)
 
 
+def cupy_stream(cp: Any, stream: Any) -> Any:
+    """liftkit's stream as a CuPy stream: through the CUDA stream protocol where CuPy has it
+    (`Stream.from_external`, CuPy 14, which deprecates `ExternalStream`), else ExternalStream."""
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(stream)  # a cuda.core Stream has __cuda_stream__
+    return cp.cuda.ExternalStream(int(stream.handle))  # CuPy < 14: not deprecated there
+
+
+def _kernel_and_host(cp: Any, s: Any, fn: Callable[[], Any], repeat: int, busy: Any
+                     ) -> tuple[float, float]:
+    """(kernel seconds, host seconds) per call: the stream is held by a long product first."""
+    ext = cupy_stream(cp, s.q.stream)
+    kern, host = [], []
+    for _ in range(3):
+        cp.cuda.Device().synchronize()
+        with ext:
+            cp.matmul(busy, busy)
+        first = s.q.marker()
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            f = fn()
+        host.append((time.perf_counter() - t0) / repeat)
+        last = s.q.marker()  # a timing event after the calls (futures' events do not time)
+        f.result()
+        kern.append(s.q.seconds(first, last) / repeat)
+    return min(kern), statistics.median(host)
+
+
 def _device_time(s: Any, fn: Callable[[], Any], reps: int = 5) -> float:
     """Seconds from an event recorded on the session's stream before a call to the call's own
     event (its kernels and copies, and any gaps while the host issues them)."""
@@ -61,6 +98,14 @@ def _rand(cp: Any, rng: Any, shape: tuple[int, ...], dt: np.dtype) -> Any:
     return cp.asarray(x.astype(dt))
 
 
+def _rand_gpu(cp: Any, shape: tuple[int, ...], dt: np.dtype) -> Any:
+    """Uniform in [-1, 1) (re and im), made on the GPU (8192² complex operands in milliseconds)."""
+    x = cp.random.random_sample(shape, dtype=cp.float64) * 2 - 1
+    if dt.kind == "c":
+        x = x + 1j * (cp.random.random_sample(shape, dtype=cp.float64) * 2 - 1)
+    return x.astype(dt)
+
+
 def _err(cp: Any, got: Any, want: Any) -> float:
     wide = cp.complex128 if want.dtype.kind == "c" else cp.float64
     return float(cp.max(cp.abs(got.astype(wide) - want)) / max(float(cp.max(cp.abs(want))), 1e-30))
@@ -72,7 +117,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--dtypes", default="float32,float64,complex64,complex128")
     p.add_argument("--layouts", default="NN,NT,TN")
     p.add_argument("--odd", default="1000x1000x1000,4097x4095x4095")
-    p.add_argument("--big", default="8192", help="square sizes for float32/float64 NN only")
+    p.add_argument("--big", default="",
+                   help="square sizes timed last (after the odd sizes and --alt; every dtype "
+                        "and layout)")
+    p.add_argument("--alt", action="append", default=[],
+                   help="DTYPE/LAYOUT@SIZES[:DTYPE/LAYOUT]=VARIANT: those GEMM rows again with "
+                        "VARIANT chosen for mm of the second DTYPE/LAYOUT (default: the row's)")
+    p.add_argument("--jsonl", default=None, help="append each GEMM row to this file as it ends")
     p.add_argument("--gemv", default="4096,8192,16384")
     p.add_argument("--transpose", default="4096,8192")
     p.add_argument("--repeat", type=int, default=10)
@@ -96,7 +147,7 @@ def main(argv: list[str]) -> int:
     import cupy as cp
 
     from liftkit.blas import Session
-    from liftkit.blas.codelets import Kind
+    from liftkit.blas.codelets import Kind, lookup_variant
 
     s = Session("gpu")
     print(f"liftkit.blas on {s.device.label} ({s.backend} backend), profile: "
@@ -105,7 +156,8 @@ def main(argv: list[str]) -> int:
     rows: list[dict[str, Any]] = []
 
     def row(op: str, dt: str, layout: str, size: str, lk: float, ref: float, unit: str,
-            variant: str, err: float, ref_name: str = "cuBLAS", dev: float = 0.0) -> None:
+            variant: str, err: float, ref_name: str = "cuBLAS", dev: float = 0.0
+            ) -> dict[str, Any]:
         r = {"op": op, "dtype": dt, "layout": layout, "size": size, "liftkit": lk, ref_name: ref,
              "ratio": lk / ref, "unit": unit, "variant": variant, "rel_error": err,
              "liftkit_device": dev}
@@ -113,51 +165,98 @@ def main(argv: list[str]) -> int:
         print(f"{op:9s} {dt:10s} {layout:3s} {size:16s} liftkit {lk:10.1f} (device {dev:10.1f}) "
               f"{ref_name} {ref:10.1f} {unit:7s} ratio {lk / ref:5.2f}x  err {err:.1e}  "
               f"[{variant}]", flush=True)
+        return r
 
-    square = [(n, n, n) for n in map(int, args.sizes.split(","))]
+    square = [(n, n, n) for n in map(int, args.sizes.split(",")) if n]
     odd = [tuple(int(v) for v in t.split("x")) for t in args.odd.split(",") if t]
     big = [(n, n, n) for n in map(int, args.big.split(",")) if n] if args.big else []
-    for dt_name in args.dtypes.split(","):
-        dt = np.dtype(dt_name)
+    busy = cp.ones((6144, 6144), cp.float32)  # about 8 ms of SGEMM: hides the host path
+    jsonl = open(args.jsonl, "a") if args.jsonl else None
+    choose = s.choose
+    forced: dict[Kind, Any] = {}
+    s.choose = lambda kind, sizes: forced.get(kind) or choose(kind, sizes)  # type: ignore
+
+    def gemm_row(dt: np.dtype, lay: str, m: int, n: int, k: int, alt: str = "") -> None:
+        ta, tb = LAYOUTS[lay]
         c = 4.0 if dt.kind == "c" else 1.0
         tol = 1e-4 if dt in (np.float32, np.complex64) else 1e-11
-        for lay in args.layouts.split(","):
-            ta, tb = LAYOUTS[lay]
-            shapes = square + (odd if lay == "NN" else []) + (
-                big if lay == "NN" and dt.kind == "f" else [])
-            for (m, n, k) in shapes:
-                A = _rand(cp, rng, (k, m) if ta else (m, k), dt)
-                B = _rand(cp, rng, (n, k) if tb else (k, n), dt)
-                C = cp.full((m, n), np.nan, dt)
-                wide = cp.complex128 if dt.kind == "c" else cp.float64
-                opA, opB = (A.T if ta else A), (B.T if tb else B)
-                want = opA.astype(wide) @ opB.astype(wide)
-                try:
-                    s.gemm(A, B, C, trans_a=ta, trans_b=tb).result()
-                except Exception as err:  # noqa: BLE001 - report and go on
-                    print(f"gemm {dt_name} {lay} {m}x{n}x{k}: {type(err).__name__}: {err}",
-                          flush=True)
-                    continue
-                e = _err(cp, C, want)
-                ref_out = opA @ opB
-                e_ref = _err(cp, ref_out, want)
-                if e > max(tol * 10, 10 * e_ref):
-                    print(f"gemm {dt_name} {lay} {m}x{n}x{k}: WRONG (rel error {e:.1e}, cuBLAS "
-                          f"{e_ref:.1e})", flush=True)
-                    continue
-                flops = c * 2.0 * m * n * k
-                t_lk = _time(cp, lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb), args.repeat)
-                t_ref = _time(cp, lambda: cp.matmul(opA, opB, out=C), args.repeat)
-                t_dev = _device_time(s, lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb))
-                plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
-                size = f"{m}" if m == n == k else f"{m}x{n}x{k}"
-                row("gemm", dt_name, lay, size, flops / t_lk / 1e9, flops / t_ref / 1e9,
-                    "GFLOP/s", f"{plan.layout}:{plan.variant}", e, dev=flops / t_dev / 1e9)
-                del A, B, C, want, ref_out
-                cp.get_default_memory_pool().free_all_blocks()
+        A = _rand_gpu(cp, (k, m) if ta else (m, k), dt)
+        B = _rand_gpu(cp, (n, k) if tb else (k, n), dt)
+        C = cp.full((m, n), np.nan, dt)
+        wide = cp.complex128 if dt.kind == "c" else cp.float64
+        opA, opB = (A.T if ta else A), (B.T if tb else B)
+        want = opA.astype(wide) @ opB.astype(wide)
+        what = f"gemm {dt.name} {lay} {m}x{n}x{k}{' ' + alt if alt else ''}"
+        try:
+            s.gemm(A, B, C, trans_a=ta, trans_b=tb).result()
+        except Exception as err:  # noqa: BLE001 - report and go on
+            print(f"{what}: {type(err).__name__}: {err}", flush=True)
+            return
+        e = _err(cp, C, want)
+        ref_out = opA @ opB
+        e_ref = _err(cp, ref_out, want)
+        del want, ref_out
+        if e > max(tol * 10, 10 * e_ref):
+            print(f"{what}: WRONG (rel error {e:.1e}, cuBLAS {e_ref:.1e})", flush=True)
+            return
+        flops = c * 2.0 * m * n * k
+        call = lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb)  # noqa: E731
+        t0 = time.perf_counter()
+        call().result()
+        est = time.perf_counter() - t0
+        repeat = max(1, min(args.repeat, int(0.02 / max(est, 1e-6))))
+        batches = 5 if est < 5e-3 else 3
+        t_lk = _time(cp, call, repeat, batches)
+        t_ref = _time(cp, lambda: cp.matmul(opA, opB, out=C), repeat, batches)
+        t_k, t_h = _kernel_and_host(cp, s, call, repeat, busy)
+        plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
+        t_p = 0.0
+        if plan.embed is not None or plan.padded != plan.sizes:
+            ws = s.scratch
+            pa, pb = plan.pack("A", A, ws), plan.pack("B", B, ws)
+            t_p = _time(cp, lambda: plan.run(pa, pb, C, workspace=ws), repeat, batches)
+        size = f"{m}" if m == n == k else f"{m}x{n}x{k}"
+        variant = f"{plan.layout}:{plan.variant}"
+        if plan.embed is not None:
+            variant += f" on {plan.embed.real.variant}"
+        r = row("gemm", dt.name, lay, size, flops / t_lk / 1e9, flops / t_ref / 1e9, "GFLOP/s",
+                variant + (f" [{alt}]" if alt else ""), e, dev=flops / t_k / 1e9)
+        r.update(host_us=t_h * 1e6, packed=flops / t_p / 1e9 if t_p else None, alt=alt,
+                 calls_per_batch=repeat)
+        if t_p:
+            print(f"    packed once: {flops / t_p / 1e9:10.1f} GFLOP/s ({t_p / t_lk:4.2f} of the "
+                  f"call's time), host {t_h * 1e6:.1f} us per call", flush=True)
+        if jsonl:
+            jsonl.write(json.dumps(r) + "\n")
+            jsonl.flush()
+
+    def gemm_rows(shapes: list[tuple[int, ...]], lays: list[str]) -> None:
+        for (m, n, k) in shapes:
+            for dt_name in args.dtypes.split(","):
+                for lay in lays:
+                    gemm_row(np.dtype(dt_name), lay, m, n, k)
+                    cp.get_default_memory_pool().free_all_blocks()
+
+    layouts = args.layouts.split(",")
+    gemm_rows(square, layouts)
+    gemm_rows(odd, ["NN"])
+    for spec in args.alt:  # DTYPE/LAYOUT@SIZES[:OP_DTYPE/LAYOUT]=VARIANT
+        target, _, vtext = spec.partition("=")
+        row_kind, _, kind_text = target.partition(":")
+        dl, _, sizes = row_kind.partition("@")
+        dt_name, lay = dl.split("/")
+        kdt, klay = (kind_text or dl).split("/")
+        kind = Kind("mm", kdt, klay)
+        forced[kind] = lookup_variant(kind, vtext)
+        s.forget_choices()
+        for n in map(int, sizes.split(",")):
+            gemm_row(np.dtype(dt_name), lay, n, n, n, alt=f"{kind}={forced[kind]}")
+        forced.clear()
+        s.forget_choices()
+    gemm_rows(big, layouts)
     for dt_name in ("float32", "float64"):
         dt = np.dtype(dt_name)
-        for n in map(int, args.gemv.split(",")):
+        for n in [int(x) for x in args.gemv.split(",") if x]:
             for trans in (False, True):
                 A = _rand(cp, rng, (n, n), dt)
                 x = _rand(cp, rng, (n,), dt)
@@ -173,7 +272,7 @@ def main(argv: list[str]) -> int:
                 v = s.choose(Kind("gemv", dt_name, "T" if trans else "N"), {"M": n, "N": n})
                 row("gemv", dt_name, "T" if trans else "N", str(n), nbytes / t_lk / 1e9,
                     nbytes / t_ref / 1e9, "GB/s", str(v), e, dev=nbytes / t_dev / 1e9)
-        for n in map(int, args.transpose.split(",")):
+        for n in [int(x) for x in args.transpose.split(",") if x]:
             A = _rand(cp, rng, (n, n), dt)
             T = cp.full((n, n), np.nan, dt)
             s.transpose(A, T).result()

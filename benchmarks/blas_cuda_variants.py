@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from blas_cuda import _time  # the same CUDA-event timing, host path included
+# the same CUDA-event timing (host path included) and kernel-only timing as blas_cuda.py
+from blas_cuda import _kernel_and_host, _time
 
 GEMV = {"N": ["group-rows(L=64,w=4)", "row-groups(lanes=32,g=8,w=4)",
               "row-groups(lanes=32,g=4,w=4)", "row-groups(lanes=32,g=8,w=2)"],
@@ -37,35 +37,6 @@ GEMV = {"N": ["group-rows(L=64,w=4)", "row-groups(lanes=32,g=8,w=4)",
 TRANSPOSE = ["tiles-t(r=32,k=4)", "tiles-t(r=32,k=8)", "tiles-t(r=32,k=2)", "tiles-t(r=16,k=2)"]
 
 
-
-
-def cupy_stream(cp: Any, stream: Any) -> Any:
-    """liftkit's stream as a CuPy stream: through the CUDA stream protocol where CuPy has it
-    (`Stream.from_external`, CuPy 14, which deprecates `ExternalStream`), else ExternalStream."""
-    from_external = getattr(cp.cuda.Stream, "from_external", None)
-    if from_external is not None:
-        return from_external(stream)  # a cuda.core Stream has __cuda_stream__
-    return cp.cuda.ExternalStream(int(stream.handle))  # CuPy < 14: not deprecated there
-
-
-def _kernel_and_host(cp: Any, s: Any, fn: Callable[[], Any], repeat: int, busy: Any
-                     ) -> tuple[float, float]:
-    """(kernel seconds, host seconds) per call: the stream is held by a long product first."""
-    ext = cupy_stream(cp, s.q.stream)
-    kern, host = [], []
-    for _ in range(3):
-        cp.cuda.Device().synchronize()
-        with ext:
-            cp.matmul(busy, busy)
-        first = s.q.marker()
-        t0 = time.perf_counter()
-        for _ in range(repeat):
-            f = fn()
-        host.append((time.perf_counter() - t0) / repeat)
-        last = s.q.marker()  # a timing event after the calls (futures' events do not time)
-        f.result()
-        kern.append(s.q.seconds(first, last) / repeat)
-    return min(kern), statistics.median(host)
 
 
 def main(argv: list[str]) -> int:
