@@ -1,4 +1,4 @@
-"""Lanes sharing a reduction loop (gpu_codegen.lane_plan): on CUDA a group of a warp's lanes
+"""Lanes sharing a reduction loop (gpu_lanes.lane_plan): on CUDA a group of a warp's lanes
 takes one iteration of a parallel loop whose work is a sum over contiguous elements (CSR's
 ``for k in range(indptr[i], indptr[i + 1])``), the partial sums meeting through shuffles.
 Which loops take it is checked on the CUDA sources written here (NVRTC compiles them); the

@@ -9,7 +9,9 @@ array in it (the task runtime's convention), then shape and strides; read-only a
 (parameters checked disjoint at the call, or arrays freshly allocated by the function). Private
 scalars are declared at the top. A failed index check (or a ``raise``) records (kind, line,
 details) in the error buffer (first writer wins, by compare-and-swap) and ends the work-item; the
-host checks the buffer once, at the end of the section.
+host checks the buffer once, at the end of the section. On CUDA, a parallel loop whose work is
+one sum over contiguous elements (a CSR row, a row of a matrix) is shared by a group of a warp's
+lanes (``gpu_lanes``): they take the sum's iterations in turn and meet through shuffles.
 
 Constructs that cannot run on a GPU (array operations or views inside the loop, calls that were
 not inlined, complex numbers, tuples) are one ``JitError`` naming the line.
@@ -25,6 +27,7 @@ from liftkit.codegen.dialect import dialect_named
 from . import types as T
 from . import vrir as V
 from .errors import JitError
+from .gpu_lanes import LANE_WORK, MAX_LANES, LanePlan, deferrable, lane_plan
 from .passes.walk import nodes
 
 CT = {"bool": "int", "int32": "int", "int64": "long", "float32": "float", "float64": "double"}
@@ -154,102 +157,6 @@ def _lit(c: V.Const) -> str:
     if "e" not in r and "." not in r:
         r += ".0"
     return r if t.name == "float64" else r + "f"
-
-
-MAX_LANES = 32  # a warp
-LANE_WORK = 2  # iterations of the shared loop per lane the launch-time choice aims at
-
-
-@dataclass(frozen=True)
-class LanePlan:
-    """A parallel loop whose iteration is mostly one reduction loop over contiguous elements
-    (spmv's ``for k in range(indptr[i], indptr[i + 1]): s += data[k] * x[indices[k]]``): on
-    CUDA a group of lanes of a warp shares each iteration, taking the loop's iterations in
-    turn, so neighbouring lanes read neighbouring elements (one work-item per iteration reads
-    them a row apart); the partial sums meet through warp shuffles. ``fixed`` lanes, or a
-    count chosen per launch from ``hint`` (array, axis): the loop's length, estimated as that
-    axis's extent (divided by the parallel loop's count for a 1-D array: CSR's data)."""
-    loop: V.For
-    accumulators: tuple[str, ...]
-    hint: tuple[str, int, int]  # (array, axis, ndim)
-    fixed: int = 0
-
-    def estimate(self, w: "KernelWriter") -> str:
-        a, axis, ndim = self.hint
-        ext = f"{w.ident(a)}_n{axis}"
-        return f"{ext} / (lk_c0 > 0L ? lk_c0 : 1L)" if ndim == 1 else ext
-
-
-def _unit_axis(t: T.ArrayType) -> int | None:
-    return t.ndim - 1 if t.layout == "C" else 0 if t.layout == "F" else None
-
-
-def lane_plan(s: V.ParFor, dialect: str, lanes: "bool | int | None") -> LanePlan | None:
-    """The reduction loop lanes can share in ``s`` (see :class:`LanePlan`), if any: CUDA only
-    (warp shuffles); a 1-D parallel loop whose body is statements without stores, one loop
-    summing (``acc = acc + e``, integers or floats; other scalars it assigns are set before
-    they are read in each iteration and unused after it) whose index checks wait for its end
-    (``KernelWriter._deferrable``), then anything the loop's variable and scalars do not reach.
-    The loop must index some array with its bare variable along the contiguous axis, and no
-    array with the parallel loop's variable there (pagerank's ``MT[j, i]``: neighbouring
-    work-items already read neighbours). Floating-point sums are added in another order (a
-    tree over the lanes), as ``np.sum``'s pairwise summation does; ``lanes=False`` keeps the
-    sequential order."""
-    if lanes is False or (lanes is not None and lanes is not True and int(lanes) <= 1) or \
-            dialect != "cuda" or len(s.vars) != 1:
-        return None
-    fixed = 0 if lanes is None or lanes is True else int(lanes)
-    if fixed & (fixed - 1) or fixed > MAX_LANES:
-        raise ValueError(f"lanes must be a power of two up to {MAX_LANES}, not {fixed}")
-    for at, st in enumerate(s.body):
-        if isinstance(st, V.For):
-            break
-        if any(isinstance(n, V.Assign) and not isinstance(n.target, V.Name) for n in nodes(st)):
-            return None  # every lane runs these: no stores
-    else:
-        return None
-    loop, after = s.body[at], s.body[at + 1:]
-    if not (isinstance(loop.step, V.Const) and loop.step.value > 0) or \
-            not KernelWriter._deferrable(loop):
-        return None
-    if isinstance(loop.start, V.Const) and isinstance(loop.stop, V.Const) and \
-            (loop.stop.value - loop.start.value) // loop.step.value < 2 * LANE_WORK:
-        return None
-    later = {n.name for n in nodes(after) if isinstance(n, V.Name)}
-    if loop.var in later:
-        return None
-    accs: list[str] = []
-    assigned = {st.target.name for st in loop.body}
-    seen: set[str] = set()  # scalars assigned so far in an iteration
-    for st in loop.body:
-        t, v = st.target.name, st.value
-        names = [n.name for n in nodes(v) if isinstance(n, V.Name)]
-        if isinstance(v, V.BinOp) and v.op == "add" and t not in seen and \
-                any(isinstance(o, V.Name) and o.name == t for o in (v.left, v.right)) and \
-                names.count(t) == 1 and isinstance(st.target.type, T.ScalarType) and \
-                st.target.type.name in ("int32", "int64", "float32", "float64"):
-            accs.append(t)
-            names.remove(t)
-        elif t in later or t in accs:
-            return None  # needed after the loop, or a sum assigned otherwise
-        if any(r in assigned and r not in seen or r in accs for r in names):
-            return None  # carried from one iteration to the next, or a sum read
-        seen.add(t)
-    if not accs:
-        return None
-    hint = None
-    for n in nodes(loop.body):
-        if isinstance(n, V.Index) and isinstance(n.array, V.Name) and \
-                isinstance(n.array.type, T.ArrayType) and len(n.indices) == n.array.type.ndim:
-            ax = _unit_axis(n.array.type)
-            ix = n.indices[ax] if ax is not None else None
-            if isinstance(ix, V.Name) and ix.name == s.vars[0]:
-                return None
-            if isinstance(ix, V.Name) and ix.name == loop.var and hint is None:
-                hint = (n.array.name, ax, n.array.type.ndim)
-    if hint is None:
-        return None
-    return LanePlan(loop, tuple(accs), hint, fixed)
 
 
 class KernelWriter:
@@ -489,7 +396,7 @@ class KernelWriter:
             self.w(f"{self.ident(acc)} = {b} + {self.ident(acc)};")
 
     def _loop(self, st: V.For, lo: str, step: str, n: str, k: str) -> None:
-        bad = self.tmp() if self.defer is None and self._deferrable(st) else None
+        bad = self.tmp() if self.defer is None and deferrable(st) else None
         at = len(self.lines)
         if bad is not None:  # its index checks record the first failure and go on (below)
             self.defer, self.deferred = bad, False
@@ -526,22 +433,6 @@ class KernelWriter:
                 self.ind -= 1
                 self.w("}")
 
-    @staticmethod
-    def _deferrable(st: V.For) -> bool:
-        """A loop whose body only assigns scalars (a reduction such as spmv's
-        ``s += data[k] * x[indices[k]]``), with no check but index checks: a failed index
-        check can wait for the loop's end. Nothing the body does is seen outside the
-        work-item, which stops there with the first failure recorded, so the error is the
-        same; meanwhile a failing load is not made (it reads 0) and the loop has no early
-        exit, so the GPU keeps loads of several iterations in flight."""
-        for x in st.body:
-            if not (isinstance(x, V.Assign) and isinstance(x.target, V.Name)):
-                return False
-        for n in nodes(st.body):
-            if isinstance(n, V.BinOp) and n.op in ("floordiv", "mod", "pow") or \
-                    isinstance(n, (V.Select, V.Logical)):
-                return False
-        return True
 
     def _hoistable(self, st: V.For) -> list[tuple[str, int]]:
         """The (array, axis) pairs the loop's body indexes with the bare loop variable under a

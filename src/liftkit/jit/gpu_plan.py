@@ -397,7 +397,7 @@ def host_arrays(parts: tuple, written: set) -> tuple[tuple[str, T.ArrayType, boo
 def plan_sections(m: V.Module, noalias: bool, raises: list,
                   lanes: "bool | int | None" = None) -> GpuPlan:
     """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`); ``lanes``:
-    lanes sharing a reduction loop on CUDA (``gpu_codegen.lane_plan``: None chooses per
+    lanes sharing a reduction loop on CUDA (``gpu_lanes.lane_plan``: None chooses per
     launch, False none, n at most n)."""
     plan = GpuPlan([], [], {}, {}, {})
     for f in m.functions:
