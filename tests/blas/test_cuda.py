@@ -165,6 +165,14 @@ def test_repeat_calls_on_their_call_plans(cuda_session: Session) -> None:
                                            cp.asarray(V.astype(cdt)), alpha=1j, beta=0.5,
                                            trans_a="C"), 1j * Z.conj().T @ W + 0.5 * V, tol))
             futs.append((cuda_session.gemv(A.astype(dt), x[:64].astype(dt)), A @ x[:64], tol))
+            # padded to the SGEMM tiles (250 -> 256, 190 -> 192) with α = 1, β = 0: the
+            # product's block copied into C; operands copied into padded buffers whose margins
+            # were cleared once; TN through the nn plan (its transpose at sizes off its tiles)
+            R, S = rng.uniform(-1, 1, (250, 250)), rng.uniform(-1, 1, (250, 190))
+            dR, dS = cp.asarray(R.astype(dt)), cp.asarray(S.astype(dt))
+            futs.append((cuda_session.gemm(dR, dS), R @ S, tol))
+            futs.append((cuda_session.gemm(dR, dS, cp.full((250, 190), np.nan, dt),
+                                           trans_a=True), R.T @ S, tol))
     assert len(futs) > 64
     for fut, want, tol in futs:
         got = fut.result()
