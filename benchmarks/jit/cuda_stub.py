@@ -34,6 +34,9 @@ class _Stream:
     def record(self, ev: Any = None) -> Any:
         return ev if ev is not None else _StubEvent()
 
+    def wait(self, ev: Any) -> None:
+        return None
+
     def sync(self) -> None:
         return None
 
@@ -78,43 +81,36 @@ class _Dev:
         return None
 
 
-class _Driver:
-    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory;
-    a launch only counts itself, events are always complete."""
-
-    class CUresult:
-        CUDA_SUCCESS = 0
-        CUDA_ERROR_NOT_READY = 600
-        CUDA_ERROR_INVALID_CONTEXT = 201
-
-    class CUevent_flags:
-        CU_EVENT_DISABLE_TIMING = 2
-
-    CUkernel = ()  # (no kernel is a CUkernel: its handle is launched as it is)
+class _Calls:
+    """The driver entry points the runtime calls through ctypes (launch, event record, stream
+    wait): a launch only counts itself and keeps its arguments (``last``)."""
 
     def __init__(self) -> None:
         self.launches = 0
         self.last: tuple = ()  # the last launch's (function, grid + block, shared bytes, params)
 
-    def cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
-                       shmem: int, stream: Any, params: int, extra: int) -> tuple[int]:
+    def launch(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shmem: int,
+               stream: Any, params: Any, extra: Any) -> int:
         self.launches += 1
-        self.last = (f, (gx, gy, gz, bx, by, bz), shmem, params)
-        return (0,)
+        self.last = (f, (gx, gy, gz, bx, by, bz), shmem, ctypes.addressof(params))
+        return 0
 
     @staticmethod
-    def cuEventCreate(flags: int) -> tuple[int, int]:
-        return 0, 0
+    def record(event: Any, stream: Any) -> int:
+        return 0
 
     @staticmethod
-    def cuEventQuery(ev: Any) -> tuple[int]:
-        return (0,)
+    def wait(stream: Any, event: Any, flags: int) -> int:
+        return 0
 
-    cuEventSynchronize = cuEventDestroy = cuEventQuery
 
-    @staticmethod
-    def cuStreamSynchronize(stream: Any) -> tuple[int]:
-        return (0,)
+class _Driver:
+    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    CUkernel = ()  # (no kernel is a CUkernel: its handle is launched as it is)
 
     @staticmethod
     def CUstream(handle: int) -> int:  # noqa: N802 - the driver's name
@@ -126,14 +122,6 @@ class _Driver:
         return (0,)
 
     cuMemcpyHtoDAsync = cuMemcpyDtoHAsync = cuMemcpyDtoDAsync = _copy
-
-    @staticmethod
-    def cuEventRecord(ev: Any, stream: Any) -> tuple[int]:
-        return (0,)
-
-    @staticmethod
-    def cuStreamWaitEvent(stream: Any, ev: Any, flags: int) -> tuple[int]:
-        return (0,)
 
 
 class _Module:
@@ -153,6 +141,7 @@ class StubCUDADevice(CUDADevice):
 
     def __init__(self, queues: int = 1) -> None:  # noqa: D107 - no super(): no driver here
         self._drv = _Driver()
+        self._calls = _Calls()
         self.device = DEVICE
         self._dev = _Dev()
         self.cache = _Cache()

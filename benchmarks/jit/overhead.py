@@ -1,7 +1,7 @@
 """Host overhead of @jit GPU sections and of liftkit.runtime launches (issue 14).
 
     python benchmarks/jit/overhead.py [--device cpu|gpu] [--backend opencl|cuda]
-                                      [--repeat 7] [--profile] [--json out.json]
+                                      [--repeat 7] [--profile] [--driver] [--json out.json]
 
 Rows (each checked before it is timed; the fastest of ``--repeat`` batches for host times,
 the median for the chain):
@@ -20,6 +20,10 @@ the median for the chain):
 driver (``cuda_stub.py``: no GPU work, kernels do not run, results are not checked), so the
 host path of a call and a launch on CUDA is measured on any machine; the resident row passes
 CUDA-array-interface arrays (as CuPy's look to liftkit).
+``--driver`` (CUDA on a GPU) adds what single driver calls cost on this host (a launch through
+cuda.core and through cuLaunchKernel, an event record, a stream wait, a tiny download) and a
+fixed piece of plain Python (``python: reference work``, also with ``--stub-cuda``), so hosts
+can be compared by their interpreter speed.
 ``--profile`` prints the functions with the most own time in 200 calls (cProfile).
 ``--baseline SRC`` runs the same rows first on older sources (``git archive REV src | tar -x
 -C /tmp/base`` gives SRC=/tmp/base/src) and prints before, after and their ratio.
@@ -218,6 +222,91 @@ def chain_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> None
     rows[f"chain20 n=2^{n.bit_length() - 1}: enqueue share (%)"] = 100 * e / t
 
 
+def host_speed_us() -> float:
+    """A fixed piece of plain Python (dict look-ups, attribute reads, list appends, a small
+    tuple): the host's speed at the interpreter's own work, to compare machines by."""
+    class Row:
+        __slots__ = ("id", "queue")
+
+        def __init__(self, i: int) -> None:
+            self.id, self.queue = i, i & 3
+    table = {i: Row(i) for i in range(64)}
+
+    def work() -> None:
+        out = []
+        for i in range(64):
+            r = table.get(i)
+            if r is not None and r.queue != 5:
+                out.append((r.id, r.queue))
+    return per_call_us(work, 25, 200)[1]
+
+
+def driver_rows(rt: Runtime, repeat: int, rows: dict) -> None:
+    """What single driver calls cost on this host (CUDA, a GPU): a 256-element kernel launched
+    through cuda.core and through cuLaunchKernel with packed arguments, an event record, a
+    stream wait, CuPy's current stream, a 32-byte download with its wait."""
+    import ctypes
+
+    import cupy as cp
+    from cuda.bindings import driver as d
+    from liftkit.backends.cuda.runner import core
+    c = core()
+    n = 256
+    vx, va = rt.submit(np.ones(n)), rt.submit(np.ones(n))
+    rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
+    rt.wait_all(sync=False)
+    built = rt.device.build(CHAIN.name, CHAIN.source("cuda"))
+    kern = getattr(built, "kernel", built)  # (older sources: cuda.core's kernel itself)
+    handle = getattr(kern, "handle", None) or kern._handle
+    if isinstance(handle, d.CUkernel):
+        handle = d.cuKernelGetFunction(handle)[1]
+    ptr = [rt.device.ptr(rt.buffers[rt.vars[v.id].buffer].handle) for v in (vx, va)]
+    stream = c.Device().create_stream()
+    sh = stream.handle
+    config = c.LaunchConfig(grid=(1,), block=(n,))
+    vals = (ctypes.c_int64 * 5)(ptr[0], 0, ptr[1], 0, n)
+    params = (ctypes.c_void_p * 5)(*[ctypes.addressof(vals) + 8 * k for k in range(5)])
+    pa = ctypes.addressof(params)
+    ev = c.Device().create_event()
+    host = np.zeros(4, np.int64)
+
+    def batch(fn, k: int = 50) -> float:
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            ts.append(time.perf_counter() - t0)
+            stream.sync()
+        return min(ts) / k * 1e6
+    rows["driver: cuda.core launch (us)"] = batch(
+        lambda: c.launch(stream, config, kern, ptr[0], np.int64(0), ptr[1], np.int64(0),
+                         np.int64(n)))
+    rows["driver: cuLaunchKernel, packed arguments (us)"] = batch(
+        lambda: d.cuLaunchKernel(handle, 1, 1, 1, n, 1, 1, 0, sh, pa, 0))
+    try:  # (the sources of this round on: the driver's entry points through ctypes)
+        from liftkit.backends.cuda.launch import DriverCalls
+        calls = DriverCalls()
+        fvp, svp, evp = (ctypes.c_void_p(int(h)) for h in (handle, sh, ev.handle))
+        rows["driver: cuLaunchKernel through ctypes, packed arguments (us)"] = batch(
+            lambda: calls.launch(fvp, 1, 1, 1, n, 1, 1, 0, svp, params, None))
+        rows["driver: cuEventRecord through ctypes (us)"] = batch(lambda: calls.record(evp, svp))
+    except ImportError:
+        pass
+    rows["driver: cuda.core event record, new event (us)"] = batch(lambda: stream.record())
+    rows["driver: cuda.core event record, same event (us)"] = batch(lambda: stream.record(ev))
+    rows["driver: cuda.core stream wait (us)"] = batch(lambda: stream.wait(ev))
+    rows["driver: cuEventRecord (us)"] = batch(lambda: d.cuEventRecord(ev.handle, sh))
+    rows["driver: cuStreamWaitEvent (us)"] = batch(lambda: d.cuStreamWaitEvent(sh, ev.handle, 0))
+    rows["driver: CuPy current stream (us)"] = batch(lambda: cp.cuda.get_current_stream().ptr)
+    rows["driver: 32-byte download + stream sync (us)"] = batch(
+        lambda: (d.cuMemcpyDtoHAsync(host.ctypes.data, ptr[0], 32, sh), d.cuStreamSynchronize(sh)),
+        10)
+    rows["python: reference work (us)"] = host_speed_us()
+    rt.release(vx, writeback=False)
+    rt.release(va, writeback=False)
+
+
 def profile(rt: Runtime, stub: bool = False) -> None:
     """Where the host time goes (cProfile, the calling thread's CPU time): 200 calls of the
     tiny section (on CUDA with CuPy arrays, the resident case), then 200 runtime launches."""
@@ -277,6 +366,9 @@ def main() -> None:
     p.add_argument("--profile", action="store_true")
     p.add_argument("--stub-cuda", action="store_true",
                    help="CUDA's host path over a stubbed driver (no GPU needed, no GPU work)")
+    p.add_argument("--driver", action="store_true",
+                   help="CUDA on a GPU: also time single driver calls and a reference piece "
+                        "of Python (this host's speed)")
     p.add_argument("--json", help="write the rows to this file too")
     p.add_argument("--baseline", metavar="SRC",
                    help="also run on the liftkit sources in SRC first (a 'before' column)")
@@ -295,6 +387,10 @@ def main() -> None:
     call_rows(rt, args.repeat, rows, stub)
     launch_rows(rt, args.repeat, rows, stub)
     chain_rows(rt, args.repeat, rows, stub)
+    if args.driver and not stub and args.backend == "cuda":
+        driver_rows(rt, args.repeat, rows)
+    elif args.driver:
+        rows["python: reference work (us)"] = host_speed_us()
     print(f"device: {rt.device.label} ({args.backend}); liftkit from "
           f"{os.path.dirname(liftkit.__file__)}" +
           (f"; before: {args.baseline}" if before else ""))

@@ -32,8 +32,9 @@ def _stub():
     return mod
 
 
-def _read(address: int, kinds: str) -> list:
-    ptrs = (ctypes.c_void_p * len(kinds)).from_address(address)
+def _read(address, kinds: str) -> list:
+    ptrs = (ctypes.c_void_p * len(kinds)).from_address(address if isinstance(address, int) else
+                                                       ctypes.addressof(address))
     return [_READ[k].from_address(ptrs[i]).value for i, k in enumerate(kinds)]
 
 
@@ -42,10 +43,10 @@ def test_packed_arguments_hold_each_value_in_its_slot_and_are_refilled_per_launc
     p = Packed(types)
     p.pack([0x7F0012345678, np.int64(-3), np.float32(1.5), np.int32(-7), np.float64(2.25),
             np.longlong(9), np.uint64(2**63 + 1)])
-    assert _read(p.address, "qqfidqQ") == [0x7F0012345678, -3, 1.5, -7, 2.25, 9, 2**63 + 1]
+    assert _read(p.pointers, "qqfidqQ") == [0x7F0012345678, -3, 1.5, -7, 2.25, 9, 2**63 + 1]
     p.pack([1, np.int64(2), np.float32(3), np.int32(4), np.float64(5), np.longlong(6),
             np.uint64(7)])
-    assert _read(p.address, "qqfidqQ") == [1, 2, 3.0, 4, 5.0, 6, 7]
+    assert _read(p.pointers, "qqfidqQ") == [1, 2, 3.0, 4, 5.0, 6, 7]
     with pytest.raises(TypeError, match="complex128"):
         Packed((np.complex128,))
 
@@ -64,7 +65,7 @@ def test_the_cuda_device_launches_packed_arguments_with_geometry_and_shared_memo
         x = np.zeros(1000)
         v = rt.submit(x)
         rt.launch(K, (1000,), [v, np.float32(0.5), np.int32(1000)], writes=[v])
-        drv = rt.device._drv
+        drv = rt.device._calls
         f, geo, shmem, params = drv.last
         ptr = rt.device.ptr(rt.buffers[rt.vars[v.id].buffer].handle)
         assert _read(params, "qqfi") == [ptr, 0, 0.5, 1000]

@@ -83,6 +83,7 @@ class Runtime(PlannedLaunches):
         self._clock = 0
         self._retire_at = 64  # pending tasks past which a launch sweeps finished ones out
         self._epoch = 0  # the tables' shape changed (LaunchPlan's validity)
+        self._built: dict[int, tuple] = {}  # id of a Kernel -> (it, the device's built kernel)
         self._cpu: Optional[OpenCLDevice] = None
         self._stats: Counter = Counter()
         self.lock = threading.RLock()
@@ -460,35 +461,41 @@ class Runtime(PlannedLaunches):
         whole without being read (their stale contents are not uploaded)."""
         with self.lock:
             table, buffers = self.vars, self.buffers
-
-            def get(a: Any) -> ArrayVar:  # the table's own row (a released handle is refused)
-                v = table.get(a.id) if type(a) is ArrayVar else None
-                return v if v is not None else self._var(a)
-            arrays = [get(a.var if type(a) is Whole else a) for a in args
-                      if type(a) is ArrayVar or type(a) is Whole]
-            ow = {get(a).id for a in overwrites} if overwrites else ()
-            rd = [get(a) for a in reads] if reads is not None else \
-                [a for a in arrays if a.id not in ow]
-            wr = [get(a) for a in writes] if writes is not None else arrays
+            arrays = []  # the table's own rows (a released handle is refused)
+            for a in args:
+                t = type(a)
+                if t is ArrayVar or t is Whole:
+                    a = a.var if t is Whole else a
+                    arrays.append(table.get(a.id) or self._var(a))
+            ow = {self._var(a).id for a in overwrites} if overwrites else ()
+            rd = [(table.get(a.id) if type(a) is ArrayVar else None) or self._var(a)
+                  for a in reads] if reads is not None else [a for a in arrays if a.id not in ow]
+            wr = [(table.get(a.id) if type(a) is ArrayVar else None) or self._var(a)
+                  for a in writes] if writes is not None else arrays
             for var in wr:  # deferred copies made now move rows in place (same objects)
                 if var.cow_of is not None or len(buffers[var.buffer].vars) > 1:
                     self._before_write(var)
             self._stats["tasks"] += 1
-            bufs = [buffers[b] for b in dict.fromkeys(v.buffer for v in arrays)]
+            bufs = [buffers[b] for b in {v.buffer: None for v in arrays}]
             whole = {v.buffer for v in wr if v.id in ow and v.offset == 0 and
                      v.extent() == (0, buffers[v.buffer].nbytes) and v.id not in
                      {r.id for r in rd}} if ow else ()
-            if any(b.handle is None for b in bufs) and not self._reserve([b.id for b in bufs]):
-                return self._on_cpu(kernel, global_size, local_size, args, wr)
-            kern = self.device.build(kernel.name, kernel.source(self.dialect),
-                                     kernel.dynamic_shared)
+            for b in bufs:
+                if b.handle is None:
+                    if not self._reserve([b.id for b in bufs]):
+                        return self._on_cpu(kernel, global_size, local_size, args, wr)
+                    break
+            built = self._built.get(id(kernel))
+            if built is None or built[0] is not kernel:  # (the kernel kept: its id stays its)
+                built = self._built[id(kernel)] = (kernel, self.device.build(
+                    kernel.name, kernel.source(self.dialect), kernel.dynamic_shared))
             keep: list = []
             wbufs = {v.buffer for v in wr}
             queue, wait = self._place(self._ready(bufs, whole, wbufs, keep))
-            ev = self.device.launch(kern, global_size, local_size, self._kernel_args(args),
+            ev = self.device.launch(built[1], global_size, local_size, self._kernel_args(args),
                                     queue, wait)
             return self._task(kernel.name, ev, queue, keep, bufs, wbufs,
-                              tuple(v.id for v in rd), tuple(v.id for v in wr),
+                              tuple([v.id for v in rd]), tuple([v.id for v in wr]),
                               [buffers[v.buffer] for v in rd if v.buffer not in wbufs], rd + wr)
 
     def _task(self, name: str, ev: Any, queue: int, keep: list, bufs: Sequence[Buffer],

@@ -15,6 +15,7 @@ Kernel arguments: a device buffer is passed as ``Ref(handle)``; scalars are NumP
 
 from __future__ import annotations
 
+import ctypes
 import math
 import struct
 from dataclasses import dataclass
@@ -155,10 +156,9 @@ class OpenCLDevice:
 
 class CUDADevice:
     """The runtime's view of one CUDA device (streams of its own, the NVRTC module cache).
-    Kernels are launched with ``cuLaunchKernel`` on argument lists packed once per signature,
-    and tasks' events are the driver's own, re-recorded once their tasks retire (see
-    ``liftkit.backends.cuda.launch``): a launch is two driver calls. CuPy/PyTorch arrays are
-    used in place (``borrow``)."""
+    Kernels are launched with ``cuLaunchKernel`` on argument lists packed once per signature
+    (``liftkit.backends.cuda.launch``); events are cuda.core's, re-recorded once their tasks
+    retire. CuPy/PyTorch arrays are used in place (``borrow``)."""
 
     dialect = "cuda"
     is_cpu = False
@@ -173,18 +173,17 @@ class CUDADevice:
         self._core = core()
         self._dev = self._core.Device(self.device.ordinal)
         self._dev.set_current()
+        from liftkit.backends.cuda.launch import DriverCalls
+        self._calls = DriverCalls()
         self.cache = cache if cache is not None else ModuleCache()
         self._setup(queues)
 
     def _setup(self, queues: int) -> None:
-        """The streams and tables (the driver, device and cache are set)."""
-        d = self._drv
-        self._ok = d.CUresult.CUDA_SUCCESS
+        """Streams and tables (the driver, its calls, the device and the cache are set)."""
         self.streams = [self._dev.create_stream() for _ in range(max(1, int(queues)))]
         self.stream = self.streams[0]
-        self._handles = [s.handle for s in self.streams]  # CUstream of each compute stream
+        self._handles = [ctypes.c_void_p(int(s.handle)) for s in self.streams]
         self.tstream = self._dev.create_stream()  # transfers; allocations are ordered on it
-        self._thandle = self.tstream.handle
         self._alloc_gen = 0                       # allocations made on tstream so far
         self._alloc_event: Any = None
         self._seen = [0] * len(self.streams)      # the allocation each compute stream follows
@@ -196,7 +195,7 @@ class CUDADevice:
         self._configs: dict[tuple, tuple] = {}
         self._follow: Any = None  # the event another library's stream is recorded into
         self._spare: list = []  # events of retired tasks, recorded again by later ones
-        self._foreign: dict[int, Any] = {}  # raw CUstream handles of other libraries
+        self._foreign: dict[int, Any] = {}  # other libraries' streams as ctypes handles
 
     def _check(self, result: Any, what: str) -> Any:
         from liftkit.backends.cuda.devices import check
@@ -210,7 +209,7 @@ class CUDADevice:
         self.streams = self.streams[:max(1, n)] + [
             self._dev.create_stream() for _ in range(max(1, n) - len(self.streams))]
         self.stream = self.streams[0]
-        self._handles = [s.handle for s in self.streams]
+        self._handles = [ctypes.c_void_p(int(s.handle)) for s in self.streams]
         self.queues = self.streams
         self._seen = [0] * len(self.streams)
 
@@ -224,53 +223,45 @@ class CUDADevice:
         except Exception as err:  # noqa: BLE001 - out of memory, in cuda.core's words
             raise OutOfDeviceMemory(str(err)) from None
         self._alloc_gen += 1
-        self._alloc_event = self._record(self._thandle)
+        self._alloc_event = self.tstream.record()
         return _Memory(h)
 
-    def _wait(self, stream: Any, event: Any) -> None:
-        err = self._drv.cuStreamWaitEvent(stream, event.handle, 0)[0]
-        if err != self._ok:
-            raise RuntimeBackendError(f"a stream cannot wait for an event on {self.label} "
-                                      f"({getattr(err, 'name', err)})")
-
     def _on(self, queue: int, wait: Sequence[Any]) -> Any:
-        """Compute stream ``queue``'s handle, made to follow ``wait`` and the allocations
-        before now."""
-        h = self._handles[queue]
+        """Compute stream ``queue``, made to follow ``wait`` and the allocations before now."""
+        s = self.streams[queue]
         if self._seen[queue] != self._alloc_gen:
-            self._wait(h, self._alloc_event)
+            s.wait(self._alloc_event)
             self._seen[queue] = self._alloc_gen
         for ev in wait:
-            self._wait(h, ev)
-        return h
+            s.wait(ev)
+        return s
 
     def free(self, handle: Any, wait: Sequence[Any] = ()) -> None:
-        self._on(0, wait)  # after the tasks still using it (stream-ordered)
-        handle.close(self.streams[0])
+        handle.close(self._on(0, wait))  # after the tasks still using it (stream-ordered)
 
     def ptr(self, handle: Any) -> int:
         return handle if type(handle) is int else handle.ptr
 
     def upload(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> Any:
         for ev in wait:
-            self._wait(self._thandle, ev)
+            self.tstream.wait(ev)
         self._check(self._drv.cuMemcpyHtoDAsync(self.ptr(handle) + offset, host.ctypes.data,
-                                                host.nbytes, self._thandle), "upload")
-        return self._record(self._thandle)
+                                                host.nbytes, self.tstream.handle), "upload")
+        return self._record(self.tstream)
 
     def download(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> None:
         for ev in wait:
-            self._wait(self._thandle, ev)
+            self.tstream.wait(ev)
         self._check(self._drv.cuMemcpyDtoHAsync(host.ctypes.data, self.ptr(handle) + offset,
-                                                host.nbytes, self._thandle), "download")
-        self._check(self._drv.cuStreamSynchronize(self._thandle), "download")
+                                                host.nbytes, self.tstream.handle), "download")
+        self.tstream.sync()
 
     def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int,
              queue: int = 0, wait: Sequence[Any] = ()) -> Any:
         s = self._on(queue, wait)
         self._check(self._drv.cuMemcpyDtoDAsync(self.ptr(dst) + dst_offset,
-                                                self.ptr(src) + src_offset, nbytes, s),
-                    "device copy")
+                                                self.ptr(src) + src_offset, nbytes,
+                                                s.handle), "device copy")
         return self._record(s)
 
     def build(self, name: str, source: str, dynamic_shared: int = 0) -> Any:
@@ -303,8 +294,7 @@ class CUDADevice:
                 local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
             grid = tuple(min(math.ceil(g / b), m) for g, b, m in
                          zip(global_size, local_size, self.device.max_grid_dims))
-            geo = self._configs[ck] = (tuple(grid) + (1, 1, 1))[:3] + \
-                (tuple(local_size) + (1, 1, 1))[:3]
+            geo = self._configs[ck] = (grid + (1, 1))[:3] + (tuple(local_size) + (1, 1))[:3]
         vals = []
         for a in args:
             if type(a) is Ref:
@@ -313,36 +303,34 @@ class CUDADevice:
             else:
                 vals.append(a)
         s = self._on(queue, wait) if wait or self._seen[queue] != self._alloc_gen \
-            else self._handles[queue]
+            else self.streams[queue]
         try:
-            address = kernel.args(vals)
+            params = kernel.args(vals)
         except (TypeError, struct.error) as err:
             raise RuntimeBackendError(f"kernel {kernel.name}: an argument CUDA cannot take "
                                       f"({err})") from None
-        err = self._drv.cuLaunchKernel(kernel.func, *geo, kernel.shmem, s, address, 0)[0]
-        if err != self._ok:
-            if err == self._drv.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # another thread's call
+        gx, gy, gz, bx, by, bz = geo
+        err = self._calls.launch(kernel.func, gx, gy, gz, bx, by, bz, kernel.shmem,
+                                 self._handles[queue], params, None)
+        if err:
+            if err == 201:  # CUDA_ERROR_INVALID_CONTEXT: a thread the context is not current on
                 self._dev.set_current()
-                err = self._drv.cuLaunchKernel(kernel.func, *geo, kernel.shmem, s, address, 0)[0]
-            if err != self._ok:
+                err = self._calls.launch(kernel.func, gx, gy, gz, bx, by, bz, kernel.shmem,
+                                         self._handles[queue], params, None)
+            if err:
+                from liftkit.backends.cuda.launch import error_name
                 raise RuntimeBackendError(f"kernel {kernel.name}: the launch failed on "
-                                          f"{self.label} ({getattr(err, 'name', err)})")
+                                          f"{self.label} ({error_name(err)})")
         return self._record(s)
 
     def flush(self) -> None:
         return None
 
     def done(self, event: Any) -> bool:
-        try:
-            return bool(event.is_done)
-        except BackendError as err:
-            raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
+        return bool(event.is_done)
 
     def wait(self, event: Any) -> None:
-        try:
-            event.sync()
-        except BackendError as err:
-            raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
+        event.sync()
 
     def finish(self) -> None:
         try:
@@ -353,29 +341,16 @@ class CUDADevice:
             raise RuntimeBackendError(f"a kernel failed on {self.label}: {err}") from None
 
     def _record(self, stream: Any) -> Any:
-        """An event recorded on ``stream`` (a CUstream): a finished task's event recorded
-        again when there is one (creating events is a driver call per task)."""
-        if self._spare:
-            ev = self._spare.pop()
-        else:
-            from liftkit.backends.cuda.launch import Event
-            try:
-                ev = Event(self._drv)
-            except BackendError as err:
-                raise RuntimeBackendError(str(err)) from None
-        err = self._drv.cuEventRecord(ev.handle, stream)[0]
-        if err != self._ok:
-            raise RuntimeBackendError(f"an event cannot be recorded on {self.label} "
-                                      f"({getattr(err, 'name', err)})")
-        return ev
+        """An event recorded on ``stream``: a finished task's event re-recorded when there is
+        one (creating events is a driver call per task)."""
+        return stream.record(self._spare.pop()) if self._spare else stream.record()
 
-    def _stream(self, stream: int) -> Any:
-        """Another library's stream (a raw handle) as the driver calls take it."""
+    def _foreign_stream(self, stream: int) -> Any:
         s = self._foreign.get(stream)
         if s is None:
             if len(self._foreign) > 64:
                 self._foreign.clear()
-            s = self._foreign[stream] = self._drv.CUstream(int(stream))
+            s = self._foreign[stream] = ctypes.c_void_p(int(stream))
         return s
 
     def follow(self, stream: int) -> bool:
@@ -384,16 +359,14 @@ class CUDADevice:
         blocking the host; False if the driver refused (the caller then waits). The transfer
         stream need not follow: the library's arrays are never uploaded or downloaded."""
         try:
-            d = self._drv
             if self._follow is None:
-                from liftkit.backends.cuda.launch import Event
-                self._follow = Event(d)
-            ev = self._follow  # re-recorded each time: a wait takes the record before it
-            if d.cuEventRecord(ev.handle, self._stream(stream))[0] != self._ok:
+                ev = self._dev.create_event()
+                self._follow = (ev, ctypes.c_void_p(int(ev.handle)))
+            ev, handle = self._follow  # re-recorded each time: a wait takes the record before it
+            if self._calls.record(handle, self._foreign_stream(stream)):
                 return False
-            for h in self._handles:
-                if d.cuStreamWaitEvent(h, ev.handle, 0)[0] != self._ok:
-                    return False
+            for s in self.streams:
+                s.wait(ev)
             return True
         except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
             return False
@@ -402,8 +375,8 @@ class CUDADevice:
         """Make another library's stream (a raw CUstream handle) wait for ``event`` without
         blocking the host; False if the driver refused (the caller then waits)."""
         try:
-            d = self._drv
-            return d.cuStreamWaitEvent(self._stream(stream), event.handle, 0)[0] == self._ok
+            return not self._calls.wait(self._foreign_stream(stream),
+                                        ctypes.c_void_p(int(event.handle)), 0)
         except Exception:  # noqa: BLE001 - an event or stream the driver cannot take
             return False
 

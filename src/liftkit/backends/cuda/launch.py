@@ -1,11 +1,11 @@
-"""Kernel launches and events straight through the driver API (``cuda.bindings.driver``), for
-host paths that launch small kernels again and again (the task runtime's).
+"""Kernel launches straight through the driver, for host paths that launch small kernels
+again and again (the task runtime's).
 
 cuda.core's ``launch`` converts its launch configuration and packs every argument anew on each
-call; here a kernel's argument list is packed into one buffer of 8-byte slots whose pointer
-array is made once per argument signature (``Packed``), and ``cuLaunchKernel`` reads it (the
-driver copies the values during the call, so the buffer is refilled for the next launch at
-once). Events are the driver's own (created without timing, recorded with one call).
+call (7.3 us a launch on the GPU machine's host, run 7a); here a kernel's argument list is packed
+into one buffer of 8-byte slots whose pointer array is made once per argument signature
+(``Packed``) and ``cuLaunchKernel`` reads it — the driver copies the values during the call, so
+the buffer is refilled for the next launch at once — called through ctypes (``DriverCalls``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Packed:
     """A kernel argument list of one signature (the types of its values): a buffer of 8-byte
     slots and the array of pointers to them that ``cuLaunchKernel`` takes."""
 
-    __slots__ = ("pack", "storage", "pointers", "address")
+    __slots__ = ("pack", "storage", "pointers")
 
     def __init__(self, types: Sequence[type]) -> None:
         s = struct.Struct("<" + "".join(_code(t) for t in types))
@@ -50,15 +50,14 @@ class Packed:
         base = ctypes.addressof(self.storage)
         self.pointers = (ctypes.c_void_p * max(len(types), 1))(
             *[base + 8 * k for k in range(len(types))])
-        self.address = ctypes.addressof(self.pointers)
         storage, pack_into = self.storage, s.pack_into
         self.pack = lambda values: pack_into(storage, 0, *values)
 
 
 class Function:
-    """A loaded kernel as launches take it: its driver function handle, the dynamic shared
-    memory its launches give, its packed argument lists by signature, and the cuda.core kernel
-    (kept alive: it owns the loaded code)."""
+    """A loaded kernel as launches take it: its driver function handle (as ctypes passes it),
+    the dynamic shared memory its launches give, its packed argument lists by signature, and
+    the cuda.core kernel (kept alive: it owns the loaded code)."""
 
     __slots__ = ("name", "func", "shmem", "kernel", "packed")
 
@@ -71,47 +70,38 @@ class Function:
             if err != drv.CUresult.CUDA_SUCCESS:
                 raise CUDAError(f"kernel {name}: no function for this context ({err})")
             handle = func
-        self.func = handle
+        self.func = ctypes.c_void_p(int(handle))
 
-    def args(self, values: list) -> int:
-        """The address of ``values`` packed for a launch (valid until the next call)."""
+    def args(self, values: list) -> Any:
+        """The pointer array of ``values`` packed for a launch (valid until the next call)."""
         sig = tuple([type(v) for v in values])
         p = self.packed.get(sig)
         if p is None:
             p = self.packed[sig] = Packed(sig)
         p.pack(values)
-        return p.address
+        return p.pointers
 
 
-class Event:
-    """A driver event without timing (``is_done``, ``sync``, ``handle``: what the runtime asks
-    of one), destroyed with the object."""
+class DriverCalls:
+    """The driver entry points a launch-heavy host path calls per launch or per call, through
+    ctypes on the process's libcuda (loaded already by cuda.bindings): cuda.bindings' Python
+    layer makes a result enum per call, about 2 us on the GPU machine's host (run 7a), more
+    than the driver's own work for these. Handles are passed as ``ctypes.c_void_p``, sizes as
+    Python ints; each returns the CUresult as an int (0: success)."""
 
-    __slots__ = ("handle", "_drv")
+    def __init__(self) -> None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        self.launch = lib.cuLaunchKernel      # (func, grid xyz, block xyz, shmem, stream,
+        self.record = lib.cuEventRecord       #  params, extra); (event, stream);
+        self.wait = lib.cuStreamWaitEvent     # (stream, event, flags)
+        for f in (self.launch, self.record, self.wait):
+            f.restype = ctypes.c_int
 
-    def __init__(self, drv: Any) -> None:
-        err, self.handle = drv.cuEventCreate(int(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING))
-        if err != drv.CUresult.CUDA_SUCCESS:
-            raise CUDAError(f"cannot create a CUDA event ({err})")
-        self._drv = drv
 
-    @property
-    def is_done(self) -> bool:
-        drv = self._drv
-        err = drv.cuEventQuery(self.handle)[0]
-        if err == drv.CUresult.CUDA_SUCCESS:
-            return True
-        if err == drv.CUresult.CUDA_ERROR_NOT_READY:
-            return False
-        raise CUDAError(f"a kernel failed ({getattr(err, 'name', err)})")
-
-    def sync(self) -> None:
-        err = self._drv.cuEventSynchronize(self.handle)[0]
-        if err != self._drv.CUresult.CUDA_SUCCESS:
-            raise CUDAError(f"a kernel failed ({getattr(err, 'name', err)})")
-
-    def __del__(self) -> None:
-        try:
-            self._drv.cuEventDestroy(self.handle)
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the driver is gone already
-            pass
+def error_name(code: int) -> str:
+    """The CUresult name of a driver return code."""
+    try:
+        from cuda.bindings import driver
+        return driver.CUresult(code).name
+    except Exception:  # noqa: BLE001 - an unknown code
+        return f"CUresult {code}"
