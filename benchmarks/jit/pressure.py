@@ -146,12 +146,16 @@ def run(rt: Runtime, device_bytes: int, factor: float, arrays: int, threads: int
     rt.wait_all()
     t_fill = time.perf_counter() - t0
     st_fill = rt.stats()
+    print(f"[filled {arrays} arrays of {n / 1e9:.2f} GB in {t_fill:.1f} s: "
+          f"{st_fill['evictions']} evictions, {st_fill['writebacks']} write-backs]", flush=True)
     for k, a in enumerate(live):
         rt.launch(UPDATE, gsize, [a, np.int64(n), np.int64(k), vs, vsm, np.int64(nsamp),
                                   np.int32(shift)], reads=[a, vs], writes=[a, vs, vsm])
         rt.launch(CHECK, gsize, [a, np.int64(n), np.int64(k), vs2], reads=[a, vs2],
                   writes=[vs2])
         rt.release(a, writeback=False)
+        if k % 5 == 4:
+            print(f"[updated {k + 1}: {time.perf_counter() - t0:.1f} s]", flush=True)
     got, got2, got_s = rt.read(vs).copy(), rt.read(vs2).copy(), rt.read(vsm).copy()
     t_all = time.perf_counter() - t0
     st = rt.stats()
