@@ -216,11 +216,9 @@ class CallPlans:
     def call(self, key: Any, inputs: Sequence[Any], output: Any, scalars: Sequence[Any],
              general: Callable[[], tuple[Any, Optional[tuple[CallPlan, Output]]]],
              upload_output: bool = False) -> Any:
-        """One call of kind `key` (None: a call no plan covers): on its plan where one exists,
-        else the general path (`general()`: (future, the kind's plan or None)), whose plan is
-        kept for the next call of the kind."""
-        if key is None:
-            return general()[0]
+        """One call of kind `key`: on its plan where one exists, else the general path
+        (`general()`: (future, the kind's plan, or None where plans do not cover it)), whose
+        answer is kept for the next call of the kind."""
         got = self.get(key)
         if got:
             return self.run(got[0], got[1], inputs, output, scalars, upload_output)

@@ -367,13 +367,13 @@ def gemm(session: Session, A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0,
             key = ("gemm", ka, kb, kc, trans_a, trans_b, type(alpha), type(beta),
                    alpha == 1 and beta == 0, beta == 0)
 
+    if key is None:
+        return _gemm(session, A, B, C, alpha, beta, trans_a, trans_b)[0]
+
     def general() -> tuple[Future, Any]:
         future, plan = _gemm(session, A, B, C, alpha, beta, trans_a, trans_b)
-        return future, (_call_plan(plan, C is not None, (A, B, C), alpha, beta)
-                        if key is not None else None)
+        return future, _call_plan(plan, C is not None, (A, B, C), alpha, beta)
 
-    if key is None:
-        return general()[0]
     return calls.call(key, (A, B), C, (alpha, beta), general, upload_output=beta != 0)
 
 

@@ -51,16 +51,10 @@ def gemv(s: Session, A: Any, x: Any, y: Any = None, *, alpha: Any = 1.0, beta: A
         ky = ops.key(y) if y is not None else None
         if ka is not None and kx is not None and (y is None or ky is not None):
             key = ("gemv", ka, kx, ky, trans, type(alpha), type(beta), beta == 0)
-            got = calls.get(key)
-            if got:
-                return calls.run(got[0], got[1], (A, x), y, (alpha, beta),
-                                 upload_output=beta != 0)
-            if got is None:
-                key = None
-    future, plan = _gemv(s, A, x, y, alpha, beta, trans)
-    if key is not None:
-        calls.put(key, plan)
-    return future
+    if key is None:
+        return _gemv(s, A, x, y, alpha, beta, trans)[0]
+    return calls.call(key, (A, x), y, (alpha, beta),
+                      lambda: _gemv(s, A, x, y, alpha, beta, trans), upload_output=beta != 0)
 
 
 def _gemv(s: Session, A: Any, x: Any, y: Any, alpha: Any, beta: Any, trans: Trans
@@ -172,15 +166,9 @@ def transpose(s: Session, A: Any, out: Any = None) -> Future:
         ko = ops.key(out) if out is not None else None
         if ka is not None and (out is None or ko is not None):
             key = ("transpose", ka, ko)
-            got = calls.get(key)
-            if got:
-                return calls.run(got[0], got[1], (A,), out, ())
-            if got is None:
-                key = None
-    future, plan = _transpose(s, A, out)
-    if key is not None:
-        calls.put(key, plan)
-    return future
+    if key is None:
+        return _transpose(s, A, out)[0]
+    return calls.call(key, (A,), out, (), lambda: _transpose(s, A, out))
 
 
 def _transpose(s: Session, A: Any, out: Any) -> tuple[Future, Any]:
