@@ -57,10 +57,12 @@ TOL = 1e-5
 
 
 def parse_variant(v: str) -> tuple[tuple[int, ...], bool]:
-    m = re.fullmatch(r"(\d+)x(\d+):(\d+):(\d+)x(\d+):(\d+)(:lb)?", v)
+    """((tm, tn, tk, rm, rn, stages, rot), lb) of `TMxTN:TK:RMxRN:S[:r][:lb]` (`:r`: A's rows
+    rotated in shared memory, mm-local-tiles' rot=1)."""
+    m = re.fullmatch(r"(\d+)x(\d+):(\d+):(\d+)x(\d+):(\d+)(:r)?(:lb)?", v)
     if m is None:
-        sys.exit(f"cuda_sgemm: bad variant {v!r} (TMxTN:TK:RMxRN:S[:lb])")
-    return tuple(int(x) for x in m.groups()[:6]), bool(m.group(7))
+        sys.exit(f"cuda_sgemm: bad variant {v!r} (TMxTN:TK:RMxRN:S[:r][:lb])")
+    return tuple(int(x) for x in m.groups()[:6]) + (1 if m.group(7) else 0,), bool(m.group(8))
 
 
 def parse_shape(s: str) -> tuple[int, int, int]:
@@ -95,19 +97,22 @@ def export(paths: list[str], out: str | None, shapes: tuple[str, ...] = ()) -> N
 
     found = []
     for path, res, shape in [(p, r, s) for p in paths for r in [json.loads(Path(p).read_text())]
-                             for s in dict.fromkeys(x["shape"] for x in r["rows"])]:
+                             for s in dict.fromkeys(x["shape"] for x in r["rows"]
+                                                   if x.get("dtype", "float32") == "float32")]:
         if shapes and shape not in shapes:
             continue
         ok = [r for r in res["rows"] if r["shape"] == shape and not r["version"].startswith("cuBLAS")
+              and r.get("dtype", "float32") == "float32"
               and "error" not in r and not r["version"].endswith(":lb") and r["ms"] == r["ms"]]
         if not ok:
             sys.exit(f"cuda_sgemm export: {path} has no checked derived variant at {shape}")
         best = min(ok, key=lambda r: r["ms"])
         m, n, k = parse_shape(best["shape"])
-        (tm, tn, tk, rm, rn, stages), _ = parse_variant(best["version"])
-        d = sgemm_derivation(m, n, k, tm, tn, tk, rm, rn, stages)
+        (tm, tn, tk, rm, rn, stages, rot), _ = parse_variant(best["version"])
+        d = sgemm_derivation(m, n, k, tm, tn, tk, rm, rn, stages, rot)
         seq = next(i for i, r in enumerate(ok) if r is best) + 1
-        lib = next(r for r in res["rows"] if r["shape"] == shape and r["version"].startswith("cuBLAS"))
+        lib = next(r for r in res["rows"] if r["shape"] == shape and r["version"].startswith("cuBLAS")
+                   and r.get("dtype", "float32") == "float32")
         found.append(bundled.Derivation(
             "mm", program_text(mm()), {"M": m, "N": n, "K": k}, res["fingerprint"], "gpu",
             "liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES", best["ms"] / 1e3, len(ok), len(ok),
@@ -189,11 +194,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{m}x{n}x{k}: floor {flops / peak * 1e3:.3f} ms at the FFMA peak; "
               f"cuBLAS {s * 1e3:.3f} ms", flush=True)
         for _, v in [p for p in plan if p[0] == shape]:
-            (tm, tn, tk, rm, rn, stages), lb = parse_variant(v)
+            (tm, tn, tk, rm, rn, stages, rot), lb = parse_variant(v)
             row: dict[str, Any] = {"shape": f"{m}x{n}x{k}", "version": v, "ms": float("nan"),
                                    "tflops": 0.0, "rel_err": float("nan")}
             try:
-                d = sgemm_derivation(m, n, k, tm, tn, tk, rm, rn, stages)
+                d = sgemm_derivation(m, n, k, tm, tn, tk, rm, rn, stages, rot)
                 row["steps"] = [f"{st.choice.rule} {st.choice.params}" for st in d.steps]
                 compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
                 if lb:

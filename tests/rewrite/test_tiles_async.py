@@ -139,6 +139,50 @@ def test_wide_blocks_and_deep_tiles_replay_soundly(tiles: tuple[int, ...]) -> No
     assert "fma.rn.f32" in compile_cuda(k.source, "compute_90a", name="sgemm.cu").ptx
 
 
+# rotated A rows (rot=1): float4 rows of 8 and 4 vectors (one and two rows per 128-byte line),
+# cuBLAS's 16×8 blocks, and double2 tiles
+ROT = [(float32, (64, 64, 32, 8, 8, 4)), (float32, (64, 64, 16, 8, 8, 4)),
+       (float32, (128, 128, 16, 16, 8, 4)), (float64, (64, 64, 16, 8, 8, 2))]
+
+
+@pytest.mark.parametrize("case", ROT, ids=[f"{c[0]}-{c[1][0]}x{c[1][1]}x{c[1][2]}" for c in ROT])
+def test_rotated_a_rows_are_sound_and_offered_last(case) -> None:  # type: ignore[no-untyped-def]
+    """mm-local-tiles rot=1 (A's tile rows rotated in local memory against bank conflicts) and
+    then every tiles-async depth compute A·B (bit for bit); the rotated sets come after all the
+    others, so a choice naming no `rot` keeps the unrotated kernel."""
+    T, (tm, tn, tk, rm, rn, w) = case
+    offers = [c.params for c in enumerate_choices(normal_form(_mm(T)), [MM_LOCAL_TILES])]
+    first = next(i for i, o in enumerate(offers) if o.get("rot"))
+    assert all(o.get("rot") for o in offers[first:]) and first > 0
+    d = topdown(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=w, rot=1)
+                ).derive(_mm(T), rules=RULES).final
+    A, B = _ints((tm, 2 * tk), T, 7), _ints((2 * tk, tn), T, 8)
+    np.testing.assert_array_equal(interpret(d, A, B), A @ B)
+    for s in (2, 3):
+        new = topdown(rule(TILES_ASYNC, stages=s)).derive(d, rules=RULES).final
+        np.testing.assert_array_equal(interpret(new, A, B), A @ B)
+
+
+def test_rotated_rows_spread_a_warps_reads_over_the_banks() -> None:
+    """The layout itself: rows of 8 or 4 float4 (128 or 64 bytes), the 4 rows a warp of the
+    128×64 tiles reads at once (consecutive rows) at one vector index land in 4 different
+    16-byte bank groups (without the rotation: 4-way conflicts at 128-byte rows), and the copy
+    and the reads are inverse gathers."""
+    from liftkit.arith import cst
+    from liftkit.rewrite.rules.mm import rotated_rows
+
+    for c in (8, 4):
+        to_pos, to_chunk = rotated_rows(c, 16)
+        n = cst(64 * c)
+        pos = [to_chunk.f(cst(i), n).value for i in range(64 * c)]  # vector i → its slot
+        assert sorted(pos) == list(range(64 * c))
+        assert all(to_pos.f(cst(p), n).value == i for i, p in enumerate(pos))
+        for j in range(c):
+            for r0 in range(0, 64, 4):
+                banks = {(pos[r * c + j] * 16 // 16) % 8 for r in range(r0, r0 + 4)}
+                assert len(banks) == 4, (c, j, r0, banks)
+
+
 def test_opencl_refuses_the_pipeline_in_words() -> None:
     d = sgemm_derivation(4096, 4096, 4096, 64, 128, 16, 8, 8, 2)
     with pytest.raises(CodegenError, match=r"^toLocalAsync needs the CUDA backend \(cp.async\)"):
@@ -152,7 +196,8 @@ def test_the_pipelined_product_on_the_gpu() -> None:
     if not devices:
         pytest.skip("no CUDA GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
-    for tiles in [(64, 128, 16, 8, 8, 2), (64, 64, 16, 8, 8, 3), (64, 64, 32, 8, 8, 2), *WIDE]:
+    for tiles in [(64, 128, 16, 8, 8, 2), (64, 64, 16, 8, 8, 3), (64, 64, 32, 8, 8, 2), *WIDE,
+                  (128, 64, 32, 8, 8, 2, 1), (128, 64, 16, 8, 8, 3, 1)]:  # rotated A rows
         d = sgemm_derivation(256, 384, 512, *tiles)
         A, B = _ints((256, 512), float32, 3), _ints((512, 384), float32, 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)

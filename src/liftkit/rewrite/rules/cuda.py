@@ -131,13 +131,14 @@ REDUCE_WARP = make_rule(
 # matrix products on the tensor cores
 
 # (tm, tn, tk) offered, largest first; warps from WARPS; tk a multiple of the instruction's k
-MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 128, 8), (128, 64, 16), (64, 128, 16),
-             (128, 64, 8), (64, 128, 8), (64, 64, 32), (64, 64, 16), (64, 64, 8), (32, 32, 16),
-             (32, 32, 8), (32, 16, 8), (16, 16, 16), (16, 8, 8), (16, 8, 4), (8, 8, 4))
+MMA_TILES = ((128, 128, 32), (128, 128, 16), (128, 128, 8), (128, 64, 32), (128, 64, 16),
+             (64, 128, 32), (64, 128, 16), (128, 64, 8), (64, 128, 8), (64, 64, 32), (64, 64, 16),
+             (64, 64, 8), (32, 32, 16), (32, 32, 8), (32, 16, 8), (16, 16, 16), (16, 8, 8),
+             (16, 8, 4), (8, 8, 4))
 WARPS = (8, 4, 2, 1)
 # staged: 0 operands read in place, 1 copied into local memory, s > 1 copied by cp.async s deep
 STAGINGS = (4, 3, 2, 1, 0)
-MAX_MMA_CHOICES = 192
+MAX_MMA_CHOICES = 240
 # local memory of a staged product: beyond 48 KB a CUDA block gets it at launch (dynamic shared
 # memory; an H100 gives up to 227 KB, an A100 163 KB; the runner refuses more in words)
 MMA_LOCAL_BYTES = 128 * 1024
@@ -653,12 +654,14 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
 
 
-def _mm_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int) -> Any:
-    """mm-local-tiles (float4, unrolled), then its tile loop's copies pipelined `stages` deep."""
+def _mm_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int, rot: int = 0) -> Any:
+    """mm-local-tiles (float4, unrolled; rot: A's rows rotated in local memory), then its tile
+    loop's copies pipelined `stages` deep."""
     from liftkit.rewrite.rules.mm import MM_LOCAL_TILES
     from liftkit.rewrite.strategies import rule, seq, topdown
 
-    return seq(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4),
+    extra = {"rot": rot} if rot else {}
+    return seq(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4, **extra),
                topdown(rule(TILES_ASYNC, stages=stages)))
 
 
@@ -675,7 +678,8 @@ def _mm_tiles_async_macro() -> Any:
         "mm-tiles-async", _mm_tiles_async,
         "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) "
         "$ A → tm×tn tiles of C per work-group, rm×rn float4 register blocks per thread, the A and "
-        "B tiles of depth tk copied by cp.async `stages` deep (mm-local-tiles, then tiles-async)",
+        "B tiles of depth tk copied by cp.async `stages` deep (mm-local-tiles, then tiles-async; "
+        "rot=1: A's rows rotated in local memory against bank conflicts)",
         "issue 12 (the Hopper FFMA matrix-product shape)", where=_at_mm)
 
 
@@ -684,10 +688,10 @@ MM_TILES_ASYNC = _mm_tiles_async_macro()
 
 
 def sgemm_derivation(m: int, n: int, k: int, tm: int, tn: int, tk: int, rm: int, rn: int,
-                     stages: int) -> Any:
+                     stages: int, rot: int = 0) -> Any:
     """The replayable derivation of FP32 C = A·B (FFMA) from the bundled high-level `mm`
     program (symbolic M, N, K, as `run mm --tuned` replays it; m, n, k are checked against the
-    tiles): mm-local-tiles(tm, tn, tk, rm, rn), then tiles-async(stages) for stages > 1."""
+    tiles): mm-local-tiles(tm, tn, tk, rm, rn[, rot]), then tiles-async(stages) for stages > 1."""
     from liftkit.programs.apps import mm
     from liftkit.rewrite.rules.mm import MM_LOCAL_TILES
     from liftkit.rewrite.strategies import rule, topdown
@@ -695,8 +699,12 @@ def sgemm_derivation(m: int, n: int, k: int, tm: int, tn: int, tk: int, rm: int,
     if m % tm or n % tn or k % tk:
         raise ValueError(f"sgemm {m}x{n}x{k}: tiles {tm}x{tn}x{tk} must divide the sizes")
     rules = {**CUDA_RULES_BY_NAME, MM_LOCAL_TILES.name: MM_LOCAL_TILES, MM_TILES_ASYNC.name: MM_TILES_ASYNC}
+    extra = {"rot": rot} if rot else {}
     if stages > 1:
-        step = topdown(rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages))
+        step = topdown(rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
+                            **extra))
     else:
-        step = topdown(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4))
-    return step.derive(mm(), rules=rules, name=f"sgemm-{tm}x{tn}x{tk}-{rm}x{rn}-s{stages}")
+        step = topdown(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4,
+                            **extra))
+    return step.derive(mm(), rules=rules, name=f"sgemm-{tm}x{tn}x{tk}-{rm}x{rn}-s{stages}"
+                       + ("-rot" if rot else ""))

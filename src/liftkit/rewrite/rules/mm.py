@@ -167,6 +167,9 @@ SYMBOLIC_TILES_FLOAT4 = ((128, 64, 32, 8, 8, 1, 4), (128, 128, 32, 8, 8, 1, 4), 
                   (128, 128, 32, 4, 16, 1, 4), (128, 128, 16, 8, 16, 1, 4), (128, 128, 32, 8, 16, 1, 4),
                   (256, 128, 16, 16, 8, 1, 4), (128, 256, 16, 8, 16, 1, 4), (256, 128, 8, 16, 8, 1, 4),
                   (128, 128, 16, 16, 8, 1, 4))
+# tile heights whose symbolic float4/double2 sets are offered again with A's rows rotated in
+# local memory (rot=1, after all others): where a warp reads 2-8 rows of A at once
+ROT_ROWS = (64, 128, 256)
 SYMBOLIC_BLOCKS = ((4, 4, 8, 8), (4, 8, 8, 8), (8, 8, 8, 8), (4, 4, 16, 16), (8, 4, 8, 8),
                    (2, 4, 16, 8), (2, 8, 4, 8))
 # the candidates for constant sizes (filtered by divisibility)
@@ -326,6 +329,29 @@ def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int, w: int = 4,
     return MIN_GROUP <= nt <= MAX_GROUP and (tm * tk // w) % nt == 0 and (tk * tn // w) % nt == 0
 
 
+def _rot_ok(tk: int, w: int, e: Elem) -> bool:
+    """A's rows can be rotated (`rotated_rows`): vectors of 16 bytes, at least two per row."""
+    return e.t.dtype.itemsize * w == 16 and tk // w >= 2
+
+
+def rotated_rows(c: int, vec_bytes: int) -> tuple[Any, Any]:
+    """(position → chunk, chunk → position) gathers over a flattened tile of rows of c vectors:
+    vector j of row r is kept at position (j + s(r)) mod c of its row, s(r) = (r / L) mod c
+    with L the rows sharing one 128-byte line of 32 banks. Rows that a warp reads at the same
+    vector index then land in different banks (without it every row of 128 bytes starts at
+    bank 0: a 4-way conflict when a warp reads 4 rows). The first gathers the copy's source
+    (the copy itself stays contiguous: conflict-free stores), the second the reads. Together
+    they are the identity, so the tile means what it meant."""
+    lines = max(1, 128 // (c * vec_bytes))
+
+    def shift(r: Any) -> Any:
+        return (r // lines) % c
+
+    to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)
+    to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)
+    return to_pos, to_chunk
+
+
 def _choices_tiles(site: Site) -> Options:
     parts = mm_parts(site)
     if parts is None:
@@ -341,8 +367,11 @@ def _choices_tiles(site: Site) -> Options:
                   if _fits(cm, tm) and _fits(cn, tn) and _fits(ck, tk) and _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
         combos.sort(key=lambda c: (-c[6], -(c[0] * c[1]), -c[3] * c[4], -c[2]))
         combos = combos[:MAX_CHOICES] + [c for c in combos if c[6] == 1][:MAX_CHOICES // 2]
-    return [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w}
-            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
+    out = [{"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w}
+           for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
+    if cm is None or cn is None or ck is None:  # the rotated A rows after all the others
+        out += [{**o, "rot": 1} for o in out if o["tm"] in ROT_ROWS and _rot_ok(o["tk"], o["w"], parts.elem)]
+    return out
 
 
 def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -356,20 +385,30 @@ def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
-                unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True) -> Expr:
+                unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True,
+                rot: int = 0) -> Expr:
     """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
     w = 1: scalar loads and register blocks instead of float4 (double2: w = 2). private=False:
     the work-items' blocks accumulate in place, without the register copies (toPrivate of the
-    blocks and of a K step's values, the result's toGlobal copy): what mm-tiles-private adds."""
-    if not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths):
+    blocks and of a K step's values, the result's toGlobal copy): what mm-tiles-private adds.
+    rot=1: A's tile rows rotated in local memory (`rotated_rows`), so that the work-items of a
+    warp, which read one vector of K from each of several rows, hit different banks."""
+    if not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e)):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
-                         f"for {e.t}")
+                         f"rot={rot} for {e.t}")
     wy, wx = tm // rm, tn // rn
     idw = e.id(w)
     a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w)
     init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
+    a_rounds = rounds
+    if rot:
+        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w)
+        a_rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join,
+                             *((D.map(D.asVector(w)),) if w > 1 else ()))
+        a_threads = D.compose(D.transpose, D.split(wy), D.split(tk // w), to_chunk, D.join,
+                              D.map(D.join))
     b_threads = D.compose(D.transpose, D.map(D.transpose), D.map(D.split(wx)), from_local(tn // w))
     over_k = D.reduceSeqUnroll if unroll else D.reduceSeq
     a_cols = D.compose(D.map(D.asScalar), D.split(1)) if w > 1 else D.split(1)
@@ -389,7 +428,7 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
     def step(acc: Any, tiles: Any) -> Any:
         copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(idw))))  # noqa: E731
-        return D.let(copy() << rounds(tiles[0]), copy() << rounds(tiles[1]), lambda lA, lB:
+        return D.let(copy() << a_rounds(tiles[0]), copy() << rounds(tiles[1]), lambda lA, lB:
                      D.mapLcl(1)(lambda acc_a: D.mapLcl(0)(
                          lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
                          << D.zip(acc_a[0], b_threads(lB))) << D.zip(acc, a_threads(lA)))
@@ -411,21 +450,23 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
 
 def lowered_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                  w: int = 4, e: Elem = FLOAT32) -> Expr:
+                  w: int = 4, e: Elem = FLOAT32, rot: int = 0) -> Expr:
     """What the small rules make of the tiled product in sequence: mm-tiles-stage-local (wx =
     tn/rn, wy = tm/rm), for w > 1 mm-tiles-vectorize (w), mm-tiles-blocks (the loop kernel
     `local_tiles` with unroll=0), then for unroll=1 mm-tiles-unroll (`unroll_k_steps`);
     test_mm_rules checks the steps give it."""
-    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e)
+    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e, rot=rot)
     return unroll_k_steps(kernel) if unroll else kernel
 
 
 def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                 w: int = 4) -> Expr:
-    """mm-tile-2d, then the small rules of `lowered_tiles`, in one step."""
+                 w: int = 4, rot: int = 0) -> Expr:
+    """mm-tile-2d, then the small rules of `lowered_tiles`, in one step (rot: A's rows
+    rotated in local memory, `rotated_rows`)."""
     parts = mm_parts(site)
     assert parts is not None
-    return lowered_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem)
+    return lowered_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem,
+                         rot)
 
 
 MM_LOCAL_TILES = make_rule(
