@@ -128,7 +128,7 @@ def _wgmma(cls: Any) -> Lambda:
     from liftkit.rewrite.rules.cuda import mm_wgmma
 
     A, B = Param("A", float32[N][M]), Param("B", float32[M][N])
-    return Lambda((A, B), mm_wgmma(A, B, cls, 64, 64, 32, 4, 2))
+    return Lambda((A, B), mm_wgmma(A, B, cls, 64, 64, 32, 4, 3))
 
 
 def _tensor_cores(cls: Any) -> Lambda:

@@ -137,6 +137,45 @@ def thread_pieces(rows: int, k: int, warps: int, along_k: bool, tid: ArithExpr
     return pieces, chunks
 
 
+def tile_direction(g: "Generator", x: View, rows: int, k: int) -> bool:
+    """True when the rows×k tile's elements are contiguous along k, False along its rows;
+    anything else is refused (the pattern loads 16-byte pieces of global memory)."""
+    r, kv = Var("lk_r", 0, rows), Var("lk_k", 0, k)
+    at = lambda rr, kk: global_element(g, x.access(rr).access(kk))  # noqa: E731
+    here, next_k, next_r = at(r, kv), at(r, kv + cst(1)), at(r + cst(1), kv)
+    for other, along in ((next_k, True), (next_r, False)):
+        diff = other.offset - here.offset
+        if other.mem is here.mem and diff.is_constant and diff.value == 1:  # type: ignore[attr-defined]
+            return along
+    raise CodegenError("reduceWgmma loads its operand tiles in 16-byte pieces: each tile must "
+                       "be contiguous in global memory along k or along its rows (a tile of "
+                       "an input matrix, transposed or not)")
+
+
+def global_element(g: "Generator", v: View) -> MemLoc:
+    """Where an element of an operand tile lies in global memory (refused in words otherwise)."""
+    try:
+        loc = g.em.resolve(v)
+    except V.NeedsTupleIndex:
+        loc = None
+    if not (isinstance(loc, MemLoc) and loc.mem.space == "global" and not loc.fields
+            and not loc.width and loc.lane is None and loc.mem.elem == float32):
+        raise CodegenError("reduceWgmma loads its operand tiles from global memory itself: "
+                           "its function may only lay out the tile pair (no copies, no "
+                           "computed values)")
+    return loc
+
+
+def global_vector(g: "Generator", loc: MemLoc) -> str:
+    """The float4 at a tile element's place in global memory (a C lvalue), or a refusal."""
+    vec = g.em.aligned_vector(MemLoc(loc.mem, loc.offset, (), 4))
+    if vec is None:
+        raise CodegenError("reduceWgmma loads 16-byte pieces of its operands: the rows of "
+                           "the input matrices must start at multiples of 4 floats (sizes "
+                           "divisible by the tiles)")
+    return vec
+
+
 class _Operand:
     """One operand's per-thread 16-byte pieces of a tile (`thread_pieces`): the registers they
     wait in between the load and the store into the staged layout."""
@@ -151,42 +190,16 @@ class _Operand:
                        for row, c, parts in chunks]
 
     def _direction(self, x: View) -> bool:
-        """True when the tile's elements are contiguous along k, False along its rows; anything
-        else is refused (the pattern loads 16-byte pieces of global memory)."""
-        r, kv = Var("lk_r", 0, self.rows), Var("lk_k", 0, self.k)
-        at = lambda rr, kk: self._global(x.access(rr).access(kk))  # noqa: E731
-        here, next_k, next_r = at(r, kv), at(r, kv + cst(1)), at(r + cst(1), kv)
-        for other, along in ((next_k, True), (next_r, False)):
-            diff = other.offset - here.offset
-            if other.mem is here.mem and diff.is_constant and diff.value == 1:  # type: ignore[attr-defined]
-                return along
-        raise CodegenError("reduceWgmma loads its operand tiles in 16-byte pieces: each tile must "
-                           "be contiguous in global memory along k or along its rows (a tile of "
-                           "an input matrix, transposed or not)")
+        return tile_direction(self.g, x, self.rows, self.k)
 
     def _global(self, v: View) -> MemLoc:
-        try:
-            loc = self.g.em.resolve(v)
-        except V.NeedsTupleIndex:
-            loc = None
-        if not (isinstance(loc, MemLoc) and loc.mem.space == "global" and not loc.fields
-                and not loc.width and loc.lane is None and loc.mem.elem == float32):
-            raise CodegenError("reduceWgmma loads its operand tiles from global memory itself: "
-                               "its function may only lay out the tile pair (no copies, no "
-                               "computed values)")
-        return loc
+        return global_element(self.g, v)
 
     def load(self, x: View) -> None:
         """The registers ← this thread's 16-byte pieces of tile x."""
         em = self.g.em
         for reg, (row, k) in zip(self.regs, self.pieces):
-            loc = self._global(x.access(row).access(k))
-            vec = em.aligned_vector(MemLoc(loc.mem, loc.offset, (), 4))
-            if vec is None:
-                raise CodegenError("reduceWgmma loads 16-byte pieces of its operands: the rows of "
-                                   "the input matrices must start at multiples of 4 floats (sizes "
-                                   "divisible by the tiles)")
-            em.line(f"{reg} = {vec};")
+            em.line(f"{reg} = {global_vector(self.g, self._global(x.access(row).access(k)))};")
 
     def store(self, stage: str, rounding: str) -> None:
         """The registers, rounded, as 16-byte chunks into the staged layout at `stage` (the
@@ -220,6 +233,11 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
                  ctx: "Ctx", dest: Optional[View]) -> View:
     """See the module docstring."""
     from liftkit.codegen.generator import Scope
+
+    if isinstance(p, P.ReduceWgmmaAsync):  # tiles copied by cp.async: codegen/cuda_wgmma_async.py
+        from liftkit.codegen.cuda_wgmma_async import reduce_wgmma_async
+
+        return reduce_wgmma_async(g, p, args, env, ctx, dest)
 
     em = g.em
     warps, stages = p.warp_count(), p.stage_count()

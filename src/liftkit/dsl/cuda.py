@@ -45,6 +45,8 @@ def _wgmma(cls: type[P.ReduceWgmma]) -> Any:
 
 reduceWgmmaTF32 = _wgmma(P.ReduceWgmmaTF32)
 reduceWgmmaTF32Z = _wgmma(P.ReduceWgmmaTF32Z)
+reduceWgmmaAsyncTF32 = _wgmma(P.ReduceWgmmaAsyncTF32)
+reduceWgmmaAsyncTF32Z = _wgmma(P.ReduceWgmmaAsyncTF32Z)
 
 
 def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
@@ -52,4 +54,5 @@ def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
     return P.ToLocalAsync(cst(stages), fn(f))
 
 __all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toLocalAsync", "toTF32",
-           "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z", "truncTF32"]
+           "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z",
+           "reduceWgmmaAsyncTF32", "reduceWgmmaAsyncTF32Z", "truncTF32"]

@@ -24,6 +24,11 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   cores read. TF32 rounds as toTF32; TF32Z truncates as `truncTF32` (the low 13 mantissa bits
   cleared: cheaper staging, 2.7× the error of rounding at 4096³), which a program must also say
   in its own words.
+- `reduceWgmmaAsyncTF32 w s (f, z)`, `reduceWgmmaAsyncTF32Z w s (f, z)`: the same meaning again,
+  the tiles copied raw by cp.async (no staging through registers): A into the swizzled layout,
+  B as it lies, then B from shared memory into registers and the register form of wgmma on
+  Cᵀ = B·Aᵀ. TF32 rounds A in shared memory and B in registers; TF32Z leaves A's bits to the
+  tensor cores, which truncate (measured on an H100, results/issue12/wgmma/run2).
 - `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl of id) that
   is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it, or
   of the reduceSeq whose function starts with it (`λ(acc, t). (λ(x, y). …)(… toLocalAsync s
@@ -370,7 +375,65 @@ class ReduceWgmmaTF32Z(ReduceWgmma):
     rounding = "truncTF32"
 
 
-WGMMA_PATTERNS: tuple[type[ReduceWgmma], ...] = (ReduceWgmmaTF32, ReduceWgmmaTF32Z)
+WGMMA_ASYNC_MAX_M = 256  # the A tile's rows are the instruction's n (at most 256)
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaAsync(ReduceWgmma):
+    """reduceWgmmaAsync<P> w s (f, z): the meaning of reduceWgmma<P> w s (f, z), its tiles copied
+    with cp.async, raw, `s` deep: the A tile (contiguous along k) straight into the swizzled
+    layout the tensor cores read, the B tile (contiguous along its rows) as it lies; each
+    warpgroup loads its rows of B from shared memory into registers (rounding them there) and
+    computes Cᵀ = B·Aᵀ with the register form of wgmma (m64 rows of B per warpgroup block, A's
+    rows the instruction's n). TF32 rounds A in shared memory once it has landed (each thread
+    its own pieces); TF32Z leaves A's bits as copied, which the tensor cores read truncated."""
+
+    feature = "wgmma"
+    shape = (8, 64, 8)
+
+    @property
+    def refusal(self) -> str:  # type: ignore[override]
+        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, and "
+                "cp.async, sm_90a); OpenCL C has neither: compile with --backend cuda, or multiply "
+                "the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+
+    def stage_count(self) -> int:
+        if not self.stages.is_constant or not 3 <= self.stages.value <= 6:
+            raise PatternError(f"{self.name} {self.warps} {self.stages}: the number of staged "
+                               "tiles must be a constant from 3 to 6 (two tiles in the products, "
+                               "the rest in flight)")
+        return self.stages.value
+
+    def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
+        m, n, k, ops = ReduceMma.check_tiles(self, ops)
+        groups = self.warp_count() // 4
+        if m > WGMMA_ASYNC_MAX_M or n % (64 * groups) or n // (64 * groups) not in (1, 2) or k % WGMMA_ROW:
+            raise PatternError(
+                f"{self.name}: tiles {m}×{k} and {n}×{k} do not fit {groups} warpgroup(s) of "
+                f"wgmma with B in registers (m a multiple of 8 up to {WGMMA_ASYNC_MAX_M}, the "
+                f"instruction's n; n {64 * groups} or {128 * groups}, one or two 64-row blocks "
+                f"per warpgroup; k a multiple of {WGMMA_ROW}, one 128-byte swizzled row)")
+        return m, n, k, ops
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaAsyncTF32(ReduceWgmmaAsync):
+    """Operands rounded to TF32 to nearest, ties away (as toTF32)."""
+
+    name = "reduceWgmmaAsyncTF32"
+    rounding = "toTF32"
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaAsyncTF32Z(ReduceWgmmaAsync):
+    """Operands truncated to TF32 (as truncTF32)."""
+
+    name = "reduceWgmmaAsyncTF32Z"
+    rounding = "truncTF32"
+
+
+WGMMA_PATTERNS: tuple[type[ReduceWgmma], ...] = (ReduceWgmmaTF32, ReduceWgmmaTF32Z, ReduceWgmmaAsyncTF32,
+                                                 ReduceWgmmaAsyncTF32Z)
 
 
 # ---------------------------------------------------------------------------------------------

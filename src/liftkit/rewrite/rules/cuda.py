@@ -479,10 +479,9 @@ def mm_wgmma(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
     """C = A·B with `cls` (a reduceWgmma) over tm×tn×tk tiles: the tile nest of mm-tensor-cores,
     the pattern staging its operands itself (its function the identity)."""
     from liftkit import dsl as D
-    from liftkit.codegen.cuda_wgmma import plan_error
     from liftkit.ir.nodes import Literal as Lit
 
-    why = plan_error(tm, tn, tk, warps, stages)
+    why = _wgmma_plan(cls)(tm, tn, tk, warps, stages)
     if why is not None:
         raise ValueError(f"{cls.name}: {why}")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
@@ -498,6 +497,17 @@ def _wgmma_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int)
     return mm_wgmma(fresh(a), fresh(b), cls, tm, tn, tk, warps, stages)
 
 
+def _wgmma_plan(cls: type) -> Any:
+    """The code generator's plan check of a reduceWgmma class (why a tiling cannot run)."""
+    if issubclass(cls, P.ReduceWgmmaAsync):
+        from liftkit.codegen.cuda_wgmma_async import plan_error as async_plan
+
+        return async_plan
+    from liftkit.codegen.cuda_wgmma import plan_error
+
+    return plan_error
+
+
 MM_WGMMA = make_rule(
     "mm-wgmma",
     "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ "
@@ -506,6 +516,43 @@ MM_WGMMA = make_rule(
     "transpose $ B) ∘ tiles(tm, tk) $ A   (c = toTF32: P = TF32; c = truncTF32: P = TF32Z)",
     "issue 12 (Hopper warpgroup MMA)", _wgmma_choices, _wgmma_build, lowering=True, reshapes=True,
     opaque=False)
+
+
+# the same product with the tiles copied raw by cp.async (B through registers into the products)
+WGMMA_ASYNC_TILES = ((256, 128, 32), (128, 256, 32), (128, 128, 32), (256, 64, 32), (128, 64, 32),
+                     (64, 128, 32), (64, 64, 32))
+WGMMA_ASYNC_STAGES = (4, 3, 5, 6)
+_WGMMA_ASYNC_CASTS = {"toTF32": P.ReduceWgmmaAsyncTF32, "truncTF32": P.ReduceWgmmaAsyncTF32Z}
+
+
+def _wgmma_async_choices(site: Site) -> Options:
+    from liftkit.codegen.cuda_wgmma_async import plan_error
+
+    found = mm_nest(site, _WGMMA_ASYNC_CASTS, None)
+    if found is None:
+        return []
+    _, _, m, n, k, _ = found
+    cm, cn, ck = const(m), const(n), const(k)
+    return [{"tm": tm, "tn": tn, "tk": tk, "warps": w, "stages": s}
+            for tm, tn, tk in WGMMA_ASYNC_TILES
+            if all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk)))
+            for w in WGMMA_WARPS for s in WGMMA_ASYNC_STAGES if plan_error(tm, tn, tk, w, s) is None]
+
+
+def _wgmma_async_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int) -> Expr:
+    a, b, _, _, _, cls = mm_nest(site, _WGMMA_ASYNC_CASTS, None)  # type: ignore[misc]
+    return mm_wgmma(fresh(a), fresh(b), cls, tm, tn, tk, warps, stages)
+
+
+MM_WGMMA_ASYNC = make_rule(
+    "mm-wgmma-async",
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ "
+    "map(map(c)) $ B) $ map(map(c)) $ A → join ∘ mapWrg(1)(λaRow. map(join) ∘ transpose ∘ "
+    "mapWrg(0)(λbCol. join ∘ reduceWgmmaAsync<P> w s (id, 0) $ zip(aRow, bCol)) ∘ tiles(tn, tk) ∘ "
+    "transpose $ B) ∘ tiles(tm, tk) $ A   (c = toTF32: P = TF32; c = truncTF32: P = TF32Z; the "
+    "tiles copied raw by cp.async, B through registers)",
+    "issue 12 (Hopper warpgroup MMA fed by cp.async)", _wgmma_async_choices, _wgmma_async_build,
+    lowering=True, reshapes=True, opaque=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,7 +637,8 @@ TILES_ASYNC = make_rule(
     "issue 12 (asynchronous tile copies)", _async_choices, _async_build, lowering=True)
 
 
-CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, MM_WGMMA, TILES_ASYNC)
+CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, MM_WGMMA, MM_WGMMA_ASYNC,
+                                TILES_ASYNC)
 CUDA_RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in CUDA_RULES}
 
 
@@ -606,7 +654,7 @@ def warp_reductions(program: Any) -> Any:
     return strategy.derive(program, rules=CUDA_RULES_BY_NAME, name="warp-reductions")
 
 
-__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "MM_WGMMA", "REDUCE_WARP", "TILES_ASYNC",
+__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "MM_WGMMA", "MM_WGMMA_ASYNC", "REDUCE_WARP", "TILES_ASYNC",
            "TREE_CHUNKS_32", "MM_TILES_ASYNC", "sgemm_derivation",
            "mm_nest", "mm_tensor_cores", "mm_wgmma", "tensor_core_mm", "warp_reductions"]
 
@@ -622,13 +670,14 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
-                   lines: bool = False, wgmma: bool = False) -> Any:
+                   lines: bool = False, wgmma: bool = False, copy: str = "registers") -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
     parameters, replayable (`lines`: the staged tiles copied in 16-byte chunks over whole lines
     into rotated rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
-    MMA, TF32 kinds only), `staged` tiles deep."""
+    MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
+    (the tiles copied raw by cp.async, B through registers)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -646,9 +695,13 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     program = D.fun([T[K][M], T[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
         lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
         << D.transpose << rows(B)) << rows(A))
+    if copy not in ("registers", "cp.async") or (copy == "cp.async" and not wgmma):
+        raise ValueError(f"tensor-core product copying its tiles by {copy!r}: 'registers', or "
+                         "'cp.async' with the warpgroup MMA (wgmma)")
     if wgmma:
-        step = rule(MM_WGMMA, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)
-        return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma")
+        which, tag = (MM_WGMMA_ASYNC, "-async") if copy == "cp.async" else (MM_WGMMA, "")
+        step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)
+        return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
     extra = {"lines": True} if lines else {}
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")

@@ -1,0 +1,225 @@
+"""reduceWgmmaAsyncTF32 / reduceWgmmaAsyncTF32Z (ir/patterns/cuda.py, codegen/cuda_wgmma_async.py):
+meaning against the high-level product, type errors in words and printing; the data path of the
+generated kernel checked element by element without a GPU: the C address expressions the kernel
+emits (evaluated here for every thread) put each 16-byte piece cp.async copies where the tensor
+cores' descriptors (A) and the lanes' fragment loads (B) read it, every byte once, the fragment
+loads free of bank conflicts; the accumulators' columns of C; the CUDA C and NVRTC's sm_90a
+build (no register spills, no serialised warpgroup MMA); the refusals; with a GPU (`gpu` marker)
+the kernels bit for bit against the interpreter."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from liftkit.arith import Var, cst
+from liftkit.codegen import CompileOptions, compile_program
+from liftkit.codegen.cuda_wgmma import ROW_BYTES, descriptor, tensor_core_address
+from liftkit.codegen.cuda_wgmma_async import (_a_addr, _b_addr, a_pieces, b_column, b_pieces,
+                                              fragment_addr, plan_error)
+from liftkit.codegen.views import CodegenError
+from liftkit.dsl import *  # noqa: F401,F403 - the papers' names
+from liftkit.ir.nodes import Lambda, Param
+from liftkit.ir.parser import parse_program
+from liftkit.ir.patterns.cuda import round_tf32, trunc_tf32
+from liftkit.ir.printer import show
+from liftkit.rewrite.rules.cuda import tensor_core_mm
+from liftkit.semantics import interpret
+from liftkit.types import LiftTypeError
+
+CUDA = CompileOptions(dialect="cuda")
+M, N, K = size("M"), size("N"), size("K")
+ROUND = {"tf32": round_tf32, "tf32z": trunc_tf32}
+
+
+def low(kind: str = "tf32z", tm: int = 256, tn: int = 128, tk: int = 32, warps: int = 8,
+        stages: int = 4) -> Any:
+    return tensor_core_mm(kind, tm, tn, tk, warps, stages, wgmma=True, copy="cp.async").final
+
+
+def by_hand(cls: Any, tm: int, tn: int, tk: int, warps: int, stages: int, layout: str = "NN") -> Lambda:
+    ta, tb = layout[0] == "T", layout[1] == "T"
+    A, B = Param("A", float32[M][K] if ta else float32[K][M]), Param("B", float32[K][N] if tb else float32[N][K])
+    a, b = (transpose << A if ta else A), (transpose << B if tb else B)
+    tiles = lambda t: compose(map(compose(transpose, map(split(tk)))), split(t))  # noqa: E731
+    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
+        lambda bc: join << cls(warps, stages, lambda p: p, 0.0) << zip(ar, bc)) << tiles(tn) << transpose << b) \
+        << tiles(tm) << a
+    return Lambda((A, B), body)
+
+
+# ---------------------------------------------------------------------------------------------
+# meaning, types, printing
+
+
+@pytest.mark.parametrize("kind", ["tf32", "tf32z"])
+def test_means_the_product_of_the_rounded_operands(kind: str) -> None:
+    rng = np.random.default_rng(4)
+    p = low(kind)
+    A, B = rng.integers(-8, 9, (256, 96)).astype(np.float32), rng.integers(-8, 9, (96, 256)).astype(np.float32)
+    np.testing.assert_array_equal(interpret(p, A, B), A @ B)
+    A, B = rng.standard_normal((256, 64)).astype(np.float32), rng.standard_normal((64, 128)).astype(np.float32)
+    want = ROUND[kind](A).astype(np.float64) @ ROUND[kind](B).astype(np.float64)
+    np.testing.assert_allclose(interpret(p, A, B), want, rtol=1e-5, atol=1e-4)
+    assert show(parse_program(show(p))) == show(p)
+    assert ("reduceWgmmaAsyncTF32Z 8 4" in show(p)) == (kind == "tf32z")
+
+
+def test_type_errors_in_words() -> None:
+    from liftkit.ir.typecheck import check_program as check
+
+    with pytest.raises(LiftTypeError, match="from 3 to 6"):
+        check(by_hand(reduceWgmmaAsyncTF32Z, 256, 128, 32, 8, 2))
+    with pytest.raises(LiftTypeError, match="multiple of 4"):
+        check(by_hand(reduceWgmmaAsyncTF32Z, 256, 128, 32, 6, 4))
+    with pytest.raises(LiftTypeError, match="one or two 64-row blocks per warpgroup"):
+        check(by_hand(reduceWgmmaAsyncTF32Z, 128, 512, 32, 8, 4))  # four blocks per warpgroup
+    with pytest.raises(LiftTypeError, match="up to 256"):
+        check(by_hand(reduceWgmmaAsyncTF32Z, 512, 128, 32, 8, 4))
+    assert plan_error(256, 256, 32, 8, 4) is not None  # 256 accumulators per lane
+    assert "shared memory" in plan_error(256, 128, 32, 8, 5)  # type: ignore[operator]
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernel's data path, from the C expressions it emits
+
+
+def _c(expr: str, **names: int) -> int:
+    """A generated C index expression (non-negative ints: / is floor division) evaluated."""
+    text = expr.replace("(unsigned)", "").replace("u ", " ").replace("/", "//")
+    text = re.sub(r"(\d+)u\b", r"\1", text)
+    return int(eval(text, {}, dict(names)))  # noqa: S307 - our own arithmetic
+
+
+def _at(e: Any, tid: int) -> int:
+    v = e.substitute({"lk_tid": cst(tid)})
+    assert v.is_constant
+    return v.value
+
+
+@pytest.mark.parametrize("m,n,k,warps", [(256, 128, 32, 8), (128, 256, 32, 8), (128, 128, 32, 4),
+                                         (128, 128, 32, 8), (256, 64, 32, 4), (64, 128, 64, 4)])
+def test_copies_land_where_the_products_read(m: int, n: int, k: int, warps: int) -> None:
+    """Every element of A's tile reaches the byte the descriptor of its k-step makes the tensor
+    cores read for (row, k); every element of B's tile reaches the byte a lane's fragment load
+    reads for the fragment row and k the wgmma register layout gives that lane; each staged
+    byte written once; each 8-lane (16-byte loads) or 16-lane (8-byte) phase of the fragment
+    loads touches every bank at most once; the lanes' columns are the tile's columns once each."""
+    threads, groups = 32 * warps, warps // 4
+    nb = n // (64 * groups)
+    tid = Var("lk_tid", 0, threads)
+    b_base = m * k * 4
+    where_a: dict[tuple[int, int], int] = {}
+    where_b: dict[tuple[int, int], int] = {}
+    for t in range(threads):
+        for row, ch in a_pieces(m, k, threads, tid):
+            r, c = _at(row, t), _at(ch, t)
+            addr = _c(_a_addr("0", cst(r), cst(c), m))
+            for w in range(4):
+                where_a[r, 4 * c + w] = addr + 4 * w
+        for row, ch in b_pieces(n, k, threads, tid):
+            r, c = _at(row, t), _at(ch, t)
+            addr = _c(_b_addr("0", b_base, str(r), str(c), n))
+            for w in range(4):
+                where_b[4 * c + w, r] = addr + 4 * w  # (column of C, k)
+    assert len(where_a) == m * k and len(where_b) == n * k
+    assert sorted(where_a.values()) == list(range(0, m * k * 4, 4))
+    assert sorted(where_b.values()) == list(range(b_base, b_base + n * k * 4, 4))
+    for kk in range(k // 8):
+        atom, step = divmod(kk * 8, 32)
+        desc = descriptor(atom * m * ROW_BYTES + step * 4)
+        for r in range(m):
+            for kq in range(8):
+                assert tensor_core_address(desc, r, kq) == where_a[r, 8 * kk + kq]
+    cols = set()
+    for wg in range(groups):
+        for w4 in range(4):
+            banks: dict[tuple[int, int], list[set[int]]] = {}
+            for lane in range(32):
+                g, t = lane >> 2, lane & 3
+                col = wg * 64 * nb + w4 * 16 * nb + 2 * nb * g
+                for kk in range(k // 8):
+                    for hk in range(2):
+                        addr = _c(fragment_addr("0", b_base, n, nb, 8 * kk + 4 * hk, "t", "col"), t=t, col=col)
+                        phase = lane // (8 if nb == 2 else 16)
+                        slots = banks.setdefault((kk, hk), [set() for _ in range(4)])[phase]
+                        for x in range(2 * nb):  # word x: block x/2, fragment row g + 8(x mod 2)
+                            fb, h = divmod(x, 2)
+                            assert col + x == b_column(wg, w4, g, fb, h, nb)
+                            assert where_b[col + x, 8 * kk + 4 * hk + t] == addr + 4 * x
+                            bank = ((addr + 4 * x) // 4) % 32
+                            assert bank not in slots
+                            slots.add(bank)
+                            cols.add(col + x)
+    assert cols == set(range(n))
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA C, NVRTC, refusals
+
+
+def test_cuda_code_and_sm90a_build_without_spills_or_serialisation() -> None:
+    src = compile_program(low("tf32z"), CUDA).source
+    assert "cp.async.cg.shared.global" in src and "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32" in src
+    assert "fence.proxy.async" not in src and "0x1000u" not in src  # raw bits of A, truncated B
+    rounding = compile_program(low("tf32", 128, 256, 32, 8, 3), CUDA).source
+    assert "fence.proxy.async.shared::cta" in rounding and "0x1000u" in rounding
+    assert "st.shared.v4.b32" in rounding and "m64n128k8" in rounding
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import NVRTCError, compile_cuda
+
+    for p in (low("tf32z"), low("tf32", 128, 256, 32, 8, 3), low("tf32z", 128, 128, 32, 4, 3)):
+        for kern in compile_program(p, CUDA).kernels:
+            out = compile_cuda(kern.source, "sm_90a", ["-Xptxas=-v", *kern.build_options], name=f"{kern.name}.cu")
+            assert "wgmma.mma_async" in out.ptx and "cp.async.cg.shared.global" in out.ptx
+            assert " 0 bytes spill stores" in out.log and "C75" not in out.log, out.log
+    kern = compile_program(low(), CUDA).kernels[0]
+    with pytest.raises(NVRTCError, match="reduceWgmmaAsyncTF32Z needs a Hopper GPU"):
+        compile_cuda(kern.source, "sm_80", kern.build_options, name="old.cu")
+
+
+def test_refused_on_opencl_and_for_layouts_it_cannot_copy() -> None:
+    with pytest.raises(CodegenError, match=r"^reduceWgmmaAsyncTF32 needs the CUDA backend on a Hopper GPU"):
+        compile_program(low("tf32"))
+    with pytest.raises(CodegenError, match="A must be contiguous along k and B along its rows"):
+        compile_program(by_hand(reduceWgmmaAsyncTF32Z, 128, 128, 32, 8, 3, layout="TN"), CUDA)
+    with pytest.raises(CodegenError, match=r"runs on 8 warps \(256 threads\), but the work-group has 128"):
+        compile_program(low(), CompileOptions(dialect="cuda", local_size=(128,)))
+
+
+# ---------------------------------------------------------------------------------------------
+# on a GPU
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_matches_the_interpreter() -> None:
+    """Integer-valued inputs exact (one tile, two, many; both warpgroup counts, one and two
+    blocks per warpgroup, 3-6 stages); B = I: C is exactly the rounded A, bit for bit (the
+    truncating kernel leaves A's bits to the tensor cores); normal data within TF32's
+    tolerance of float64."""
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices or devices[0].compute_capability < (9, 0):
+        pytest.skip("no Hopper GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    rng = np.random.default_rng(10)
+    variants = [("tf32z", (256, 128, 32, 8, 4)), ("tf32", (256, 128, 32, 8, 3)), ("tf32z", (128, 256, 32, 8, 4)),
+                ("tf32", (128, 256, 32, 8, 4)), ("tf32z", (128, 128, 32, 4, 3)), ("tf32z", (128, 128, 32, 8, 6)),
+                ("tf32z", (256, 64, 32, 4, 3)), ("tf32z", (64, 128, 64, 4, 3))]
+    for kind, tiles in variants:
+        compiled = compile_program(low(kind, *tiles), CUDA)
+        for m, n, k in ((256, 256, tiles[2]), (256, 512, 2 * tiles[2]), (512, 256, 320)):
+            A = rng.integers(-8, 9, (m, k)).astype(np.float32)
+            B = rng.integers(-8, 9, (k, n)).astype(np.float32)
+            np.testing.assert_array_equal(runner.run(compiled, A, B), A @ B, err_msg=f"{kind} {tiles}")
+        A = rng.standard_normal((256, 256)).astype(np.float32)
+        np.testing.assert_array_equal(runner.run(compiled, A, np.eye(256, dtype=np.float32)), ROUND[kind](A))
+        B = rng.standard_normal((256, 256)).astype(np.float32)
+        np.testing.assert_array_equal(runner.run(compiled, np.eye(256, dtype=np.float32), B), ROUND[kind](B))
+        A, B = rng.standard_normal((256, 320)).astype(np.float32), rng.standard_normal((320, 512)).astype(np.float32)
+        got = runner.run(compiled, A, B).astype(np.float64)
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 2e-3

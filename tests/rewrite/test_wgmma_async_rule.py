@@ -1,0 +1,90 @@
+"""mm-wgmma-async (rewrite/rules/cuda.py): sound in the interpreter (bit for bit on integer-valued
+inputs, over the products a program rounds with toTF32 or truncates with truncTF32, constant and
+symbolic sizes), offered only where the program itself gives up the precision, and reachable
+from the search's rule set and as `tensor_core_mm(…, wgmma=True, copy="cp.async")`."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from liftkit.dsl import *  # noqa: F401,F403 - the papers' names
+from liftkit.rewrite import enumerate_choices
+from liftkit.rewrite.rules import RULES_BY_NAME, normal_form
+from liftkit.rewrite.rules.corpus import Case, run
+from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, CUDA_SEARCH_RULES, tensor_core_mm
+from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
+
+SEED = int(os.environ.get("LIFTKIT_SOUNDNESS_SEED", "20150"))
+TARGET = int(os.environ.get("LIFTKIT_CUDA_RULE_APPS", "60"))
+M, N, K = size("M"), size("N"), size("K")
+SHAPES = [(64, 64, 32), (128, 64, 64), (64, 128, 32), (128, 128, 32), (256, 128, 64)]
+RULE = CUDA_RULES_BY_NAME["mm-wgmma-async"]
+
+
+def _mm(T, cast, sizes):  # type: ignore[no-untyped-def]
+    m, n, k = sizes if sizes else (M, N, K)
+    c = (lambda X: map(map(cast)) << X) if cast else (lambda X: X)
+    add_, mult_ = (add, mult) if T == float32 else (DOUBLE.add, DOUBLE.mult)
+    return fun([T[k][m], T[n][k]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(add_, lit(0.0, T)) << map(mult_) << zip(rowA, colB)) << transpose << c(B)) << c(A))
+
+
+_cases: dict[int, Case] = {}
+
+
+def case(i: int) -> Case:
+    if i not in _cases:
+        cast = (toTF32, truncTF32)[i % 2]
+        shape = SHAPES[(i // 2) % len(SHAPES)]
+        symbolic = (i // 10) % 2 == 1
+        prog = normal_form(_mm(float32, cast, None if symbolic else shape))
+        rng = np.random.default_rng(SEED + i)
+        m, n, k = shape
+        xs = [rng.integers(-8, 9, (m, k)).astype(np.float32), rng.integers(-8, 9, (k, n)).astype(np.float32)]
+        sizes = {"M": m, "N": n, "K": k} if symbolic else {}
+        _cases[i] = Case(prog, xs, run(prog, xs, sizes), SEED + i, f"mm-wgmma-async {i}", sizes)
+    return _cases[i]
+
+
+HARNESS = Soundness({**RULES_BY_NAME, **CUDA_RULES_BY_NAME}, case, lambda r: [], lambda r, rng: [],
+                    SEED, per_step=3, walk=1, max_bases=200, patience=1)
+
+
+def test_mm_wgmma_async_is_sound() -> None:
+    try:
+        stats = HARNESS.exercise(RULE, TARGET)
+    except SoundnessError as err:
+        pytest.fail(str(err), pytrace=False)
+    assert stats["applications"] >= TARGET
+
+
+def test_only_where_the_program_gives_up_the_precision() -> None:
+    shape = (256, 128, 64)
+    assert not enumerate_choices(normal_form(_mm(float32, None, shape)), [RULE])
+    assert not enumerate_choices(normal_form(_mm(float32, toBF16, shape)), [RULE])
+    assert not enumerate_choices(normal_form(_mm(float64, None, shape)), [RULE])
+    mixed = fun([float32[K][M], float32[N][K]], lambda A, B: map(lambda rowA: join << map(
+        lambda colB: reduce(add, 0.0) << map(mult) << zip(rowA, colB)) << transpose
+        << map(map(truncTF32)) << B) << map(map(toTF32)) << A)
+    assert not enumerate_choices(normal_form(mixed), [RULE])
+    for cast in (toTF32, truncTF32):
+        offered = [c.params for c in enumerate_choices(normal_form(_mm(float32, cast, shape)), [RULE])]
+        assert {"tm": 256, "tn": 128, "tk": 32, "warps": 8, "stages": 4} in offered
+        assert all(256 % c["tm"] == 0 and 128 % c["tn"] == 0 and 64 % c["tk"] == 0 for c in offered)
+
+
+def test_the_derivation_and_the_search_reach_it() -> None:
+    from liftkit.ir.printer import show
+
+    d = tensor_core_mm("tf32", 256, 128, 32, 8, 4, wgmma=True, copy="cp.async")
+    assert "reduceWgmmaAsyncTF32 8 4 (λ" in show(d.final) and "toTF32" not in show(d.final)
+    assert d.name == "mm-tf32-wgmma-async" and RULE in CUDA_SEARCH_RULES
+    with pytest.raises(ValueError, match="cp.async"):
+        tensor_core_mm("tf32", 128, 128, 32, 4, 3, copy="cp.async")
+    from liftkit.rewrite.core import RewriteError
+
+    with pytest.raises(RewriteError, match="applies nowhere"):  # four 64-row blocks per warpgroup
+        tensor_core_mm("tf32z", 128, 512, 32, 8, 4, wgmma=True, copy="cp.async")
