@@ -18,9 +18,11 @@ float64 product by ‖C − ref‖/‖ref‖: TF32 < 2e-3, FP64 < 1e-12.
 
 The Hopper rows (`--tiles tf32z:128x256x32w8s3G`, a trailing G): one application of mm-wgmma
 (`tensor_core_mm(kind, …, wgmma=True)`: warpgroup MMA, operands staged s deep by the pattern);
+a trailing A: mm-wgmma-async instead (`copy="cp.async"`: the tiles copied raw by cp.async);
 kind tf32 rounds as toTF32 (as cuBLAS's TF32 mode does, judging by its error), tf32z truncates
 as truncTF32. Before the float64 check each is run on integer-valued inputs (exact) and on B = I
-(C must be the rounded A bit for bit); a variant failing either is reported WRONG, not timed.
+(C must be the rounded A bit for bit) and on A = I (the rounded B); a variant failing any is
+reported WRONG, not timed.
 
 async: the same as mma (its rows with staged > 1 are the cp.async pipelines).
 
@@ -127,16 +129,17 @@ MMA_VARIANTS: dict[str, list[tuple[Any, ...]]] = {
 def parse_tiles(text: str) -> dict[str, list[tuple[Any, ...]]]:
     """`f64:128x64x16w4s2,tf32:128x128x8w4s4L,tf32z:128x256x32w8s3G` → {kind: [(tm, tn, tk,
     warps, staged[, flag])]} (a trailing L: the tiles staged in whole lines; G: the warpgroup MMA,
-    staged = its stages; kind tf32z only with G)."""
+    staged = its stages; A: the warpgroup MMA fed by cp.async, mm-wgmma-async; kind tf32z only
+    with G or A)."""
     import re
 
     out: dict[str, list[tuple[Any, ...]]] = {"tf32": [], "tf32z": [], "f64": []}
     for item in filter(None, text.split(",")):
-        m = re.fullmatch(r"(tf32|tf32z|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)([LG]?)", item.strip())
-        if m is None or (m.group(1) == "tf32z" and m.group(7) != "G") or (m.group(1) == "f64" and m.group(7) == "G"):
-            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED[L|G] (e.g. "
-                             "f64:128x64x16w4s2, tf32z:128x256x32w8s3G)")
-        flag = {"L": (True,), "G": ("G",), "": ()}[m.group(7)]
+        m = re.fullmatch(r"(tf32|tf32z|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)([LGA]?)", item.strip())
+        if m is None or (m.group(1) == "tf32z" and m.group(7) not in "GA") or (m.group(1) == "f64" and m.group(7) in "GA"):
+            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED[L|G|A] (e.g. "
+                             "f64:128x64x16w4s2, tf32z:128x256x32w8s3G, tf32:256x128x32w8s4A)")
+        flag = {"L": (True,), "G": ("G",), "A": ("G", "cp.async"), "": ()}[m.group(7)]
         out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:6]) + flag)
     return out
 
@@ -150,8 +153,9 @@ def _exact_checks(runner: Any, compiled: Any, kind: str, rng: np.random.Generato
     B = rng.integers(-8, 9, (256, 512)).astype(np.float32)
     Z = rng.standard_normal((512, 256)).astype(np.float32)
     rounded = (trunc_tf32 if kind == "tf32z" else round_tf32)(Z)
-    for what, (x, y), want in (("integers", (A, B), A @ B),
-                               ("B = I", (Z, np.eye(256, dtype=np.float32)), rounded)):
+    eye = np.eye(256, dtype=np.float32)
+    for what, (x, y), want in (("integers", (A, B), A @ B), ("B = I", (Z, eye), rounded),
+                               ("A = I", (eye, Z[:256].copy()), rounded[:256])):
         got = np.asarray(runner.run(compiled, x, y))
         bad = np.argwhere(got != want)
         if len(bad):
@@ -191,13 +195,14 @@ def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | Non
         if kind == "tf32":  # the same float32 inputs for the truncating warpgroup products
             todo += [("tf32z", v) for v in table.get("tf32z", [])]
         for vkind, (tm, tn, tk, warps, staged, *flag) in todo:
-            wg, lines = "G" in flag, True in flag
+            wg, lines, copy = "G" in flag, True in flag, "cp.async" if "cp.async" in flag else "registers"
             if wg:
-                label = f"wgmma{' Z' if vkind == 'tf32z' else ''} {tm}x{tn}x{tk} w{warps} s{staged}"
+                label = (f"wgmma{' cp.async' if copy == 'cp.async' else ''}{' Z' if vkind == 'tf32z' else ''} "
+                         f"{tm}x{tn}x{tk} w{warps} s{staged}")
             else:
                 label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
                     f"cp.async x{staged}" if staged > 1 else "") + (" lines" if lines else "")
-            d = tensor_core_mm(vkind, tm, tn, tk, warps, staged, lines, wgmma=wg)
+            d = tensor_core_mm(vkind, tm, tn, tk, warps, staged, lines, wgmma=wg, copy=copy)
             compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
             try:
                 wrong = _exact_checks(runner, compiled, vkind, rng) if wg else ""
@@ -244,10 +249,10 @@ def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | Non
 
 
 def _mma_table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'kind':5} {'version':34} {'ms':>8} {'TFLOP/s':>8} {'x cuBLAS':>8} {'rel err':>9}"
+    head = f"{'kind':5} {'version':40} {'ms':>8} {'TFLOP/s':>8} {'x cuBLAS':>8} {'rel err':>9}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['kind']:5} {r['version']:34} {r['ms']:8.3f} {r['tflops']:8.1f} "
+        lines.append(f"{r['kind']:5} {r['version']:40} {r['ms']:8.3f} {r['tflops']:8.1f} "
                      f"{r['of_cublas']:8.2f} {r['rel_err']:9.1e}" + (f"  {r['error']}" if "error" in r else ""))
     return "\n".join(lines)
 
