@@ -24,6 +24,8 @@ CUDA-array-interface arrays (as CuPy's look to liftkit).
 cuda.core and through cuLaunchKernel, an event record, a stream wait, a tiny download) and a
 fixed piece of plain Python (``python: reference work``, also with ``--stub-cuda``), so hosts
 can be compared by their interpreter speed.
+``--matmul`` (CUDA on a GPU) adds A @ B at 4096^2 float32 in a jitted function, ten calls back
+to back, against cuBLAS and against the Lift kernel's own GPU time (CUDA events).
 ``--profile`` prints the functions with the most own time in 200 calls (cProfile).
 ``--baseline SRC`` runs the same rows first on older sources (``git archive REV src | tar -x
 -C /tmp/base`` gives SRC=/tmp/base/src) and prints before, after and their ratio.
@@ -307,6 +309,69 @@ def driver_rows(rt: Runtime, repeat: int, rows: dict) -> None:
     rt.release(va, writeback=False)
 
 
+def _mm(A, B):
+    with liftkit.gpu():
+        C = A @ B
+    return C
+
+
+def matmul_rows(rt: Runtime, repeat: int, rows: dict, n: int = 4096) -> None:
+    """A @ B (float32, CuPy arrays) inside a jitted function, ten calls back to back with one
+    wait, against cuBLAS the same way and against the Lift kernel alone: the GPU time of ten
+    of its launches through the runtime between two CUDA events on the runtime's stream (the
+    kernels' own time, no call path). jitted calls / kernels alone above 1 means the call
+    path leaves the GPU idle between kernels."""
+    import cupy as cp
+    from liftkit.jit.gpu_library import LiftLibrary
+    g = np.random.default_rng(3)
+    A, B = (cp.asarray(g.random((n, n), dtype=np.float32)) for _ in range(2))
+    sync = cp.cuda.Device().synchronize
+    f = jit(_mm, cache=False, gpu_runtime=rt)
+    ref = A.astype(cp.float64) @ B.astype(cp.float64)
+    got = f(A, B)
+    assert float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref)) < 1e-4, "A @ B went wrong"
+
+    def ten(fn) -> float:
+        fn()
+        sync()
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(10):
+                fn()
+            sync()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) / 10 * 1e3
+    rows[f"A @ B {n} f32: cuBLAS, 10 back to back (ms)"] = cu = ten(lambda: A @ B)
+    rows[f"A @ B {n} f32: jitted call, 10 back to back (ms)"] = jt = ten(lambda: f(A, B))
+    rows[f"A @ B {n} f32: jitted vs cuBLAS, back to back (x)"] = cu / jt
+    if rt.nqueues != 1:  # the events below bracket the launches of one stream
+        return
+    lib = LiftLibrary()
+    C = cp.empty((n, n), cp.float32)
+    va, vb, vc = rt.adopt(A), rt.adopt(B), rt.adopt(C)
+    sizes = {"M": n, "K": n, "N": n}
+    lib.run(rt, "mm", [va, vb], vc, sizes, "float32")
+    rt.wait_all(sync=False)
+    from liftkit.backends.cuda.runner import core
+    opts = core().EventOptions(timing_enabled=True)
+    s = rt.device.streams[0]
+    ks = []
+    for _ in range(repeat):
+        e0 = s.record(options=opts)
+        for _ in range(10):
+            lib.run(rt, "mm", [va, vb], vc, sizes, "float32")
+        e1 = s.record(options=opts)
+        e1.sync()
+        ks.append((e1 - e0) / 10)
+    rt.wait_all(sync=False)
+    for v in (va, vb, vc):
+        rt.release(v, writeback=False)
+    rows[f"A @ B {n} f32: Lift kernel alone, GPU time (ms)"] = k = statistics.median(ks)
+    rows[f"A @ B {n} f32: jitted calls / kernels alone"] = jt / k
+    rows[f"A @ B {n} f32: kernel alone vs cuBLAS (x)"] = cu / k
+
+
 def profile(rt: Runtime, stub: bool = False) -> None:
     """Where the host time goes (cProfile, the calling thread's CPU time): 200 calls of the
     tiny section (on CUDA with CuPy arrays, the resident case), then 200 runtime launches."""
@@ -369,6 +434,9 @@ def main() -> None:
     p.add_argument("--driver", action="store_true",
                    help="CUDA on a GPU: also time single driver calls and a reference piece "
                         "of Python (this host's speed)")
+    p.add_argument("--matmul", action="store_true",
+                   help="CUDA on a GPU: also A @ B 4096^2 float32 in a jitted function, back to "
+                        "back, against cuBLAS and the Lift kernel's own GPU time")
     p.add_argument("--json", help="write the rows to this file too")
     p.add_argument("--baseline", metavar="SRC",
                    help="also run on the liftkit sources in SRC first (a 'before' column)")
@@ -391,6 +459,8 @@ def main() -> None:
         driver_rows(rt, args.repeat, rows)
     elif args.driver:
         rows["python: reference work (us)"] = host_speed_us()
+    if args.matmul and not stub and args.backend == "cuda":
+        matmul_rows(rt, max(3, args.repeat), rows)
     print(f"device: {rt.device.label} ({args.backend}); liftkit from "
           f"{os.path.dirname(liftkit.__file__)}" +
           (f"; before: {args.baseline}" if before else ""))

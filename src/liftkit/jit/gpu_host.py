@@ -28,8 +28,11 @@ from .gpu_plan import GpuPlan
 
 INT32_LIMIT = 2**31  # Lift's kernels index with C int: larger arrays take another path
 ERR_HOST = 12  # environment slot 0: the error is a Python exception the callback kept
-CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
-                            ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
+# (environment, operation, its id, block): the pointers arrive as plain ints (no ctypes pointer
+# objects made per callback) and are viewed as int64 arrays where they are read
+CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                            ctypes.c_void_p)
+_SLOTS = ctypes.c_int64 * (1 << 24)  # a view of a block (only the slots read are touched)
 
 CLEAR = Kernel("lk_clear", {
     "opencl": "kernel void lk_clear(global int* e, long eo) { e[eo + get_global_id(0)] = 0; }\n",
@@ -314,23 +317,23 @@ class GpuHost:
         self.address = ctypes.cast(self.cfunc, ctypes.c_void_p).value
 
     # -- the callback
-    def _callback(self, env: Any, op: int, ident: int, block: Any) -> int:
-        key = ctypes.addressof(env.contents)
+    def _callback(self, env: int, op: int, ident: int, block: Optional[int]) -> int:
+        key = env  # the environment block's address
         try:
-            if op == 1:
+            if op == 2:
+                self.launch(key, ident, _SLOTS.from_address(block))
+            elif op == 1:
                 self.begin(key)
-            elif op == 2:
-                self.launch(key, ident, block)
-            elif op == 3:
-                self.host(key, ident, block)
             elif op == 4:
                 self.end(key, ident)
+            elif op == 3:
+                self.host(key, ident, _SLOTS.from_address(block))
             elif op == 5:
-                self.run_library(key, ident, block)
+                self.run_library(key, ident, _SLOTS.from_address(block))
             return 0
         except BaseException as e:  # noqa: BLE001 - handed to the dispatcher, never lost
             self.errors[key] = e
-            env[0] = ERR_HOST
+            (ctypes.c_int64 * 1).from_address(env)[0] = ERR_HOST
             return 1
 
     def _runtime(self) -> Runtime:

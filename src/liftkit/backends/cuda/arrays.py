@@ -10,8 +10,7 @@ arrays of the same library, written in place by the kernels. NumPy inputs take t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -22,9 +21,9 @@ from liftkit.types import ArrayType, ScalarType, TupleType, Type, VectorType, bo
 KDL_CUDA, KDL_CUDA_MANAGED = 2, 13  # DLPack device types whose memory kernels can read
 
 
-@dataclass(frozen=True)
-class Borrowed:
-    """An input's device memory as the kernels see it."""
+class Borrowed(NamedTuple):
+    """An input's device memory as the kernels see it (a named tuple: made per GPU argument
+    per call)."""
 
     obj: Any  # what keeps the memory alive (the array, or its zero-copy CuPy/PyTorch view)
     ptr: int
@@ -75,13 +74,23 @@ def device_array(x: Any, what: str) -> Optional[Borrowed]:
         obj = _from_dlpack(x)
         cai = obj.__cuda_array_interface__
     ptr = int(cai["data"][0])
-    shape = tuple(int(s) for s in cai["shape"])
-    dtype = np.dtype(cai["typestr"])
+    shape = cai["shape"]
+    if type(shape) is not tuple or not all(type(n) is int for n in shape):
+        shape = tuple(int(s) for s in shape)
+    typestr = cai["typestr"]
+    dtype = _DTYPES.get(typestr) if type(typestr) is str else None
+    if dtype is None:
+        dtype = np.dtype(typestr)
+        if type(typestr) is str and len(_DTYPES) < 64:
+            _DTYPES[typestr] = dtype
     strides = cai.get("strides")
     if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize):
         raise CUDAError(f"input {what}: the GPU array is not C-contiguous (strides {tuple(strides)}); "
                         "make it contiguous first (cupy.ascontiguousarray / tensor.contiguous())")
     return Borrowed(obj, ptr, shape, dtype, _ordinal(ptr), _library(x))
+
+
+_DTYPES: dict[str, np.dtype] = {}  # typestr -> dtype (a cache: read per GPU argument per call)
 
 
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

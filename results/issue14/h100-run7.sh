@@ -1,0 +1,34 @@
+#!/bin/bash
+# Issue 14, H100 run 7 (<= 120 s wall): the GPU tests of tests/jit and tests/runtime, the host
+# overhead of calls and launches with the 20-kernel chain, single driver calls and A @ B 4096^2
+# (overhead.py --driver --matmul: jitted calls back to back against cuBLAS and against the
+# Lift kernel's own GPU time), then the whole JIT suite against Numba's CUDA target and CuPy
+# (each row printed as measured). Every reference runs in the same process as what it is
+# compared with. With base.tgz in the tree (git archive REV src benchmarks/jit | gzip), the
+# overhead rows of those sources run first too (+15 s: the "before" of this run).
+#   source .device-kit/setup.sh && OUT=... bash results/issue14/h100-run7.sh
+# Limits: tests 38 s (baseline 22: 26 s for tests/jit's two), overhead 25 s, suite 55 s
+# (baseline 22: 6 of 8 rows in 36 s at --repeat 3; the first calls' builds dominate).
+set -o pipefail
+export PYTHONUNBUFFERED=1
+OUT="${OUT:-/tmp}"
+python3 -m pip install -q --no-index --no-deps --target /tmp/device-site .device-extra/*.whl 2>&1 \
+    | grep -v "root" | tail -2
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "== GPU tests (tests/jit, tests/runtime; marker gpu)"
+timeout 38 python3 -m pytest -q -p no:randomly -p no:cacheprovider -m gpu tests/jit \
+    tests/runtime 2>&1 | tail -20
+if [ -f base.tgz ]; then
+    echo "== host overhead, before (sources of base.tgz)"
+    mkdir -p /tmp/base && tar -xzf base.tgz -C /tmp/base
+    (cd /tmp/base && env PYTHONPATH="/tmp/base/src:$PYTHONPATH" timeout 15 python3 \
+        benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 \
+        --json "$OUT/overhead_before.json" 2>&1 | tail -16)
+fi
+echo "== host overhead, chain, driver calls, A @ B (benchmarks/jit/overhead.py)"
+timeout 25 python3 benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 --driver \
+    --matmul --json "$OUT/overhead.json" 2>&1 | tail -36
+echo "== JIT suite vs Numba CUDA and CuPy (benchmarks/jit/gpu.py)"
+timeout 55 python3 benchmarks/jit/gpu.py --repeat 3 --skip runtime overhead matmul pressure \
+    --json "$OUT/gpu_bench.json" 2>&1 | grep -v -e NumbaPerformanceWarning -e "warn(errors" \
+    | tail -24
