@@ -80,3 +80,28 @@ def test_the_cuda_device_launches_packed_arguments_with_geometry_and_shared_memo
         assert drv.launches == 2
     finally:
         rt.close()
+
+
+READ = Kernel("rd", {"cuda": 'extern "C" __global__ void rd(const double* x, long xo, double* y, '
+                             'long yo) {}'})
+
+
+def test_waits_take_the_newest_task_of_each_in_order_queue() -> None:
+    stub = _stub()
+    from liftkit.runtime import Runtime
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=2))
+    try:
+        x = rt.submit(np.ones(64))
+        outs = [rt.submit(np.zeros(64)) for _ in range(4)]
+        eids = [rt.launch(READ, (64,), [x, o], reads=[x], writes=[o]) for o in outs]
+        queues = [rt.events[e].queue for e in eids]
+        assert sorted(set(queues)) == [0, 1]  # independent readers spread over both queues
+        readers = rt.buffers[rt.vars[x.id].buffer].readers
+        assert sorted(readers) == sorted(eids)
+        newest = {q: max(e for e, qq in zip(eids, queues) if qq == q) for q in (0, 1)}
+        got = rt.latest_events(readers)
+        assert len(got) == 2 and {id(e) for e in got} == {id(rt.events[e].event)
+                                                         for e in newest.values()}
+        assert rt._events(readers, queue=0) == [rt.events[newest[1]].event]
+    finally:
+        rt.close()

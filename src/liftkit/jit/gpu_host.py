@@ -185,8 +185,7 @@ class DeviceCall:
                     var.dtype == dtype and buf.vars == {v.id} and buf.nbytes == var.nbytes:
                 # the caller's stream waits for the tasks on it (else the host does), and its
                 # memory is freed on our stream after them when the caller lets go of it
-                events = [rt.events[e].event for e in buf.writers + buf.readers
-                          if e in rt.events]
+                events = rt.latest_events(buf.writers + buf.readers)
                 stream = self._caller_stream()
                 handed = stream is not None and all(rt.device.stream_wait(stream, ev)
                                                     for ev in events)
@@ -253,17 +252,15 @@ class DeviceCall:
         rt = self.rt
         self.host.device_calls.pop(self.key, None)
         stream = self._caller_stream()
-        seen: set = set()  # one wait per task (a kernel reading one argument, writing another)
-        for v in self.adopted:  # the caller's library may use them next, on its own stream:
-            if v.id in rt.vars:  # it waits for the tasks still reading or writing them
+        eids: list = []  # the tasks still reading or writing them (the caller's library may use
+        for v in self.adopted:  # them next, on its own stream: it waits for the newest of
+            if v.id in rt.vars:  # those on each of our queues, which run in order)
                 buf = rt.buffers[rt.vars[v.id].buffer]
-                for eid in buf.writers + buf.readers:
-                    row = rt.events.get(eid)
-                    if row is None or eid in seen:
-                        continue
-                    seen.add(eid)
-                    if stream is None or not rt.device.stream_wait(stream, row.event):
-                        rt.device.wait(row.event)  # a library whose stream we cannot name
+                eids += buf.writers
+                eids += buf.readers
+        for ev in rt.latest_events(eids) if eids else ():
+            if stream is None or not rt.device.stream_wait(stream, ev):
+                rt.device.wait(ev)  # a library whose stream we cannot name
         for v in self.kept + self.adopted:
             if v.id in rt.vars:
                 rt.release(v, writeback=False)

@@ -529,16 +529,25 @@ class Runtime(PlannedLaunches):
 
     # ------------------------------------------------------------------ queues and events
     def _events(self, eids: Iterable[int], queue: Optional[int] = None) -> list:
-        """The backend events of the pending tasks ``eids`` not on compute queue ``queue`` (an
-        in-order queue follows its own tasks without being told)."""
-        out, seen = [], set()
+        """The backend events to wait for so that the pending tasks ``eids`` are done, none of
+        compute queue ``queue`` (an in-order queue follows its own tasks without being told):
+        the newest of them on each other queue, as queues (the transfer queue too) run their
+        tasks in order and ids grow in enqueue order."""
+        newest: dict[int, int] = {}
+        events = self.events
         for e in eids:
-            row = self.events.get(e)
-            if row is None or e in seen or (queue is not None and row.queue == queue):
+            row = events.get(e)
+            if row is None or (queue is not None and row.queue == queue):
                 continue
-            seen.add(e)
-            out.append(row.event)
-        return out
+            if e > newest.get(row.queue, -1):
+                newest[row.queue] = e
+        return [events[e].event for e in newest.values()]
+
+    def latest_events(self, eids: Iterable[int]) -> list:
+        """``_events`` for callers outside the runtime (the events another library's stream
+        waits for: one per queue)."""
+        with self.lock:
+            return self._events(eids)
 
     def _ready(self, bufs: Sequence[Buffer], whole: Any, wbufs: Any, keep: list) -> list[int]:
         """Make a launch's buffers valid on the device (uploading what only the host holds,
