@@ -21,7 +21,8 @@ GEMV_N = [Variant.of("row-groups", lanes=32, g=8, w=4), Variant.of("row-groups",
                                                                    w=1)]
 GEMV_T = [Variant.of("column-groups", lanes=32, g=16, w=1),
           Variant.of("column-groups", lanes=16, g=8, w=2),
-          Variant.of("column-groups", lanes=2, g=16, w=4)]  # narrow: 8 columns per group
+          Variant.of("column-groups", lanes=2, g=16, w=4),  # narrow: 8 columns per group
+          Variant.of("column-groups", lanes=4, g=8, w=8)]  # float8 / double8 row steps
 TRANSPOSE = [Variant.of("tiles-t", r=32, k=4), Variant.of("tiles-t", r=16, k=2)]
 
 
@@ -104,6 +105,7 @@ def test_local_tile_transpose_at_any_size(session: Session, variant: Variant) ->
 @pytest.mark.parametrize("kind,variant", [(Kind("gemv", "float32", "N"), GEMV_N[0]),
                                           (Kind("gemv", "float64", "T"), GEMV_T[1]),
                                           (Kind("gemv", "float32", "T"), GEMV_T[2]),
+                                          (Kind("gemv", "float32", "T"), GEMV_T[3]),
                                           (Kind("transpose", "float64"), TRANSPOSE[0])])
 def test_gpu_codelets_compile_for_cuda(kind: Kind, variant: Variant) -> Any:
     from liftkit.backends.cuda import compile_cuda, nvrtc_version

@@ -70,6 +70,10 @@ LANES = (32, 16, 8)
 T_LANES = (32, 16, 8, 4, 2)
 GROUPS = (4, 8, 16, 32, 64, 128)
 GPU_WIDTHS = (4, 2, 1)
+# GEMV T also reads float8 (two 16-byte loads per row step and work-item): on the H100 every
+# float32 variant of 16 bytes per step stalled at 2.73 TB/s at 8192² while float64's 32-byte
+# double4 steps reached 3.0 TB/s (results/issue15/cuda/run_final)
+T_WIDTHS = (8, 4, 2, 1)
 
 
 def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
@@ -81,11 +85,12 @@ def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
 
 
 def _lane_offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any,
-                 lanes_: tuple[int, ...] = LANES) -> list[dict[str, Any]]:
+                 lanes_: tuple[int, ...] = LANES, widths: tuple[int, ...] = GPU_WIDTHS
+                 ) -> list[dict[str, Any]]:
     """The BLAS form's work-groups (both directions): lanes × g ≤ 1024 work-items, each
     warp's run of a row at least 8 elements (a 32-byte sector of float32)."""
     return [{"lanes": lanes, "g": grp, "w": w}
-            for w in vector_widths(parts.op, parts.m, GPU_WIDTHS, True)
+            for w in vector_widths(parts.op, parts.m, widths, True)
             for lanes in lanes_ for grp in GROUPS
             if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024
             and lanes * w >= 8]
@@ -202,7 +207,7 @@ GEMV_LANE_COLUMNS = site_rule(
     "over the groups of P) $ zip(transpose ∘ map(split lanes·w) $ A, split lanes·w $ y)",
     "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows",
     lambda site: gemv_at(site, True),
-    lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES),
+    lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS),
     lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
 
 
