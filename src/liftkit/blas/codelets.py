@@ -241,14 +241,16 @@ def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
 # bound by the bytes each work-item has in flight, first the variants with 8 lanes of 16-byte
 # vectors, not yet run on a GPU: (8, 64, 4) is float64's fastest (16, 32, 2) in float32 —
 # the same work-groups, work-items, bytes per load and bytes per row step)
-# For T also narrower column blocks (4 or 2 lanes: 16 or 8 float4 columns per work-group):
-# with 32 columns per group an 8192-column A makes only 256 groups of at most 256 work-items
-# (the code generator's cap), too few loads in flight to fill the memory of an H100; 16 and 8
-# columns give 512 and 1024 groups (first, not yet run on a GPU).
+# For T also narrower column blocks (4 or 2 lanes: 16 or 8 float4 columns per work-group): at
+# 4096² (1024 float4 columns, at most 256 work-items per group, the code generator's cap) 2 lanes
+# over 128 row groups ran at twice the rate of (16, 32, 2) in the H100's tuning (run_final);
+# at 8192² every float32 variant reading 16 bytes per row step stopped at 2.73 TB/s (0.98x
+# cuBLAS) while float64's 32-byte steps reached 3.0 TB/s (1.03x): float8 steps (w=8) first,
+# not yet run on a GPU.
 GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32, 4, 2)),
-                     "T": ((4, 64, 4), (2, 128, 4), (4, 32, 4), (8, 32, 4), (4, 64, 2),
-                           (16, 32, 2), (8, 64, 4), (8, 128, 4), (8, 128, 2), (16, 64, 2),
-                           (32, 32, 1), (16, 32, 4))}
+                     "T": ((4, 64, 8), (2, 128, 8), (4, 32, 8), (2, 128, 4), (4, 64, 4),
+                           (8, 64, 4), (8, 128, 4), (4, 32, 4), (8, 32, 4), (4, 64, 2),
+                           (16, 32, 2), (8, 128, 2), (16, 64, 2), (32, 32, 1), (16, 32, 4))}
 
 
 def _cuda_rules() -> Mapping[str, Any]:
@@ -545,11 +547,13 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
     **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
        for dt in bp.DTYPES for lay in "NR"},
-    # real GEMV T on the H100 (results/issue15/cuda/run21b, kernels beside cuBLAS in the same
-    # run): 16 lanes of float2/double2 over 32 row groups (0.64-1.03x cuBLAS; one work-item per
-    # column, `glb`, ran at 0.15-0.26x). GEMV N keeps group-rows: row-groups ran as fast
-    # (2.8-3.0 TB/s both, 0.98-1.05x cuBLAS at 16384²)
-    **{("gemv", dt, "T"): Variant.of("column-groups", lanes=16, g=32, w=2)
+    # real GEMV T on the H100 (results/issue15/cuda/run_final, beside cuBLAS in the same run):
+    # 4 lanes of float4/double4 over 64 row groups, 16 columns per work-group: kernels 0.98x
+    # (float32) and 1.03x (float64) cuBLAS at 8192², and at 4096² about twice the rate of the
+    # earlier default (16, 32, 2) in the tuner (one work-item per column, `glb`, ran at
+    # 0.15-0.26x). GEMV N keeps group-rows: row-groups ran as fast (2.8-3.0 TB/s both,
+    # 0.98-1.05x cuBLAS at 16384², run21b)
+    **{("gemv", dt, "T"): Variant.of("column-groups", lanes=4, g=64, w=4)
        for dt in ("float32", "float64")},
     # transposes through rotated local tiles (0.90-0.94x the copy at 8192², glb 0.30x)
     **{("transpose", dt, "-"): Variant.of("tiles-t", r=32, k=8 if dt == "float32" else 4)
