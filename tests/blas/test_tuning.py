@@ -124,6 +124,9 @@ def test_cli_tune_show_export_import(session: Session, tmp_path: Path, monkeypat
     assert code == 0, text
     assert "scal/float64/-" in text and "peak float64: add" in text and "copy bandwidth" in text
     assert "opencl backend" in text and "compute queues:" in text
+    # without the progress bar, a line per trial: when it ended, what it measured, how long
+    trials = [ln for ln in text.splitlines() if " s  scal/float64/- small " in ln]
+    assert len(trials) == 2 and all("GFLOP/s (" in ln for ln in trials), text
     installed = tmp_path / "profiles" / file_name(session.device.fingerprint)
     assert installed.is_file()
     code, text = _cli("blas", "profile", "show", "--device", "cpu")

@@ -175,6 +175,7 @@ class Trial:
     rate: float = 0.0
     unit: str = "GFLOP/s"
     error: str = ""
+    wall: float = 0.0  # host seconds the trial took (derivation, build, check, timing)
 
 
 def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
@@ -314,6 +315,14 @@ class _Span:
         return self.q.seconds(self.first, self.last)
 
 
+def trial_line(trial: Trial, elapsed: float) -> str:
+    """One line per trial for logs (a tuning run without its progress bar): when it ended, what
+    it measured and how long it took."""
+    got = trial.error or f"{trial.rate:.1f} {trial.unit}"
+    return (f"{elapsed:8.1f} s  {trial.kind} {trial.size_class} {trial.variant}: {got} "
+            f"({trial.wall:.1f} s)")
+
+
 def measure_queues(session: Session, quick: bool = False) -> dict[str, Any]:
     """The queue micro-benchmark of seed 003 §7.4.1: `liftkit.runtime`'s calibration (small
     independent kernels on 1 and N queues, checked), which also writes the device's runtime
@@ -402,8 +411,10 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
             entries = []
             for v in todo:
                 bar.update(task, description=f"{kind} {cls} {v}")
+                t0 = time.perf_counter()
                 trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind),
                                 inputs=inputs)
+                trial.wall = time.perf_counter() - t0
                 if on_trial is not None:
                     on_trial(trial)
                 if trial.error:

@@ -142,8 +142,14 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
 
     ks = kinds(args.ops, args.dtypes, args.layouts)
     settings = {"full": PeakSettings(), "quick": TINY, "none": None}[args.peaks]
+    from liftkit.blas.tune import trial_line
+
+    def log(trial: Any) -> None:  # without the bar, a line per trial (what a log file keeps)
+        print(trial_line(trial, time.perf_counter() - started), file=out, flush=True)
+
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
-                   max_variants=args.max_variants, peaks=settings)
+                   max_variants=args.max_variants, peaks=settings,
+                   on_trial=log if args.no_progress else None)
     save(profile)
     print(f"profile of {dev.label}: {len(profile.entries)} measurements, "
           f"{time.perf_counter() - started:.0f} s this run -> {target}", file=out)
