@@ -1,4 +1,5 @@
-"""reduceWgmmaAsyncTF32 / reduceWgmmaAsyncTF32Z (ir/patterns/cuda.py, codegen/cuda_wgmma_async.py):
+"""reduceWgmmaAsyncTF32 / reduceWgmmaAsyncTF32Z and reduceWgmmaPair… (2-block clusters sharing B)
+(ir/patterns/cuda.py, codegen/cuda_wgmma_async.py):
 meaning against the high-level product, type errors in words and printing; the data path of the
 generated kernel checked element by element without a GPU: the C address expressions the kernel
 emits (evaluated here for every thread) put each 16-byte piece cp.async copies where the tensor
@@ -36,8 +37,8 @@ ROUND = {"tf32": round_tf32, "tf32z": trunc_tf32}
 
 
 def low(kind: str = "tf32z", tm: int = 256, tn: int = 128, tk: int = 32, warps: int = 8,
-        stages: int = 4) -> Any:
-    return tensor_core_mm(kind, tm, tn, tk, warps, stages, wgmma=True, copy="cp.async").final
+        stages: int = 4, copy: str = "cp.async") -> Any:
+    return tensor_core_mm(kind, tm, tn, tk, warps, stages, wgmma=True, copy=copy).final
 
 
 def by_hand(cls: Any, tm: int, tn: int, tk: int, warps: int, stages: int, layout: str = "NN") -> Lambda:
@@ -100,31 +101,40 @@ def _at(e: Any, tid: int) -> int:
     return v.value
 
 
-@pytest.mark.parametrize("m,n,k,warps", [(256, 128, 32, 8), (128, 256, 32, 8), (128, 128, 32, 4),
-                                         (128, 128, 32, 8), (256, 64, 32, 4), (64, 128, 64, 4)])
-def test_copies_land_where_the_products_read(m: int, n: int, k: int, warps: int) -> None:
+@pytest.mark.parametrize("m,n,k,warps,pair", [(256, 128, 32, 8, False), (128, 256, 32, 8, False),
+                                              (128, 128, 32, 4, False), (128, 128, 32, 8, False),
+                                              (256, 64, 32, 4, False), (64, 128, 64, 4, False),
+                                              (128, 256, 32, 8, True), (256, 128, 32, 8, True),
+                                              (64, 128, 64, 4, True)])
+def test_copies_land_where_the_products_read(m: int, n: int, k: int, warps: int, pair: bool) -> None:
     """Every element of A's tile reaches the byte the descriptor of its k-step makes the tensor
     cores read for (row, k); every element of B's tile reaches the byte a lane's fragment load
-    reads for the fragment row and k the wgmma register layout gives that lane; each staged
-    byte written once; each 8-lane (16-byte loads) or 16-lane (8-byte) phase of the fragment
-    loads touches every bank at most once; the lanes' columns are the tile's columns once each."""
+    reads for the fragment row and k the wgmma register layout gives that lane (with a pair:
+    in the shared memory of the block that copied that k-row); each staged byte written once;
+    each 8-lane (16-byte loads) or 16-lane (8-byte) phase of the fragment loads touches every
+    bank at most once; the lanes' columns are the tile's columns once each."""
     threads, groups = 32 * warps, warps // 4
     nb = n // (64 * groups)
     tid = Var("lk_tid", 0, threads)
     b_base = m * k * 4
     where_a: dict[tuple[int, int], int] = {}
     where_b: dict[tuple[int, int], int] = {}
+    owner: dict[int, int] = {}  # k-row of B → the block that copies it
     for t in range(threads):
         for row, ch in a_pieces(m, k, threads, tid):
             r, c = _at(row, t), _at(ch, t)
             addr = _c(_a_addr("0", cst(r), cst(c), m))
             for w in range(4):
                 where_a[r, 4 * c + w] = addr + 4 * w
-        for row, ch in b_pieces(n, k, threads, tid):
-            r, c = _at(row, t), _at(ch, t)
-            addr = _c(_b_addr("0", b_base, str(r), str(c), n))
-            for w in range(4):
-                where_b[4 * c + w, r] = addr + 4 * w  # (column of C, k)
+        for rank in (0, 1) if pair else (0,):
+            for row, ch in b_pieces(n, k // 2 if pair else k, threads, tid):
+                r, c = _at(row, t) + rank * k // 2, _at(ch, t)
+                owner[r] = rank
+                addr = _c(_b_addr("0", b_base, str(r), str(c), n))
+                for w in range(4):
+                    where_b[4 * c + w, r] = addr + 4 * w  # (column of C, k)
+    if pair:
+        assert all(owner[r] == (r // 8 * 8) // (k // 2) for r in range(k))  # the fragments' owner
     assert len(where_a) == m * k and len(where_b) == n * k
     assert sorted(where_a.values()) == list(range(0, m * k * 4, 4))
     assert sorted(where_b.values()) == list(range(b_base, b_base + n * k * 4, 4))
@@ -171,7 +181,11 @@ def test_cuda_code_and_sm90a_build_without_spills_or_serialisation() -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda import NVRTCError, compile_cuda
 
-    for p in (low("tf32z"), low("tf32", 128, 256, 32, 8, 3), low("tf32z", 128, 128, 32, 4, 3)):
+    pair = compile_program(low("tf32z", 128, 256, 32, 8, 3, copy="pair"), CUDA).source
+    assert "__cluster_dims__(1, 2, 1) KERNEL(" in pair and "ld.shared::cluster.v4.b32" in pair
+    assert "barrier.cluster.arrive.release.aligned" in pair and "__syncthreads" not in pair
+    for p in (low("tf32z"), low("tf32", 128, 256, 32, 8, 3), low("tf32z", 128, 128, 32, 4, 3),
+              low("tf32", 128, 256, 32, 8, 3, copy="pair")):
         for kern in compile_program(p, CUDA).kernels:
             out = compile_cuda(kern.source, "sm_90a", ["-Xptxas=-v", *kern.build_options], name=f"{kern.name}.cu")
             assert "wgmma.mma_async" in out.ptx and "cp.async.cg.shared.global" in out.ptx
@@ -188,6 +202,15 @@ def test_refused_on_opencl_and_for_layouts_it_cannot_copy() -> None:
         compile_program(by_hand(reduceWgmmaAsyncTF32Z, 128, 128, 32, 8, 3, layout="TN"), CUDA)
     with pytest.raises(CodegenError, match=r"runs on 8 warps \(256 threads\), but the work-group has 128"):
         compile_program(low(), CompileOptions(dialect="cuda", local_size=(128,)))
+    with pytest.raises(CodegenError, match=r"^reduceWgmmaPairTF32Z needs the CUDA backend on a Hopper GPU"):
+        compile_program(low(copy="pair"))
+    A, B = Param("A", float32[64][384]), Param("B", float32[128][64])  # three row tiles: no pairs
+    tiles = lambda t: compose(map(compose(transpose, map(split(32)))), split(t))  # noqa: E731
+    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
+        lambda bc: join << reduceWgmmaPairTF32Z(8, 3, lambda p: p, 0.0) << zip(ar, bc)) << tiles(128)
+        << transpose << B) << tiles(128) << A
+    with pytest.raises(CodegenError, match="3 work-groups along dimension 1 cannot pair up"):
+        compile_program(Lambda((A, B), body), CUDA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,9 +231,11 @@ def test_on_the_gpu_matches_the_interpreter() -> None:
     rng = np.random.default_rng(10)
     variants = [("tf32z", (256, 128, 32, 8, 4)), ("tf32", (256, 128, 32, 8, 3)), ("tf32z", (128, 256, 32, 8, 4)),
                 ("tf32", (128, 256, 32, 8, 4)), ("tf32z", (128, 128, 32, 4, 3)), ("tf32z", (128, 128, 32, 8, 6)),
-                ("tf32z", (256, 64, 32, 4, 3)), ("tf32z", (64, 128, 64, 4, 3))]
-    for kind, tiles in variants:
-        compiled = compile_program(low(kind, *tiles), CUDA)
+                ("tf32z", (256, 64, 32, 4, 3)), ("tf32z", (64, 128, 64, 4, 3)),
+                ("tf32z", (128, 256, 32, 8, 3), "pair"), ("tf32", (128, 256, 32, 8, 4), "pair"),
+                ("tf32z", (128, 128, 32, 4, 3), "pair")]
+    for kind, tiles, *copy in variants:
+        compiled = compile_program(low(kind, *tiles, copy=(copy or ["cp.async"])[0]), CUDA)
         for m, n, k in ((256, 256, tiles[2]), (256, 512, 2 * tiles[2]), (512, 256, 320)):
             A = rng.integers(-8, 9, (m, k)).astype(np.float32)
             B = rng.integers(-8, 9, (k, n)).astype(np.float32)

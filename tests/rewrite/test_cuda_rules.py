@@ -74,8 +74,9 @@ HARNESS = Soundness({**RULES_BY_NAME, **CUDA_RULES_BY_NAME}, base_case, lambda r
                     _walk_order, SEED, per_step=2, walk=6, max_bases=400, patience=3)
 
 
-# mm-tensor-cores: below; mm-wgmma(-async): tests/rewrite/test_wgmma(_async)_rule.py; tiles-async: tests/rewrite/test_tiles_async.py
-REDUCTION_RULES = [r for r in CUDA_RULES if r.name not in ("mm-tensor-cores", "mm-wgmma", "mm-wgmma-async", "tiles-async")]
+# mm-tensor-cores: below; mm-wgmma(-async, -pair): tests/rewrite/test_wgmma(_async)_rule.py; tiles-async: tests/rewrite/test_tiles_async.py
+REDUCTION_RULES = [r for r in CUDA_RULES if r.name not in ("mm-tensor-cores", "mm-wgmma", "mm-wgmma-async", "mm-wgmma-pair",
+                                                         "tiles-async")]
 
 
 @pytest.mark.parametrize("rule", REDUCTION_RULES, ids=[r.name for r in REDUCTION_RULES])

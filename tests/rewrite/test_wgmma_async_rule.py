@@ -1,7 +1,8 @@
-"""mm-wgmma-async (rewrite/rules/cuda.py): sound in the interpreter (bit for bit on integer-valued
+"""mm-wgmma-async and mm-wgmma-pair (rewrite/rules/cuda.py): sound in the interpreter (bit for bit on integer-valued
 inputs, over the products a program rounds with toTF32 or truncates with truncTF32, constant and
 symbolic sizes), offered only where the program itself gives up the precision, and reachable
-from the search's rule set and as `tensor_core_mm(…, wgmma=True, copy="cp.async")`."""
+from the search's rule set and as `tensor_core_mm(…, wgmma=True, copy="cp.async" | "pair")`;
+the pair only over an even number of row tiles."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ TARGET = int(os.environ.get("LIFTKIT_CUDA_RULE_APPS", "60"))
 M, N, K = size("M"), size("N"), size("K")
 SHAPES = [(64, 64, 32), (128, 64, 64), (64, 128, 32), (128, 128, 32), (256, 128, 64)]
 RULE = CUDA_RULES_BY_NAME["mm-wgmma-async"]
+PAIR = CUDA_RULES_BY_NAME["mm-wgmma-pair"]
 
 
 def _mm(T, cast, sizes):  # type: ignore[no-untyped-def]
@@ -53,9 +55,10 @@ HARNESS = Soundness({**RULES_BY_NAME, **CUDA_RULES_BY_NAME}, case, lambda r: [],
                     SEED, per_step=3, walk=1, max_bases=200, patience=1)
 
 
-def test_mm_wgmma_async_is_sound() -> None:
+@pytest.mark.parametrize("rule", [RULE, PAIR], ids=["mm-wgmma-async", "mm-wgmma-pair"])
+def test_mm_wgmma_async_is_sound(rule) -> None:  # type: ignore[no-untyped-def]
     try:
-        stats = HARNESS.exercise(RULE, TARGET)
+        stats = HARNESS.exercise(rule, TARGET)
     except SoundnessError as err:
         pytest.fail(str(err), pytrace=False)
     assert stats["applications"] >= TARGET
@@ -74,6 +77,9 @@ def test_only_where_the_program_gives_up_the_precision() -> None:
         offered = [c.params for c in enumerate_choices(normal_form(_mm(float32, cast, shape)), [RULE])]
         assert {"tm": 256, "tn": 128, "tk": 32, "warps": 8, "stages": 4} in offered
         assert all(256 % c["tm"] == 0 and 128 % c["tn"] == 0 and 64 % c["tk"] == 0 for c in offered)
+        pairs = [c.params for c in enumerate_choices(normal_form(_mm(float32, cast, shape)), [PAIR])]
+        assert pairs and all(256 // c["tm"] % 2 == 0 for c in pairs)  # row tiles in pairs
+        assert {"tm": 128, "tn": 128, "tk": 32, "warps": 8, "stages": 4} in pairs
 
 
 def test_the_derivation_and_the_search_reach_it() -> None:
@@ -81,7 +87,8 @@ def test_the_derivation_and_the_search_reach_it() -> None:
 
     d = tensor_core_mm("tf32", 256, 128, 32, 8, 4, wgmma=True, copy="cp.async")
     assert "reduceWgmmaAsyncTF32 8 4 (λ" in show(d.final) and "toTF32" not in show(d.final)
-    assert d.name == "mm-tf32-wgmma-async" and RULE in CUDA_SEARCH_RULES
+    assert d.name == "mm-tf32-wgmma-async" and RULE in CUDA_SEARCH_RULES and PAIR in CUDA_SEARCH_RULES
+    assert "reduceWgmmaPairTF32Z 8 3" in show(tensor_core_mm("tf32z", 128, 256, 32, 8, 3, wgmma=True, copy="pair").final)
     with pytest.raises(ValueError, match="cp.async"):
         tensor_core_mm("tf32", 128, 128, 32, 4, 3, copy="cp.async")
     from liftkit.rewrite.core import RewriteError

@@ -290,7 +290,8 @@ def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> tuple[str, i
     if lines:
         lines.append("")
     params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)
-    lines.append(f"{d.kernel_prefix} {name}(\n    {params}) {{")
+    attrs = "".join(f"{a} " for a in dict.fromkeys(em.kernel_attributes))
+    lines.append(f"{d.kernel_prefix} {attrs}{name}(\n    {params}) {{")
     local, dynamic = _local_lines(em)
     lines += local
     lines += em.finish()

@@ -50,8 +50,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from liftkit.ir.nodes import Param
 
 
-def plan_error(m: int, n: int, k: int, warps: int, stages: int) -> Optional[str]:
-    """Why w warps cannot run an m×n×k tile with cp.async `stages` deep, in words, or None."""
+def plan_error(m: int, n: int, k: int, warps: int, stages: int, pair: bool = False) -> Optional[str]:
+    """Why w warps cannot run an m×n×k tile with cp.async `stages` deep (`pair`: B shared by
+    the two blocks of a cluster, each copying half its k-rows), in words, or None."""
     groups = warps // 4
     threads = WARP * warps
     if (warps % 4 or not groups or m % 8 or not 8 <= m <= WGMMA_ASYNC_MAX_M or n % (64 * groups)
@@ -64,6 +65,8 @@ def plan_error(m: int, n: int, k: int, warps: int, stages: int) -> Optional[str]
     for rows in (m, n):
         if (rows * k // 4) % threads:
             return f"the {rows}×{k} tile's 16-byte pieces do not divide among {threads} threads"
+    if pair and ((n * k // 8) % threads or k % 16):
+        return f"half of the {n}×{k} B tile does not divide among {threads} threads in whole k-steps"
     if not 3 <= stages <= 6:
         return f"{stages} stages (3 to 6: two tiles in the products, the rest in flight)"
     if stage_bytes(m, n, k) * stages + ALIGN > SHARED_LIMIT:
@@ -134,7 +137,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     m, n, k, _ = p.check_tiles(g.result_type(p.f, [tt.elem], env, ctx.inside(p)))
-    why = plan_error(m, n, k, warps, stages)
+    pair = isinstance(p, P.ReduceWgmmaPair)
+    why = plan_error(m, n, k, warps, stages, pair)
     if why is not None:
         raise CodegenError(f"{p.name} {warps} {stages}: {why}")
     groups, kt, ahead = warps // 4, tt.length, stages - 2
@@ -153,6 +157,13 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     em.line(f"int {tid_name} = {lin};")
     tid = Var(tid_name, 0, threads)
 
+    rank: ArithExpr = cst(0)
+    if pair:
+        _pair_cluster(g, p, ctx)
+        rank_name = em.names.fresh("lk_rank")
+        em.line(f'unsigned {rank_name}; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"({rank_name}));')
+        rank = Var(rank_name, 0, 2)
+
     sbytes, b_base = stage_bytes(m, n, k), m * k * 4
     buf = em.local_array(ArrayType(float32, cst((sbytes * stages + ALIGN) // 4)), "wgmma_stage", cst(1))
     smem = em.names.fresh("lk_smem")
@@ -168,7 +179,17 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
                            "B's as it lies: A must be contiguous along k and B along its rows (a "
                            "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
-    ap, bp = a_pieces(m, k, threads, tid), b_pieces(n, k, threads, tid)
+    ap = a_pieces(m, k, threads, tid)
+    if pair:  # this block copies k-rows [rank·k/2, (rank+1)·k/2) of B's tile
+        bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, threads, tid)]
+    else:
+        bp = b_pieces(n, k, threads, tid)
+    # where the lanes read B: this block's shared memory, or with a pair each half's owner's
+    owner_base = [smem]
+    if pair:
+        owner_base = [em.names.fresh(f"lk_sm{o}") for o in range(2)]
+        for o, nm in enumerate(owner_base):
+            em.line(f'unsigned {nm}; asm volatile("mapa.shared::cluster.u32 %0, %1, {o};" : "=r"({nm}) : "r"({smem}));')
 
     def issue(j: ArithExpr, at: str, c: "Ctx") -> None:
         a, b = operands(j, c)
@@ -218,16 +239,19 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             regs = [acc[fb, i] for i in range(regs_n)]
             em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
 
-    def fragments(at: str) -> None:
-        """B's rows of this lane from the staged tile into `pre`, rounded."""
+    def fragments(i: str) -> None:
+        """B's rows of this lane from staged tile i into `pre`, rounded."""
         w = 2 * nb
+        space = "shared::cluster" if pair else "shared"
         for kk in range(k // 8):
             for hk in range(2):
                 words = [em.names.fresh("lk_bw") for _ in range(w)]
                 em.line("unsigned " + ", ".join(words) + ";")
+                base = owner_base[(8 * kk) // (k // 2)] if pair else smem
+                at = f"{base} + (unsigned)(({i}) % {stages}) * {sbytes}u"
                 addr = fragment_addr(at, b_base, n, nb, 8 * kk + 4 * hk, tv, col)
                 outs = ", ".join(f"%{x}" for x in range(w))
-                em.line(f'asm volatile("ld.shared.v{w}.b32 {{{outs}}}, [%{w}];" : '
+                em.line(f'asm volatile("ld.{space}.v{w}.b32 {{{outs}}}, [%{w}];" : '
                         + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}));')
                 for x, word in enumerate(words):  # word x: block x/2, half x mod 2
                     em.line(f"{pre[x // 2, kk, 2 * hk + x % 2]} = "
@@ -272,11 +296,20 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line(f'asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");')
         if p.rounding == "toTF32":
             round_a(slot(jc))
-        em.barrier({"CLK_LOCAL_MEM_FENCE"})
+        barrier()
         with em.if_(f"{jc} + {ahead} < {kt.to_c()}"):
             issue(j + cst(ahead), slot(f"{jc} + {ahead}"), c)
         em.line(commit)
-        fragments(slot(jc))
+        fragments(jc)
+
+    def barrier() -> None:
+        """Every thread's copies visible and its products of two tiles back done: in the block,
+        or with a pair in both blocks of the cluster (which also read each other's B)."""
+        if pair:
+            em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+                    'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
+        else:
+            em.barrier({"CLK_LOCAL_MEM_FENCE"})
 
     # prologue: tiles 0 .. L-1 in flight, tile 0 prepared
     for j in range(ahead):
@@ -296,6 +329,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
         pin()
     em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
+    if pair:  # neither block leaves while the other may still read its shared memory
+        barrier()
 
     out = dest.access(cst(0))
     w = 2 * nb
@@ -310,6 +345,22 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
                 for v, val in zip(views, vals):
                     em.store(v, val)
     return dest
+
+
+def _pair_cluster(g: "Generator", p: P.ReduceWgmma, ctx: "Ctx") -> None:
+    """The kernel launched in 2-block clusters along dimension 1; the pattern's work-groups along
+    it must come in pairs (an even count: else one block would wait for a partner forever)."""
+    wrg = [s for s in ctx.scopes if s.kind == "wrg" and s.dim == 1]
+    if not wrg:
+        raise CodegenError(f"{p.name} shares B between the two blocks of a cluster along "
+                           "dimension 1: use it inside a mapWrg(1) over row tiles")
+    length = wrg[-1].length
+    if length.is_constant and length.value % 2:  # type: ignore[attr-defined]
+        raise CodegenError(f"{p.name}: {length} work-groups along dimension 1 cannot pair up "
+                           "(2-block clusters): the row tiles must be even in number")
+    g.em.kernel_attributes.append("__cluster_dims__(1, 2, 1)")
+    if not length.is_constant:
+        g.em.line(f"if (({length.to_c()}) & 1) __trap();  /* unpaired row tile: see {p.name} */")
 
 
 def _vector_place(g: "Generator", views: Sequence[View]) -> Optional[str]:

@@ -117,6 +117,8 @@ class Emitter:
         self.user_funs: dict[str, UserFun] = {}
         self.uses_double = False
         self.uses_vectors = False
+        # kernel attributes a pattern needs (CUDA: __cluster_dims__), between prefix and name
+        self.kernel_attributes: list[str] = []
 
     # -- structure ---------------------------------------------------------------------------
     @property

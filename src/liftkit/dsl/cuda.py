@@ -47,6 +47,8 @@ reduceWgmmaTF32 = _wgmma(P.ReduceWgmmaTF32)
 reduceWgmmaTF32Z = _wgmma(P.ReduceWgmmaTF32Z)
 reduceWgmmaAsyncTF32 = _wgmma(P.ReduceWgmmaAsyncTF32)
 reduceWgmmaAsyncTF32Z = _wgmma(P.ReduceWgmmaAsyncTF32Z)
+reduceWgmmaPairTF32 = _wgmma(P.ReduceWgmmaPairTF32)
+reduceWgmmaPairTF32Z = _wgmma(P.ReduceWgmmaPairTF32Z)
 
 
 def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
@@ -55,4 +57,5 @@ def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
 
 __all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toLocalAsync", "toTF32",
            "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z",
-           "reduceWgmmaAsyncTF32", "reduceWgmmaAsyncTF32Z", "truncTF32"]
+           "reduceWgmmaAsyncTF32", "reduceWgmmaAsyncTF32Z", "reduceWgmmaPairTF32",
+           "reduceWgmmaPairTF32Z", "truncTF32"]

@@ -11,8 +11,8 @@ from liftkit.ir.patterns.base import (
 )
 from liftkit.ir.patterns.cuda import (
     CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaTF32, ReduceWarp,
-    ReduceWgmma, ReduceWgmmaAsync, ReduceWgmmaAsyncTF32, ReduceWgmmaAsyncTF32Z, ReduceWgmmaTF32,
-    ReduceWgmmaTF32Z, ToLocalAsync,
+    ReduceWgmma, ReduceWgmmaAsync, ReduceWgmmaAsyncTF32, ReduceWgmmaAsyncTF32Z, ReduceWgmmaPair,
+    ReduceWgmmaPairTF32, ReduceWgmmaPairTF32Z, ReduceWgmmaTF32, ReduceWgmmaTF32Z, ToLocalAsync,
 )
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
@@ -69,5 +69,6 @@ __all__ = [
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
     "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceWgmma", "ReduceWgmmaTF32",
-    "ReduceWgmmaTF32Z", "ReduceWgmmaAsync", "ReduceWgmmaAsyncTF32", "ReduceWgmmaAsyncTF32Z", "ToLocalAsync",
+    "ReduceWgmmaTF32Z", "ReduceWgmmaAsync", "ReduceWgmmaAsyncTF32", "ReduceWgmmaAsyncTF32Z",
+    "ReduceWgmmaPair", "ReduceWgmmaPairTF32", "ReduceWgmmaPairTF32Z", "ToLocalAsync",
 ]

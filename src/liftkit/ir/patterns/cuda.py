@@ -29,6 +29,9 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   B as it lies, then B from shared memory into registers and the register form of wgmma on
   Cᵀ = B·Aᵀ. TF32 rounds A in shared memory and B in registers; TF32Z leaves A's bits to the
   tensor cores, which truncate (measured on an H100, results/issue12/wgmma/run2).
+- `reduceWgmmaPairTF32 w s (f, z)`, `reduceWgmmaPairTF32Z w s (f, z)`: reduceWgmmaAsync run by
+  the two blocks of a 2-block cluster that share their B tiles: each copies half of B, both read
+  all of it (distributed shared memory), so B crosses from L2 once per pair.
 - `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl of id) that
   is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it, or
   of the reduceSeq whose function starts with it (`λ(acc, t). (λ(x, y). …)(… toLocalAsync s
@@ -432,8 +435,42 @@ class ReduceWgmmaAsyncTF32Z(ReduceWgmmaAsync):
     rounding = "truncTF32"
 
 
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaPair(ReduceWgmmaAsync):
+    """reduceWgmmaPair<P> w s (f, z): the meaning of reduceWgmmaAsync<P> w s (f, z), run by the
+    two work-groups of a 2-block cluster along dimension 1 (consecutive row tiles of C, the same
+    column tile, so the same B tiles): each copies half of B's tile (its k-rows) and both read
+    their fragments from either block's shared memory (distributed shared memory), so B crosses
+    from L2 once per pair. The number of work-groups along dimension 1 must be even."""
+
+    feature = "wgmma"
+
+    @property
+    def refusal(self) -> str:  # type: ignore[override]
+        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, cp.async and "
+                "2-block clusters, sm_90a); OpenCL C has none of them: compile with --backend "
+                "cuda, or multiply the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaPairTF32(ReduceWgmmaPair):
+    """Operands rounded to TF32 to nearest, ties away (as toTF32)."""
+
+    name = "reduceWgmmaPairTF32"
+    rounding = "toTF32"
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaPairTF32Z(ReduceWgmmaPair):
+    """Operands truncated to TF32 (as truncTF32)."""
+
+    name = "reduceWgmmaPairTF32Z"
+    rounding = "truncTF32"
+
+
 WGMMA_PATTERNS: tuple[type[ReduceWgmma], ...] = (ReduceWgmmaTF32, ReduceWgmmaTF32Z, ReduceWgmmaAsyncTF32,
-                                                 ReduceWgmmaAsyncTF32Z)
+                                                 ReduceWgmmaAsyncTF32Z, ReduceWgmmaPairTF32,
+                                                 ReduceWgmmaPairTF32Z)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -500,9 +500,11 @@ def _wgmma_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int)
 def _wgmma_plan(cls: type) -> Any:
     """The code generator's plan check of a reduceWgmma class (why a tiling cannot run)."""
     if issubclass(cls, P.ReduceWgmmaAsync):
+        from functools import partial
+
         from liftkit.codegen.cuda_wgmma_async import plan_error as async_plan
 
-        return async_plan
+        return partial(async_plan, pair=issubclass(cls, P.ReduceWgmmaPair))
     from liftkit.codegen.cuda_wgmma import plan_error
 
     return plan_error
@@ -525,10 +527,11 @@ WGMMA_ASYNC_STAGES = (4, 3, 5, 6)
 _WGMMA_ASYNC_CASTS = {"toTF32": P.ReduceWgmmaAsyncTF32, "truncTF32": P.ReduceWgmmaAsyncTF32Z}
 
 
-def _wgmma_async_choices(site: Site) -> Options:
+def _wgmma_async_choices(site: Site, casts: Optional[dict[str, type]] = None) -> Options:
     from liftkit.codegen.cuda_wgmma_async import plan_error
 
-    found = mm_nest(site, _WGMMA_ASYNC_CASTS, None)
+    pair = casts is not None
+    found = mm_nest(site, casts or _WGMMA_ASYNC_CASTS, None)
     if found is None:
         return []
     _, _, m, n, k, _ = found
@@ -536,11 +539,13 @@ def _wgmma_async_choices(site: Site) -> Options:
     return [{"tm": tm, "tn": tn, "tk": tk, "warps": w, "stages": s}
             for tm, tn, tk in WGMMA_ASYNC_TILES
             if all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk)))
-            for w in WGMMA_WARPS for s in WGMMA_ASYNC_STAGES if plan_error(tm, tn, tk, w, s) is None]
+            and not (pair and cm is not None and cm // tm % 2)
+            for w in WGMMA_WARPS for s in WGMMA_ASYNC_STAGES if plan_error(tm, tn, tk, w, s, pair) is None]
 
 
-def _wgmma_async_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int) -> Expr:
-    a, b, _, _, _, cls = mm_nest(site, _WGMMA_ASYNC_CASTS, None)  # type: ignore[misc]
+def _wgmma_async_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int,
+                       casts: Optional[dict[str, type]] = None) -> Expr:
+    a, b, _, _, _, cls = mm_nest(site, casts or _WGMMA_ASYNC_CASTS, None)  # type: ignore[misc]
     return mm_wgmma(fresh(a), fresh(b), cls, tm, tn, tk, warps, stages)
 
 
@@ -552,6 +557,26 @@ MM_WGMMA_ASYNC = make_rule(
     "transpose $ B) ∘ tiles(tm, tk) $ A   (c = toTF32: P = TF32; c = truncTF32: P = TF32Z; the "
     "tiles copied raw by cp.async, B through registers)",
     "issue 12 (Hopper warpgroup MMA fed by cp.async)", _wgmma_async_choices, _wgmma_async_build,
+    lowering=True, reshapes=True, opaque=False)
+
+# the same with B shared by the two blocks of a 2-block cluster (an even number of row tiles)
+_WGMMA_PAIR_CASTS = {"toTF32": P.ReduceWgmmaPairTF32, "truncTF32": P.ReduceWgmmaPairTF32Z}
+
+
+def _wgmma_pair_choices(site: Site) -> Options:
+    return _wgmma_async_choices(site, _WGMMA_PAIR_CASTS)
+
+
+def _wgmma_pair_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int) -> Expr:
+    return _wgmma_async_build(site, tm, tn, tk, warps, stages, _WGMMA_PAIR_CASTS)
+
+
+MM_WGMMA_PAIR = make_rule(
+    "mm-wgmma-pair",
+    "as mm-wgmma-async, with reduceWgmmaPair<P> w s (id, 0): the work-groups of consecutive row "
+    "tiles run as 2-block clusters sharing each B tile (each copies half, both read all of it)",
+    "issue 12 (Hopper warpgroup MMA, 2-block clusters)",
+    _wgmma_pair_choices, _wgmma_pair_build,
     lowering=True, reshapes=True, opaque=False)
 
 
@@ -638,7 +663,7 @@ TILES_ASYNC = make_rule(
 
 
 CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, MM_WGMMA, MM_WGMMA_ASYNC,
-                                TILES_ASYNC)
+                                MM_WGMMA_PAIR, TILES_ASYNC)
 CUDA_RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in CUDA_RULES}
 
 
@@ -654,7 +679,7 @@ def warp_reductions(program: Any) -> Any:
     return strategy.derive(program, rules=CUDA_RULES_BY_NAME, name="warp-reductions")
 
 
-__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "MM_WGMMA", "MM_WGMMA_ASYNC", "REDUCE_WARP", "TILES_ASYNC",
+__all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "MM_WGMMA", "MM_WGMMA_ASYNC", "MM_WGMMA_PAIR", "REDUCE_WARP", "TILES_ASYNC",
            "TREE_CHUNKS_32", "MM_TILES_ASYNC", "sgemm_derivation",
            "mm_nest", "mm_tensor_cores", "mm_wgmma", "tensor_core_mm", "warp_reductions"]
 
@@ -677,7 +702,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     parameters, replayable (`lines`: the staged tiles copied in 16-byte chunks over whole lines
     into rotated rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
     MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
-    (the tiles copied raw by cp.async, B through registers)."""
+    (the tiles copied raw by cp.async, B through registers); `copy="pair"`, mm-wgmma-pair (the
+    same in 2-block clusters sharing B)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -695,11 +721,12 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     program = D.fun([T[K][M], T[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
         lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
         << D.transpose << rows(B)) << rows(A))
-    if copy not in ("registers", "cp.async") or (copy == "cp.async" and not wgmma):
+    rules = {"registers": (MM_WGMMA, ""), "cp.async": (MM_WGMMA_ASYNC, "-async"), "pair": (MM_WGMMA_PAIR, "-pair")}
+    if copy not in rules or (copy != "registers" and not wgmma):
         raise ValueError(f"tensor-core product copying its tiles by {copy!r}: 'registers', or "
-                         "'cp.async' with the warpgroup MMA (wgmma)")
+                         "'cp.async' or 'pair' (2-block clusters sharing B) with the warpgroup MMA (wgmma)")
     if wgmma:
-        which, tag = (MM_WGMMA_ASYNC, "-async") if copy == "cp.async" else (MM_WGMMA, "")
+        which, tag = rules[copy]
         step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)
         return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
     extra = {"lines": True} if lines else {}
