@@ -18,7 +18,8 @@ float64 product by ‖C − ref‖/‖ref‖: TF32 < 2e-3, FP64 < 1e-12.
 
 The Hopper rows (`--tiles tf32z:128x256x32w8s3G`, a trailing G): one application of mm-wgmma
 (`tensor_core_mm(kind, …, wgmma=True)`: warpgroup MMA, operands staged s deep by the pattern);
-a trailing A: mm-wgmma-async instead (`copy="cp.async"`: the tiles copied raw by cp.async);
+a trailing A: mm-wgmma-async instead (`copy="cp.async"`: the tiles copied raw by cp.async); P:
+mm-wgmma-pair (`copy="pair"`: the same in 2-block clusters sharing B);
 kind tf32 rounds as toTF32 (as cuBLAS's TF32 mode does, judging by its error), tf32z truncates
 as truncTF32. Before the float64 check each is run on integer-valued inputs (exact) and on B = I
 (C must be the rounded A bit for bit) and on A = I (the rounded B); a variant failing any is
@@ -129,17 +130,17 @@ MMA_VARIANTS: dict[str, list[tuple[Any, ...]]] = {
 def parse_tiles(text: str) -> dict[str, list[tuple[Any, ...]]]:
     """`f64:128x64x16w4s2,tf32:128x128x8w4s4L,tf32z:128x256x32w8s3G` → {kind: [(tm, tn, tk,
     warps, staged[, flag])]} (a trailing L: the tiles staged in whole lines; G: the warpgroup MMA,
-    staged = its stages; A: the warpgroup MMA fed by cp.async, mm-wgmma-async; kind tf32z only
-    with G or A)."""
+    staged = its stages; A: the warpgroup MMA fed by cp.async, mm-wgmma-async; P: the same in
+    2-block clusters sharing B, mm-wgmma-pair; kind tf32z only with G, A or P)."""
     import re
 
     out: dict[str, list[tuple[Any, ...]]] = {"tf32": [], "tf32z": [], "f64": []}
     for item in filter(None, text.split(",")):
-        m = re.fullmatch(r"(tf32|tf32z|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)([LGA]?)", item.strip())
-        if m is None or (m.group(1) == "tf32z" and m.group(7) not in "GA") or (m.group(1) == "f64" and m.group(7) in "GA"):
-            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED[L|G|A] (e.g. "
+        m = re.fullmatch(r"(tf32|tf32z|f64):(\d+)x(\d+)x(\d+)w(\d+)s(\d+)([LGAP]?)", item.strip())
+        if m is None or (m.group(1) == "tf32z" and m.group(7) not in "GAP") or (m.group(1) == "f64" and m.group(7) in "GAP"):
+            raise SystemExit(f"--tiles: {item!r} is not KIND:TMxTNxTKwWARPSsSTAGED[L|G|A|P] (e.g. "
                              "f64:128x64x16w4s2, tf32z:128x256x32w8s3G, tf32:256x128x32w8s4A)")
-        flag = {"L": (True,), "G": ("G",), "A": ("G", "cp.async"), "": ()}[m.group(7)]
+        flag = {"L": (True,), "G": ("G",), "A": ("G", "cp.async"), "P": ("G", "pair"), "": ()}[m.group(7)]
         out[m.group(1)].append(tuple(int(g) for g in m.groups()[1:6]) + flag)
     return out
 
@@ -195,9 +196,10 @@ def mma(size: int, repeat: int, variants: dict[str, list[tuple[int, ...]]] | Non
         if kind == "tf32":  # the same float32 inputs for the truncating warpgroup products
             todo += [("tf32z", v) for v in table.get("tf32z", [])]
         for vkind, (tm, tn, tk, warps, staged, *flag) in todo:
-            wg, lines, copy = "G" in flag, True in flag, "cp.async" if "cp.async" in flag else "registers"
+            wg, lines = "G" in flag, True in flag
+            copy = next((f for f in flag if f in ("cp.async", "pair")), "registers")
             if wg:
-                label = (f"wgmma{' cp.async' if copy == 'cp.async' else ''}{' Z' if vkind == 'tf32z' else ''} "
+                label = (f"wgmma{'' if copy == 'registers' else ' ' + copy}{' Z' if vkind == 'tf32z' else ''} "
                          f"{tm}x{tn}x{tk} w{warps} s{staged}")
             else:
                 label = f"{tm}x{tn}x{tk} w{warps} " + ("global", "local", "")[min(staged, 2)] + (
