@@ -103,6 +103,16 @@ class _Calls:
     def wait(stream: Any, event: Any, flags: int) -> int:
         return 0
 
+    @staticmethod
+    def download(host: int, device: int, nbytes: int, stream: Any) -> int:
+        ctypes.memmove(host, device, nbytes)
+        return 0
+
+    @staticmethod
+    def upload(device: int, host: int, nbytes: int, stream: Any) -> int:
+        ctypes.memmove(device, host, nbytes)
+        return 0
+
 
 class _Driver:
     """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory."""
@@ -121,7 +131,7 @@ class _Driver:
         ctypes.memmove(dst, src, n)
         return (0,)
 
-    cuMemcpyHtoDAsync = cuMemcpyDtoHAsync = cuMemcpyDtoDAsync = _copy
+    cuMemcpyDtoDAsync = _copy
 
 
 class _Module:

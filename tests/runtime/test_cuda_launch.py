@@ -105,3 +105,9 @@ def test_waits_take_the_newest_task_of_each_in_order_queue() -> None:
         assert rt._events(readers, queue=0) == [rt.events[newest[1]].event]
     finally:
         rt.close()
+
+
+def test_binding_calls_take_the_handles_ctypes_calls_take() -> None:
+    from liftkit.backends.cuda.launch import _BindingCalls
+    assert _BindingCalls._h(ctypes.c_void_p(None)) == 0  # the legacy default stream
+    assert _BindingCalls._h(ctypes.c_void_p(0x7F00)) == 0x7F00 and _BindingCalls._h(5) == 5

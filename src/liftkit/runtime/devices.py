@@ -184,6 +184,7 @@ class CUDADevice:
         self.stream = self.streams[0]
         self._handles = [ctypes.c_void_p(int(s.handle)) for s in self.streams]
         self.tstream = self._dev.create_stream()  # transfers; allocations are ordered on it
+        self._thandle = ctypes.c_void_p(int(self.tstream.handle))
         self._alloc_gen = 0                       # allocations made on tstream so far
         self._alloc_event: Any = None
         self._seen = [0] * len(self.streams)      # the allocation each compute stream follows
@@ -245,15 +246,21 @@ class CUDADevice:
     def upload(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> Any:
         for ev in wait:
             self.tstream.wait(ev)
-        self._check(self._drv.cuMemcpyHtoDAsync(self.ptr(handle) + offset, host.ctypes.data,
-                                                host.nbytes, self.tstream.handle), "upload")
+        err = self._calls.upload(self.ptr(handle) + offset, host.ctypes.data, host.nbytes,
+                                 self._thandle)
+        if err:
+            from liftkit.backends.cuda.launch import error_name
+            raise RuntimeBackendError(f"CUDA upload failed on {self.label} ({error_name(err)})")
         return self._record(self.tstream)
 
     def download(self, handle: Any, offset: int, host: np.ndarray, wait: Sequence[Any] = ()) -> None:
         for ev in wait:
             self.tstream.wait(ev)
-        self._check(self._drv.cuMemcpyDtoHAsync(host.ctypes.data, self.ptr(handle) + offset,
-                                                host.nbytes, self.tstream.handle), "download")
+        err = self._calls.download(host.ctypes.data, self.ptr(handle) + offset, host.nbytes,
+                                   self._thandle)
+        if err:
+            from liftkit.backends.cuda.launch import error_name
+            raise RuntimeBackendError(f"CUDA download failed on {self.label} ({error_name(err)})")
         self.tstream.sync()
 
     def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int,

@@ -87,15 +87,61 @@ class DriverCalls:
     ctypes on the process's libcuda (loaded already by cuda.bindings): cuda.bindings' Python
     layer makes a result enum per call, about 2 us on the GPU machine's host (run 7a), more
     than the driver's own work for these. Handles are passed as ``ctypes.c_void_p``, sizes as
-    Python ints; each returns the CUresult as an int (0: success)."""
+    Python ints; each returns the CUresult as an int (0: success). Where ctypes cannot open
+    libcuda the same calls go through cuda.bindings (``_BindingCalls``)."""
 
-    def __init__(self) -> None:
-        lib = ctypes.CDLL("libcuda.so.1")
+    def __new__(cls) -> Any:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError:
+            return _BindingCalls()
+        self = super().__new__(cls)
         self.launch = lib.cuLaunchKernel      # (func, grid xyz, block xyz, shmem, stream,
         self.record = lib.cuEventRecord       #  params, extra); (event, stream);
-        self.wait = lib.cuStreamWaitEvent     # (stream, event, flags)
-        for f in (self.launch, self.record, self.wait):
+        self.wait = lib.cuStreamWaitEvent     # (stream, event, flags);
+        self.download = lib.cuMemcpyDtoHAsync_v2  # (host, device address, bytes, stream);
+        self.upload = lib.cuMemcpyHtoDAsync_v2    # (device address, host, bytes, stream)
+        for f in (self.launch, self.record, self.wait, self.download, self.upload):
             f.restype = ctypes.c_int
+        self.download.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t,
+                                  ctypes.c_void_p]
+        self.upload.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t,
+                                ctypes.c_void_p]
+        return self
+
+
+class _BindingCalls:
+    """``DriverCalls`` through cuda.bindings (the same arguments and results)."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver
+        self._d = driver
+
+    @staticmethod
+    def _h(x: Any) -> int:
+        return int(x.value or 0) if isinstance(x, ctypes.c_void_p) else int(x)
+
+    def launch(self, func: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+               shmem: int, stream: Any, params: Any, extra: Any) -> int:
+        d, h = self._d, self._h
+        return int(d.cuLaunchKernel(d.CUfunction(h(func)), gx, gy, gz, bx, by, bz, shmem,
+                                    d.CUstream(h(stream)), ctypes.addressof(params), 0)[0])
+
+    def record(self, event: Any, stream: Any) -> int:
+        d, h = self._d, self._h
+        return int(d.cuEventRecord(d.CUevent(h(event)), d.CUstream(h(stream)))[0])
+
+    def wait(self, stream: Any, event: Any, flags: int) -> int:
+        d, h = self._d, self._h
+        return int(d.cuStreamWaitEvent(d.CUstream(h(stream)), d.CUevent(h(event)), flags)[0])
+
+    def download(self, host: int, device: int, nbytes: int, stream: Any) -> int:
+        d = self._d
+        return int(d.cuMemcpyDtoHAsync(host, device, nbytes, d.CUstream(self._h(stream)))[0])
+
+    def upload(self, device: int, host: int, nbytes: int, stream: Any) -> int:
+        d = self._d
+        return int(d.cuMemcpyHtoDAsync(device, host, nbytes, d.CUstream(self._h(stream)))[0])
 
 
 def error_name(code: int) -> str:
