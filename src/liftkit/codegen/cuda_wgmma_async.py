@@ -33,7 +33,7 @@ raw_operands.log), the same as truncTF32; its B fragments are masked like truncT
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
@@ -240,14 +240,23 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
 
     def fragments(i: str) -> None:
-        """B's rows of this lane from staged tile i into `pre`, rounded."""
+        """B's rows of this lane from staged tile i into `pre`, rounded; with a pair, the
+        block's own half by ld.shared, the other's by ld.shared::cluster (one branch per rank)."""
+        if not pair:
+            fragment_loads(i, lambda owner: (smem, "shared"))
+            return
+        for me in range(2):
+            with em.if_(f"{rank.to_c()} == {me}u"):
+                fragment_loads(i, lambda owner: (smem, "shared") if owner == me
+                               else (owner_base[owner], "shared::cluster"))
+
+    def fragment_loads(i: str, place: Callable[[int], tuple[str, str]]) -> None:
         w = 2 * nb
-        space = "shared::cluster" if pair else "shared"
         for kk in range(k // 8):
             for hk in range(2):
                 words = [em.names.fresh("lk_bw") for _ in range(w)]
                 em.line("unsigned " + ", ".join(words) + ";")
-                base = owner_base[(8 * kk) // (k // 2)] if pair else smem
+                base, space = place((8 * kk) // (k // 2))
                 at = f"{base} + (unsigned)(({i}) % {stages}) * {sbytes}u"
                 addr = fragment_addr(at, b_base, n, nb, 8 * kk + 4 * hk, tv, col)
                 outs = ", ".join(f"%{x}" for x in range(w))
