@@ -540,10 +540,11 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     ("mm", "float32", "NN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
     ("mm", "float32", "NT"): Variant.of("nn"), ("mm", "float32", "TN"): Variant.of("nn"),
     ("mm", "float64", "NN"): _MMA_DEFAULT,
-    # DGEMM TN through the transpose and the NN kernel: in run 21 on the H100, NT so (its
-    # transpose still `glb`) ran at 0.78x cuBLAS at 4096³ where TN's own DMMA derivation
-    # (staged=2, without lines) ran at 0.72x; TN's lines form derives but was not timed
-    ("mm", "float64", "NT"): Variant.of("nn"), ("mm", "float64", "TN"): Variant.of("nn"),
+    # DGEMM NT through the transpose and the NN kernel; TN on its own DMMA derivation with
+    # the tiles copied over whole lines (A's along its stored rows): in run 22 on the H100
+    # (results/issue15/cuda/run22) per call 30.3 / 42.2 TFLOP/s at 1024 / 4096 against the
+    # nn plan's 28.2 / 40.6 (no transpose, no workspace)
+    ("mm", "float64", "NT"): Variant.of("nn"), ("mm", "float64", "TN"): _MMA_DEFAULT,
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
     **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
        for dt in bp.DTYPES for lay in "NR"},
