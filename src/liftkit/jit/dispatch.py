@@ -246,6 +246,10 @@ class JitFunction:
                 t = memo.get(dk)
                 if t is None:
                     t = memo[dk] = _device_type(d, f"argument '{name}'")
+            elif type(a) is int and -2**63 <= a < 2**63:  # plain scalars: no message built
+                t = T.INT64
+            elif type(a) is float:
+                t = T.FLOAT64
             else:
                 t = typeof(a, f"argument '{name}'")
             want = ann.get(name)
@@ -412,10 +416,12 @@ def _device_args(args: tuple, params: list) -> dict:
     """The GPU arrays (CUDA array interface, DLPack on a CUDA device) among the arguments."""
     out: dict = {}
     for k, a in enumerate(args):
-        if isinstance(a, (np.ndarray, int, float, tuple)) or not _on_gpu(a):
+        t = type(a)
+        if t is int or t is float or t is np.ndarray or t is tuple or t is bool or \
+                isinstance(a, (np.ndarray, int, float, tuple)) or not _on_gpu(a):
             continue
-        what = f"argument '{params[k]}'" if k < len(params) else f"argument {k}"
         device_array = _device_array()
+        what = f"argument '{params[k]}'" if k < len(params) else f"argument {k}"
         try:
             b = device_array(a, what) if device_array is not None else None
         except Exception as err:  # noqa: BLE001 - CUDAError: not contiguous, unreadable

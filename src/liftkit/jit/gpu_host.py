@@ -15,7 +15,7 @@ import ctypes
 import math
 import operator
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -125,17 +125,21 @@ class _KernelPlan:
                            tuple(n for n in k.writes if n in named), over, k.fails)
 
 
-@dataclass
 class _Call:
-    rt: Runtime
-    err: Any
-    vars: dict = field(default_factory=dict)
-    live: dict = field(default_factory=dict)   # var id -> read after the section
-    memo: dict = field(default_factory=dict)   # prepared launches by kernel and arrays
-    plans: dict = field(default_factory=dict)  # their runtime launch plans (from the second)
-    names: dict = field(default_factory=dict)  # var id -> the array variable's name
-    error: Optional[BaseException] = None
-    checks: bool = False  # a kernel that may set the error flags was launched
+    """A section's run: its runtime, error buffer and array variables (a plain class with
+    slots: one is made per section per call)."""
+
+    __slots__ = ("rt", "err", "vars", "live", "memo", "plans", "names", "error", "checks")
+
+    def __init__(self, rt: Runtime, err: Any) -> None:
+        self.rt, self.err = rt, err
+        self.vars: dict = {}
+        self.live: dict = {}   # var id -> read after the section
+        self.memo: dict = {}   # prepared launches by kernel and arrays
+        self.plans: dict = {}  # their runtime launch plans (from the second)
+        self.names: dict = {}  # var id -> the array variable's name
+        self.error: Optional[BaseException] = None
+        self.checks = False  # a kernel that may set the error flags was launched
 
 
 class DeviceCall:
