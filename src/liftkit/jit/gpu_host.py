@@ -129,10 +129,13 @@ class _Call:
     """A section's run: its runtime, error buffer and array variables (a plain class with
     slots: one is made per section per call)."""
 
-    __slots__ = ("rt", "err", "vars", "live", "memo", "plans", "names", "error", "checks")
+    __slots__ = ("rt", "err", "vars", "live", "memo", "plans", "names", "error", "checks",
+                 "adopted", "lent")
 
-    def __init__(self, rt: Runtime, err: Any) -> None:
+    def __init__(self, rt: Runtime, err: Any, adopted: Optional[dict] = None) -> None:
         self.rt, self.err = rt, err
+        self.adopted = adopted  # a GPU-array call's arrays by (pointer, shape, strides, dtype)
+        self.lent: set = set()  # ids of those the section uses (released by the call, not it)
         self.vars: dict = {}
         self.live: dict = {}   # var id -> read after the section
         self.memo: dict = {}   # prepared launches by kernel and arrays
@@ -155,6 +158,7 @@ class DeviceCall:
         self.adopted: list = []
         self.kept: list = []
         self.made: dict = {}  # (ptr, shape, strides) -> the result handed out
+        self.by_spec: dict = {}  # the adopted arrays by (pointer, shape, strides, dtype)
         self.key: Optional[int] = None
         self.stream: Any = False  # the caller's stream handle, once asked (None: unnamed)
 
@@ -169,6 +173,8 @@ class DeviceCall:
         if stream is None or not rt.device.follow(stream):  # our streams follow its stream
             rt.device.sync_device()  # (else the host waits for the whole device)
         self.adopted = [rt.adopt_range(d.ptr, d.shape, d.dtype, d.obj) for d in self.devs]
+        self.by_spec = {(d.ptr, v.shape, v.strides, v.dtype.str): v
+                        for d, v in zip(self.devs, self.adopted)}
         self.key = ctypes.addressof(env)
         self.host.device_calls[self.key] = self
 
@@ -353,7 +359,8 @@ class GpuHost:
 
     def begin(self, key: int) -> None:
         rt = self._runtime()
-        self.calls[key] = _Call(rt, self.flags.take(rt))
+        dc = self.device_calls.get(key) if self.device_calls else None
+        self.calls[key] = _Call(rt, self.flags.take(rt), dc.by_spec if dc is not None else None)
 
     def _arrays(self, call: _Call, block: Any, k: int, t: T.ArrayType) -> tuple[Any, int]:
         nd = t.ndim
@@ -364,9 +371,14 @@ class GpuHost:
         return (ptr, shape, strides, t.elem.dtype), k + 1 + 2 * nd
 
     def _attach(self, call: _Call, spec: tuple, live: bool = True, name: str = "") -> Any:
-        v = call.rt.attach(*spec)
-        if v.id in call.vars:  # attached once per section
-            call.rt.release(v, writeback=False)
+        v = call.adopted.get((spec[0], spec[1], spec[2], spec[3].str)) \
+            if call.adopted else None
+        if v is not None and v.id in call.rt.vars:  # a GPU argument itself, adopted by the
+            call.lent.add(v.id)  # call: used as it is (the call lets go of it at its end)
+        else:
+            v = call.rt.attach(*spec)
+            if v.id in call.vars:  # attached once per section
+                call.rt.release(v, writeback=False)
         call.vars[v.id] = v
         call.names.setdefault(v.id, name)
         call.live[v.id] = call.live.get(v.id, False) or live
@@ -591,7 +603,7 @@ class GpuHost:
                 flags = np.array(rt.read(call.err))
         finally:  # dead arrays first: a buffer only they use is freed without a download
             for v in sorted(call.vars.values(), key=lambda v: call.live.get(v.id, True)):
-                if v.id not in rt.vars:
+                if v.id not in rt.vars or v.id in call.lent:
                     continue
                 if call.names.get(v.id) in keep and not rt.buffers[rt.vars[v.id].buffer].borrowed:
                     assert dc is not None
