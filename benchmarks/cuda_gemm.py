@@ -10,7 +10,9 @@ issue 15's GEMM targets).
 An SGEMM variant `TMxTN:TK:RMxRN:S[:r]` is `rewrite.rules.cuda.sgemm_derivation` from the
 bundled `mm` (mm-local-tiles, then tiles-async S deep; `:r` rotates A's rows in shared memory).
 A DGEMM variant `TMxTNxTKwWsS[L]` is `tensor_core_mm("f64", …)` (one application of
-mm-tensor-cores; L: tiles copied in whole lines). `--sgemm-top N` times the N fastest of the
+mm-tensor-cores; L: tiles copied in whole lines); a suffix `:k8` is an experiment, not a
+derivation: the code generator told to issue DMMA m16n8k8 (two or four per 16/32-deep k-step of
+a tile) instead of the largest shape m16n8k16. Rows carry NVRTC's register count. `--sgemm-top N` times the N fastest of the
 first SGEMM shape again at each `--sgemm-at` shape, beside `--sgemm-base`.
 
 Method (docs/perf.md): every derivation is built first, all at once, in worker processes
@@ -53,9 +55,9 @@ def parse_sgemm(v: str) -> tuple[int, int, int, int, int, int, int]:
 
 
 def parse_dgemm(v: str) -> tuple[int, int, int, int, int, bool]:
-    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)(L?)", v)
+    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)(L?)(:k8)?", v)
     if m is None:
-        raise ValueError(f"cuda_gemm: bad DGEMM variant {v!r} (TMxTNxTKwWsS[L])")
+        raise ValueError(f"cuda_gemm: bad DGEMM variant {v!r} (TMxTNxTKwWsS[L][:k8])")
     return tuple(int(x) for x in m.groups()[:5]) + (bool(m.group(6)),)  # type: ignore[return-value]
 
 
@@ -83,23 +85,31 @@ def build(job: tuple[str, str, str]) -> dict[str, Any]:
     dtype, v, arch = job
     from liftkit.backends.cuda.nvrtc import compile_cuda
     from liftkit.codegen import CompileOptions, compile_program
+    from liftkit.codegen import cuda_mma
     from liftkit.ir.nodes import Lambda
 
     t0 = time.time()
+    largest_k = cuda_mma.f64_k
     try:
+        if v.endswith(":k8"):  # the experiment: DMMA m16n8k8 on 16/32-deep tiles (not a derivation
+            cuda_mma.f64_k = lambda k: 8 if k % 8 == 0 else 4  # parameter: the code generator's)
         d = derivation(dtype, v)
         compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
-        cubins = [compile_cuda(k.source, arch, [*k.build_options], name=f"{k.function}.cu").cubin
-                  for k in compiled.kernels]
+        outs = [compile_cuda(k.source, arch, [*k.build_options, "--ptxas-options=-v"],
+                             name=f"{k.function}.cu") for k in compiled.kernels]
+        cubins = [o.cubin for o in outs]
+        regs = [int(x) for o in outs for x in re.findall(r"Used (\d+) registers", o.log or "")]
         # what crosses back to the parent: the kernels, and of the program only its parameters
         # (the runner's launches read their names and types; the user functions do not pickle)
         prog = compiled.program
         compiled = dataclasses.replace(compiled, program=Lambda(prog.params, prog.params[0]))
-        return {"dtype": dtype, "v": v, "compiled": compiled, "cubins": cubins,
+        return {"dtype": dtype, "v": v, "compiled": compiled, "cubins": cubins, "regs": regs,
                 "steps": [f"{st.choice.rule} {st.choice.params}" for st in d.steps],
                 "build_s": time.time() - t0}
     except Exception as err:  # noqa: BLE001 - one variant failing is a row
         return {"dtype": dtype, "v": v, "error": f"{type(err).__name__}: {err}"[:300]}
+    finally:
+        cuda_mma.f64_k = largest_k
 
 
 def variant_of(dtype: str, v: str) -> Any:
@@ -136,18 +146,24 @@ def profile(results: list[str], into: str | None, sizes: tuple[int, ...]) -> Non
     for r, _ in rows:
         m, n, k = parse_shape(r["shape"])
         if (r["version"].startswith("cuBLAS") or "error" in r or not r["ms"] == r["ms"]
+                or r["version"].endswith(":k8")  # an experiment, not a derivation
                 or not m == n == k or m not in sizes):
             continue
         sz = {"M": m, "N": n, "K": k}
         new.append(Entry(Kind("mm", r["dtype"], "NN"), size_class("mm", sz), sz,
                          variant_of(r["dtype"], r["version"]), r["ms"] * 1e-3, r["tflops"] * 1e3))
+    new = list({(e.kind, e.size_class, e.variant): e for e in new}.values())  # a later run wins
     redone = {(e.kind, e.size_class) for e in new}
-    dropped = [e for e in prof.entries if (e.kind, e.size_class) in redone]
-    prof.entries = [e for e in prof.entries if (e.kind, e.size_class) not in redone]
-    prof.add(new)
-    prof.notes["cuda_gemm"] = (f"mm NN {sorted({f'{k.dtype} {c}' for k, c in redone})}: kernel rates "
-                               f"of benchmarks/cuda_gemm.py ({', '.join(Path(p).name for p in results)}; "
-                               f"{len(new)} entries replacing {len(dropped)})")
+    dropped = [i for i, e in enumerate(prof.entries) if (e.kind, e.size_class) in redone]
+    at = dropped[0] if dropped else len(prof.entries)  # where the replaced entries were
+    kept = [e for e in prof.entries if (e.kind, e.size_class) not in redone]
+    prof.entries = kept[:at] + new + kept[at:]
+    names = ", ".join(str(Path(p).relative_to(Path.cwd())) if Path(p).is_absolute()
+                      and Path(p).is_relative_to(Path.cwd()) else p for p in results)
+    prof.notes["cuda_gemm"] = (f"mm NN {', '.join(sorted(f'{k.dtype} {c}' for k, c in redone))}: "
+                               f"kernel rates (CUDA events, one launch each) of "
+                               f"benchmarks/cuda_gemm.py ({names}), {len(new)} entries replacing "
+                               f"{len(dropped)}")
     out = prof.save((Path(into) if into else SHIPPED) / file_name(prof.fingerprint))
     for kind, cls in sorted(redone, key=str):
         best = prof.ranked(kind, cls)[0]
@@ -253,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
             row: dict[str, Any] = {"dtype": dtype, "shape": label, "version": v, "ms": float("nan"),
                                    "tflops": 0.0, "rel_err": float("nan")}
             b = built[dtype, v]
-            row["steps"] = b.get("steps")
+            row["steps"], row["regs"] = b.get("steps"), b.get("regs")
             if "error" in b:
                 row["error"] = b["error"]
             else:
@@ -275,7 +291,8 @@ def main(argv: list[str] | None = None) -> None:
                 except Exception as e:  # noqa: BLE001 - one variant failing is a row
                     row["error"] = f"{type(e).__name__}: {e}"[:300]
             part.append(row)
-            print(f"  {dtype} {label} {v:26} {row['ms']:8.3f} ms {row['tflops']:6.1f} TFLOP/s"
+            print(f"  {dtype} {label} {v:26} {row['ms']:8.3f} ms {row['tflops']:6.1f} TFLOP/s "
+                  f"regs {row['regs']}"
                   + (f"  {row['error']}" if "error" in row else ""), flush=True)
         lib1 = lib_ms()
         lib = min(lib0, lib1)
@@ -307,7 +324,8 @@ def main(argv: list[str] | None = None) -> None:
     print("-" * len(head))
     for r in rows:
         print(f"{r['dtype']:7} {r['shape']:16} {r['version'][:30]:30} {r['ms']:8.3f} "
-              f"{r['tflops']:8.1f} {r.get('of_cublas', 1.0):8.3f} {r['rel_err']:9.1e}"
+              f"{r['tflops']:8.1f} {r.get('of_cublas', 1.0):8.3f} {r['rel_err']:9.1e} "
+              f"{(r.get('regs') or [''])[0]}"
               + (f"  {r['error'][:60]}" if "error" in r else ""))
     with open(a.json, "w") as f:
         json.dump({"device": name, "fingerprint": device.fingerprint, "repeat": a.repeat,
