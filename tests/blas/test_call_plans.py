@@ -64,6 +64,9 @@ CASES = {
     "gemm float32 TN padded (nn plan)": lambda h, s: (
         None, lambda A=h.ndarray((999, 1000), "float32"), B=h.ndarray((999, 1001), "float32"),
         C=h.ndarray((1000, 1001), "float32"): s.gemm(A, B, C, trans_a=True)),
+    "gemm complex64 TN padded (real, transpose)": lambda h, s: (
+        None, lambda A=h.ndarray((999, 1000), "complex64"), B=h.ndarray((999, 1001), "complex64"),
+        C=h.ndarray((1000, 1001), "complex64"): s.gemm(A, B, C, trans_a=True)),
     "gemm float32 epilogue": lambda h, s: (None, lambda A=h.ndarray((256, 128), "float32"),
                                            B=h.ndarray((128, 64), "float32"),
                                            C=h.ndarray((256, 64), "float32"):

@@ -53,3 +53,45 @@ def test_nn_plan_at_any_size(nn_session: Session, dt: type) -> None:
         want = alpha * ((A.T if ta else A).astype(np.float64) @ (B.T if tb else B)) + beta * C
         got = s.gemm(A, B, C, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb).result()
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@pytest.fixture(scope="module")
+def real_session(session: Session) -> Session:
+    """The CPU device with a profile that runs complex GEMMs through one real GEMM (`real`)
+    on `glb` (no multiples of its own: only the transposes' pad the sizes) and transposes
+    with tiles-t at every size: op(A) = Aᵀ by the transpose kernel."""
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    prof.add(Entry(Kind("mm", dt, "NN"), c, {"M": 1, "N": 1, "K": 1}, Variant.of("glb"), 1.0,
+                   1e9) for dt in ("float32", "float64") for c in CLASSES)
+    for dt in ("complex64", "complex128"):
+        prof.add(Entry(Kind("transpose", dt), c, {"M": 1, "N": 1}, TILES_T, 1.0, 1e9)
+                 for c in CLASSES)
+        prof.add(Entry(Kind("mm", dt, lay), c, {"M": 1, "N": 1, "K": 1}, Variant.of("real"),
+                       1.0, 1e9) for lay in ("NN", "NT", "TN", "CN", "TC") for c in CLASSES)
+    return Session(session.device, profile=prof)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_real_plan_transposes_a_at_any_size(real_session: Session, dt: type) -> None:
+    s = real_session
+    rng = np.random.default_rng(12)
+    tol = 1e-4 if dt == np.complex64 else 1e-11
+    transposed = 0
+    for case in range(8):
+        m, n, k = (int(32 * j - r) for j, r in zip(rng.integers(1, 4, 3), rng.integers(0, 4, 3)))
+        ta, tb = [(True, False), ("C", False), (True, "C"), (False, True)][case % 4]
+        oa, ob = ("CC", "CF", "FC", "FF")[case // 2 % 4]
+        A = _mat(rng, (k, m) if ta else (m, k), dt, oa)
+        B = _mat(rng, (n, k) if tb else (k, n), dt, ob)
+        plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb, order_a=oa, order_b=ob)
+        assert str(plan.variant) == "real()"
+        if plan.layout[0] == "T":
+            assert plan.embed.a_prep.variant == TILES_T
+            transposed += 1
+        alpha = 1.0 if case < 4 else 0.5 - 1j
+        opA = A.conj().T if ta == "C" else A.T if ta else A
+        opB = B.conj().T if tb == "C" else B.T if tb else B
+        got = s.gemm(A, B, alpha=alpha, trans_a=ta, trans_b=tb).result()
+        np.testing.assert_allclose(got, alpha * (opA.astype(np.complex128) @ opB), rtol=tol,
+                                   atol=tol * np.sqrt(k))
+    assert transposed >= 2

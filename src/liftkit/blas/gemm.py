@@ -48,12 +48,13 @@ class Embedding:
     """A GEMM computed by another layout's or dtype's kernel after derived packing kernels.
 
     Codelet `real` (complex dtypes, the 4M form as one real GEMM): the first operand's M×K
-    complex rows read as M×2K reals (after `cprep` for the letters T, R, C), the second
-    embedded by `cembed` as 2K×N complex = 2K×2N reals [[Br, Bi], [-Bi, Br]] (interleaved);
-    the product's M×2N reals are C's M×N complex numbers (`doubled`).
+    complex rows read as M×2K reals (after the transpose kernel for the letter T, `cprep` for
+    R and C), the second embedded by `cembed` as 2K×N complex = 2K×2N reals [[Br, Bi],
+    [-Bi, Br]] (interleaved); the product's M×2N reals are C's M×N complex numbers (`doubled`).
     Codelet `nn` (real dtypes, layouts NT and TN): the transposed operand copied by the derived
-    `transpose` kernel, then the NN kernel (the FP64 tensor-core derivation reads NN and TN
-    only). `padded`: the sizes padded to the kernel's multiples (in complex units)."""
+    `transpose` kernel, then the NN kernel. A transpose reads the stored operand padded to its
+    multiples and writes the kernel's padded operand. `padded`: the sizes padded to the
+    kernels' multiples (in complex units)."""
 
     real: Built
     b_prep: Optional[Built]  # cembed (doubled) or transpose (nn), None: read as it is
@@ -85,11 +86,17 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
     def half(v: int) -> int:  # a complex count whose double is a multiple of v
         return math.lcm(v, 2) // 2
 
-    padded = {"M": pad_to(M, mult.get("M", 1)), "N": pad_to(N, half(mult.get("N", 1))),
-              "K": pad_to(K, half(mult.get("K", 1)))}
+    # op(A) made row-major: Aᵀ by the transpose kernel (on the padded stored operand, so the
+    # sizes are padded to its multiples too), conjugations (R, C) by the derived cprep
+    a = (None if layout[0] == "N" else
+         session.kernel(Kind("transpose", name), {"M": K, "N": M}) if layout[0] == "T" else
+         session.kernel(Kind("cprep", name, layout[0]), {"M": M, "N": K}))
+    tm, tk = ((a.multiples.get("N", 1), a.multiples.get("M", 1))
+              if a is not None and a.kind.op == "transpose" else (1, 1))
+    padded = {"M": pad_to(M, math.lcm(mult.get("M", 1), tm)),
+              "N": pad_to(N, half(mult.get("N", 1))),
+              "K": pad_to(K, math.lcm(half(mult.get("K", 1)), tk))}
     b = session.kernel(Kind("cembed", name, layout[1]), {"K": K, "N": N})
-    a = None if layout[0] == "N" else session.kernel(Kind("cprep", name, layout[0]),
-                                                     {"M": M, "N": K})
     return Embedding(real, b, a, session.unit(dt), padded)
 
 
@@ -191,8 +198,9 @@ class GemmPlan:
         M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
         p = self.padded
         buf, evs, temps = o.buf, list(o.events), []
-        prep = (E.a_prep if role == self.first else E.b_prep) if not E.doubled else None
-        if prep is not None:  # nn: the stored operand padded, then transposed into the kernel's
+        prep = E.a_prep if role == self.first else None if E.doubled else E.b_prep
+        if prep is not None and prep.kind.op == "transpose":
+            # the stored operand padded, then transposed into the kernel's padded operand
             need = (p["M"], p["K"]) if role == self.first else (p["K"], p["N"])
             stored = need[::-1]
             if o.stored != stored:
@@ -424,8 +432,8 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     for role in ((plan.first, "B" if plan.first == "A" else "A") if E is not None else ()):
         user = plan._user_shape(role)  # as `_pack_embedded` places it
         rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
-        prep = (E.a_prep if role == plan.first else E.b_prep) if not E.doubled else None
-        if prep is not None:  # nn: the stored operand padded, then transposed
+        prep = E.a_prep if role == plan.first else None if E.doubled else E.b_prep
+        if prep is not None and prep.kind.op == "transpose":  # padded, then transposed
             need = (p["M"], p["K"]) if role == plan.first else (p["K"], p["N"])
             stored = need[::-1]
             if (rows, cols) != stored:
