@@ -7,8 +7,9 @@
 # compared with. With base.tgz in the tree (git archive REV src benchmarks/jit | gzip), the
 # overhead rows of those sources run first too (+15 s: the "before" of this run).
 #   source .device-kit/setup.sh && OUT=... bash results/issue14/h100-run7.sh
-# Limits: tests 38 s (baseline 22: 26 s for tests/jit's two), overhead 25 s, suite 55 s
-# (baseline 22: 6 of 8 rows in 36 s at --repeat 3; the first calls' builds dominate).
+# Limits: tests 36 s (baseline 22: 26 s for tests/jit's two), overhead 22 s, the suite in two
+# processes of 36 s and 26 s (baseline 22: 6 of 8 rows in 36 s in one, --repeat 3; first calls'
+# builds dominate): the launch-bound rows first, the combined table and geomeans at the end.
 set -o pipefail
 export PYTHONUNBUFFERED=1
 OUT="${OUT:-/tmp}"
@@ -16,7 +17,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/device-site .device
     | grep -v "root" | tail -2
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== GPU tests (tests/jit, tests/runtime; marker gpu)"
-timeout 38 python3 -m pytest -q -p no:randomly -p no:cacheprovider -m gpu tests/jit \
+timeout 36 python3 -m pytest -q -p no:randomly -p no:cacheprovider -m gpu tests/jit \
     tests/runtime 2>&1 | tail -20
 if [ -f base.tgz ]; then
     echo "== host overhead, before (sources of base.tgz)"
@@ -26,9 +27,33 @@ if [ -f base.tgz ]; then
         --json "$OUT/overhead_before.json" 2>&1 | tail -16)
 fi
 echo "== host overhead, chain, driver calls, A @ B (benchmarks/jit/overhead.py)"
-timeout 25 python3 benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 --driver \
+timeout 22 python3 benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 --driver \
     --matmul --json "$OUT/overhead.json" 2>&1 | tail -36
-echo "== JIT suite vs Numba CUDA and CuPy (benchmarks/jit/gpu.py)"
-timeout 55 python3 benchmarks/jit/gpu.py --repeat 3 --skip runtime overhead matmul pressure \
-    --json "$OUT/gpu_bench.json" 2>&1 | grep -v -e NumbaPerformanceWarning -e "warn(errors" \
-    | tail -24
+echo "== JIT suite vs Numba CUDA and CuPy (benchmarks/jit/gpu.py): launch-bound rows, then the rest"
+timeout 36 python3 benchmarks/jit/gpu.py --repeat 3 --skip runtime overhead matmul pressure \
+    --only julia fft spmv pairwise growcut --json "$OUT/suite_a.json" 2>&1 \
+    | grep -e "^\[" -e "Error" -e "Traceback" | head -30
+timeout 26 python3 benchmarks/jit/gpu.py --repeat 3 --skip runtime overhead matmul pressure \
+    --only lud srad pagerank --json "$OUT/suite_b.json" 2>&1 \
+    | grep -e "^\[" -e "Error" -e "Traceback" | head -30
+python3 - "$OUT/suite_a.json" "$OUT/suite_b.json" <<'PY'
+import json, math, sys
+rows = []
+for path in sys.argv[1:]:
+    try:
+        rows += json.load(open(path))["rows"]
+    except (OSError, ValueError, KeyError):
+        print(f"({path}: not written, its part was cut)")
+print("| bench | ok | jit 1st s | jit resident ms | Numba ms | vs Numba | CuPy resident ms | vs CuPy |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+f = lambda x, p=2: "-" if x is None else f"{x:.{p}f}"
+for r in rows:
+    g = r.get
+    print(f"| {r['bench']} | {g('ok')} | {f(g('first_call_s'), 3)} | {f(g('jit_resident_ms'))} | "
+          f"{f(g('numba_resident_ms'))} | {f(g('vs_numba'))} | {f(g('cupy_resident_ms'))} | "
+          f"{f(g('vs_cupy_resident'))} |")
+for k in ("vs_numba", "vs_cupy_resident", "vs_cupy_e2e"):
+    xs = [r[k] for r in rows if r.get(k)]
+    if xs:
+        print(f"geomean {k}: {math.exp(sum(map(math.log, xs)) / len(xs)):.3f}x over {len(xs)} rows")
+PY
