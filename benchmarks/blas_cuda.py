@@ -111,6 +111,36 @@ def _err(cp: Any, got: Any, want: Any) -> float:
     return float(cp.max(cp.abs(got.astype(wide) - want)) / max(float(cp.max(cp.abs(want))), 1e-30))
 
 
+def _host_profile(cp: Any, s: Any, path: str) -> None:
+    """Where a planned call's host time goes: cProfile over 200 calls per case (the stream is
+    not held: the calls run as a user makes them)."""
+    import cProfile
+    import io
+    import pstats
+
+    report = io.StringIO()
+    for lay, n in (("NN", 1024), ("NT", 1024), ("NN", 1000)):
+        ta, tb = LAYOUTS[lay]
+        A, B = _rand_gpu(cp, (n, n), np.dtype("float32")), _rand_gpu(cp, (n, n), np.dtype("float32"))
+        C = cp.empty((n, n), cp.float32)
+        call = lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb)  # noqa: E731
+        call().result()
+        prof = cProfile.Profile()
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        prof.enable()
+        for _ in range(200):
+            f = call()
+        prof.disable()
+        t1 = time.perf_counter()
+        f.result()
+        report.write(f"== gemm float32 {lay} {n}: {(t1 - t0) / 200 * 1e6:.1f} us per call "
+                     f"under cProfile\n")
+        pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(18)
+    with open(path, "w") as f:
+        f.write(report.getvalue())
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="1024,4096")
@@ -124,6 +154,9 @@ def main(argv: list[str]) -> int:
                    help="DTYPE/LAYOUT@SIZES[:DTYPE/LAYOUT]=VARIANT: those GEMM rows again with "
                         "VARIANT chosen for mm of the second DTYPE/LAYOUT (default: the row's)")
     p.add_argument("--jsonl", default=None, help="append each GEMM row to this file as it ends")
+    p.add_argument("--host-profile", default=None, metavar="FILE",
+                   help="cProfile 200 calls of SGEMM NN/NT 1024 and the padded SGEMM 1000 "
+                        "(their call plans) into FILE, after the GEMM rows")
     p.add_argument("--gemv", default="4096,8192,16384")
     p.add_argument("--transpose", default="4096,8192")
     p.add_argument("--repeat", type=int, default=10)
@@ -204,7 +237,7 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         call().result()
         est = time.perf_counter() - t0
-        repeat = max(1, min(args.repeat, int(0.02 / max(est, 1e-6))))
+        repeat = max(3, min(args.repeat, int(0.02 / max(est, 1e-6))))
         batches = 5 if est < 5e-3 else 3
         t_lk = _time(cp, call, repeat, batches)
         t_ref = _time(cp, lambda: cp.matmul(opA, opB, out=C), repeat, batches)
@@ -254,6 +287,8 @@ def main(argv: list[str]) -> int:
         forced.clear()
         s.forget_choices()
     gemm_rows(big, layouts)
+    if args.host_profile:
+        _host_profile(cp, s, args.host_profile)
     for dt_name in ("float32", "float64"):
         dt = np.dtype(dt_name)
         for n in [int(x) for x in args.gemv.split(",") if x]:
