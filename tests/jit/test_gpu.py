@@ -654,6 +654,6 @@ def g(a, idx, out):
     return out
 """, rt, "g")
     g(np.ones(3), np.zeros((2, 3), np.int64), np.zeros((2, 3)))
-    assert "_l = 0L" not in g.inspect_gpu("cuda")  # a loop that stores checks as it goes
+    assert "_a = 0L" not in g.inspect_gpu("cuda")  # a loop that stores checks as it goes
     with pytest.raises(IndexError, match=r"line 10: index 5 is out of bounds"):
         g(np.ones(3), np.array([[0, 5, 9], [0, 0, 0]]), np.zeros((2, 3)))  # a store: not deferred

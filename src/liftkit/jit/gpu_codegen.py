@@ -27,7 +27,7 @@ from liftkit.codegen.dialect import dialect_named
 from . import types as T
 from . import vrir as V
 from .errors import JitError
-from .gpu_lanes import LANE_WORK, MAX_LANES, LanePlan, deferrable, lane_plan
+from .gpu_lanes import AUTO_LANES, LANE_WORK, LanePlan, deferrable, lane_plan
 from .passes.walk import nodes
 
 CT = {"bool": "int", "int32": "int", "int64": "long", "float32": "float", "float64": "double"}
@@ -182,6 +182,8 @@ class KernelWriter:
         self.defer: "str | None" = None  # the failure record of a loop deferring its checks
         self.deferred = False  # a check of that loop was deferred
         self.defer_at = "0L"  # the loop's iteration counter (which failure came first)
+        self.defer_sites: list[tuple[str, str, int]] = []  # (axis, extent, line) per check
+        self.defer_lane = False  # the deferring loop is shared by lanes (records its iteration)
 
     # -- names
     def ident(self, name: str) -> str:
@@ -284,7 +286,7 @@ class KernelWriter:
             self.w(f"int lk_g = {lp.fixed};")
         else:  # about LANE_WORK iterations of the shared loop per lane
             self.w(f"long lk_e = {lp.estimate(self)};")
-            self.w(f"int lk_g = 1; while (lk_g < {MAX_LANES} && (long)lk_g * {LANE_WORK} < lk_e)"
+            self.w(f"int lk_g = 1; while (lk_g < {AUTO_LANES} && (long)lk_g * {LANE_WORK} < lk_e)"
                    " lk_g <<= 1;")
         self.w("if (blockDim.x % lk_g != 0) lk_g = 1;")
         self.w("int lk_lane = threadIdx.x & (lk_g - 1);")
@@ -398,9 +400,9 @@ class KernelWriter:
     def _loop(self, st: V.For, lo: str, step: str, n: str, k: str) -> None:
         bad = self.tmp() if self.defer is None and deferrable(st) else None
         at = len(self.lines)
-        if bad is not None:  # its index checks record the first failure and go on (below)
-            self.defer, self.deferred = bad, False
         lane = self.lane is not None and st is self.lane.loop
+        if bad is not None:  # its index checks record the first failure and go on (below)
+            self.defer, self.deferred, self.defer_sites, self.defer_lane = bad, False, [], lane
         if lane:  # the group's lanes take the iterations in turn
             self.w(f"for (long {k} = lk_lane; {k} < {n}; {k} += lk_g) {{")
         else:
@@ -414,11 +416,14 @@ class KernelWriter:
         if bad is not None:
             self.defer = None
             if self.deferred:  # the record before the loop, its report after it
-                self.lines.insert(at, "    " * self.ind + f"int {bad} = 0; long {bad}_a = 0L, "
-                                  f"{bad}_b = 0L, {bad}_c = 0L, {bad}_l = 0L, {bad}_t = 0L;")
+                self.lines.insert(at, "    " * self.ind + f"int {bad} = 0; long {bad}_a = 0L" +
+                                  (f", {bad}_t = 0L;" if lane else ";"))
                 self.fails = True
-                report = (f"lk_fail(lk_err + lk_eo, {ERR_INDEX}, {bad}_l, {bad}_a, {bad}_b, "
-                          f"{bad}_c);")
+                # the check that failed (its number in bad) gives the axis, extent and line
+                report = " else ".join(
+                    f"{'' if j == len(self.defer_sites) - 1 else f'if ({bad} == {j + 1}) '}"
+                    f"lk_fail(lk_err + lk_eo, {ERR_INDEX}, {ln}L, {bad}_a, {ax}, {ext});"
+                    for j, (ax, ext, ln) in enumerate(self.defer_sites))
                 if not lane:
                     self.w(f"if ({bad}) {{ {report} return; }}")
                     return
@@ -428,11 +433,10 @@ class KernelWriter:
                 self.w(f"long lk_m = {bad} ? {bad}_t : 0x7fffffffffffffffL;")
                 self.w("for (int lk_o = lk_g >> 1; lk_o > 0; lk_o >>= 1) { long lk_q = "
                        "__shfl_xor_sync(lk_mask, lk_m, lk_o); if (lk_q < lk_m) lk_m = lk_q; }")
-                self.w(f"if ({bad} && {bad}_t == lk_m) {report}")
+                self.w(f"if ({bad} && {bad}_t == lk_m) {{ {report} }}")
                 self.w("return;")
                 self.ind -= 1
                 self.w("}")
-
 
     def _hoistable(self, st: V.For) -> list[tuple[str, int]]:
         """The (array, axis) pairs the loop's body indexes with the bare loop variable under a
@@ -639,8 +643,10 @@ class KernelWriter:
                 cond = (f"(unsigned long){j} < (unsigned long){v}_n{k}" if chk.lower and chk.upper
                         else f"{j} < {v}_n{k}" if chk.upper else f"{j} >= 0L")
                 self.w(f"int {ok} = {cond};")
-                self.w(f"if (!{ok} && !{bad}) {{ {bad} = 1; {bad}_a = {orig}; {bad}_b = {k}L; "
-                       f"{bad}_c = {v}_n{k}; {bad}_l = {self.line}L; {bad}_t = {self.defer_at}; }}")
+                self.defer_sites.append((f"{k}L", f"{v}_n{k}", self.line))
+                at_t = f" {bad}_t = {self.defer_at};" if self.defer_lane else ""
+                self.w(f"if (!{ok} && !{bad}) {{ {bad} = {len(self.defer_sites)}; "
+                       f"{bad}_a = {orig};{at_t} }}")
                 self.w(f"if (!{ok}) {j} = 0L;")
                 oks.append(ok)
                 self.deferred = True

@@ -29,8 +29,15 @@ def deferrable(st: V.For) -> bool:
     return True
 
 
-MAX_LANES = 32  # a warp
-LANE_WORK = 2  # iterations of the shared loop per lane the launch-time choice aims at
+MAX_LANES = 32  # a warp (lanes forced by ``passes={"lanes": n}``)
+# The launch-time choice: about LANE_WORK iterations of the shared loop per lane, at most
+# AUTO_LANES lanes. The launch has one thread per iteration of the parallel loop, so a group
+# of g lanes takes g iterations one after another: on the H100 (results/issue14/lanes-pressure)
+# spmv at 12 and at 48 nonzeros per row was fastest with 8 lanes (0.78 and 0.82 ms against
+# 0.96 and 0.97 with none); 32 lanes, each row's loads coalesced best, lost to the longer chain
+# (1.54 and 1.03 ms).
+LANE_WORK = 2
+AUTO_LANES = 8
 
 
 @dataclass(frozen=True)
