@@ -211,3 +211,29 @@ def test_an_epilogue_plan_clears_c_when_beta_is_zero(host: Any, session: Any) ->
         session.gemm(A, B, C, alpha=2.0, beta=beta)
         assert host.COUNTS["cuMemsetD8Async"] == clears
         assert host.COUNTS["cuda.core launch"] == 2  # the product, the epilogue
+
+
+def test_padding_copies_reuse_one_descriptor_with_each_calls_pointers(
+        host: Any, session: Any) -> None:
+    """The 2-D copies of a padded GEMM: one driver descriptor per geometry, made once, filled
+    with each call's addresses (the driver reads it during the call)."""
+    drv = session.q._drv()
+    seen: list[tuple[Any, ...]] = []
+    original = drv.cuMemcpy2DAsync
+    drv.cuMemcpy2DAsync = lambda p, stream: (seen.append(
+        (id(p), p.srcDevice, p.dstDevice, p.Height, p.WidthInBytes, p.srcPitch, p.dstPitch)),
+        original(p, stream))[1]
+    try:
+        calls = []
+        for _ in range(3):
+            A, B, C = (host.ndarray(s, "float32") for s in ((1000, 999), (999, 1001), (1000, 1001)))
+            seen.clear()
+            session.gemm(A, B, C)
+            calls.append((list(seen), A, C))
+    finally:
+        drv.cuMemcpy2DAsync = original
+    for copies, A, C in calls:
+        assert len(copies) == 3  # A and B padded, the product's block into C
+        assert copies[0][1] == A.data.ptr and copies[0][3:] == (1000, 999 * 4, 999 * 4, 1008 * 4)
+        assert copies[-1][2] == C.data.ptr and copies[-1][3:5] == (1000, 1001 * 4)
+    assert [c[0] for c in calls[1][0]] == [c[0] for c in calls[2][0]]  # the same descriptors

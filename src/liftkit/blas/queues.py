@@ -217,6 +217,9 @@ class CUDAQueue:
         self._in_call = False
         self._ring: list[DriverEvent] = []  # call_event's events, made as needed
         self._ring_next = 0
+        # 2-D copy descriptors by geometry, made once: filling one field by field costs more
+        # host time than the copy's driver call (a padded GEMM copies three matrices per call)
+        self._copies2d: dict[tuple[int, int, int, int], Any] = {}
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
@@ -280,15 +283,20 @@ class CUDAQueue:
     def copy2d(self, dst: DevBuf, src: DevBuf, rows: int, row_bytes: int, src_pitch: int,
                dst_pitch: int, wait_for: Sequence[Any] = ()) -> Any:
         drv = self._drv()
-        p = drv.CUDA_MEMCPY2D()
-        p.srcMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+        key = (rows, row_bytes, src_pitch, dst_pitch)
+        p = self._copies2d.get(key)
+        if p is None:  # (the driver reads the descriptor during the call: one per geometry)
+            if len(self._copies2d) > 256:
+                self._copies2d.clear()
+            p = self._copies2d[key] = drv.CUDA_MEMCPY2D()
+            p.srcMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+            p.srcPitch = int(src_pitch)
+            p.dstMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+            p.dstPitch = int(dst_pitch)
+            p.WidthInBytes = int(row_bytes)
+            p.Height = int(rows)
         p.srcDevice = src.ptr
-        p.srcPitch = int(src_pitch)
-        p.dstMemoryType = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
         p.dstDevice = dst.ptr
-        p.dstPitch = int(dst_pitch)
-        p.WidthInBytes = int(row_bytes)
-        p.Height = int(rows)
         self._check(drv.cuMemcpy2DAsync(p, self.stream.handle), "2-D copy")
         return None
 
