@@ -276,7 +276,7 @@ def _undefined_arrays(f: V.Function, owned: set) -> set[str]:
 
 
 def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
-            fresh: set, lanes: "bool | int | None" = None) -> GpuKernel:
+            fresh: set, switches: dict) -> GpuKernel:
     symtab = f.symtab()
     private = set(s.vars)
     for n in nodes(s.body):
@@ -313,7 +313,8 @@ def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
         mode = "slice"
     name = f"lk_{re.sub(r'[^A-Za-z0-9_]', '_', f.name)}_{idx}"
     writers = [(d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data, writes,
-                                lanes)) for d in ("opencl", "cuda")]
+                                switches.get("lanes"), switches.get("occupancy", True)))
+               for d in ("opencl", "cuda")]
     sources = tuple((d, w.write()) for d, w in writers)
     lift = None
     if mode == "whole" and len(s.body) == 1 and isinstance(s.body[0], V.Assign) and \
@@ -395,10 +396,11 @@ def host_arrays(parts: tuple, written: set) -> tuple[tuple[str, T.ArrayType, boo
 
 
 def plan_sections(m: V.Module, noalias: bool, raises: list,
-                  lanes: "bool | int | None" = None) -> GpuPlan:
-    """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`); ``lanes``:
-    lanes sharing a reduction loop on CUDA (``gpu_lanes.lane_plan``: None chooses per
-    launch, False none, n at most n)."""
+                  switches: dict | None = None) -> GpuPlan:
+    """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`). Of the
+    jit's pass ``switches``: ``lanes``, lanes sharing a reduction loop on CUDA
+    (``gpu_lanes.lane_plan``: None chooses per launch, False none, n that many), and
+    ``occupancy`` (default on: such kernels are built for full occupancy)."""
     plan = GpuPlan([], [], {}, {}, {})
     for f in m.functions:
         fresh = _fresh_arrays(f)
@@ -418,7 +420,8 @@ def plan_sections(m: V.Module, noalias: bool, raises: list,
                     continue
                 if gpu and isinstance(s, V.ParFor):
                     plan.kernel_ids[id(s)] = len(plan.kernels)
-                    k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh, lanes)
+                    k = _kernel(s, f, len(plan.kernels), raises, noalias, fresh,
+                                switches or {})
                     plan.kernels.append(dataclasses.replace(k, dead=dead,
                                                             undefined=undefined & k.writes))
                     continue

@@ -113,7 +113,7 @@ def compile_spec(jf: "JitFunction", an: Analysis, types: tuple, noalias: bool,
         opt = optimise()
         raises += [r for r in collect_raises(opt) if r not in raises]
         from .gpu_plan import plan_sections  # GPU code generation loads only with GPU sections
-        plan = plan_sections(opt, noalias, raises, jf.passes.get("lanes"))
+        plan = plan_sections(opt, noalias, raises, jf.passes)
 
     def build() -> tuple[bytes, str]:
         nonlocal opt
