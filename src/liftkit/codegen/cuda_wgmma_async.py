@@ -19,11 +19,13 @@ s, the fragment rows g and g+8 at k 8s+t and 8s+t+4; row g+8h of block fb is col
 Pipeline, s stages, L = s-2 tiles copied ahead. Per tile i: B's fragments move from `pre` to
 the registers the products read (16 register moves), wgmma.fence, the products of tile i,
 commit; while they run, tile i+1 is prepared: cp.async.wait_group L-1 (tile i+1 landed, the
-thread's own copies), for TF32 each thread rounds its own pieces of A in place and fences the
-async proxy (generic stores the tensor cores read next), one barrier (every thread's copies
-visible; every warpgroup's products of tile i-1 done), the copies of tile i+1+L into the buffer
-of tile i-1, B's fragments of tile i+1 from shared memory into `pre`, rounded; then
-wgmma.wait_group 0. The products never read a register written while they run (ptxas
+thread's own copies), for TF32 each thread rounds its own pieces of A in place, then
+fence.proxy.async (cp.async and the rounding write through the generic proxy, the tensor cores
+read through the async one: without the fence they read stale tiles, as run 1's truncating
+kernels did), one barrier (every thread's copies visible; every warpgroup's products of tile
+i-1 done; with a pair, a cluster barrier, arrive relaxed: a release there is MEMBAR.ALL.GPU),
+the copies of tile i+1+L into the buffer of tile i-1, B's fragments of tile i+1 from shared
+memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a register written while they run (ptxas
 serialises the warpgroup MMA otherwise, warning C7513, or silently inserts a wait), and the
 tensor cores idle only for the register moves between two tiles. TF32Z copies A's bits raw: the
 tensor cores read a float32 that is not TF32 truncated (results/issue12/wgmma/run2/
@@ -296,7 +298,6 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             rounded = [_rounded(em, f"__uint_as_float({x})", p.rounding) for x in words]
             em.line(f'asm volatile("st.shared.v4.b32 [%0], {{%1, %2, %3, %4}};" :: "r"({addr}), '
                     + ", ".join(f'"r"({x})' for x in rounded) + ' : "memory");')
-        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
 
     def prepare(j: ArithExpr, c: "Ctx") -> None:
         """Tile j landed (and rounded), every thread's copies visible, the copies of tile j+L
@@ -305,6 +306,10 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line(f'asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");')
         if p.rounding == "toTF32":
             round_a(slot(jc))
+        # cp.async (and the rounding) wrote through the generic proxy; the tensor cores read
+        # through the async proxy: without this fence they read stale data (run 1: the truncating
+        # kernels, which had none, were wrong on 99 % of the elements)
+        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
         barrier()
         with em.if_(f"{jc} + {ahead} < {kt.to_c()}"):
             issue(j + cst(ahead), slot(f"{jc} + {ahead}"), c)
@@ -314,8 +319,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     def barrier() -> None:
         """Every thread's copies visible and its products of two tiles back done: in the block,
         or with a pair in both blocks of the cluster (which also read each other's B)."""
-        if pair:
-            em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+        if pair:  # relaxed: a release here is MEMBAR.ALL.GPU, which made run 1's pairs slow
+            em.line('asm volatile("barrier.cluster.arrive.relaxed.aligned;\\n'
                     'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
         else:
             em.barrier({"CLK_LOCAL_MEM_FENCE"})
@@ -339,7 +344,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         pin()
     em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
     if pair:  # neither block leaves while the other may still read its shared memory
-        barrier()
+        em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+                'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
 
     out = dest.access(cst(0))
     w = 2 * nb
