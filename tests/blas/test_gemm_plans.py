@@ -95,3 +95,26 @@ def test_real_plan_transposes_a_at_any_size(real_session: Session, dt: type) -> 
         np.testing.assert_allclose(got, alpha * (opA.astype(np.complex128) @ opB), rtol=tol,
                                    atol=tol * np.sqrt(k))
     assert transposed >= 2
+
+
+def test_workspace_bytes_is_what_a_call_takes(session: Session, nn_session: Session,
+                                              real_session: Session) -> None:
+    """A plan's `workspace_bytes` is the workspace a call with an epilogue fills: packed,
+    padded, transposed and embedded operands, the product and its compacted copy."""
+    rng = np.random.default_rng(13)
+    cases = [(session, np.float32, (250, 300, 250), (False, False)),
+             (nn_session, np.float64, (61, 95, 30), (False, True)),
+             (nn_session, np.float32, (64, 64, 64), (True, False)),
+             (real_session, np.complex64, (61, 30, 93), (True, False)),
+             (real_session, np.complex128, (20, 33, 7), ("C", True)),
+             (real_session, np.complex64, (40, 50, 60), (False, False))]
+    for s, dt, (m, n, k), (ta, tb) in cases:
+        A = _mat(rng, (k, m) if ta else (m, k), dt)
+        B = _mat(rng, (n, k) if tb else (k, n), dt)
+        plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
+        ws = plan.workspace()
+        C = _mat(rng, (m, n), dt)
+        plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), C, alpha=2.0, beta=0.5,
+                 workspace=ws).result()
+        assert ws.nbytes == plan.workspace_bytes, (plan.variant, plan.layout, m, n, k)
+        ws.release()

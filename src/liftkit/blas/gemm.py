@@ -144,16 +144,32 @@ class GemmPlan:
 
     @property
     def workspace_bytes(self) -> int:
-        """Device memory the packs and the product need (0: none)."""
-        item, p = self.dtype.itemsize, self.padded
+        """Device memory a call of this plan takes from its workspace at most (any α, β): the
+        operands packed, padded, transposed or embedded as `pack` places them, the product and
+        its compacted copy (for the epilogue)."""
+        item, p, E = self.dtype.itemsize, self.padded, self.embed
+        M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
         total = 0
         for role in ("A", "B"):
-            if self._stored(role, p) != self._stored(role, self.sizes):
-                total += int(np.prod(self._stored(role, p))) * item
-        if not self._direct(1.0, 0.0):
-            total += p["M"] * p["N"] * item
-            if p["M"] != self.sizes["M"] or p["N"] != self.sizes["N"]:
-                total += self.sizes["M"] * self.sizes["N"] * item
+            first = role == self.first
+            if E is None:
+                have, need = self._stored(role, self.sizes), self._stored(role, p)
+                total += need[0] * need[1] * item if have != need else 0
+                continue
+            prep = E.a_prep if first else None if E.doubled else E.b_prep
+            need = (p["M"], p["K"]) if first else (p["K"], p["N"])
+            if prep is not None and prep.kind.op == "transpose":  # (pad,) then transpose
+                stored = (K, M) if first else (N, K)
+                total += need[0] * need[1] * item * (2 if stored != need[::-1] else 1)
+                continue
+            made, have = ((M * K if prep is not None else 0), (M, K)) if first else \
+                (2 * K * N, (2 * K, N)) if E.doubled else (0, (K, N))
+            if not first and E.doubled:
+                need = (2 * p["K"], p["N"])
+            total += made * item + (need[0] * need[1] * item if have != need else 0)
+        total += p["M"] * p["N"] * item  # the product (α ≠ 1, β ≠ 0, TT, padding)
+        if (p["M"], p["N"]) != (M, N):
+            total += M * N * item  # compacted for the epilogue
         return total
 
     def workspace(self) -> Workspace:
