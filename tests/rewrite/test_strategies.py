@@ -364,3 +364,33 @@ def test_applications_lists_rules_and_macros() -> None:
     apps = applications(three_maps(), [MAP_FUSION, SPLIT_SEQ], rules=RULES)
     assert ("mapFusion", (0,)) in apps and ("mapFusion", (0, 1)) in apps
     assert sum(1 for n, _ in apps if n == "splitToSeq") == 3
+
+
+def test_a_rule_with_named_parameters_checks_only_the_offers_agreeing_with_them() -> None:
+    """Applying a rule with its parameters builds (to check) only the offers agreeing with them,
+    not every offer, and picks what filtering the whole list picks; parameters it does not offer
+    still fail with the list of offers."""
+    from liftkit.rewrite.core import typed_sites
+    from liftkit.rewrite.rules.algorithmic import _split_join_build, _split_join_choices, make_rule
+
+    built: list[Any] = []
+
+    def build(site: Site, n: Any) -> Any:
+        built.append(n)
+        return _split_join_build(site, n)
+
+    counted = make_rule("split-join-counted", "split-join", "test", _split_join_choices, build,
+                        reshapes=True)
+    prog = fun([float32[64]], lambda x: map(abs) << x)
+    rules = {counted.name: counted}
+    d = Derivation(prog).then(rule(counted, n=8), (0,), rules=rules)
+    assert built == [8, 8]  # the check of n=8 and the rewrite, no other offer built
+    site = next(s for s in typed_sites(prog) if isinstance(s.f, Map))
+    offers = counted.choices(site)
+    assert len(offers) > 2 and {"n": 8} in offers
+    built.clear()
+    first = Derivation(prog).then(rule(counted), (0,), rules=rules)
+    assert dict(first.steps[0].choice.params) == offers[0]
+    assert d.replay() and show(d.final) != show(first.final)
+    with pytest.raises(Exception, match="it offers"):
+        Derivation(prog).then(rule(counted, n=5), (0,), rules=rules)

@@ -329,6 +329,27 @@ class SiteCache:
             raise got[1]
         return [dict(p) for p in got[1]]
 
+    def pick(self, program: Lambda, rule: Rule, path: Path, params: Params
+             ) -> Optional[dict[str, Any]]:
+        """`pick_choice` at the site at `path` (from the offers where they were listed; raises
+        the LiftTypeError the rule raised)."""
+        entry = self._entry(program)
+        listed = entry.offers.get((id(rule), rule.name, path))
+        if listed is not None or rule.pick is None:
+            return next((o for o in self.offers(program, rule, path) if agrees(o, params)), None)
+        key = (id(rule), rule.name, path, json.dumps(_jsonable(params), sort_keys=True))
+        got = entry.picked.get(key)
+        if got is None:
+            try:
+                found: Union[Optional[dict[str, Any]], LiftTypeError] = pick_choice(
+                    rule, self.site(program, path), params)
+            except LiftTypeError as err:
+                found = err
+            got = entry.picked[key] = (rule, found)
+        if isinstance(got[1], LiftTypeError):
+            raise got[1]
+        return None if got[1] is None else dict(got[1])
+
 
 @dataclass
 class _CacheEntry:
@@ -338,6 +359,8 @@ class _CacheEntry:
     applied: dict[tuple[Any, ...], tuple[Any, Union[Lambda, LiftTypeError]]]
     # (id(rule), rule name, path) -> (rule, its offers there or the error they raised)
     offers: dict[tuple[Any, ...], tuple[Any, Union[list[dict[str, Any]], LiftTypeError]]]
+    # (id(rule), rule name, path, parameters) -> (rule, the offer picked for them, or the error)
+    picked: dict[tuple[Any, ...], tuple[Any, Any]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,9 +382,27 @@ class Rule:
     build: Callable[..., Expr]
     source: str = ""
     lowering: bool = False  # an OpenCL-specific rule (seed 002 Fig. 7)
+    # the first of `choices` agreeing with given (possibly partial) parameters, found without
+    # checking every other choice (a derivation that names its parameters needs only its own;
+    # a rule whose choices each build a whole kernel to check lists hundreds); None: filter
+    # `choices`
+    pick: Optional[Callable[[Site, Params], Optional[Params]]] = None
 
     def __repr__(self) -> str:
         return f"Rule({self.name})"
+
+
+def agrees(offer: Params, params: Params) -> bool:
+    """An offer has every given parameter with the given value."""
+    return all(k in offer and offer[k] == v for k, v in params.items())
+
+
+def pick_choice(rule: Rule, site: Site, params: Params) -> Optional[dict[str, Any]]:
+    """The first of the rule's choices at the site agreeing with `params` (None: none)."""
+    if rule.pick is not None:
+        got = rule.pick(site, params)
+        return None if got is None else dict(got)
+    return next((dict(o) for o in rule.choices(site) if agrees(o, params)), None)
 
 
 @dataclass(frozen=True)
@@ -448,9 +489,11 @@ def apply_choice(program: Lambda, choice: Choice, rules: Mapping[str, Rule],
 
 def _apply(program: Lambda, choice: Choice, rule: Rule, site: Site,
            cache: Optional[SiteCache]) -> Lambda:
-    allowed = (cache.offers(program, rule, site.path) if cache is not None
-               else [dict(p) for p in rule.choices(site)])
-    if dict(choice.params) not in allowed:
+    picked = (cache.pick(program, rule, site.path, choice.params) if cache is not None
+              else pick_choice(rule, site, choice.params))
+    if picked != dict(choice.params):
+        allowed = (cache.offers(program, rule, site.path) if cache is not None
+                   else [dict(p) for p in rule.choices(site)])
         raise RewriteError(f"{rule.name} does not apply at {choice} "
                            f"(applicable parameters there: {allowed or 'none'})")
     new_expr = rule.build(site, **dict(choice.params))

@@ -229,11 +229,10 @@ def _apply_rule(r: Rule, p: Lambda, focus: Path, ctx: _Context, params: Mapping[
     if isinstance(site, str):
         return Failure(f"{r.name} does not apply at {where}: {site}")
     try:
-        offers = ctx.cache.offers(p, r, focus)
+        picked = ctx.cache.pick(p, r, focus, params)
+        offers = ctx.cache.offers(p, r, focus) if picked is None else []
     except LiftTypeError as err:
         return Failure(f"{r.name} does not apply at {where}: {err}")
-    picked = next((o for o in offers if all(k in o and o[k] == v for k, v in params.items())),
-                  None)
     if picked is None:
         if offers:
             return Failure(f"{r.name} does not apply at {where} with {dict(params)} (to "

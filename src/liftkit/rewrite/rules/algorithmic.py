@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 from liftkit.arith import cst, divides, prove_eq
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Param, apply
-from liftkit.rewrite.core import Rule, Site
+from liftkit.rewrite.core import Rule, Site, agrees
 from liftkit.rewrite.rules.common import (
     ARRAY_MAPS,
     array_arg,
@@ -49,8 +49,12 @@ def make_rule(name: str, fact: str, source: str, choices: Callable[[Site], Seque
     def guarded(site: Site) -> Options:
         return checked(site, build, choices(site), reshapes, opaque)
 
+    def pick(site: Site, params: Any) -> Any:  # the same answer, checking only agreeing offers
+        return next((o for o in choices(site)
+                     if agrees(o, params) and checked(site, build, [o], reshapes, opaque)), None)
+
     guarded.__name__ = f"choices_{name}"
-    return Rule(name, fact, guarded, build, source, lowering)
+    return Rule(name, fact, guarded, build, source, lowering, pick)
 
 
 # ---------------------------------------------------------------------------------------------
