@@ -40,6 +40,24 @@ class Packed:
     keep: tuple[Any, ...] = ()  # temporaries of the packing kernels
 
 
+@dataclass(frozen=True)
+class PackStep:
+    """One step placing an operand as a plan's kernel reads it, into the workspace buffer
+    `name`: a derived kernel (`built`: transpose, cprep or cembed, launched at `at` on the
+    operand so far, and with `unit` the (1, i) buffer), or (built None) a copy of the row-major
+    have[0]×have[1] operand so far into the top-left of a need[0]×need[1] buffer whose margins
+    the workspace keeps zero. The general path enqueues these steps, a call plan records them
+    (`_call_plan`), `workspace_bytes` adds them up."""
+
+    name: str
+    nbytes: int
+    built: Optional[Built] = None
+    at: Optional[dict[str, int]] = None
+    unit: bool = False
+    have: tuple[int, int] = (0, 0)
+    need: tuple[int, int] = (0, 0)
+
+
 REAL_OF = {"complex64": "float32", "complex128": "float64"}
 
 
@@ -145,28 +163,11 @@ class GemmPlan:
     @property
     def workspace_bytes(self) -> int:
         """Device memory a call of this plan takes from its workspace at most (any α, β): the
-        operands packed, padded, transposed or embedded as `pack` places them, the product and
-        its compacted copy (for the epilogue)."""
-        item, p, E = self.dtype.itemsize, self.padded, self.embed
-        M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
-        total = 0
-        for role in ("A", "B"):
-            first = role == self.first
-            if E is None:
-                have, need = self._stored(role, self.sizes), self._stored(role, p)
-                total += need[0] * need[1] * item if have != need else 0
-                continue
-            prep = E.a_prep if first else None if E.doubled else E.b_prep
-            need = (p["M"], p["K"]) if first else (p["K"], p["N"])
-            if prep is not None and prep.kind.op == "transpose":  # (pad,) then transpose
-                stored = (K, M) if first else (N, K)
-                total += need[0] * need[1] * item * (2 if stored != need[::-1] else 1)
-                continue
-            made, have = ((M * K if prep is not None else 0), (M, K)) if first else \
-                (2 * K * N, (2 * K, N)) if E.doubled else (0, (K, N))
-            if not first and E.doubled:
-                need = (2 * p["K"], p["N"])
-            total += made * item + (need[0] * need[1] * item if have != need else 0)
+        operands as `pack` places them (`_pack_steps`), the product and its compacted copy
+        (for the epilogue)."""
+        item, p = self.dtype.itemsize, self.padded
+        M, N = self.sizes["M"], self.sizes["N"]
+        total = sum(st.nbytes for role in ("A", "B") for st in self._pack_steps(role))
         total += p["M"] * p["N"] * item  # the product (α ≠ 1, β ≠ 0, TT, padding)
         if (p["M"], p["N"]) != (M, N):
             total += M * N * item  # compacted for the epilogue
@@ -198,52 +199,55 @@ class GemmPlan:
         if o.shape != want or o.order != want_order:
             raise BlasError(f"gemm plan: it was made for {role} of shape {want} "
                             f"({_order_name(want_order)}), got {o.shape} ({_order_name(o.order)})")
-        if self.embed is not None:
-            return self._pack_embedded(role, o, workspace)
-        have, need = self._stored(role, self.sizes), self._stored(role, self.padded)
-        assert o.stored == have, (o.stored, have)
-        if have == need:
-            return Packed(role, o.buf, tuple(o.events), o)
-        buf, ev = _pad_into(s, workspace, f"pack-{role}", o.buf, have, need,
-                            self.dtype.itemsize, o.events)
-        return Packed(role, buf, (ev,), o)
-
-    def _pack_embedded(self, role: str, o: Operand, ws: Workspace) -> Packed:
-        s, E, item = self.session, self.embed, self.dtype.itemsize
-        assert E is not None
-        M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
-        p = self.padded
+        item, E = self.dtype.itemsize, self.embed
         buf, evs, temps = o.buf, list(o.events), []
-        prep = E.a_prep if role == self.first else None if E.doubled else E.b_prep
-        if prep is not None and prep.kind.op == "transpose":
-            # the stored operand padded, then transposed into the kernel's padded operand
-            need = (p["M"], p["K"]) if role == self.first else (p["K"], p["N"])
-            stored = need[::-1]
-            if o.stored != stored:
-                buf, ev = _pad_into(s, ws, f"pad-{role}", buf, o.stored, stored, item, evs)
-                evs = [ev]
-            dst = ws.buffer(f"prep-{role}", need[0] * need[1] * item)
-            ev, temps = prep.launch(s.q, {0: buf}, {}, dst, {"M": stored[0], "N": stored[1]},
-                                    evs)
-            return Packed(role, dst, (ev,), o, tuple(temps))
-        if role == self.first:
-            if E.a_prep is not None:  # (cprep) op(first) made row-major and plain: M×K
-                rows, cols = o.stored
-                tmp = ws.buffer(f"prep-{role}", M * K * item)
-                ev, temps = E.a_prep.launch(s.q, {0: buf}, {}, tmp, {"M": rows, "N": cols}, evs)
-                buf, evs = tmp, [ev]
-            have, need = (M, K), (p["M"], p["K"])
-        elif E.doubled:
-            emb = ws.buffer(f"embed-{role}", 2 * K * N * item)
-            ev, temps = E.b_prep.launch(s.q, {0: buf, 1: E.unit}, {}, emb, {"K": K, "N": N}, evs)
-            buf, evs = emb, [ev]
-            have, need = (2 * K, N), (2 * p["K"], p["N"])
-        else:  # nn, an operand read as it is
-            have, need = (K, N), (p["K"], p["N"])
-        if have != need:
-            buf, ev = _pad_into(s, ws, f"pad-{role}", buf, have, need, item, evs)
+        for st in self._pack_steps(role):
+            if st.built is None:
+                buf, ev = _pad_into(s, workspace, st.name, buf, st.have, st.need, item, evs)
+            else:
+                dst = workspace.buffer(st.name, st.nbytes)
+                inputs = {0: buf, 1: E.unit} if st.unit else {0: buf}  # type: ignore[union-attr]
+                ev, more = st.built.launch(s.q, inputs, {}, dst, st.at or {}, evs)
+                buf, temps = dst, temps + more
             evs = [ev]
         return Packed(role, buf, tuple(evs), o, tuple(temps))
+
+    def _pack_steps(self, role: str) -> list[PackStep]:
+        """How operand `role` becomes what the kernel reads (nothing where it reads it as
+        stored): padded (`pack-*`); for the `nn` and `real` plans the transposed operand padded
+        as stored (`pad-*`), then transposed (`prep-*`); `real`'s first operand conjugated by
+        cprep (`prep-*`) and its second embedded by cembed (`embed-*`), then padded (`pad-*`)."""
+        E, p, item = self.embed, self.padded, self.dtype.itemsize
+        M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
+
+        def pad(name: str, have: tuple[int, int], need: tuple[int, int]) -> list[PackStep]:
+            return [PackStep(name, need[0] * need[1] * item, have=have, need=need)
+                    ] if have != need else []
+
+        if E is None:
+            return pad(f"pack-{role}", self._stored(role, self.sizes), self._stored(role, p))
+        first = role == self.first
+        prep = E.a_prep if first else None if E.doubled else E.b_prep
+        need = (p["M"], p["K"]) if first else (p["K"], p["N"])
+        if prep is not None and prep.kind.op == "transpose":  # on the padded stored operand
+            stored = (K, M) if first else (N, K)
+            return pad(f"pad-{role}", stored, need[::-1]) + [PackStep(
+                f"prep-{role}", need[0] * need[1] * item, prep, {"M": need[1], "N": need[0]})]
+        steps = []
+        if first:
+            if prep is not None:  # op(first) made row-major and plain: M×K
+                rows, cols = self._user_shape(role)
+                if self.orders[0 if role == "A" else 1] == "F":
+                    rows, cols = cols, rows
+                steps.append(PackStep(f"prep-{role}", M * K * item, prep, {"M": rows, "N": cols}))
+            have = (M, K)
+        elif E.doubled:  # embedded by cembed: 2K×N complex
+            steps.append(PackStep(f"embed-{role}", 2 * K * N * item, E.b_prep, {"K": K, "N": N},
+                                  unit=True))
+            have, need = (2 * K, N), (2 * p["K"], p["N"])
+        else:
+            have = (K, N)
+        return steps + pad(f"pad-{role}", have, need)
 
     def launch(self, first: Packed, second: Packed, dest: Any, waits: list[Any]
                ) -> tuple[Any, list[Any]]:
@@ -432,52 +436,23 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
         temps.append((name, nbytes, *written))
         return base + len(temps) - 1
 
-    def pad(role: str, name: str, have: tuple[int, int], need: tuple[int, int]) -> None:
-        """Operand `role` copied into a padded workspace buffer (margins kept zero there)."""
-        dest = temp(name, need[0] * need[1] * item, pad_region(have, need, item))
-        steps.append(pad_copy(dest, slot[role], have, need, item))
-        slot[role] = dest
-
     def launches(built: Built, at: dict[str, int], arrays: dict[int, int],
                  scalars: dict[int, int], out: int) -> None:
         more, ktemps = plan_launches(s.q, built, at, arrays, scalars, out, base + len(temps))
         steps.extend(more)
         temps.extend(ktemps)
 
-    M, N, K = sizes["M"], sizes["N"], sizes["K"]
-    for role in ((plan.first, "B" if plan.first == "A" else "A") if E is not None else ()):
-        user = plan._user_shape(role)  # as `_pack_embedded` places it
-        rows, cols = user if plan.orders[0 if role == "A" else 1] == "C" else user[::-1]
-        prep = E.a_prep if role == plan.first else None if E.doubled else E.b_prep
-        if prep is not None and prep.kind.op == "transpose":  # padded, then transposed
-            need = (p["M"], p["K"]) if role == plan.first else (p["K"], p["N"])
-            stored = need[::-1]
-            if (rows, cols) != stored:
-                pad(role, f"pad-{role}", (rows, cols), stored)
-            dest = temp(f"prep-{role}", need[0] * need[1] * item)
-            launches(prep, {"M": stored[0], "N": stored[1]}, {0: slot[role]}, {}, dest)
+    M, N = sizes["M"], sizes["N"]
+    for role in ("A", "B"):  # as `GemmPlan.pack` places them
+        for st in plan._pack_steps(role):
+            if st.built is None:
+                dest = temp(st.name, st.nbytes, pad_region(st.have, st.need, item))
+                steps.append(pad_copy(dest, slot[role], st.have, st.need, item))
+            else:
+                dest = temp(st.name, st.nbytes)
+                launches(st.built, st.at or {}, {0: slot[role], 1: 5} if st.unit else
+                         {0: slot[role]}, {}, dest)
             slot[role] = dest
-            continue
-        if role == plan.first:
-            if E.a_prep is not None:  # (cprep) op(first) made row-major and plain: M×K
-                dest = temp(f"prep-{role}", M * K * item)
-                launches(E.a_prep, {"M": rows, "N": cols}, {0: slot[role]}, {}, dest)
-                slot[role] = dest
-            have, need = (M, K), (p["M"], p["K"])
-        elif E.doubled:  # embedded by cembed: 2K×N complex
-            dest = temp(f"embed-{role}", 2 * K * N * item)
-            launches(E.b_prep, {"K": K, "N": N}, {0: slot[role], 1: 5}, {}, dest)
-            slot[role] = dest
-            have, need = (2 * K, N), (2 * p["K"], p["N"])
-        else:  # nn, an operand read as it is
-            have, need = (K, N), (p["K"], p["N"])
-        if have != need:
-            pad(role, f"pad-{role}", have, need)
-    if E is None:
-        for role in ("A", "B"):
-            have, need = plan._stored(role, sizes), plan._stored(role, p)
-            if have != need:
-                pad(role, f"pack-{role}", have, need)
     d = 2 if E is not None and E.doubled else 1
     at = {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}
     first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
