@@ -175,17 +175,19 @@ def test_cuda_code_and_sm90a_build_without_spills_or_serialisation() -> None:
     src = compile_program(low("tf32z"), CUDA).source
     assert "cp.async.cg.shared.global" in src and "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32" in src
     assert "0x1000u" not in src and "st.shared" not in src  # raw bits of A, truncated B
-    loop = src[src.index("for (int i = 0;"):]  # landed copies fenced for the tensor cores, then the barrier
-    assert loop.index("cp.async.wait_group") < loop.index("fence.proxy.async.shared::cta") < loop.index("__syncthreads")
+    loop = src[src.index("for (int i = 0;"):]  # a tile's mbarrier phase, then the barrier, then the next copies
+    assert loop.index("mbarrier.try_wait.parity") < loop.index("__syncthreads") < loop.index("cp.async.cg")
+    assert "cp.async.mbarrier.arrive.noinc" in loop and "fence.proxy.async" not in src and "wait_group" not in src.replace("wgmma.wait_group", "")
     rounding = compile_program(low("tf32", 128, 256, 32, 8, 3), CUDA).source
     assert "fence.proxy.async.shared::cta" in rounding and "0x1000u" in rounding
     assert "st.shared.v4.b32" in rounding and "m64n128k8" in rounding
+    assert rounding.index("st.shared.v4.b32") < rounding.index("fence.proxy.async")  # the rounded A fenced
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda import NVRTCError, compile_cuda
 
     pair = compile_program(low("tf32z", 128, 256, 32, 8, 3, copy="pair"), CUDA).source
     assert "__cluster_dims__(1, 2, 1) KERNEL(" in pair and "ld.shared::cluster.v4.b32" in pair
-    assert "barrier.cluster.arrive.relaxed.aligned" in pair and "__syncthreads" not in pair
+    assert "barrier.cluster.arrive.relaxed.aligned" in pair and "__syncthreads" not in pair[pair.index("for (int i = 0;"):]
     assert pair.count("barrier.cluster.arrive.release.aligned") == 1  # only before leaving
     for p in (low("tf32z"), low("tf32", 128, 256, 32, 8, 3), low("tf32z", 128, 128, 32, 4, 3),
               low("tf32", 128, 256, 32, 8, 3, copy="pair")):

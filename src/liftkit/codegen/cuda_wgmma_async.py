@@ -18,14 +18,16 @@ s, the fragment rows g and g+8 at k 8s+t and 8s+t+4; row g+8h of block fb is col
 
 Pipeline, s stages, L = s-2 tiles copied ahead. Per tile i: B's fragments move from `pre` to
 the registers the products read (16 register moves), wgmma.fence, the products of tile i,
-commit; while they run, tile i+1 is prepared: cp.async.wait_group L-1 (tile i+1 landed, the
-thread's own copies), for TF32 each thread rounds its own pieces of A in place, then
-fence.proxy.async (cp.async and the rounding write through the generic proxy, the tensor cores
-read through the async one: without the fence they read stale tiles, as run 1's truncating
-kernels did), one barrier (every thread's copies visible; every warpgroup's products of tile
-i-1 done; with a pair, a cluster barrier, arrive relaxed: a release there is MEMBAR.ALL.GPU),
-the copies of tile i+1+L into the buffer of tile i-1, B's fragments of tile i+1 from shared
-memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a register written while they run (ptxas
+commit; while they run, tile i+1 is prepared: a wait for the phase of its stage's mbarrier
+(every thread's copies of tile i+1 landed: each thread arrives with
+cp.async.mbarrier.arrive.noinc after issuing them, as CUTLASS's cp.async GMMA mainloops do; run
+1's cp.async.wait_group and a barrier alone left the tensor cores reading stale tiles, and a
+proxy fence after it is a MEMBAR that waits for the thread's copies still in flight); for TF32
+each thread rounds its own pieces of A in place and fences the async proxy (generic stores the
+tensor cores read); one barrier (every warpgroup's products of tile i-1 done; with a pair, a
+cluster barrier, arrive relaxed: a release there is MEMBAR.ALL.GPU, which made run 1's pairs
+slow); the copies of tile i+1+L into the buffer of tile i-1; B's fragments of tile i+1 from
+shared memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a register written while they run (ptxas
 serialises the warpgroup MMA otherwise, warning C7513, or silently inserts a wait), and the
 tensor cores idle only for the register moves between two tiles. TF32Z copies A's bits raw: the
 tensor cores read a float32 that is not TF32 truncated (results/issue12/wgmma/run2/
@@ -167,10 +169,18 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         rank = Var(rank_name, 0, 2)
 
     sbytes, b_base = stage_bytes(m, n, k), m * k * 4
-    buf = em.local_array(ArrayType(float32, cst((sbytes * stages + ALIGN) // 4)), "wgmma_stage", cst(1))
+    buf = em.local_array(ArrayType(float32, cst((sbytes * stages + ALIGN + 8 * stages) // 4)), "wgmma_stage", cst(1))
     smem = em.names.fresh("lk_smem")
     em.line(f"unsigned {smem} = ((unsigned)__cvta_generic_to_shared({buf.name}) + {ALIGN - 1}u) & ~{ALIGN - 1}u;")
     slot = lambda i: f"{smem} + (unsigned)(({i}) % {stages}) * {sbytes}u"  # noqa: E731
+    # one mbarrier per stage after the tiles: its phase completes when every thread's copies
+    # of the stage's tile have landed (cp.async.mbarrier.arrive.noinc, one arrival per thread)
+    full = lambda i: f"{smem} + {stages * sbytes}u + (unsigned)(({i}) % {stages}) * 8u"  # noqa: E731
+    em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the previous tile of C is done with the mbarriers
+    with em.if_(f"{tid_name} == 0"):
+        for b in range(stages):
+            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {threads};" :: "r"({full(b)}) : "memory");')
+    em.barrier({"CLK_LOCAL_MEM_FENCE"})
 
     def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
         ops = g.apply(p.f, [tiles.access(j)], env, c, None)
@@ -194,6 +204,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             em.line(f'unsigned {nm}; asm volatile("mapa.shared::cluster.u32 %0, %1, {o};" : "=r"({nm}) : "r"({smem}));')
 
     def issue(j: ArithExpr, at: str, c: "Ctx") -> None:
+        """The copies of tile j into the buffer at `at`, then this thread's arrival on the
+        stage's mbarrier once they have landed."""
         a, b = operands(j, c)
         for row, ch in ap:
             src = global_vector(g, global_element(g, a.access(row).access(ch * cst(4))))
@@ -203,8 +215,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             src = global_vector(g, global_element(g, b.access(ch * cst(4)).access(r)))
             em.line(f'asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: '
                     f'"r"({_b_addr(at, b_base, r.to_c(), ch.to_c(), n)}), "l"(&{src}) : "memory");')
-
-    commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
+        em.line(f'asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: '
+                f'"r"({full(j.to_c())}) : "memory");')
 
     # lane coordinates: warpgroup, warp in it, group g and thread t of the fragment layouts
     wg, w4, gv, tv = (em.names.fresh(h) for h in ("lk_wg", "lk_w4", "lk_g", "lk_t"))
@@ -303,17 +315,19 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         """Tile j landed (and rounded), every thread's copies visible, the copies of tile j+L
         issued, B's fragments of tile j in `pre`."""
         jc = f"({j.to_c()})"
-        em.line(f'asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");')
+        done = em.names.fresh("lk_landed")
+        em.line(f"unsigned {done};")
+        em.line(f'do asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n'
+                f'selp.u32 %0, 1, 0, p;\\n}}" : "=r"({done}) : "r"({full(jc)}), "r"(({jc} / {stages}) & 1) : "memory"); '
+                f'while (!{done});')
         if p.rounding == "toTF32":
+            # the rounding stores go through the generic proxy, the tensor cores read through
+            # the async one: fenced (a MEMBAR, which also waits for this thread's copies in flight)
             round_a(slot(jc))
-        # cp.async (and the rounding) wrote through the generic proxy; the tensor cores read
-        # through the async proxy: without this fence they read stale data (run 1: the truncating
-        # kernels, which had none, were wrong on 99 % of the elements)
-        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
+            em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
         barrier()
         with em.if_(f"{jc} + {ahead} < {kt.to_c()}"):
             issue(j + cst(ahead), slot(f"{jc} + {ahead}"), c)
-        em.line(commit)
         fragments(jc)
 
     def barrier() -> None:
@@ -329,7 +343,6 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     for j in range(ahead):
         with em.if_(f"{j} < {kt.to_c()}"):
             issue(cst(j), slot(j), ctx.inside(p))
-        em.line(commit)
     with em.if_(f"0 < {kt.to_c()}"):
         prepare(cst(0), ctx.inside(p))
 
@@ -342,7 +355,6 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             prepare(i + cst(1), c)
         em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
         pin()
-    em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
     if pair:  # neither block leaves while the other may still read its shared memory
         em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
                 'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
