@@ -23,8 +23,9 @@ commit; while they run, tile i+1 is prepared: a wait for the phase of its stage'
 cp.async.mbarrier.arrive.noinc after issuing them, as CUTLASS's cp.async GMMA mainloops do; run
 1's cp.async.wait_group and a barrier alone left the tensor cores reading stale tiles, and a
 proxy fence after it is a MEMBAR that waits for the thread's copies still in flight); for TF32
-each thread rounds its own pieces of A in place and fences the async proxy (generic stores the
-tensor cores read); one barrier (every warpgroup's products of tile i-1 done; with a pair, a
+the pieces of A are rounded in place and fenced for the async proxy (generic stores the tensor
+cores read) — with two warpgroups the first issues every copy and the second rounds, so that
+fence has no copies of its thread in flight to wait for; one barrier (every warpgroup's products of tile i-1 done; with a pair, a
 cluster barrier, arrive relaxed: a release there is MEMBAR.ALL.GPU, which made run 1's pairs
 slow); the copies of tile i+1+L into the buffer of tile i-1; B's fragments of tile i+1 from
 shared memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a register written while they run (ptxas
@@ -147,6 +148,10 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         raise CodegenError(f"{p.name} {warps} {stages}: {why}")
     groups, kt, ahead = warps // 4, tt.length, stages - 2
     nb = n // (64 * groups)  # 64-row blocks of B per warpgroup
+    # who copies: every thread; for TF32 with two warpgroups, the first copies and the second
+    # rounds A (its proxy fence, a MEMBAR, then has no copies of its own in flight to wait for)
+    split = p.rounding == "toTF32" and groups == 2
+    copiers = threads // 2 if split else threads
     out_t = ArrayType(ArrayType(ArrayType(p.acc, cst(n)), cst(m)), cst(1))
     if dest is None:
         dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
@@ -179,7 +184,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the previous tile of C is done with the mbarriers
     with em.if_(f"{tid_name} == 0"):
         for b in range(stages):
-            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {threads};" :: "r"({full(b)}) : "memory");')
+            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {copiers};" :: "r"({full(b)}) : "memory");')
     em.barrier({"CLK_LOCAL_MEM_FENCE"})
 
     def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
@@ -191,11 +196,17 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
                            "B's as it lies: A must be contiguous along k and B along its rows (a "
                            "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
-    ap = a_pieces(m, k, threads, tid)
+    ctid = Var(tid_name, 0, copiers)
+    ap = a_pieces(m, k, copiers, ctid)
     if pair:  # this block copies k-rows [rank·k/2, (rank+1)·k/2) of B's tile
-        bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, threads, tid)]
+        bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, copiers, ctid)]
     else:
-        bp = b_pieces(n, k, threads, tid)
+        bp = b_pieces(n, k, copiers, ctid)
+    rounders = ap
+    if split:
+        rtid = em.names.fresh("lk_rtid")
+        em.line(f"int {rtid} = {tid_name} - {copiers};")
+        rounders = a_pieces(m, k, threads - copiers, Var(rtid, 0, threads - copiers))
     # where the lanes read B: this block's shared memory, or with a pair each half's owner's
     owner_base = [smem]
     if pair:
@@ -207,6 +218,10 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         """The copies of tile j into the buffer at `at`, then this thread's arrival on the
         stage's mbarrier once they have landed."""
         a, b = operands(j, c)
+        with em.if_(f"{tid_name} < {copiers}") if split else em.scope():
+            copies(a, b, j, at)
+
+    def copies(a: View, b: View, j: ArithExpr, at: str) -> None:
         for row, ch in ap:
             src = global_vector(g, global_element(g, a.access(row).access(ch * cst(4))))
             em.line(f'asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: '
@@ -299,8 +314,14 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
 
     def round_a(at: str) -> None:
-        """This thread's own pieces of A, landed, rounded in place (toTF32)."""
-        for row, ch in ap:
+        """This thread's pieces of A, landed, rounded in place (toTF32), fenced for the tensor
+        cores (generic stores they read through the async proxy)."""
+        with em.if_(f"{tid_name} >= {copiers}") if split else em.scope():
+            round_pieces(at)
+            em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
+
+    def round_pieces(at: str) -> None:
+        for row, ch in rounders:
             addr = em.names.fresh("lk_ra")
             em.line(f"unsigned {addr} = {_a_addr(at, row, ch, m)};")
             words = [em.names.fresh("lk_aw") for _ in range(4)]
@@ -321,10 +342,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
                 f'selp.u32 %0, 1, 0, p;\\n}}" : "=r"({done}) : "r"({full(jc)}), "r"(({jc} / {stages}) & 1) : "memory"); '
                 f'while (!{done});')
         if p.rounding == "toTF32":
-            # the rounding stores go through the generic proxy, the tensor cores read through
-            # the async one: fenced (a MEMBAR, which also waits for this thread's copies in flight)
             round_a(slot(jc))
-            em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
         barrier()
         with em.if_(f"{jc} + {ahead} < {kt.to_c()}"):
             issue(j + cst(ahead), slot(f"{jc} + {ahead}"), c)
