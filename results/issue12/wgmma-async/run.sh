@@ -11,7 +11,7 @@ source .device-kit/setup.sh >/dev/null || exit 1
 pip install -q --no-index --no-deps --target /tmp/device-site .device-extra/*.whl >/dev/null 2>&1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
-TILES=${TILES:-tf32z:256x128x32w8s4A,tf32z:256x128x32w8s3A,tf32:256x128x32w8s4A,tf32z:128x256x32w8s4A,tf32z:128x128x32w8s3A,tf32z:128x128x32w4s3A,tf32:128x256x32w8s3G}
+TILES=${TILES:-tf32z:256x128x32w8s4A,tf32z:256x128x32w8s3A,tf32:256x128x32w8s4A,tf32:256x128x32w8s3A,tf32z:128x256x32w8s4A,tf32z:128x128x32w8s3A,tf32z:128x128x32w8s6A,tf32:128x256x32w8s3G}
 timeout 200 python3 benchmarks/cuda_patterns.py mma --repeat 30 --tiles "$TILES" --json "$OUT/async.json" 2>&1 | tee "$OUT/bench_async.log"
 timeout 150 python3 -m pytest -q -m gpu -p no:randomly -p no:cacheprovider tests/codegen/test_cuda_wgmma_async.py 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
 PAIRS=${PAIRS:-tf32z:128x256x32w8s3P,tf32z:128x256x32w8s4P,tf32:128x256x32w8s4P,tf32z:128x128x32w8s4P}
