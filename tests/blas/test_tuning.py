@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -59,6 +60,19 @@ def test_conjugating_complex_kernels_use_the_plain_layouts_tuned_variant(session
     assert s.choose(Kind("gemv", "complex64", "R"), {"M": 64, "N": 50}).codelet == "glb"
     assert {k.layout for k in kinds(["mm"], ["complex128"])} == {"NN", "NT", "TN"}
     assert [k.dtype for k in kinds(["dotc"], ["float32", "complex64"])] == ["complex64"]
+
+
+def test_tune_in_rounds_keeps_each_variants_best(session: Session) -> None:
+    """rounds=3: every variant timed three times in turn, one entry each, with its best time."""
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    trials: list[Any] = []
+    tune(session, kinds(["dot"], ["float32"]), ["small"], prof, progress=False, max_variants=2,
+         peaks=None, rounds=3, on_trial=trials.append)
+    assert len(trials) == 6 and [str(t.variant) for t in trials[:2]] == \
+        [str(t.variant) for t in trials[2:4]]
+    assert len(prof.entries) == 2
+    for e in prof.entries:
+        assert e.seconds == min(t.seconds for t in trials if t.variant == e.variant)
 
 
 def test_tune_is_resumable_and_profiles_choose(session: Session) -> None:

@@ -168,11 +168,13 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
     return dict(size_multiples(derive(kind, variant).final))
 
 
-def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0
-            ) -> Strategy:
+def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0,
+            ik: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
 
-    extra = {"lines": True} if lines else {}
+    extra: dict[str, Any] = {"lines": True} if lines else {}
+    if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8)
+        extra["ik"] = ik
     return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
@@ -305,9 +307,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                 ((64, 64, 16, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8), (64, 64, 32, 8, 8))
                 if dev == "gpu" else
                 ((64, 64, 16, 8, 8), (32, 32, 16, 4, 4), (64, 64, 32, 8, 8), (64, 64, 16, 4, 8)))]
-            # scalar blocks (every dtype; the CPU's fastest for double and complex, docs/blas.md)
+            # scalar blocks (every dtype; the CPU's fastest for double and complex, docs/blas.md;
+            # on the CPU device also 64×64 tiles of 4×4 / 8×4 scalar blocks, which Intel's CPU
+            # compiler vectorises across work-items: about twice the float4 blocks' rate at 1024³
+            # float32, results/issue15/cpu-final)
             + [dict(zip(("tm", "tn", "tk", "rm", "rn", "w"), p)) for p in (
-                (32, 32, 16, 4, 1, 1), (32, 32, 16, 2, 2, 1), (16, 16, 16, 1, 1, 1))],
+                (32, 32, 16, 4, 1, 1), (32, 32, 16, 2, 2, 1), (16, 16, 16, 1, 1, 1))
+               + (((64, 64, 16, 4, 4, 1), (64, 64, 16, 8, 4, 1), (128, 64, 16, 8, 4, 1))
+                  if dev == "cpu" else ())],
             lambda kind, tm, tn, tk, rm, rn, unroll=1, **w: _tiled_multiples(
                 kind, Variant.of("tiles", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, **w),
                 {"M": tm, "N": tn, "K": tk})),
@@ -326,9 +333,9 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "lines into rotated rows); CUDA only, float64 (same precision)",
             _mm_mma,
             lambda dev: [_mma_params(p) for p in MMA_SPACE] if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, warps, staged, lines=0: _tiled_multiples(
+            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
-                                 **({"lines": 1} if lines else {})),
+                                 **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {})),
                 {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
     Codelet("tiles-async", ("mm",), "the tiles codelet (float4 register blocks) with its A and B "

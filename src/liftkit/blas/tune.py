@@ -365,10 +365,13 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
          profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
          progress: bool = True, max_variants: Optional[int] = None,
          on_trial: Optional[Callable[[Trial], None]] = None,
-         peaks: Optional[PeakSettings] = PeakSettings()) -> Profile:
+         peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
-    profile by default); `save(profile)` after the peaks and after each (kind, class)."""
+    profile by default); `save(profile)` after the peaks and after each (kind, class).
+    `rounds` > 1 times a (kind, class)'s variants that many times in turn and keeps each one's
+    best: on a device other work shares (a loaded CPU), every variant then meets the same
+    moments of load, not only the one timed while it lasted."""
     dev = session.device
     classes = classes or DEFAULT_CLASSES[session.device_kind]
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
@@ -400,7 +403,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
             done = prof.measured(kind, cls)
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))
-    total = sum(len(t) for _, _, t in plan)
+    total = sum(len(t) for _, _, t in plan) * max(1, rounds)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -408,21 +411,26 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
         task = bar.add_task(f"tuning {dev.label}", total=total)
         inputs = Inputs()
         for kind, cls, todo in plan:
-            entries = []
-            for v in todo:
-                bar.update(task, description=f"{kind} {cls} {v}")
-                t0 = time.perf_counter()
-                trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind),
-                                inputs=inputs)
-                trial.wall = time.perf_counter() - t0
-                if on_trial is not None:
-                    on_trial(trial)
-                if trial.error:
-                    failed.add(f"{kind}|{cls}|{v}")
-                else:
-                    entries.append(Entry(kind, cls, trial.sizes, v, trial.seconds, trial.rate,
-                                         trial.unit))
-                bar.advance(task)
+            best: dict[Variant, Trial] = {}
+            for _ in range(max(1, rounds)):
+                for v in todo:
+                    if f"{kind}|{cls}|{v}" in failed:
+                        bar.advance(task)
+                        continue
+                    bar.update(task, description=f"{kind} {cls} {v}")
+                    t0 = time.perf_counter()
+                    trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind),
+                                    inputs=inputs)
+                    trial.wall = time.perf_counter() - t0
+                    if on_trial is not None:
+                        on_trial(trial)
+                    if trial.error:
+                        failed.add(f"{kind}|{cls}|{v}")
+                    elif v not in best or trial.seconds < best[v].seconds:
+                        best[v] = trial
+                    bar.advance(task)
+            entries = [Entry(kind, cls, t.sizes, v, t.seconds, t.rate, t.unit)
+                       for v, t in best.items() if f"{kind}|{cls}|{v}" not in failed]
             if todo:
                 prof.add(entries)
                 session.forget_choices()  # plans (real, nn) see the new rates
