@@ -6,8 +6,7 @@ julia's kernel time alone.
 
 The JIT suite's spmv (gpu_programs.spmv_gpu, 10 products per call) at three row lengths with
 the suite's 4.8M nonzeros (12 per row: the suite's input; 4 and 48 per row), @jit on CuPy
-arrays with ``passes={"lanes": L}`` for L = off, 2 ... 32 and the launch-time choice (that also
-without the launch bound keeping lane kernels at 32 registers: ``"occupancy": False``), each
+arrays with ``passes={"lanes": L}`` for L = off, 2 ... 32 and the launch-time choice, each
 checked against NumPy, then timed two ways: a call synchronised after it (what the suite
 reports) and its GPU time alone — the call is enqueued behind a kernel spinning for 2 ms, so
 its host path is hidden and the events around it on the caller's stream time only the
@@ -33,10 +32,7 @@ import gpu_programs as GP  # noqa: E402
 from liftkit.jit import jit  # noqa: E402
 from liftkit.runtime import Runtime  # noqa: E402
 
-# (lanes, full occupancy): lanes off, forced, chosen per launch; the last without the
-# launch bound that keeps a lane kernel at 32 registers
-LANES = ((False, True), (2, True), (4, True), (8, True), (16, True), (32, True), (None, True),
-         (None, False))
+LANES = (False, 2, 4, 8, 16, 32, None)  # off, forced, chosen per launch
 NNZ = 4_800_000
 
 
@@ -101,11 +97,10 @@ def run_cuda(repeat: int) -> dict:
         row["numba"] = {"ok": bool(np.allclose(y.copy_to_host(), ref, rtol=1e-12)),
                         "sync_ms": sync_ms(cuda.synchronize, lambda: nb["spmv"](*nd), repeat),
                         "gpu_ms": gpu_ms(cp, spin, lambda: nb["spmv"](*nd), repeat)}
-        for lanes, occ in LANES:
-            f = jit(GP.GPU["spmv"], cache=False, gpu_runtime=rt,
-                    passes={"lanes": lanes, "occupancy": occ})
+        for lanes in LANES:
+            f = jit(GP.GPU["spmv"], cache=False, gpu_runtime=rt, passes={"lanes": lanes})
             ok = bool(np.allclose(cp.asnumpy(f(*d)), ref, rtol=1e-12))
-            row[str(lanes) + ("" if occ else " no-bound")] = {"ok": ok, "sync_ms": sync_ms(sync, lambda: f(*d), repeat),
+            row[str(lanes)] = {"ok": ok, "sync_ms": sync_ms(sync, lambda: f(*d), repeat),
                                "gpu_ms": gpu_ms(cp, spin, lambda: f(*d), repeat)}
         for k, v in row.items():
             v["vs_numba_sync"] = row["numba"]["sync_ms"] / v["sync_ms"]
@@ -139,9 +134,8 @@ def smoke() -> None:
     for per_row in (12, 4, 48):
         args = csr(rng, per_row, 4800)
         ref = reference(*args)
-        for lanes, occ in LANES:
-            f = jit(GP.GPU["spmv"], cache=False, gpu_runtime=rt,
-                    passes={"lanes": lanes, "occupancy": occ})
+        for lanes in LANES:
+            f = jit(GP.GPU["spmv"], cache=False, gpu_runtime=rt, passes={"lanes": lanes})
             assert np.allclose(f(*args), ref, rtol=1e-12), (per_row, lanes)
     print("smoke: every variant correct")
     rt.close()
@@ -161,8 +155,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for shape, row in out["spmv"].items():
         for k, v in row.items():
-            name = {"False": "lanes off", "None": "lanes chosen per launch",
-                    "None no-bound": "chosen per launch, no launch bound"}.get(k, k)
+            name = {"False": "lanes off", "None": "lanes chosen per launch"}.get(k, k)
             print(f"| {shape} | {name} | {v['ok']} | {v['sync_ms']:.3f} | {v['gpu_ms']:.3f} | "
                   f"{v['vs_numba_sync']:.2f} | {v['vs_numba_gpu']:.2f} |")
     if args.json:

@@ -164,10 +164,9 @@ class KernelWriter:
 
     def __init__(self, dialect: str, s: V.ParFor, symtab: dict, name: str, raises: list,
                  restrict: bool, captured: list, data: set, writes: set,
-                 lanes: "bool | int | None" = None, occupancy: bool = True) -> None:
+                 lanes: "bool | int | None" = None) -> None:
         self.d = dialect_named(dialect)
         self.lanes = lanes  # None/True: chosen per launch; False/0/1: off; n: at most n lanes
-        self.occupancy = occupancy  # a lane kernel is built for full occupancy (32 registers)
         self.lane: "LanePlan | None" = None  # the reduction loop a group of lanes shares
         self.s, self.symtab, self.name, self.raises = s, symtab, name, raises
         self.restrict, self.captured, self.data, self.writes = restrict, captured, data, writes
@@ -268,11 +267,7 @@ class KernelWriter:
             self.w("}")
         body = "\n".join(self.lines)
         head = "\n".join(d.preamble(self.doubles, False)) if d.name == "opencl" else ""
-        # a lane kernel's live state is small and its loads wait on memory: full occupancy
-        # (at most 32 registers, any block size) hides more latency (spmv: 40 -> 32, no spills)
-        bounds = "__launch_bounds__(1024, 2) " if self.lane is not None and self.occupancy \
-            else ""
-        sig = f"{d.kernel_prefix} {bounds}{self.name}(" + ", ".join(params) + ")"
+        sig = f"{d.kernel_prefix} {self.name}(" + ", ".join(params) + ")"
         return "\n".join(x for x in (head, helpers(d.name), sig + " {", body, "}") if x) + "\n"
 
     def ids(self, dim: int) -> tuple[str, str]:

@@ -313,8 +313,7 @@ def _kernel(s: V.ParFor, f: V.Function, idx: int, raises: list, noalias: bool,
         mode = "slice"
     name = f"lk_{re.sub(r'[^A-Za-z0-9_]', '_', f.name)}_{idx}"
     writers = [(d, KernelWriter(d, s, symtab, name, raises, restrict, captured, data, writes,
-                                switches.get("lanes"), switches.get("occupancy", True)))
-               for d in ("opencl", "cuda")]
+                                switches.get("lanes"))) for d in ("opencl", "cuda")]
     sources = tuple((d, w.write()) for d, w in writers)
     lift = None
     if mode == "whole" and len(s.body) == 1 and isinstance(s.body[0], V.Assign) and \
@@ -399,8 +398,7 @@ def plan_sections(m: V.Module, noalias: bool, raises: list,
                   switches: dict | None = None) -> GpuPlan:
     """Kernels and host accesses of every section of ``m`` (see :class:`GpuPlan`). Of the
     jit's pass ``switches``: ``lanes``, lanes sharing a reduction loop on CUDA
-    (``gpu_lanes.lane_plan``: None chooses per launch, False none, n that many), and
-    ``occupancy`` (default on: such kernels are built for full occupancy)."""
+    (``gpu_lanes.lane_plan``: None chooses per launch, False none, n that many)."""
     plan = GpuPlan([], [], {}, {}, {})
     for f in m.functions:
         fresh = _fresh_arrays(f)
