@@ -10,9 +10,10 @@ issue 15's GEMM targets).
 An SGEMM variant `TMxTN:TK:RMxRN:S[:r]` is `rewrite.rules.cuda.sgemm_derivation` from the
 bundled `mm` (mm-local-tiles, then tiles-async S deep; `:r` rotates A's rows in shared memory).
 A DGEMM variant `TMxTNxTKwWsS[L]` is `tensor_core_mm("f64", …)` (one application of
-mm-tensor-cores; L: tiles copied in whole lines); a suffix `:k8` is an experiment, not a
-derivation: the code generator told to issue DMMA m16n8k8 (two or four per 16/32-deep k-step of
-a tile) instead of the largest shape m16n8k16. Rows carry NVRTC's register count. `--sgemm-top N` times the N fastest of the
+mm-tensor-cores; L: tiles copied in whole lines; `:k8`: its ik=8, reduceMmaF64K8, DMMA m16n8k8
+throughout instead of the largest shape m16n8k16 — in run 7 an experiment patching the code
+generator, whose CUDA source the derivation now gives byte for byte). Rows carry NVRTC's
+register count. `--sgemm-top N` times the N fastest of the
 first SGEMM shape again at each `--sgemm-at` shape, beside `--sgemm-base`.
 
 Method (docs/perf.md): every derivation is built first, all at once, in worker processes
@@ -54,11 +55,12 @@ def parse_sgemm(v: str) -> tuple[int, int, int, int, int, int, int]:
     return tuple(int(x) for x in m.groups()[:6]) + (1 if m.group(7) else 0,)  # type: ignore[return-value]
 
 
-def parse_dgemm(v: str) -> tuple[int, int, int, int, int, bool]:
+def parse_dgemm(v: str) -> tuple[int, int, int, int, int, bool, int]:
     m = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)(L?)(:k8)?", v)
     if m is None:
         raise ValueError(f"cuda_gemm: bad DGEMM variant {v!r} (TMxTNxTKwWsS[L][:k8])")
-    return tuple(int(x) for x in m.groups()[:5]) + (bool(m.group(6)),)  # type: ignore[return-value]
+    tm, tn, tk, w, s = (int(x) for x in m.groups()[:5])
+    return tm, tn, tk, w, s, bool(m.group(6)), 8 if m.group(7) else 0
 
 
 def parse_shape(s: str) -> tuple[int, int, int]:
@@ -76,8 +78,8 @@ def derivation(dtype: str, v: str) -> Any:
     if dtype == "float32":
         tm, tn, tk, rm, rn, s, rot = parse_sgemm(v)
         return sgemm_derivation(tm, tn, tk, tm, tn, tk, rm, rn, s, rot)
-    tm, tn, tk, w, s, lines = parse_dgemm(v)
-    return tensor_core_mm("f64", tm, tn, tk, w, s, lines)
+    tm, tn, tk, w, s, lines, ik = parse_dgemm(v)
+    return tensor_core_mm("f64", tm, tn, tk, w, s, lines, ik=ik)
 
 
 def build(job: tuple[str, str, str]) -> dict[str, Any]:
@@ -85,14 +87,10 @@ def build(job: tuple[str, str, str]) -> dict[str, Any]:
     dtype, v, arch = job
     from liftkit.backends.cuda.nvrtc import compile_cuda
     from liftkit.codegen import CompileOptions, compile_program
-    from liftkit.codegen import cuda_mma
     from liftkit.ir.nodes import Lambda
 
     t0 = time.time()
-    largest_k = cuda_mma.f64_k
     try:
-        if v.endswith(":k8"):  # the experiment: DMMA m16n8k8 on 16/32-deep tiles (not a derivation
-            cuda_mma.f64_k = lambda k: 8 if k % 8 == 0 else 4  # parameter: the code generator's)
         d = derivation(dtype, v)
         compiled = compile_program(d.final, CompileOptions(dialect="cuda"))
         outs = [compile_cuda(k.source, arch, [*k.build_options, "--ptxas-options=-v"],
@@ -108,8 +106,6 @@ def build(job: tuple[str, str, str]) -> dict[str, Any]:
                 "build_s": time.time() - t0}
     except Exception as err:  # noqa: BLE001 - one variant failing is a row
         return {"dtype": dtype, "v": v, "error": f"{type(err).__name__}: {err}"[:300]}
-    finally:
-        cuda_mma.f64_k = largest_k
 
 
 def variant_of(dtype: str, v: str) -> Any:
@@ -120,8 +116,9 @@ def variant_of(dtype: str, v: str) -> Any:
         tm, tn, tk, rm, rn, s, rot = parse_sgemm(v)
         return Variant.of("tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=s,
                           **({"rot": 1} if rot else {}))
-    tm, tn, tk, w, s, lines = parse_dgemm(v)
-    return Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=w, staged=s, **({"lines": 1} if lines else {}))
+    tm, tn, tk, w, s, lines, ik = parse_dgemm(v)
+    return Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=w, staged=s, **({"lines": 1} if lines else {}),
+                      **({"ik": ik} if ik else {}))
 
 
 def profile(results: list[str], into: str | None, sizes: tuple[int, ...]) -> None:
@@ -146,7 +143,6 @@ def profile(results: list[str], into: str | None, sizes: tuple[int, ...]) -> Non
     for r, _ in rows:
         m, n, k = parse_shape(r["shape"])
         if (r["version"].startswith("cuBLAS") or "error" in r or not r["ms"] == r["ms"]
-                or r["version"].endswith(":k8")  # an experiment, not a derivation
                 or not m == n == k or m not in sizes):
             continue
         sz = {"M": m, "N": n, "K": k}

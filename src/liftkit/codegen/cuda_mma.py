@@ -9,7 +9,8 @@ per fragment pair; the accumulators go to the destination at the end.
 
 Two things make it fast without changing what it computes:
 - the instruction: on Hopper (sm_90) FP64 uses the m16n8k{4,8,16} shapes (the largest the
-  tile's k allows), which run the FP64 tensor cores at their full rate; the Ampere shape
+  tile's k allows; reduceMmaF64K8 m16n8k8 throughout), which run the FP64 tensor cores at their
+  full rate; the Ampere shape
   m8n8k4 runs at about half of it there (docs/perf.md, issue 12). The same accumulators serve
   the m8n8k4 fallback compiled for older GPUs (`#if __CUDA_ARCH__ >= 900`).
 - the reads: a lane's fragment elements that lie next to each other in local memory (the rule
@@ -91,8 +92,9 @@ def plan(cls: type, m: int, n: int, k: int, warps: int) -> Optional[tuple[Instr,
     accumulators) where the warps can share the tile in 16×8 fragments, else on m8n8k4."""
     if k % 4:
         return None
-    if issubclass(cls, P.ReduceMmaF64):
-        options = [(F64_HOPPER[f64_k(k)], (16, 8)), (F64_AMPERE, (8, 8))]
+    if issubclass(cls, P.ReduceMmaF64):  # reduceMmaF64K8: m16n8k8 in every 8 of k
+        ik = 8 if issubclass(cls, P.ReduceMmaF64K8) else f64_k(k)
+        options = [(F64_HOPPER[ik], (16, 8)), (F64_AMPERE, (8, 8))]
     else:
         options = [(TF32 if issubclass(cls, P.ReduceMmaTF32) else BF16, (16, 8))]
     for ins, (um, un) in options:

@@ -30,6 +30,7 @@ def _mma(cls: type[P.ReduceMma]) -> Any:
 reduceMmaTF32 = _mma(P.ReduceMmaTF32)
 reduceMmaBF16 = _mma(P.ReduceMmaBF16)
 reduceMmaF64 = _mma(P.ReduceMmaF64)
+reduceMmaF64K8 = _mma(P.ReduceMmaF64K8)
 
 
 def _wgmma(cls: type[P.ReduceWgmma]) -> Any:
@@ -55,7 +56,7 @@ def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
     """toLocalAsync(s, copy): the copy pipelined s deep with cp.async over a reduceMma's tiles."""
     return P.ToLocalAsync(cst(stages), fn(f))
 
-__all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "toLocalAsync", "toTF32",
-           "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z",
+__all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "reduceMmaF64K8",
+           "toLocalAsync", "toTF32", "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z",
            "reduceWgmmaAsyncTF32", "reduceWgmmaAsyncTF32Z", "reduceWgmmaPairTF32",
            "reduceWgmmaPairTF32Z", "truncTF32"]

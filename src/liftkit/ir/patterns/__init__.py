@@ -10,7 +10,8 @@ from liftkit.ir.patterns.base import (
     index_fun,
 )
 from liftkit.ir.patterns.cuda import (
-    CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaTF32, ReduceWarp,
+    CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaF64K8,
+    ReduceMmaTF32, ReduceWarp,
     ReduceWgmma, ReduceWgmmaAsync, ReduceWgmmaAsyncTF32, ReduceWgmmaAsyncTF32Z, ReduceWgmmaPair,
     ReduceWgmmaPairTF32, ReduceWgmmaPairTF32Z, ReduceWgmmaTF32, ReduceWgmmaTF32Z, ToLocalAsync,
 )
@@ -68,7 +69,8 @@ __all__ = [
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
-    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceWgmma", "ReduceWgmmaTF32",
+    "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceMmaF64K8", "ReduceWgmma",
+    "ReduceWgmmaTF32",
     "ReduceWgmmaTF32Z", "ReduceWgmmaAsync", "ReduceWgmmaAsyncTF32", "ReduceWgmmaAsyncTF32Z",
     "ReduceWgmmaPair", "ReduceWgmmaPairTF32", "ReduceWgmmaPairTF32Z", "ToLocalAsync",
 ]

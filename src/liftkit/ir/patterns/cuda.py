@@ -18,6 +18,7 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   is IEEE double throughout (DMMA). Programs say where they round with `toTF32`/`toBF16` (user
   functions with the same rounding, so the same program runs, in FP32 arithmetic, on OpenCL),
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
+  `reduceMmaF64K8 w (f, z)` means reduceMmaF64 and issues the m16n8k8 DMMA throughout.
 - `reduceWgmmaTF32 w s (f, z)`, `reduceWgmmaTF32Z w s (f, z)`: the same meaning as reduceMmaTF32
   on Hopper's warpgroup MMA (`wgmma`, sm_90a; w a multiple of 4, the warpgroups), the pattern
   staging its operands itself s tiles deep into the swizzled shared-memory layout the tensor
@@ -305,7 +306,19 @@ class ReduceMmaF64(ReduceMma):
     acc = float64
 
 
-MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64)
+@dataclass(frozen=True, repr=False)
+class ReduceMmaF64K8(ReduceMmaF64):
+    """reduceMmaF64 on Hopper's m16n8k8 DMMA (cuBLAS's FP64 shape) for every 8 of a tile's k,
+    where reduceMmaF64 takes the largest of m16n8k{16,8,4} that divides it: the same meaning,
+    two or four independent k-steps per 16/32-deep tile instead of one (tiles' k a multiple
+    of 8)."""
+
+    name = "reduceMmaF64K8"
+    shape = (8, 8, 8)
+
+
+MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64,
+                                             ReduceMmaF64K8)
 
 WGMMA_ROW = 32  # TF32 elements of one 128-byte row of the swizzled layout: tiles' k is a multiple
 WGMMA_MAX_N = 256  # the widest wgmma

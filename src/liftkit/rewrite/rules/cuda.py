@@ -19,7 +19,9 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   around the copy) instead of single elements into the fragment-blocked layout, each operand's
   lines along the direction its memory is contiguous in (a transposed view, as A of TN or B of
   NT, is copied along its stored rows).
-  For double: DMMA (`reduceMmaF64`). For float only where both operands were rounded by the
+  For double: DMMA (`reduceMmaF64`; with ik = 8, offered for the `lines` tilings at least 16
+  deep, `reduceMmaF64K8`: m16n8k8 throughout, +1–6 % on the H100, results/issue12/gemm6 run 7).
+  For float only where both operands were rounded by the
   program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
   FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
 
@@ -262,7 +264,10 @@ def _mma_choices(site: Site) -> Options:
                     if staged > 1 and min(tm, tn) >= 64 and _lines_ok(cls, tm, tn, tk, warps, across):
                         out.append({"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged,
                                     "lines": True})
-    return out[:MAX_MMA_CHOICES]
+    out = out[:MAX_MMA_CHOICES]
+    if cls is P.ReduceMmaF64:  # the same tilings on m16n8k8 (reduceMmaF64K8) after all others
+        out += [{**o, "ik": 8} for o in out if o.get("lines") and o["tk"] >= 16]
+    return out
 
 
 def _transposed_view(e: Expr) -> bool:
@@ -436,8 +441,10 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
 
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
-               lines: bool = False) -> Expr:
+               lines: bool = False, ik: int = 0) -> Expr:
     a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
+    if ik == 8 and cls is P.ReduceMmaF64:  # m16n8k8 throughout
+        cls = P.ReduceMmaF64K8
     return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged, lines)
 
 
@@ -695,7 +702,8 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
-                   lines: bool = False, wgmma: bool = False, copy: str = "registers") -> Any:
+                   lines: bool = False, wgmma: bool = False, copy: str = "registers",
+                   ik: int = 0) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
@@ -703,7 +711,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     into rotated rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
     MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
     (the tiles copied raw by cp.async, B through registers); `copy="pair"`, mm-wgmma-pair (the
-    same in 2-block clusters sharing B)."""
+    same in 2-block clusters sharing B). `ik=8` (f64): DMMA m16n8k8 throughout
+    (reduceMmaF64K8)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -729,7 +738,12 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         which, tag = rules[copy]
         step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)
         return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
-    extra = {"lines": True} if lines else {}
+    extra: dict[str, Any] = {"lines": True} if lines else {}
+    if ik:  # f64 only: reduceMmaF64K8 (m16n8k8 throughout)
+        if kind != "f64" or ik != 8:
+            raise ValueError(f"tensor-core product of kind {kind} with ik={ik}: only f64 takes "
+                             "ik=8 (DMMA m16n8k8 throughout)")
+        extra["ik"] = 8
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
 

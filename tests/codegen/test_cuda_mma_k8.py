@@ -1,0 +1,92 @@
+"""reduceMmaF64K8 (mm-tensor-cores ik=8): the FP64 product on Hopper's m16n8k8 DMMA throughout,
+where reduceMmaF64 issues the largest shape dividing a tile's k (m16n8k16 for 16/32-deep
+tiles). Same meaning (interpreter, bit for bit on integers), printed and parsed, offered by the
+rule for the `lines` tilings at least 16 deep after every other choice, chosen by the blas `mma`
+codelet's ik=8; the CUDA C issues only m16n8k8 on Hopper (m8n8k4 on older GPUs) and NVRTC
+compiles it; (gpu marker) the kernel against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit import dsl as D
+from liftkit.codegen import CompileOptions, compile_program
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import UserFun, walk
+from liftkit.ir.parser import parse_program
+from liftkit.ir.printer import show
+from liftkit.rewrite import enumerate_choices
+from liftkit.rewrite.rules import normal_form
+from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES, tensor_core_mm
+from liftkit.semantics import interpret
+from liftkit.types import float64
+
+CUDA = CompileOptions(dialect="cuda")
+
+
+def _ints(shape: tuple[int, int], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-8, 9, shape).astype(np.float64)
+
+
+@pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4), (128, 64, 32, 4, 2)])
+def test_k8_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
+    tm, tn, tk, warps, staged = tiles
+    d = tensor_core_mm("f64", tm, tn, tk, warps, staged, lines=True, ik=8)
+    assert [c.choice.params.get("ik") for c in d.steps] == [8]
+    mma = [n for n in walk(d.final.body) if isinstance(n, P.ReduceMma)]
+    assert len(mma) == 1 and type(mma[0]) is P.ReduceMmaF64K8
+    A, B = _ints((tm, 3 * tk), 1), _ints((3 * tk, tn), 2)
+    np.testing.assert_array_equal(interpret(d.final, A, B), A @ B)
+    funs = {u.name: u for u in walk(d.final.body) if isinstance(u, UserFun)}  # id_double2, ...
+    assert show(parse_program(show(d.final), funs)) == show(d.final)
+
+
+def test_the_rule_offers_k8_after_the_others_for_line_tilings_only() -> None:
+    M, N, K = D.size("M"), D.size("N"), D.size("K")
+    p = D.fun([float64[K][M], float64[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
+        lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
+        << D.zip(rowA, colB)) << D.transpose << B) << A)
+    offers = [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])]
+    first = next(i for i, o in enumerate(offers) if o.get("ik"))
+    assert first > 0 and all(o.get("ik") == 8 for o in offers[first:])
+    assert all(o.get("lines") and o["tk"] >= 16 for o in offers[first:])
+    assert {(o["tm"], o["tn"], o["tk"], o["warps"], o["staged"]) for o in offers[first:]} == {
+        (o["tm"], o["tn"], o["tk"], o["warps"], o["staged"]) for o in offers[:first]
+        if o.get("lines") and o["tk"] >= 16}
+    with pytest.raises(ValueError, match="only f64 takes ik=8"):
+        tensor_core_mm("tf32", 128, 128, 16, 4, 3, lines=True, ik=8)
+
+
+def test_k8_cuda_issues_m16n8k8_only_and_compiles() -> None:
+    d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8)
+    src = compile_program(d.final, CUDA).kernels[0].source
+    assert "m16n8k8.row.col.f64" in src and "m16n8k16" not in src
+    assert "m8n8k4.row.col.f64" in src  # the pre-Hopper fallback on the same accumulators
+    plain = compile_program(tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True).final, CUDA)
+    assert "m16n8k16.row.col.f64" in plain.kernels[0].source
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    assert "mma.sync.aligned.m16n8k8.row.col.f64" in compile_cuda(src, "compute_90a", name="k8.cu").ptx
+
+
+def test_the_blas_mma_codelet_takes_ik() -> None:
+    from liftkit.blas.codelets import Kind, Variant, derive
+
+    v = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8)
+    d = derive(Kind("mm", "float64", "NN"), v)
+    assert any(type(n) is P.ReduceMmaF64K8 for n in walk(d.final.body))
+
+
+@pytest.mark.gpu
+def test_k8_product_on_the_gpu() -> None:
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices:
+        pytest.skip("no CUDA GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    for tiles in [(128, 64, 16, 4, 4), (64, 64, 16, 2, 4)]:
+        d = tensor_core_mm("f64", *tiles, lines=True, ik=8)
+        A, B = _ints((256, 96), 3), _ints((96, 192), 4)
+        np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)
