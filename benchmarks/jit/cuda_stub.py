@@ -81,19 +81,26 @@ class _Dev:
         return None
 
 
-class _Calls:
-    """The driver entry points the runtime calls through ctypes (launch, event record, stream
-    wait): a launch only counts itself and keeps its arguments (``last``)."""
+class _Core:
+    """cuda.core's launch API: a configuration object, a launch that only counts itself and
+    keeps its arguments (``last``)."""
 
     def __init__(self) -> None:
         self.launches = 0
-        self.last: tuple = ()  # the last launch's (function, grid + block, shared bytes, params)
+        self.last: tuple = ()  # the last launch's (configuration, kernel, arguments)
 
-    def launch(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shmem: int,
-               stream: Any, params: Any, extra: Any) -> int:
+    @staticmethod
+    def LaunchConfig(**kw: Any) -> dict:  # noqa: N802 - cuda.core's name
+        return kw
+
+    def launch(self, stream: Any, config: Any, kernel: Any, *args: Any) -> None:
         self.launches += 1
-        self.last = (f, (gx, gy, gz, bx, by, bz), shmem, ctypes.addressof(params))
-        return 0
+        self.last = (config, kernel, args)
+
+
+class _Calls:
+    """The driver entry points the runtime calls through ctypes (event record and wait on
+    another library's stream, transfers): on host memory, always done."""
 
     @staticmethod
     def record(event: Any, stream: Any) -> int:
@@ -120,8 +127,6 @@ class _Driver:
     class CUresult:
         CUDA_SUCCESS = 0
 
-    CUkernel = ()  # (no kernel is a CUkernel: its handle is launched as it is)
-
     @staticmethod
     def CUstream(handle: int) -> int:  # noqa: N802 - the driver's name
         return handle
@@ -136,7 +141,7 @@ class _Driver:
 
 class _Module:
     def get_kernel(self, name: str) -> Any:
-        return type("StubKernel", (), {"name": name, "handle": 1})()
+        return type("StubKernel", (), {"name": name})()
 
 
 class _Cache:
@@ -151,6 +156,7 @@ class StubCUDADevice(CUDADevice):
 
     def __init__(self, queues: int = 1) -> None:  # noqa: D107 - no super(): no driver here
         self._drv = _Driver()
+        self._core = _Core()
         self._calls = _Calls()
         self.device = DEVICE
         self._dev = _Dev()

@@ -286,14 +286,14 @@ def driver_rows(rt: Runtime, repeat: int, rows: dict) -> None:
                          np.int64(n)))
     rows["driver: cuLaunchKernel, packed arguments (us)"] = batch(
         lambda: d.cuLaunchKernel(handle, 1, 1, 1, n, 1, 1, 0, sh, pa, 0))
-    try:  # (the sources of this round on: the driver's entry points through ctypes)
-        from liftkit.backends.cuda.launch import DriverCalls
-        calls = DriverCalls()
+    try:  # cuLaunchKernel through ctypes on the packed arguments, cuEventRecord likewise
+        lib = ctypes.CDLL("libcuda.so.1")
+        launch, record = lib.cuLaunchKernel, lib.cuEventRecord
         fvp, svp, evp = (ctypes.c_void_p(int(h)) for h in (handle, sh, ev.handle))
         rows["driver: cuLaunchKernel through ctypes, packed arguments (us)"] = batch(
-            lambda: calls.launch(fvp, 1, 1, 1, n, 1, 1, 0, svp, params, None))
-        rows["driver: cuEventRecord through ctypes (us)"] = batch(lambda: calls.record(evp, svp))
-    except ImportError:
+            lambda: launch(fvp, 1, 1, 1, n, 1, 1, 0, svp, params, None))
+        rows["driver: cuEventRecord through ctypes (us)"] = batch(lambda: record(evp, svp))
+    except OSError:
         pass
     rows["driver: cuda.core event record, new event (us)"] = batch(lambda: stream.record())
     rows["driver: cuda.core event record, same event (us)"] = batch(lambda: stream.record(ev))

@@ -107,3 +107,30 @@ def test_a_plan_whose_tables_change_between_launches_stops_being_worked_out() ->
     assert p.dead and p.misses == 3
     np.testing.assert_allclose(rt.read(vx), np.full(n, 6.0))
     rt.close()
+
+
+def test_repeated_plain_launches_take_a_plan_from_their_second_time() -> None:
+    rt = Runtime("opencl", "cpu")
+    n = 32
+    a = np.arange(n, dtype=np.float64)
+    vx, va = rt.submit(np.zeros(n)), rt.submit(a)
+    fills = []
+    fill = rt._fill
+    rt._fill = lambda p, args: (fills.append(p), fill(p, args))[1]
+    ref = np.zeros(n)
+    for k, s in enumerate((1.0, 0.5, 2.0, 1.0, 3.0)):
+        if k == 3:  # a host write between two launches: the plan uploads a again
+            rt.write(va, np.full(n, 5.0))
+            a = np.full(n, 5.0)
+        rt.launch(AXPY, (n,), [vx, va, np.float64(s)], reads=[vx, va], writes=[vx])
+        ref = ref * s + a
+    assert len(fills) == 1 and fills[0].epoch >= 0  # one plan, made at the second launch
+    np.testing.assert_allclose(rt.read(vx), ref)
+    assert rt.stats()["uploads"] == 3
+    other = rt.submit(np.ones(n))  # other arrays: another launch, planned on its own
+    rt.launch(AXPY, (n,), [other, va, np.float64(1.0)], reads=[other, va], writes=[other])
+    rt.launch(AXPY, (n,), [vx, va, np.float64(1.0)], reads=[vx, va], writes=[vx],
+              plan=False)  # a one-off
+    np.testing.assert_allclose(rt.read(other), 6.0)
+    np.testing.assert_allclose(rt.read(vx), ref + 5.0)
+    rt.close()

@@ -435,7 +435,7 @@ class GpuHost:
             rt.launch_planned(plan, tuple(reversed(counts)), args)
             return
         rt.launch(self.kernels[kid], tuple(reversed(counts)), args, reads=reads, writes=writes,
-                  overwrites=over)
+                  overwrites=over, plan=False)  # (its repeats take call.plans)
         for c in temps:
             rt.release(c, writeback=False)
 

@@ -84,6 +84,7 @@ class Runtime(PlannedLaunches):
         self._retire_at = 64  # pending tasks past which a launch sweeps finished ones out
         self._epoch = 0  # the tables' shape changed (LaunchPlan's validity)
         self._built: dict[int, tuple] = {}  # id of a Kernel -> (it, the device's built kernel)
+        self._seen: dict[tuple, Any] = {}  # launches seen once (None) or repeated (their plan)
         self._cpu: Optional[OpenCLDevice] = None
         self._stats: Counter = Counter()
         self.lock = threading.RLock()
@@ -454,11 +455,25 @@ class Runtime(PlannedLaunches):
                reads: Optional[Iterable[ArrayVar]] = None,
                writes: Optional[Iterable[ArrayVar]] = None,
                overwrites: Iterable[ArrayVar] = (),
-               local_size: Optional[Sequence[int]] = None) -> int:
+               local_size: Optional[Sequence[int]] = None, plan: bool = True) -> int:
         """Enqueue a kernel task and return its event id without waiting (§7.1.2). Each array
         argument becomes (buffer, element offset); ``reads``/``writes`` say which arrays the task
         may read or write (default: every array argument both); ``overwrites`` are written
-        whole without being read (their stale contents are not uploaded)."""
+        whole without being read (their stale contents are not uploaded). A launch repeated
+        with the same kernel and arrays (a chain, a loop) goes through a launch plan from its
+        second time (``plans.py``); ``plan=False`` for a one-off (its caller plans repeats)."""
+        if plan and local_size is None and reads is not None and writes is not None:
+            with self.lock:
+                reads, writes, overwrites = list(reads), list(writes), list(overwrites)
+                p = self._repeated(kernel, args, reads, writes, overwrites)
+                if p is not None:
+                    return self.launch_planned(p, global_size, args)
+        return self._launch(kernel, global_size, args, reads, writes, overwrites, local_size)
+
+    def _launch(self, kernel: Kernel, global_size: Sequence[int], args: Sequence[Any],
+                reads: Optional[Iterable[ArrayVar]], writes: Optional[Iterable[ArrayVar]],
+                overwrites: Iterable[ArrayVar], local_size: Optional[Sequence[int]]) -> int:
+        """``launch`` without a plan."""
         with self.lock:
             table, buffers = self.vars, self.buffers
             arrays = []  # the table's own rows (a released handle is refused)

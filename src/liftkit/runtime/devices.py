@@ -156,9 +156,10 @@ class OpenCLDevice:
 
 class CUDADevice:
     """The runtime's view of one CUDA device (streams of its own, the NVRTC module cache).
-    Kernels are launched with ``cuLaunchKernel`` on argument lists packed once per signature
-    (``liftkit.backends.cuda.launch``); events are cuda.core's, re-recorded once their tasks
-    retire. CuPy/PyTorch arrays are used in place (``borrow``)."""
+    Launches, events and our streams' waits go through cuda.core; transfers and another
+    library's stream's event record and waits through ctypes (``backends.cuda.driver_calls``:
+    cuda.bindings' Python layer costs more per call). CuPy/PyTorch arrays are used in place
+    (``borrow``)."""
 
     dialect = "cuda"
     is_cpu = False
@@ -173,7 +174,7 @@ class CUDADevice:
         self._core = core()
         self._dev = self._core.Device(self.device.ordinal)
         self._dev.set_current()
-        from liftkit.backends.cuda.launch import DriverCalls
+        from liftkit.backends.cuda.driver_calls import DriverCalls
         self._calls = DriverCalls()
         self.cache = cache if cache is not None else ModuleCache()
         self._setup(queues)
@@ -182,7 +183,6 @@ class CUDADevice:
         """Streams and tables (the driver, its calls, the device and the cache are set)."""
         self.streams = [self._dev.create_stream() for _ in range(max(1, int(queues)))]
         self.stream = self.streams[0]
-        self._handles = [ctypes.c_void_p(int(s.handle)) for s in self.streams]
         self.tstream = self._dev.create_stream()  # transfers; allocations are ordered on it
         self._thandle = ctypes.c_void_p(int(self.tstream.handle))
         self._alloc_gen = 0                       # allocations made on tstream so far
@@ -193,7 +193,8 @@ class CUDADevice:
         self.total_memory = int(self.device.total_memory)
         self.max_alloc = self.total_memory
         self._kernels: dict[tuple[str, str], Any] = {}
-        self._configs: dict[tuple, tuple] = {}
+        self._configs: dict[tuple, Any] = {}
+        self._shmem: dict[int, int] = {}  # id of a built kernel -> its dynamic shared bytes
         self._follow: Any = None  # the event another library's stream is recorded into
         self._spare: list = []  # events of retired tasks, recorded again by later ones
         self._foreign: dict[int, Any] = {}  # other libraries' streams as ctypes handles
@@ -210,7 +211,6 @@ class CUDADevice:
         self.streams = self.streams[:max(1, n)] + [
             self._dev.create_stream() for _ in range(max(1, n) - len(self.streams))]
         self.stream = self.streams[0]
-        self._handles = [ctypes.c_void_p(int(s.handle)) for s in self.streams]
         self.queues = self.streams
         self._seen = [0] * len(self.streams)
 
@@ -249,7 +249,7 @@ class CUDADevice:
         err = self._calls.upload(self.ptr(handle) + offset, host.ctypes.data, host.nbytes,
                                  self._thandle)
         if err:
-            from liftkit.backends.cuda.launch import error_name
+            from liftkit.backends.cuda.driver_calls import error_name
             raise RuntimeBackendError(f"CUDA upload failed on {self.label} ({error_name(err)})")
         return self._record(self.tstream)
 
@@ -259,7 +259,7 @@ class CUDADevice:
         err = self._calls.download(host.ctypes.data, self.ptr(handle) + offset, host.nbytes,
                                    self._thandle)
         if err:
-            from liftkit.backends.cuda.launch import error_name
+            from liftkit.backends.cuda.driver_calls import error_name
             raise RuntimeBackendError(f"CUDA download failed on {self.label} ({error_name(err)})")
         self.tstream.sync()
 
@@ -272,36 +272,42 @@ class CUDADevice:
         return self._record(s)
 
     def build(self, name: str, source: str, dynamic_shared: int = 0) -> Any:
-        """The kernel ``name`` of ``source`` as launches take it (``Function``); with
-        ``dynamic_shared`` bytes (a kernel whose local memory exceeds 48 KB) opted in to that
-        much, which its launches then give."""
+        """The kernel ``name`` of ``source``; with ``dynamic_shared`` bytes (a kernel whose
+        local memory exceeds 48 KB) opted in to that much, which its launches then give."""
         key = (name, source)
         k = self._kernels.get(key)
         if k is None:
-            from liftkit.backends.cuda.launch import Function
             self._dev.set_current()
             try:
                 mod = self.cache.get(self.device, source, (), name=name)
-                kernel = mod.get_kernel(name)
+                k = mod.get_kernel(name)
                 if dynamic_shared:
                     from liftkit.backends.cuda.runner import allow_dynamic_shared
-                    allow_dynamic_shared(self.device, kernel, dynamic_shared, name)
-                k = self._kernels[key] = Function(name, kernel, dynamic_shared, self._drv)
+                    allow_dynamic_shared(self.device, k, dynamic_shared, name)
+                    self._shmem[id(k)] = dynamic_shared
+                self._kernels[key] = k
             except BackendError as err:
                 raise RuntimeBackendError(str(err)) from None
         return k
 
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
                args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
+        """cuda.core's launch (its argument packing is compiled code: run 7 timed it ahead of
+        cuLaunchKernel on arguments packed in Python and called through ctypes or
+        cuda.bindings), with a launch configuration made once per geometry."""
+        shmem = self._shmem.get(id(kernel), 0) if self._shmem else 0
         ck = (global_size if type(global_size) is tuple else tuple(global_size),
-              None if local_size is None else tuple(local_size))
-        geo = self._configs.get(ck)
-        if geo is None:  # grid and block per geometry, worked out once
+              None if local_size is None else tuple(local_size), shmem)
+        config = self._configs.get(ck)
+        if config is None:  # a launch configuration per geometry, made once
+            c = self._core
             if local_size is None:
                 local_size = (min(global_size[0], 256),) + (1,) * (len(global_size) - 1)
             grid = tuple(min(math.ceil(g / b), m) for g, b, m in
                          zip(global_size, local_size, self.device.max_grid_dims))
-            geo = self._configs[ck] = (grid + (1, 1))[:3] + (tuple(local_size) + (1, 1))[:3]
+            config = self._configs[ck] = (
+                c.LaunchConfig(grid=grid, block=tuple(local_size), shmem_size=shmem) if shmem
+                else c.LaunchConfig(grid=grid, block=tuple(local_size)))
         vals = []
         for a in args:
             if type(a) is Ref:
@@ -312,22 +318,9 @@ class CUDADevice:
         s = self._on(queue, wait) if wait or self._seen[queue] != self._alloc_gen \
             else self.streams[queue]
         try:
-            params = kernel.args(vals)
-        except (TypeError, struct.error) as err:
-            raise RuntimeBackendError(f"kernel {kernel.name}: an argument CUDA cannot take "
-                                      f"({err})") from None
-        gx, gy, gz, bx, by, bz = geo
-        err = self._calls.launch(kernel.func, gx, gy, gz, bx, by, bz, kernel.shmem,
-                                 self._handles[queue], params, None)
-        if err:
-            if err == 201:  # CUDA_ERROR_INVALID_CONTEXT: a thread the context is not current on
-                self._dev.set_current()
-                err = self._calls.launch(kernel.func, gx, gy, gz, bx, by, bz, kernel.shmem,
-                                         self._handles[queue], params, None)
-            if err:
-                from liftkit.backends.cuda.launch import error_name
-                raise RuntimeBackendError(f"kernel {kernel.name}: the launch failed on "
-                                          f"{self.label} ({error_name(err)})")
+            self._core.launch(s, config, kernel, *vals)
+        except Exception as err:  # noqa: BLE001 - cuda.core's own error type
+            raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
         return self._record(s)
 
     def flush(self) -> None:

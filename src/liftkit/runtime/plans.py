@@ -4,11 +4,13 @@ buffers, the built kernel, the argument list with its scalar slots — while the
 keep their shape (``Runtime._epoch``, moved by every variable made or released and every
 buffer allocated, freed, merged, evicted or copied on write). Only the transfers a buffer needs,
 the dependencies, the scalars and the task's rows are worked out per launch; every guarantee of
-a plain ``launch`` holds (a plan that cannot take the short path takes the plain one)."""
+a plain ``launch`` holds (a plan that cannot take the short path takes the plain one).
+``Runtime.launch`` makes plans itself for launches it sees repeated (the same kernel, arrays,
+reads and writes: a chain of dependent kernels, a loop in a program using the runtime)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -27,6 +29,30 @@ class PlannedLaunches:
     dialect: str
     _epoch: int
     _stats: Any
+    _seen: dict
+    _launch: Any
+
+    def _repeated(self, kernel: Kernel, args: Sequence[Any], reads: list, writes: list,
+                  overwrites: list) -> Optional[LaunchPlan]:
+        """The plan of a launch made before with the same kernel, the same arrays at the same
+        places among its arguments and the same reads, writes and overwrites (made when it is
+        seen the second time), else None (the first time). At most 256 are remembered."""
+        key = (id(kernel), tuple([a.id if type(a) is ArrayVar else -a.var.id if type(a) is Whole
+                                  else 0 for a in args]),
+               tuple([getattr(a, "id", a) for a in reads]),
+               tuple([getattr(a, "id", a) for a in writes]),
+               tuple([getattr(a, "id", a) for a in overwrites]) if overwrites else ())
+        seen = self._seen
+        p = seen.get(key, False)
+        if p is None:  # the second time: a plan from now on (the kernel kept by it)
+            p = seen[key] = self.plan(kernel, len(args), reads=reads, writes=writes,
+                                      overwrites=overwrites)
+        elif p is False:
+            if len(seen) >= 256:
+                seen.clear()
+            seen[key] = None
+            return None
+        return p if p.kernel is kernel else None
 
     def plan(self, kernel: Kernel, nargs: int, *, reads: Sequence[ArrayVar],
              writes: Sequence[ArrayVar], overwrites: Sequence[ArrayVar] = ()) -> LaunchPlan:
@@ -47,8 +73,7 @@ class PlannedLaunches:
                 p.tried = True  # takes the short path at once when the tables allow it
                 self._fill(p, args)
             if p.epoch != self._epoch or len(args) != p.nargs:
-                eid = self.launch(p.kernel, global_size, args, reads=p.reads, writes=p.writes,
-                                  overwrites=p.over)
+                eid = self._launch(p.kernel, global_size, args, p.reads, p.writes, p.over, None)
                 if p.epoch >= 0:  # valid once, changed since (other tasks between its launches
                     p.misses += 1  # make or drop variables): after a few, plain launches only
                     p.dead = p.dead or p.misses > 2
