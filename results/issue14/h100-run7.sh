@@ -5,7 +5,7 @@
 # Lift kernel's own GPU time), then the whole JIT suite against Numba's CUDA target and CuPy
 # (each row printed as measured). Every reference runs in the same process as what it is
 # compared with. With base.tgz in the tree (git archive REV src benchmarks/jit | gzip), the
-# overhead rows of those sources run first too (+15 s: the "before" of this run).
+# overhead rows of those sources run too, twice, interleaved with two of ours (+45 s).
 #   source .device-kit/setup.sh && OUT=... bash results/issue14/h100-run7.sh
 # Limits: tests 36 s (baseline 22: 26 s for tests/jit's two), overhead 22 s, the suite in two
 # processes of 36 s and 26 s (baseline 22: 6 of 8 rows in 36 s in one, --repeat 3; first calls'
@@ -29,6 +29,16 @@ fi
 echo "== host overhead, chain, driver calls, A @ B (benchmarks/jit/overhead.py)"
 timeout 22 python3 benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 --driver \
     --matmul --json "$OUT/overhead.json" 2>&1 | tail -36
+if [ -f base.tgz ]; then  # processes of one host differ by 10-30 %: before and after again
+    echo "== host overhead, before, second process"
+    (cd /tmp/base && env PYTHONPATH="/tmp/base/src:$PYTHONPATH" timeout 15 python3 \
+        benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 \
+        --json "$OUT/overhead_before2.json" 2>&1 | tail -16)
+    echo "== host overhead, after, second process (and our Python alone: the stubbed driver)"
+    timeout 15 python3 benchmarks/jit/overhead.py --device gpu --backend cuda --repeat 5 \
+        --driver --json "$OUT/overhead2.json" 2>&1 | tail -24
+    timeout 8 python3 benchmarks/jit/overhead.py --stub-cuda --repeat 5 --driver 2>&1 | tail -15
+fi
 echo "== JIT suite vs Numba CUDA and CuPy (benchmarks/jit/gpu.py): launch-bound rows, then the rest"
 timeout 36 python3 benchmarks/jit/gpu.py --repeat 3 --skip runtime overhead matmul pressure \
     --only julia fft spmv pairwise growcut --json "$OUT/suite_a.json" 2>&1 \
