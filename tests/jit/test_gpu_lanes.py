@@ -113,6 +113,17 @@ def f(A, out):
             out[i] = s
     return out
 """,
+    "a sum the bounds read": """
+import liftkit
+def f(A, out):
+    with liftkit.gpu():
+        for i in prange(A.shape[0]):
+            s = 2.0
+            for j in range(int(s), A.shape[1]):
+                s += A[i, j]
+            out[i] = s
+    return out
+""",
     "no sum": """
 import liftkit
 def f(A, out):

@@ -115,8 +115,9 @@ def lane_plan(s: V.ParFor, dialect: str, lanes: "bool | int | None") -> LanePlan
         if any(r in assigned and r not in seen or r in accs for r in names):
             return None  # carried from one iteration to the next, or a sum read
         seen.add(t)
-    if not accs:
-        return None
+    bounds = {n.name for n in nodes((loop.start, loop.stop, loop.step)) if isinstance(n, V.Name)}
+    if not accs or bounds & set(accs):
+        return None  # no sum, or one the bounds read (each lane's sum starts from zero)
     hint = None
     for n in nodes(loop.body):
         if isinstance(n, V.Index) and isinstance(n.array, V.Name) and \
