@@ -15,8 +15,9 @@ kernels (host enqueue time against the chain's time) with where a launch's host 
 read-only input used by 10 kernels (uploads counted), a workload of 1.5x a memory limit, a
 jitted call's host overhead (with a profile), A @ B at 4096^2 (float32) on the Lift derivation
 against cuBLAS (resident, and as a jitted call on CuPy arrays), and 1.5x the device's free
-memory with the driver refusing allocations. ``--backend opencl`` is a smoke test on the CPU
-device with NumPy standing in for CuPy."""
+memory with the driver refusing allocations (pressure.py, its own process, runs arrays of 1.5x
+the card's whole memory). ``--backend opencl`` is a smoke test on the CPU device with NumPy
+standing in for CuPy."""
 
 from __future__ import annotations
 

@@ -189,6 +189,10 @@ def test_csr_and_row_sums_share_their_loop_on_cuda_and_run_unchanged_on_opencl(r
     assert "lk_lane" not in cu[0]
     _, cu, _ = _cuda_sources(SPMV, args, rt, passes={"lanes": 4})
     assert "int lk_g = 4;" in cu[0]
+    from liftkit.jit import JitError
+    with pytest.raises(JitError, match=r"passes\['lanes'\] must be True, False or a power of "
+                                       r"two up to 32, not 12"):
+        _cuda_sources(SPMV, args, rt, passes={"lanes": 12})
 
 
 @pytest.mark.parametrize("why", sorted(NOT_SHARED))

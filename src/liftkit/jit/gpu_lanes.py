@@ -9,6 +9,7 @@ from typing import Any
 
 from . import types as T
 from . import vrir as V
+from .errors import JitError
 from .passes.walk import nodes
 
 
@@ -75,12 +76,14 @@ def lane_plan(s: V.ParFor, dialect: str, lanes: "bool | int | None") -> LanePlan
     work-items already read neighbours). Floating-point sums are added in another order (a
     tree over the lanes), as ``np.sum``'s pairwise summation does; ``lanes=False`` keeps the
     sequential order."""
-    if lanes is False or (lanes is not None and lanes is not True and int(lanes) <= 1) or \
-            dialect != "cuda" or len(s.vars) != 1:
+    if lanes is not None and not isinstance(lanes, bool) and (
+            not isinstance(lanes, int) or lanes < 0 or lanes & (lanes - 1) or lanes > MAX_LANES):
+        raise JitError(f"passes['lanes'] must be True, False or a power of two up to "
+                       f"{MAX_LANES}, not {lanes!r}")
+    if lanes is False or lanes in (0, 1) and lanes is not True or dialect != "cuda" or \
+            len(s.vars) != 1:
         return None
     fixed = 0 if lanes is None or lanes is True else int(lanes)
-    if fixed & (fixed - 1) or fixed > MAX_LANES:
-        raise ValueError(f"lanes must be a power of two up to {MAX_LANES}, not {fixed}")
     for at, st in enumerate(s.body):
         if isinstance(st, V.For):
             break
