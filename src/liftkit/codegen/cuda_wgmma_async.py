@@ -18,19 +18,18 @@ s, the fragment rows g and g+8 at k 8s+t and 8s+t+4; row g+8h of block fb is col
 
 Pipeline, s stages, L = s-2 tiles copied ahead. Per tile i: B's fragments move from `pre` to
 the registers the products read (16 register moves), wgmma.fence, the products of tile i,
-commit; while they run, tile i+1 is prepared: a wait for the phase of its stage's mbarrier
-(every thread's copies of tile i+1 landed: each thread arrives with
-cp.async.mbarrier.arrive.noinc after issuing them, as CUTLASS's cp.async GMMA mainloops do; run
-1's cp.async.wait_group and a barrier alone left the tensor cores reading stale tiles, and a
-proxy fence after it is a MEMBAR that waits for the thread's copies still in flight); for TF32
-the pieces of A are rounded in place and fenced for the async proxy (generic stores the tensor
-cores read) — with two warpgroups the first issues every copy and the second rounds, so that
-fence has no copies of its thread in flight to wait for; one barrier (every warpgroup's products of tile i-1 done; with a pair, a
-cluster barrier, arrive relaxed: a release there is MEMBAR.ALL.GPU, which made run 1's pairs
-slow); the copies of tile i+1+L into the buffer of tile i-1; B's fragments of tile i+1 from
-shared memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a register written while they run (ptxas
-serialises the warpgroup MMA otherwise, warning C7513, or silently inserts a wait), and the
-tensor cores idle only for the register moves between two tiles. TF32Z copies A's bits raw: the
+commit; while they run, tile i+1 is prepared: cp.async.wait_group L-1 (tile i+1 landed, the
+thread's own copies), for TF32 each thread rounds its own pieces of A in place, then
+fence.proxy.async (cp.async and the rounding write through the generic proxy, the tensor cores
+read through the async one: without the fence they read stale tiles, as run 1's truncating
+kernels did; run 2's completion through an mbarrier per stage, cp.async.mbarrier.arrive, without
+the fence was wrong as well), one barrier (every thread's copies visible; every warpgroup's
+products of tile i-1 done; with a pair, a cluster barrier, release/acquire: the partner reads
+this block's B), the copies of tile i+1+L into the buffer of tile i-1, B's fragments of tile
+i+1 from shared memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a
+register written while they run (ptxas serialises the warpgroup MMA otherwise, warning C7513,
+or silently inserts a wait), and the tensor cores idle only for the register moves between two
+tiles. TF32Z copies A's bits raw: the
 tensor cores read a float32 that is not TF32 truncated (results/issue12/wgmma/run2/
 raw_operands.log), the same as truncTF32; its B fragments are masked like truncTF32 in registers.
 """
@@ -148,10 +147,6 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         raise CodegenError(f"{p.name} {warps} {stages}: {why}")
     groups, kt, ahead = warps // 4, tt.length, stages - 2
     nb = n // (64 * groups)  # 64-row blocks of B per warpgroup
-    # who copies: every thread; for TF32 with two warpgroups, the first copies and the second
-    # rounds A (its proxy fence, a MEMBAR, then has no copies of its own in flight to wait for)
-    split = p.rounding == "toTF32" and groups == 2
-    copiers = threads // 2 if split else threads
     out_t = ArrayType(ArrayType(ArrayType(p.acc, cst(n)), cst(m)), cst(1))
     if dest is None:
         dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
@@ -174,18 +169,10 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         rank = Var(rank_name, 0, 2)
 
     sbytes, b_base = stage_bytes(m, n, k), m * k * 4
-    buf = em.local_array(ArrayType(float32, cst((sbytes * stages + ALIGN + 8 * stages) // 4)), "wgmma_stage", cst(1))
+    buf = em.local_array(ArrayType(float32, cst((sbytes * stages + ALIGN) // 4)), "wgmma_stage", cst(1))
     smem = em.names.fresh("lk_smem")
     em.line(f"unsigned {smem} = ((unsigned)__cvta_generic_to_shared({buf.name}) + {ALIGN - 1}u) & ~{ALIGN - 1}u;")
     slot = lambda i: f"{smem} + (unsigned)(({i}) % {stages}) * {sbytes}u"  # noqa: E731
-    # one mbarrier per stage after the tiles: its phase completes when every thread's copies
-    # of the stage's tile have landed (cp.async.mbarrier.arrive.noinc, one arrival per thread)
-    full = lambda i: f"{smem} + {stages * sbytes}u + (unsigned)(({i}) % {stages}) * 8u"  # noqa: E731
-    em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the previous tile of C is done with the mbarriers
-    with em.if_(f"{tid_name} == 0"):
-        for b in range(stages):
-            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {copiers};" :: "r"({full(b)}) : "memory");')
-    em.barrier({"CLK_LOCAL_MEM_FENCE"})
 
     def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
         ops = g.apply(p.f, [tiles.access(j)], env, c, None)
@@ -196,17 +183,11 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
                            "B's as it lies: A must be contiguous along k and B along its rows (a "
                            "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
-    ctid = Var(tid_name, 0, copiers)
-    ap = a_pieces(m, k, copiers, ctid)
+    ap = a_pieces(m, k, threads, tid)
     if pair:  # this block copies k-rows [rank·k/2, (rank+1)·k/2) of B's tile
-        bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, copiers, ctid)]
+        bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, threads, tid)]
     else:
-        bp = b_pieces(n, k, copiers, ctid)
-    rounders = ap
-    if split:
-        rtid = em.names.fresh("lk_rtid")
-        em.line(f"int {rtid} = {tid_name} - {copiers};")
-        rounders = a_pieces(m, k, threads - copiers, Var(rtid, 0, threads - copiers))
+        bp = b_pieces(n, k, threads, tid)
     # where the lanes read B: this block's shared memory, or with a pair each half's owner's
     owner_base = [smem]
     if pair:
@@ -215,13 +196,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             em.line(f'unsigned {nm}; asm volatile("mapa.shared::cluster.u32 %0, %1, {o};" : "=r"({nm}) : "r"({smem}));')
 
     def issue(j: ArithExpr, at: str, c: "Ctx") -> None:
-        """The copies of tile j into the buffer at `at`, then this thread's arrival on the
-        stage's mbarrier once they have landed."""
         a, b = operands(j, c)
-        with em.if_(f"{tid_name} < {copiers}") if split else em.scope():
-            copies(a, b, j, at)
-
-    def copies(a: View, b: View, j: ArithExpr, at: str) -> None:
         for row, ch in ap:
             src = global_vector(g, global_element(g, a.access(row).access(ch * cst(4))))
             em.line(f'asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: '
@@ -230,8 +205,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             src = global_vector(g, global_element(g, b.access(ch * cst(4)).access(r)))
             em.line(f'asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: '
                     f'"r"({_b_addr(at, b_base, r.to_c(), ch.to_c(), n)}), "l"(&{src}) : "memory");')
-        em.line(f'asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: '
-                f'"r"({full(j.to_c())}) : "memory");')
+
+    commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
 
     # lane coordinates: warpgroup, warp in it, group g and thread t of the fragment layouts
     wg, w4, gv, tv = (em.names.fresh(h) for h in ("lk_wg", "lk_w4", "lk_g", "lk_t"))
@@ -314,14 +289,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
 
     def round_a(at: str) -> None:
-        """This thread's pieces of A, landed, rounded in place (toTF32), fenced for the tensor
-        cores (generic stores they read through the async proxy)."""
-        with em.if_(f"{tid_name} >= {copiers}") if split else em.scope():
-            round_pieces(at)
-            em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
-
-    def round_pieces(at: str) -> None:
-        for row, ch in rounders:
+        """This thread's own pieces of A, landed, rounded in place (toTF32)."""
+        for row, ch in ap:
             addr = em.names.fresh("lk_ra")
             em.line(f"unsigned {addr} = {_a_addr(at, row, ch, m)};")
             words = [em.names.fresh("lk_aw") for _ in range(4)]
@@ -336,23 +305,26 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         """Tile j landed (and rounded), every thread's copies visible, the copies of tile j+L
         issued, B's fragments of tile j in `pre`."""
         jc = f"({j.to_c()})"
-        done = em.names.fresh("lk_landed")
-        em.line(f"unsigned {done};")
-        em.line(f'do asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n'
-                f'selp.u32 %0, 1, 0, p;\\n}}" : "=r"({done}) : "r"({full(jc)}), "r"(({jc} / {stages}) & 1) : "memory"); '
-                f'while (!{done});')
+        em.line(f'asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");')
         if p.rounding == "toTF32":
             round_a(slot(jc))
+        # cp.async (and the rounding) wrote through the generic proxy; the tensor cores read
+        # through the async proxy: without this fence they read stale data (run 1: the truncating
+        # kernels, which had none, were wrong on 99 % of the elements)
+        em.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
         barrier()
         with em.if_(f"{jc} + {ahead} < {kt.to_c()}"):
             issue(j + cst(ahead), slot(f"{jc} + {ahead}"), c)
+        em.line(commit)
         fragments(jc)
 
     def barrier() -> None:
         """Every thread's copies visible and its products of two tiles back done: in the block,
         or with a pair in both blocks of the cluster (which also read each other's B)."""
-        if pair:  # relaxed: a release here is MEMBAR.ALL.GPU, which made run 1's pairs slow
-            em.line('asm volatile("barrier.cluster.arrive.relaxed.aligned;\\n'
+        if pair:  # release/acquire: the partner reads this block's copies (a MEMBAR.ALL.GPU per
+            # tile in SASS; run 2's relaxed arrive was 1.2x faster and passed the checks, but
+            # the memory model does not order the partner's reads without the release)
+            em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
                     'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
         else:
             em.barrier({"CLK_LOCAL_MEM_FENCE"})
@@ -361,6 +333,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     for j in range(ahead):
         with em.if_(f"{j} < {kt.to_c()}"):
             issue(cst(j), slot(j), ctx.inside(p))
+        em.line(commit)
     with em.if_(f"0 < {kt.to_c()}"):
         prepare(cst(0), ctx.inside(p))
 
@@ -373,6 +346,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             prepare(i + cst(1), c)
         em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
         pin()
+    em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
     if pair:  # neither block leaves while the other may still read its shared memory
         em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
                 'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
