@@ -515,12 +515,13 @@ def space(kind: Kind, device_kind: str, backend: str = "opencl") -> list[Variant
 
 
 # untuned GEMMs large enough for tiles: the tiled derivation measured fastest on the CPU
-# device per element type (docs/blas.md: float32's float4 blocks; for double and complex, scalar
-# 4×1 register blocks, which Intel's CPU compiler vectorises across work-items); GPUs keep `glb`
-# until tuned (the tiles were not run there through liftkit.blas yet)
+# device per element type (scalar register blocks, which Intel's CPU compiler vectorises across
+# work-items: for float32 4×4 blocks of 64×64 tiles, 2.5x the float4 blocks at 1024³,
+# results/issue15/cpu-final; for double and complex 4×1, docs/blas.md); GPUs keep `glb` until
+# tuned (the tiles were not run there through liftkit.blas yet)
 _CPU_SCALAR_TILES = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
 DEFAULT_TILES: dict[str, dict[str, Variant]] = {"cpu": {
-    "float32": Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8),
+    "float32": Variant.of("tiles", tm=64, tn=64, tk=16, rm=4, rn=4, w=1),
     "float64": _CPU_SCALAR_TILES, "complex64": _CPU_SCALAR_TILES, "complex128": _CPU_SCALAR_TILES}}
 # untuned GEMVs reading A's rows on the CPU device: 4 rows per work-item read in float16 /
 # double16 vectors (a vector as wide as the SIMD unit or wider: Intel's CPU compiler keeps the
