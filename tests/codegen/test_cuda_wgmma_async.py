@@ -174,9 +174,10 @@ def test_copies_land_where_the_products_read(m: int, n: int, k: int, warps: int,
 def test_cuda_code_and_sm90a_build_without_spills_or_serialisation() -> None:
     src = compile_program(low("tf32z"), CUDA).source
     assert "cp.async.cg.shared.global" in src and "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32" in src
-    assert "0x1000u" not in src and "st.shared" not in src  # raw bits of A, truncated B
-    loop = src[src.index("for (int i = 0;"):]  # landed copies fenced for the tensor cores, then the barrier
-    assert loop.index("cp.async.wait_group") < loop.index("fence.proxy.async.shared::cta") < loop.index("__syncthreads")
+    assert "0x1000u" not in src and "0xffffe000u" in src  # truncation, no rounding carry
+    loop = src[src.index("for (int i = 0;"):]  # landed, rewritten truncated, fenced, then the barrier
+    assert (loop.index("cp.async.wait_group") < loop.index("st.shared.v4.b32") < loop.index("fence.proxy.async.shared::cta")
+            < loop.index("__syncthreads"))
     rounding = compile_program(low("tf32", 128, 256, 32, 8, 3), CUDA).source
     assert "fence.proxy.async.shared::cta" in rounding and "0x1000u" in rounding
     assert "st.shared.v4.b32" in rounding and "m64n128k8" in rounding

@@ -19,7 +19,8 @@ s, the fragment rows g and g+8 at k 8s+t and 8s+t+4; row g+8h of block fb is col
 Pipeline, s stages, L = s-2 tiles copied ahead. Per tile i: B's fragments move from `pre` to
 the registers the products read (16 register moves), wgmma.fence, the products of tile i,
 commit; while they run, tile i+1 is prepared: cp.async.wait_group L-1 (tile i+1 landed, the
-thread's own copies), for TF32 each thread rounds its own pieces of A in place, then
+thread's own copies), each thread rewrites its own pieces of A rounded (TF32) or truncated
+(TF32Z) in place, then
 fence.proxy.async (cp.async and the rounding write through the generic proxy, the tensor cores
 read through the async one: without the fence they read stale tiles, as run 1's truncating
 kernels did; run 2's completion through an mbarrier per stage, cp.async.mbarrier.arrive, without
@@ -29,9 +30,9 @@ this block's B), the copies of tile i+1+L into the buffer of tile i-1, B's fragm
 i+1 from shared memory into `pre`, rounded; then wgmma.wait_group 0. The products never read a
 register written while they run (ptxas serialises the warpgroup MMA otherwise, warning C7513,
 or silently inserts a wait), and the tensor cores idle only for the register moves between two
-tiles. TF32Z copies A's bits raw: the
-tensor cores read a float32 that is not TF32 truncated (results/issue12/wgmma/run2/
-raw_operands.log), the same as truncTF32; its B fragments are masked like truncTF32 in registers.
+tiles. TF32Z truncates A in the same pass (the tensor cores would read the raw bits truncated,
+results/issue12/wgmma/run2/raw_operands.log, but the pass is what makes the proxy fence order
+the copies: a fence alone after the copies was not checked on a GPU) and B in registers.
 """
 
 from __future__ import annotations
@@ -289,7 +290,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
 
     def round_a(at: str) -> None:
-        """This thread's own pieces of A, landed, rounded in place (toTF32)."""
+        """This thread's own pieces of A, landed, rounded in place as the pattern says."""
         for row, ch in ap:
             addr = em.names.fresh("lk_ra")
             em.line(f"unsigned {addr} = {_a_addr(at, row, ch, m)};")
@@ -306,8 +307,10 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         issued, B's fragments of tile j in `pre`."""
         jc = f"({j.to_c()})"
         em.line(f'asm volatile("cp.async.wait_group {ahead - 1};" ::: "memory");')
-        if p.rounding == "toTF32":
-            round_a(slot(jc))
+        # each thread's own pieces of A rewritten rounded (TF32) or truncated (TF32Z: the same
+        # values the tensor cores would read, but the sequence run 1 checked on the GPU, where
+        # the truncating kernels without this pass and fence were wrong), then fenced
+        round_a(slot(jc))
         # cp.async (and the rounding) wrote through the generic proxy; the tensor cores read
         # through the async proxy: without this fence they read stale data (run 1: the truncating
         # kernels, which had none, were wrong on 99 % of the elements)

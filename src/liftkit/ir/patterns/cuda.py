@@ -28,8 +28,7 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
 - `reduceWgmmaAsyncTF32 w s (f, z)`, `reduceWgmmaAsyncTF32Z w s (f, z)`: the same meaning again,
   the tiles copied raw by cp.async (no staging through registers): A into the swizzled layout,
   B as it lies, then B from shared memory into registers and the register form of wgmma on
-  Cᵀ = B·Aᵀ. TF32 rounds A in shared memory and B in registers; TF32Z leaves A's bits to the
-  tensor cores, which truncate (measured on an H100, results/issue12/wgmma/run2).
+  Cᵀ = B·Aᵀ; A rounded (TF32) or truncated (TF32Z) in shared memory, B in registers.
 - `reduceWgmmaPairTF32 w s (f, z)`, `reduceWgmmaPairTF32Z w s (f, z)`: reduceWgmmaAsync run by
   the two blocks of a 2-block cluster that share their B tiles: each copies half of B, both read
   all of it (distributed shared memory), so B crosses from L2 once per pair.
@@ -401,8 +400,8 @@ class ReduceWgmmaAsync(ReduceWgmma):
     layout the tensor cores read, the B tile (contiguous along its rows) as it lies; each
     warpgroup loads its rows of B from shared memory into registers (rounding them there) and
     computes Cᵀ = B·Aᵀ with the register form of wgmma (m64 rows of B per warpgroup block, A's
-    rows the instruction's n). TF32 rounds A in shared memory once it has landed (each thread
-    its own pieces); TF32Z leaves A's bits as copied, which the tensor cores read truncated."""
+    rows the instruction's n). A is rounded (TF32) or truncated (TF32Z) in shared memory once
+    it has landed (each thread its own pieces), B in registers."""
 
     feature = "wgmma"
     shape = (8, 64, 8)
