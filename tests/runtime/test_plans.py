@@ -134,3 +134,20 @@ def test_repeated_plain_launches_take_a_plan_from_their_second_time() -> None:
     np.testing.assert_allclose(rt.read(other), 6.0)
     np.testing.assert_allclose(rt.read(vx), ref + 5.0)
     rt.close()
+
+
+def test_remembered_launches_let_go_of_released_arrays() -> None:
+    import gc
+    import weakref
+    rt = Runtime("opencl", "cpu")
+    x, a = np.zeros(32), np.ones(32)
+    alive = weakref.ref(x)
+    vx, va = rt.submit(x), rt.submit(a)
+    for _ in range(3):  # repeated: planned from the second launch
+        rt.launch(AXPY, (32,), [vx, va, np.float64(1.0)], reads=[vx, va], writes=[vx])
+    rt.release(vx)
+    np.testing.assert_allclose(x, 3.0)
+    del x
+    gc.collect()
+    assert alive() is None  # the runtime keeps nothing of it, its plan included
+    rt.close()

@@ -307,6 +307,8 @@ class Runtime(PlannedLaunches):
         buf.handle = None
         self._epoch += 1
         self.buffers.pop(buf.id, None)
+        if self._seen:  # remembered launches hold their buffers (and the memory they mirror)
+            self._seen.clear()
 
     # ------------------------------------------------------------------ host side
     def sync_host(self, v: ArrayVar, write: bool = False) -> None:
