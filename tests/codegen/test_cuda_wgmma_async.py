@@ -207,7 +207,7 @@ def test_refused_on_opencl_and_for_layouts_it_cannot_copy() -> None:
     with pytest.raises(CodegenError, match=r"runs on 8 warps \(256 threads\), but the work-group has 128"):
         compile_program(low(), CompileOptions(dialect="cuda", local_size=(128,)))
     with pytest.raises(CodegenError, match=r"^reduceWgmmaPairTF32Z needs the CUDA backend on a Hopper GPU"):
-        compile_program(low(copy="pair"))
+        compile_program(low("tf32z", 128, 256, 32, 8, 4, copy="pair"))
     A, B = Param("A", float32[64][384]), Param("B", float32[128][64])  # three row tiles: no pairs
     tiles = lambda t: compose(map(compose(transpose, map(split(32)))), split(t))  # noqa: E731
     body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(

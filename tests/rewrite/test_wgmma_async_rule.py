@@ -80,6 +80,7 @@ def test_only_where_the_program_gives_up_the_precision() -> None:
         pairs = [c.params for c in enumerate_choices(normal_form(_mm(float32, cast, shape)), [PAIR])]
         assert pairs and all(256 // c["tm"] % 2 == 0 for c in pairs)  # row tiles in pairs
         assert {"tm": 128, "tn": 128, "tk": 32, "warps": 8, "stages": 4} in pairs
+        assert all(c["tm"] <= 128 for c in pairs)  # 256-row pairs failed to launch on the H100
 
 
 def test_the_derivation_and_the_search_reach_it() -> None:

@@ -70,6 +70,8 @@ def plan_error(m: int, n: int, k: int, warps: int, stages: int, pair: bool = Fal
     for rows in (m, n):
         if (rows * k // 4) % threads:
             return f"the {rows}×{k} tile's 16-byte pieces do not divide among {threads} threads"
+    if pair and m > 128:  # run 1: CUDA_ERROR_INVALID_CLUSTER_SIZE at launch (the H100), cause not found
+        return f"{m} rows of A per block: 2-block clusters launched only with at most 128 (checked on an H100)"
     if pair and ((n * k // 8) % threads or k % 16):
         return f"half of the {n}×{k} B tile does not divide among {threads} threads in whole k-steps"
     if not 3 <= stages <= 6:
