@@ -147,16 +147,22 @@ def _library(t: type) -> Optional[str]:
         return "cupy"
     if mod == "torch" and t.__name__ == "Tensor":
         return "torch"
+    if mod == "pyopencl" and t.__name__ == "Array":
+        return "pyopencl"
     return None
 
 
 class Operands:
     """Reads an argument's plan key and pointer from the attributes its library keeps (CuPy:
     data.ptr, shape, dtype, strides; PyTorch: data_ptr(), shape, dtype, stride()), without
-    building its CUDA array interface; NumPy arrays by shape, dtype and flags."""
+    building its CUDA array interface; NumPy arrays by shape, dtype and flags; pyopencl arrays
+    (OpenCL sessions) by shape, dtype and strides, their buffer as the pointer, planned only on
+    the session's own in-order queue and at offset 0 (their pending work is then ordered before
+    the call without waiting on their events)."""
 
-    def __init__(self) -> None:
+    def __init__(self, queue: Any = None) -> None:
         self._libs: dict[type, Optional[str]] = {}
+        self._queue = queue  # an OpenCL session's queue (pyopencl arrays on it are planned)
 
     def key(self, x: Any) -> Any:
         """The part of a call's kind this argument decides (None: no plan for its type)."""
@@ -171,11 +177,18 @@ class Operands:
             return (t, x.shape, x.dtype, x.strides, x.device.id)
         if lib == "torch":
             return (t, tuple(x.shape), x.dtype, x.stride(), x.device, x.requires_grad)
+        if lib == "pyopencl" and self._queue is not None and x.queue is self._queue \
+                and not x.offset and (x.flags.c_contiguous or x.flags.f_contiguous):
+            return (t, x.shape, x.dtype, x.strides)
         return None
 
-    def pointer(self, x: Any) -> int:
-        """A device array's address (CuPy or PyTorch; `key` saw its type first)."""
-        return int(x.data.ptr) if self._libs[type(x)] == "cupy" else int(x.data_ptr())
+    def pointer(self, x: Any) -> Any:
+        """A device array's address (CuPy or PyTorch; `key` saw its type first); a pyopencl
+        array's buffer."""
+        lib = self._libs[type(x)]
+        if lib == "pyopencl":
+            return x.base_data
+        return int(x.data.ptr) if lib == "cupy" else int(x.data_ptr())
 
 
 _UPLOADS = ("upload-0", "upload-1", "upload-2")  # workspace names of uploaded NumPy inputs
@@ -199,7 +212,10 @@ class CallPlans:
         self.session = session
         self.q = session.q
         self._future = future  # session.Future (the session imports this module)
-        self.operands = Operands()
+        opencl = self.q.backend == "opencl"
+        self.operands = Operands(session.queue if opencl else None)
+        # what a launch argument holds for a buffer: CUDA's address, OpenCL's memory object
+        self.address: Callable[[Any], Any] = (lambda b: b) if opencl else (lambda b: b.ptr)
         self._plans: dict[Any, Optional[tuple[CallPlan, Output]]] = {}
         self._profile = session.profile  # the plans follow the profile's choices
 
@@ -236,7 +252,7 @@ class CallPlans:
             scalars: Sequence[Any], upload_output: bool = False) -> Any:
         """Enqueue one call on a plan: the inputs' and output's pointers (NumPy ones uploaded
         to fresh device buffers), the launches, the future."""
-        q, s = self.q, self.session
+        q, s, addr = self.q, self.session, self.address
         ptrs: list[Any] = []
         keep: list[Any] = [inputs, output]
         lib_array = None
@@ -246,7 +262,7 @@ class CallPlans:
                 # stream runs the next call's upload after this call's kernels have read it)
                 buf = s.scratch.buffer(_UPLOADS[i], x.nbytes)
                 q.upload(buf, x)
-                ptrs.append(buf.ptr)
+                ptrs.append(addr(buf))
             else:
                 lib_array = x
                 ptrs.append(self.operands.pointer(x))
@@ -260,14 +276,14 @@ class CallPlans:
                 buf = q.alloc(max(1, host.nbytes))
                 result = host
             keep.append(buf)
-            ptrs.append(buf.ptr)
+            ptrs.append(addr(buf))
         elif type(output) is np.ndarray:
             host = result = output
             buf = q.alloc(max(1, output.nbytes))
             if upload_output:
                 q.upload(buf, output)
             keep.append(buf)
-            ptrs.append(buf.ptr)
+            ptrs.append(addr(buf))
         else:
             lib_array = result = output
             ptrs.append(self.operands.pointer(output))
@@ -280,19 +296,19 @@ class CallPlans:
                     waited = t
         ptrs.extend(t(v) for t, v in zip(plan.scalars, scalars))
         if plan.zeros:
-            ptrs.append(s.zeros(plan.zeros)[0].ptr)
+            ptrs.append(addr(s.zeros(plan.zeros)[0]))
         ptrs.extend(plan.fixed)
         if plan.temps:
             ws = s.scratch
             for t in plan.temps:
-                ptrs.append(ws.buffer(*t).ptr)
+                ptrs.append(addr(ws.buffer(*t)))
         q.launch_all(plan.launches, ptrs)
         event = q.call_event()
         if host is not None:
             hbuf = keep[-1]
 
             def finish() -> Any:
-                q.after_download(host, hbuf)
+                q.download_now(host, hbuf)
                 return host
             return self._future(q, [event], finish, keep)
         return self._future(q, [event], lambda: result, keep)

@@ -426,7 +426,7 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
            for x in arrays if x is not None):
         return None
     s, item = plan.session, plan.dtype.itemsize
-    fixed = (E.unit.ptr,) if E is not None and E.doubled else ()  # the (1, i) buffer
+    fixed = (s.calls.address(E.unit),) if E is not None and E.doubled else ()  # the (1, i) buffer
     base = 5 + len(fixed)
     slot = {"A": 0, "B": 1}
     steps: list[Any] = []

@@ -44,6 +44,7 @@ class CLQueue:
         # only what changed (a set_arg costs ~3 µs on Intel's CPU runtime, 8 of them as much as
         # the enqueue); the handle is kept so its id stays its own
         self._held: dict[int, tuple[Any, list[Any]]] = {}
+        self._last: Any = None  # the last event `launch_all` enqueued (a call plan's future)
 
     def begin_call(self) -> None:
         """OpenCL operands carry their own events: nothing to scope."""
@@ -79,6 +80,10 @@ class CLQueue:
 
     def after_download(self, host: np.ndarray, buf: Any) -> None:
         """What reading `host` needs after the events of `download_later` (nothing here)."""
+
+    def download_now(self, host: np.ndarray, buf: Any) -> None:
+        """Copy `buf` into `host` after everything enqueued (a call plan's NumPy output)."""
+        self.read(host, buf)
 
     def read(self, host: np.ndarray, buf: Any) -> None:
         """Copy `buf` into `host` after everything enqueued (blocking)."""
@@ -155,6 +160,57 @@ class CLQueue:
                wait_for: Sequence[Any]) -> Any:
         import pyopencl as cl
 
+        self._set_args(handle, args)
+        return cl.enqueue_nd_range_kernel(self.queue, handle, glob, local,
+                                          wait_for=list(wait_for) or None)
+
+    # -- call plans (`liftkit.blas.calls`): the in-order queue orders every step -----------------
+    def launch_config(self, handle: Any, kernel: Any, glob: tuple[int, ...],
+                      local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
+        """(what every launch of the kernel at one geometry shares: global and local sizes,
+        the handle)."""
+        return (tuple(glob), None if local is None else tuple(local)), handle
+
+    def launch_all(self, steps: Sequence[Any], values: Sequence[Any]) -> None:
+        """Enqueue a call plan's steps: a Launch's argument list filled from `values` by slot
+        (memory objects, typed scalars), Clear and Copy on the slots' buffers."""
+        import pyopencl as cl
+
+        ev = None
+        for ln in steps:
+            if ln.step == "launch":
+                args = list(ln.args)
+                for pos, slot in ln.slots:
+                    args[pos] = values[slot]
+                self._set_args(ln.handle, args)
+                ev = cl.enqueue_nd_range_kernel(self.queue, ln.handle, *ln.config)
+            elif ln.step == "copy" and ln.rows == 1:
+                ev = self.copy(values[ln.dst], values[ln.src], ln.row_bytes)
+            elif ln.step == "copy":
+                ev = self.copy2d(values[ln.dst], values[ln.src], ln.rows, ln.row_bytes,
+                                 ln.src_pitch, ln.dst_pitch)
+            else:
+                ev = self.fill_zero(values[ln.slot], ln.nbytes)
+        self._last = ev
+
+    def call_event(self) -> Any:
+        """The event of the last step `launch_all` enqueued (a marker where it had none)."""
+        ev, self._last = self._last, None
+        return ev if ev is not None else self.marker()
+
+    def wait_library(self, x: Any) -> None:
+        """A planned pyopencl array is on this in-order queue: its work is ordered already."""
+
+    def new_array(self, like: Any, shape: tuple[int, ...], dtype: np.dtype, order: str = "C"
+                  ) -> tuple[Any, Any]:
+        """A fresh pyopencl array on this queue (a call plan's output) and its buffer."""
+        import pyopencl.array as cla
+
+        arr = cla.empty(self.queue, shape, dtype, order=order)
+        return arr, arr.base_data
+
+    def _set_args(self, handle: Any, args: Sequence[Any]) -> None:
+        """Set the arguments that changed since the kernel's last launch."""
         held = self._held.get(id(handle))
         if held is None or held[0] is not handle or len(held[1]) != len(args):
             held = (handle, [None] * len(args))
@@ -165,8 +221,6 @@ class CLQueue:
             if key is None or key != keys[i]:
                 handle.set_arg(i, v)
                 keys[i] = key
-        return cl.enqueue_nd_range_kernel(self.queue, handle, glob, local,
-                                          wait_for=list(wait_for) or None)
 
 
 def _arg_key(v: Any) -> Any:
@@ -259,6 +313,10 @@ class CUDAQueue:
 
     def after_download(self, host: np.ndarray, buf: DevBuf) -> None:
         self._check(self._drv().cuMemcpyDtoH(host.ctypes.data, buf.ptr, host.nbytes), "download")
+
+    def download_now(self, host: np.ndarray, buf: DevBuf) -> None:
+        """`buf` into `host` once a call plan's event is complete (as after_download)."""
+        self.after_download(host, buf)
 
     def read(self, host: np.ndarray, buf: DevBuf) -> None:
         self.finish()

@@ -189,8 +189,8 @@ class Session:
         self._zeros: Optional[tuple[Any, list[Any]]] = None  # zeros()'s buffer
         self._scratch: Optional[Workspace] = None
         self.device_kind = "gpu" if self.device.is_gpu else "cpu"
-        # CUDA: repeated calls' host path worked out once (`liftkit.blas.calls`)
-        self.calls = CallPlans(self, Future) if self.backend == "cuda" else None
+        # repeated calls' host path worked out once (`liftkit.blas.calls`), on both backends
+        self.calls = CallPlans(self, Future)
 
     def __repr__(self) -> str:
         tuned = "tuned" if self.profile else "untuned"
