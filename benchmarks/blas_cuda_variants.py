@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
 
     for dt_name in args.dtypes.split(","):
         dt = np.dtype(dt_name)
-        for n in map(int, args.sizes.split(",")):
+        for n in (int(v) for v in args.sizes.split(",") if v):
             A = rand((n, n), dt)
             x = rand((n,), dt)
             y = cp.full((n,), np.nan, dt)
@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
                           "host_us": t_h * 1e6, "rel_error": err})
             del A, x, y, want
             cp.get_default_memory_pool().free_all_blocks()
-        for n in map(int, args.transpose.split(",")):
+        for n in (int(v) for v in args.transpose.split(",") if v):
             A = rand((n, n), dt)
             T = cp.full((n, n), np.nan, dt)
             nbytes = 2.0 * n * n * dt.itemsize
