@@ -215,6 +215,12 @@ def test_refused_on_opencl_and_for_layouts_it_cannot_copy() -> None:
         << transpose << B) << tiles(128) << A
     with pytest.raises(CodegenError, match="3 work-groups along dimension 1 cannot pair up"):
         compile_program(Lambda((A, B), body), CUDA)
+    with pytest.raises(CodegenError, match=r"the number of row tiles \(M/128\) must be known even"):
+        compile_program(by_hand(reduceWgmmaPairTF32Z, 128, 256, 32, 8, 3), CUDA)
+    from liftkit.codegen.constraints import divisibility_checks  # the derivation pairs them: checked at launch
+
+    checks = divisibility_checks(low("tf32z", 128, 256, 32, 8, 3, copy="pair"))
+    assert any(d.what == "split 2" and str(d.length) == "M/128" for d in checks)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from liftkit.arith import ArithExpr, Var, cst
+from liftkit.arith import ArithExpr, Var, cst, divides
 from liftkit.codegen import views as V
 from liftkit.codegen.cuda_wgmma import (ALIGN, MAX_ACCUMULATORS, ROW_BYTES, SHARED_LIMIT, _desc_c,
                                         _prod, _rounded, global_element, global_vector,
@@ -383,8 +383,10 @@ def _pair_cluster(g: "Generator", p: P.ReduceWgmma, ctx: "Ctx") -> None:
         raise CodegenError(f"{p.name}: {length} work-groups along dimension 1 cannot pair up "
                            "(2-block clusters): the row tiles must be even in number")
     g.em.kernel_attributes.append("__cluster_dims__(1, 2, 1)")
-    if not length.is_constant:
-        g.em.line(f"if (({length.to_c()}) & 1) __trap();  /* unpaired row tile: see {p.name} */")
+    if not (length.is_constant or divides(cst(2), length)):
+        raise CodegenError(f"{p.name}: the number of row tiles ({length}) must be known even "
+                           "(2-block clusters): split the rows in pairs first (join ∘ split 2, "
+                           "as mm-wgmma-pair does)")
 
 
 def _vector_place(g: "Generator", views: Sequence[View]) -> Optional[str]:
