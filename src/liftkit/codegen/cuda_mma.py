@@ -30,7 +30,7 @@ from liftkit.codegen.emit import space_of_view
 from liftkit.codegen.memory import ctype
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
-from liftkit.ir.patterns.cuda import WARP
+from liftkit.ir.patterns.cuda import WARP, ReduceMmaF64K8Ahead
 from liftkit.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -289,9 +289,119 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
         else:
             products_with(main, a, b)
 
+    def step_loader(ins: Instr, a: View, b: View, s: int) -> Callable[..., dict[Any, str]]:
+        """The loader of the lane's A and B fragment registers of k-step s of one tile pair,
+        read through the views (vectors only within the step): load(keys) gives those of `keys`
+        (("a", fm, r) / ("b", fn, r)) as new variables, load(keys, into) assigns into's."""
+        k0 = cst(s * ins.shape[2])
+        els = {("a", fm, r): [a.access(row0[fm] + row).access(k0 + kc) for row, kc in ins.a(r, gv, tv)]
+               for fm in range(fm_n) for r in range(ins.a_regs)}
+        els.update({("b", fn, r): [b.access(col0[fn] + nc).access(k0 + kr) for nc, kr in ins.b(r, gv, tv)]
+                    for fn in range(fn_n) for r in range(ins.b_regs)})
+        reads = _Reads(g, [v for vs in els.values() for v in vs])
+
+        def load(keys: Sequence[Any], into: Optional[dict[Any, str]] = None) -> dict[Any, str]:
+            if into is None:
+                return {key: operand([reads.load(v) for v in els[key]], f"{key[0]}{key[1]}_{key[2]}")
+                        for key in keys}
+            for key in keys:
+                em.line(f"{into[key]} = {reads.load(els[key][0])};")
+            return {key: into[key] for key in keys}
+        return load
+
+    a_keys = {fm: [("a", fm, r) for r in range(main.a_regs)] for fm in range(fm_n)}
+    b_keys = [("b", fn, r) for fn in range(fn_n) for r in range(main.b_regs)]
+
+    def issue_step(ins: Instr, fr: dict[Any, str], then: Callable[[int], None]) -> None:
+        """The products of one k-step, row of fragments by row; then(fm) after row fm (whose A
+        registers are then free: the next step's A row is read there)."""
+        for fm in range(fm_n):
+            for fn in range(fn_n):
+                issue(ins, [acc[fm, fn, r] for r in range(ins.c_regs)],
+                      [fr["a", fm, r] for r in range(ins.a_regs)] + [fr["b", fn, r] for r in range(ins.b_regs)])
+            then(fm)
+
+    def ahead_loop(chains: list[Any]) -> None:
+        """The cp.async pipeline of reduceMmaF64K8Ahead: s tiles issued before the loop; in tile
+        i each k-step's products issue after the next step's fragments are read; at the last
+        step, `wait_group s-2` (tile i+1 landed), one barrier (tile i's fragments all read),
+        the copy of tile i+s into tile i's buffer, tile i+1's first fragments read, then tile
+        i's last products. Before sm_90, m8n8k4 on tile i before the barrier."""
+        from liftkit.codegen.cuda_patterns import _through, prove_lt, stage_buffers
+        from liftkit.codegen.generator import Scope
+
+        stages = chains[0][1].stage_count()
+        if stages < 2:
+            raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
+                               "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2")
+        kt = tt.length
+        buffers, issue_copies = stage_buffers(g, chains, tiles, env, body)
+        commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
+        for s in range(stages):
+            if prove_lt(cst(s), kt):
+                issue_copies(cst(s), cst(s), body)
+            else:
+                with em.if_(f"{s} < {kt.to_c()}"):
+                    issue_copies(cst(s), cst(s), body)
+            em.line(commit)
+        em.line(f'asm volatile("cp.async.wait_group {stages - 1};" ::: "memory");')
+        em.barrier({"CLK_LOCAL_MEM_FENCE"})
+
+        def ops_at(slot: ArithExpr, c: "Ctx") -> list[View]:
+            return [_through(g, post, buf.access(slot), env, c)
+                    for (post, _, _), (buf, _) in zip(chains, buffers)]
+
+        steps = k // main.shape[2]
+        em.line(f"#if {HOPPER}")
+        first = step_loader(main, *ops_at(cst(0), body), 0)
+        carried = first(b_keys)
+        for fm in range(fm_n):
+            carried.update(first(a_keys[fm]))
+        em.line("#endif")
+        name = em.names.fresh("i")
+        i = Var(name, 0, kt)
+        with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+            c = body.inside(p, Scope("seq", 0, i, kt))
+            a, b = ops_at(i % cst(stages), c)
+            cur = carried
+            for j in range(steps):
+                last = j + 1 == steps
+                if j == 0:  # before sm_90: the whole tile on m8n8k4, before the barrier
+                    em.line(f"#if !({HOPPER})")
+                    ampere_fallback(a, b)
+                    em.line("#endif")
+                if last:  # tile i+1 landed and tile i's fragments all read: copy tile i+s
+                    em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
+                    em.barrier({"CLK_LOCAL_MEM_FENCE"})
+                    ahead = i + cst(stages)
+                    with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+                        issue_copies(ahead, i % cst(stages), c)
+                    em.line(commit)
+                em.line(f"#if {HOPPER}")
+                load = (step_loader(main, *ops_at((i + cst(1)) % cst(stages), c), 0) if last
+                        else step_loader(main, a, b, j + 1))
+                # the next tile's first fragments go straight into the loop's registers once
+                # this tile's first ones are spent (a one-step tile still reads its own)
+                into = carried if last and steps > 1 else None
+                nxt = load(b_keys, into)
+                issue_step(main, cur, lambda fm: nxt.update(load(a_keys[fm], into)))
+                if last and steps == 1:
+                    for key, v in nxt.items():
+                        em.line(f"{carried[key]} = {v};")
+                em.line("#endif")
+                cur = nxt
+        em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
+        em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows
+
     body = replace(ctx, write_to=None)
     staging = async_staging(p)
-    if staging is not None:
+    if isinstance(p, ReduceMmaF64K8Ahead):
+        if staging is None or "cp.async" not in em.dialect.features:
+            raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
+                               "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2 "
+                               "(CUDA)")
+        ahead_loop(staging)
+    elif staging is not None:
         if "cp.async" not in em.dialect.features:
             raise CodegenError(P.ToLocalAsync.refusal)
         pipelined_loop(g, p, staging, tiles, env, body, products)

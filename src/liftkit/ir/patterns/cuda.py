@@ -19,6 +19,7 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   functions with the same rounding, so the same program runs, in FP32 arithmetic, on OpenCL),
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
   `reduceMmaF64K8 w (f, z)` means reduceMmaF64 and issues the m16n8k8 DMMA throughout.
+  `reduceMmaF64K8Ahead w (f, z)` too, each k-step's fragments read one step ahead (across tiles).
 - `reduceWgmmaTF32 w s (f, z)`, `reduceWgmmaTF32Z w s (f, z)`: the same meaning as reduceMmaTF32
   on Hopper's warpgroup MMA (`wgmma`, sm_90a; w a multiple of 4, the warpgroups), the pattern
   staging its operands itself s tiles deep into the swizzled shared-memory layout the tensor
@@ -316,8 +317,18 @@ class ReduceMmaF64K8(ReduceMmaF64):
     shape = (8, 8, 8)
 
 
+@dataclass(frozen=True, repr=False)
+class ReduceMmaF64K8Ahead(ReduceMmaF64K8):
+    """reduceMmaF64K8 whose lanes read each k-step's fragments one step ahead, across the tile
+    boundary too (the next tile's first fragments read right after the pipeline's barrier, before
+    the current tile's last products issue, as CUTLASS's multistage loop does): the same meaning;
+    its function must pipeline the copies with toLocalAsync s ≥ 2."""
+
+    name = "reduceMmaF64K8Ahead"
+
+
 MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64,
-                                             ReduceMmaF64K8)
+                                             ReduceMmaF64K8, ReduceMmaF64K8Ahead)
 
 WGMMA_ROW = 32  # TF32 elements of one 128-byte row of the swizzled layout: tiles' k is a multiple
 WGMMA_MAX_N = 256  # the widest wgmma

@@ -1,0 +1,116 @@
+"""reduceMmaF64K8Ahead (mm-tensor-cores ik=8 ahead=1): reduceMmaF64K8 whose lanes read each
+k-step's fragments one step ahead, across the cp.async pipeline's tile boundary too. Same meaning
+(interpreter, bit for bit on integers), printed and parsed, offered by the rule after the ik=8
+choices; the CUDA C reads the next tile's first fragments after the barrier that sits before the
+current tile's last products (one barrier per tile), the plain ik=8 source is unchanged; NVRTC
+compiles it for Hopper and older GPUs; (gpu marker) the kernel against NumPy."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from liftkit import dsl as D
+from liftkit.codegen import CompileOptions, compile_program
+from liftkit.codegen.views import CodegenError
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import UserFun, walk
+from liftkit.ir.parser import parse_program
+from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead
+from liftkit.ir.printer import show
+from liftkit.rewrite import enumerate_choices
+from liftkit.rewrite.rules import normal_form
+from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES, tensor_core_mm
+from liftkit.semantics import interpret
+from liftkit.types import float64
+
+CUDA = CompileOptions(dialect="cuda")
+
+
+def _ints(shape: tuple[int, int], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-8, 9, shape).astype(np.float64)
+
+
+@pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4), (128, 64, 32, 4, 2)])
+def test_ahead_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
+    tm, tn, tk, warps, staged = tiles
+    d = tensor_core_mm("f64", tm, tn, tk, warps, staged, lines=True, ik=8, ahead=True)
+    assert [(c.choice.params.get("ik"), c.choice.params.get("ahead")) for c in d.steps] == [(8, 1)]
+    mma = [n for n in walk(d.final.body) if isinstance(n, P.ReduceMma)]
+    assert len(mma) == 1 and type(mma[0]) is ReduceMmaF64K8Ahead
+    A, B = _ints((tm, 3 * tk), 1), _ints((3 * tk, tn), 2)
+    np.testing.assert_array_equal(interpret(d.final, A, B), A @ B)
+    funs = {u.name: u for u in walk(d.final.body) if isinstance(u, UserFun)}
+    assert show(parse_program(show(d.final), funs)) == show(d.final)
+
+
+def test_the_rule_offers_ahead_after_the_k8_choices() -> None:
+    M, N, K = D.size("M"), D.size("N"), D.size("K")
+    p = D.fun([float64[K][M], float64[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
+        lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
+        << D.zip(rowA, colB)) << D.transpose << B) << A)
+    offers = [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])]
+    first = next(i for i, o in enumerate(offers) if o.get("ahead"))
+    assert all(o.get("ahead") == 1 and o.get("ik") == 8 for o in offers[first:])
+    k8 = [{k: v for k, v in o.items()} for o in offers[:first] if o.get("ik")]
+    assert [{k: v for k, v in o.items() if k != "ahead"} for o in offers[first:]] == k8
+    for bad in [dict(kind="f64", staged=1, ik=8), dict(kind="f64", staged=4, ik=0)]:
+        with pytest.raises(ValueError, match="reading fragments ahead"):
+            tensor_core_mm(bad["kind"], 128, 64, 16, 4, bad["staged"], lines=True, ik=bad["ik"],
+                           ahead=True)
+
+
+def _loop(src: str) -> str:
+    """The tile loop of the one kernel's source (from the `for (int i` to the final wait)."""
+    start = re.search(r"for \(int i\w* = 0;", src)
+    assert start is not None
+    return src[start.start():src.index("cp.async.wait_group 0;")]
+
+
+def test_ahead_cuda_reads_the_next_tile_after_its_one_barrier_and_compiles() -> None:
+    d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=True)
+    src = compile_program(d.final, CUDA).kernels[0].source
+    loop = _loop(src)
+    hopper = loop.split("__syncthreads();")
+    assert len(hopper) == 2  # one barrier per tile, inside the loop
+    before, after = hopper
+    assert "cp.async.wait_group 2;" in before and "cp.async.wait_group 3;" in src  # s-2, s-1 (prologue)
+    # after the barrier: the copy of tile i+4 into tile i's buffer, the next tile's fragments
+    # (buffer (i + 1) % 4) and the current tile's last products, all 16 of them
+    assert "if (i + 4 < K/16)" in after and "(i + 1) % 4" in after
+    assert after.count("m16n8k8.row.col.f64") == 16 and before.count("m16n8k8.row.col.f64") == 16
+    assert "(i + 1) % 4" not in before
+    assert "m8n8k4.row.col.f64" in before  # the pre-Hopper fallback on the same accumulators
+    plain = compile_program(tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8).final,
+                            CUDA).kernels[0].source
+    assert plain != src and "(i + 1) % 4" not in plain and _loop(plain).count("__syncthreads();") == 1
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    for arch in ("compute_90a", "compute_80"):
+        assert "mma.sync.aligned" in compile_cuda(src, arch, name="ahead.cu").ptx
+
+
+def test_ahead_needs_a_cp_async_pipeline() -> None:
+    d = tensor_core_mm("f64", 64, 64, 16, 4, 1)  # staged into local memory, no pipeline
+    from liftkit.rewrite.core import positions, replace_at
+
+    path, mma = next((q, n) for q, n in positions(d.final) if type(n) is P.ReduceMmaF64)
+    bent = replace_at(d.final, path, ReduceMmaF64K8Ahead(mma.warps, mma.f))
+    with pytest.raises(CodegenError, match="toLocalAsync s ≥ 2"):
+        compile_program(bent, CUDA)
+
+
+@pytest.mark.gpu
+def test_ahead_product_on_the_gpu() -> None:
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices:
+        pytest.skip("no CUDA GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    for tiles in [(128, 64, 16, 4, 4), (128, 64, 32, 4, 2), (64, 64, 16, 2, 3)]:
+        d = tensor_core_mm("f64", *tiles, lines=True, ik=8, ahead=True)
+        A, B = _ints((256, 96), 3), _ints((96, 192), 4)
+        np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)
