@@ -82,6 +82,8 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
         lambda x: map(join) << transpose << map(split(1)) << x),
     "pad_2d_inf": lambda: program(
         [float32[M][N]], lambda x: pad2D(1, 1, float("-inf")) << x),
+    "crop_pad": lambda: program(
+        [float32[N]], lambda x: map(id) << crop(1, N + 2) << pad(1, N + 2, "clamp") << x),
     "zip3_get": lambda: program(
         [float32[N], float32[N], float32[N]],
         lambda x, y, z: map(lambda t: add(t[0], mult(t[1], t[2]))) << zip(x, y, z)),

@@ -186,6 +186,43 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
     return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
 
 
+def _edge_rules() -> Mapping[str, Any]:
+    from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
+    from liftkit.rewrite.rules.mm_edges import EDGE_RULES
+
+    return {**CUDA_RULES_BY_NAME, **EDGE_RULES}
+
+
+def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
+                   w: Optional[int] = None) -> Strategy:
+    from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES
+
+    return rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll,
+                w=MM_WIDTH[kind.dtype] if w is None else w)
+
+
+def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
+                         stages: int) -> Strategy:
+    from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES_ASYNC
+
+    return rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages)
+
+
+# a tiled codelet's guarded form (rewrite.rules.mm_edges: the same kernel over padded views of
+# the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
+# copies where the sizes are not multiples of the tiles
+EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async"}
+
+
+def edge_form(variant: "Variant") -> Optional["Variant"]:
+    """The guarded form of a tiled variant (same parameters), None where it has none (tensor
+    cores, rotated rows, untiled codelets)."""
+    name = EDGE_FORMS.get(variant.codelet)
+    if name is None or variant.kw.get("rot"):
+        return None
+    return Variant(name, variant.params)
+
+
 # the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages): H1's run 4 best (128x64x32, 0.92x
 # cuBLAS at 4096³, 0.97x at 8192³; the bundled derivations), then those results/issue12/sgemm
 # measured at 0.87-0.91x (4096³); 64x64x16 ran fastest at 1024 here (results/issue15/cuda)
@@ -349,6 +386,23 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                                  **({"rot": 1} if rot else {})),
                 {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_cuda_rules),
+    Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
+            "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "
+            "(the mm-edge-tiles rule, rewrite.rules.mm_edges); with vectors of w, w must divide "
+            "N and K; liftkit.blas runs it where tiles would need padded copies (`edge_form`)",
+            _mm_edge_tiles, lambda dev: [],
+            lambda kind, tm, tn, tk, rm, rn, unroll=1, **w: _tiled_multiples(
+                kind, Variant.of("edge-tiles", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
+                                 **({"unroll": unroll} if unroll != 1 else {}), **w), {}),
+            rules=_edge_rules),
+    Codelet("edge-tiles-async", ("mm",), "tiles-async for any M (N, K multiples of 4): the "
+            "mm-edge-tiles-async macro, cp.async zero-filling the padding's vectors (source size "
+            "0) and the ragged edge's stores guarded; CUDA only, float32 NN",
+            _mm_edge_tiles_async, lambda dev: [],
+            lambda kind, tm, tn, tk, rm, rn, stages: _tiled_multiples(
+                kind, Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
+                                 stages=stages), {}),
+            backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
     Codelet("real", ("mm",), "a complex GEMM as one real GEMM of twice the depth and width (the "
             "4M form): A's complex rows read as reals, B embedded as [[Br, Bi], [-Bi, Br]] by the "
             "derived cembed kernel, C's complex rows written as reals; the real kernel is the "

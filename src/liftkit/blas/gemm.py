@@ -8,7 +8,9 @@ operand; a column-major C is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ. A conjugate 
 these rewritings into the kernel's layout (`programs.COMPLEX_LAYOUTS`). Of the four
 transposition pairs, NN, NT and TN have kernels of their own; TT is NN with the operands swapped, giving the transposed
 product, which the epilogue (α·Pᵀ + β·C, a derived kernel too) reads transposed. Sizes that are
-not multiples of the kernel's tiles are padded with zeros into caller-owned workspace: each call
+not multiples of the kernel's tiles run the tiled derivation's guarded form where it has one
+(`mm_kernel`: no copies; rewrite.rules.mm_edges); otherwise they are padded with zeros into
+caller-owned workspace: each call
 copies the operands into the top-left of their padded buffers, whose margins were zeroed once
 (`Workspace.padded`), and with α = 1, β = 0 the product's M×N block is copied into C.
 """
@@ -23,7 +25,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from liftkit.blas.calls import pad_region
-from liftkit.blas.codelets import Kind, Variant, pad_to, padded_sizes
+from liftkit.blas.codelets import (
+    CodeletError, Kind, Variant, edge_form, multiples, pad_to, padded_sizes,
+)
 from liftkit.blas.kernels import BlasError, Built
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
 
@@ -82,11 +86,29 @@ class Embedding:
     doubled: bool = True
 
 
+def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
+              variant: Optional[Variant] = None) -> Built:
+    """The mm kernel for these sizes: the chosen variant (the profile's best or `variant`), or,
+    where its tiles do not divide the sizes, its guarded form (`codelets.edge_form`: the same
+    tiles over padded views, the ragged edge's stores guarded) when that form needs no padding
+    at all, so the call makes no padded copies; otherwise the chosen variant, padded."""
+    chosen = variant or session.choose(kind, sizes)
+    edge = edge_form(chosen)
+    if edge is not None and padded_sizes(sizes, multiples(kind, chosen)) != sizes:
+        try:
+            need: Optional[dict[str, int]] = multiples(kind, edge)
+        except CodeletError:  # this kind has no guarded form of the variant
+            need = None
+        if need is not None and padded_sizes(sizes, need) == sizes:
+            return session.kernel(kind, sizes, edge)
+    return session.kernel(kind, sizes, chosen)
+
+
 def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int]) -> Embedding:
     name = DTYPES[dt]
     M, N, K = sizes["M"], sizes["N"], sizes["K"]
     if dt.kind != "c":  # codelet nn: transposes, then the NN kernel
-        real = session.kernel(Kind("mm", name, "NN"), sizes)
+        real = mm_kernel(session, Kind("mm", name, "NN"), sizes)
         tr = Kind("transpose", name)
         mult = dict(real.multiples)
         a = session.kernel(tr, {"M": K, "N": M}) if layout[0] == "T" else None
@@ -98,7 +120,7 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
                 for dim, m in ((rows, t.multiples.get("M", 1)), (cols, t.multiples.get("N", 1))):
                     mult[dim] = math.lcm(mult.get(dim, 1), m)
         return Embedding(real, b, a, None, padded_sizes(sizes, mult), doubled=False)
-    real = session.kernel(Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K})
+    real = mm_kernel(session, Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K})
     mult = real.multiples
 
     def half(v: int) -> int:  # a complex count whose double is a multiple of v
@@ -372,7 +394,7 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
         embed = _embedding(session, dt, layout, sizes)
         built = embed.real
     else:
-        built = session.kernel(kind, sizes, chosen)
+        built = mm_kernel(session, kind, sizes, chosen)
     return GemmPlan(session, dt, m, n, ka, bool(trans_a), bool(trans_b),
                     (order_a, order_b, order_c), layout, first, transposed, sizes, built, embed)
 

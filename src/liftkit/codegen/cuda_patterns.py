@@ -156,6 +156,30 @@ def _through(g: "Generator", funs: Sequence[FunDecl], v: View, env: dict[Param, 
     return v
 
 
+def _zero_filled(loc: Any) -> tuple[Optional[str], Any]:
+    """(condition, source) for a padded element whose padding is zeros (`pad … 0` read as
+    cond ? x : 0, also nested): cp.async copies the source where the condition holds and
+    zero-fills otherwise (its src-size operand 0); (None, loc) for any other element."""
+    from liftkit.codegen.views import SelectLoc, ValueLoc
+
+    conds: list[str] = []
+    while (isinstance(loc, SelectLoc) and isinstance(loc.other, ValueLoc)
+           and _is_zero(loc.other.c_expr)):
+        conds.append(loc.cond.to_c())
+        loc = loc.then
+    return (" && ".join(conds) if conds else None), loc
+
+
+def _is_zero(c_expr: str) -> bool:
+    """A C literal whose every number is 0 (0.0f, (float4)(0.0f, …), double2(0.0, 0.0))."""
+    import re
+
+    text = re.sub(r"[A-Za-z_][A-Za-z_0-9]*", " ", c_expr)  # type names, casts, 'f' suffixes
+    nums = re.findall(r"[0-9.]+", text)
+    return (bool(nums) and re.fullmatch(r"[0-9.(),\s-]*", text) is not None
+            and all(float(x) == 0 for x in nums))
+
+
 def _check_async_source(g: "Generator", src: View, size: int) -> None:
     """Refuses, in the copy's words, an element one cp.async cannot read: it copies one piece of
     4, 8 or 16 bytes that lies contiguous (and aligned to its size) in global memory, so a
@@ -166,7 +190,7 @@ def _check_async_source(g: "Generator", src: View, size: int) -> None:
     if size not in (4, 8, 16):
         raise CodegenError(f"{what}, but each copied element ({src.type}) is {size} bytes: copy "
                            "elements of 4, 8 or 16 bytes (float, double, float2, float4, double2)")
-    loc = g.em.resolve(src)
+    _, loc = _zero_filled(g.em.resolve(src))
     if isinstance(loc, V.LanesLoc):
         raise CodegenError(f"{what}, but each copied {src.type} is built from {len(loc.lanes)} "
                            "separate elements that are not adjacent in memory (a vector across "
@@ -195,6 +219,12 @@ def _async_copy(g: "Generator", levels: Sequence[P.Pattern], src: View, dst: Vie
                 else elem.dtype.itemsize)  # type: ignore[union-attr]
         _check_async_source(g, src, size)
         level = "cg" if size == 16 else "ca"
+        cond, loc = _zero_filled(em.resolve(src))
+        if cond is not None:  # padding: 0 source bytes zero-fill the element
+            em.line(f'asm volatile("cp.async.{level}.shared.global [%0], [%1], {size}, %2;" :: '
+                    f'"r"((unsigned)__cvta_generic_to_shared(&{em.load(dst)})), '
+                    f'"l"(&{em.loc_c(loc)}), "r"(({cond}) ? {size} : 0));')
+            return
         em.line(f'asm volatile("cp.async.{level}.shared.global [%0], [%1], {size};" :: '
                 f'"r"((unsigned)__cvta_generic_to_shared(&{em.load(dst)})), "l"(&{em.load(src)}));')
         return

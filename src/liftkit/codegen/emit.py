@@ -26,6 +26,7 @@ from liftkit.codegen.views import (
     Loc,
     MemLoc,
     NeedsTupleIndex,
+    DropLoc,
     SelectLoc,
     ValueLoc,
     View,
@@ -274,9 +275,23 @@ class Emitter:
             for k in range(len(t.elems)):
                 self.store(dest.get(k), f"{tmp.name}._{k}")
             return
+        self.store_loc(loc, value, t)
+
+    def store_loc(self, loc: Loc, value: str, t: Type) -> None:
+        """Write a value to a resolved location; a guarded one (`crop`'s dropped cells:
+        SelectLoc(cond, loc, DropLoc)) under its condition."""
+        if isinstance(loc, SelectLoc) and isinstance(loc.other, DropLoc):
+            if isinstance(loc.then, (LanesLoc, SelectLoc)):  # the value once, not per guard
+                value = self.private_var(t, "val", value).name
+            with self.if_(loc.cond.to_c()):
+                self.store_loc(loc.then, value, t)
+            return
         if isinstance(loc, LanesLoc):
             tmp = self.private_var(loc.type, "vec", value)
             for j, lane in enumerate(loc.lanes):
+                if isinstance(lane, SelectLoc) and isinstance(lane.other, DropLoc):
+                    self.store_loc(lane, f"{tmp.name}.s{j:x}", loc.type.elem)
+                    continue
                 if not isinstance(lane, MemLoc):
                     raise CodegenError("cannot write to a constant or computed location")
                 self.line(f"{self.loc_c(lane)} = {tmp.name}.s{j:x};")

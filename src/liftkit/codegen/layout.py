@@ -52,6 +52,8 @@ def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith,
             const = V.ValueView(literal_c(p.boundary.value.value, p.boundary.value.type, dialect),
                                 p.boundary.value.type)
         return V.PadView(x, p.left, xt.length, p.boundary, const, rt)
+    if isinstance(p, P.Crop):
+        return V.CropView(x, p.left, rt)
     if isinstance(p, P.AsVector):
         return V.AsVectorView(x, p.width(), rt)
     if isinstance(p, P.AsScalar):
@@ -97,6 +99,8 @@ def write_views(p: P.Pattern, dest: View, arg_types: Sequence[Type], ar: Arith,
         return [V.AsScalarView(dest, p.width(), arg_types[0])]
     if isinstance(p, (P.Zip, P.Tuple)):
         return [V.GetView(dest, k, t) for k, t in enumerate(arg_types)]
+    if isinstance(p, P.Crop):  # the dropped cells' stores guarded away
+        return [V.GuardView(dest, p.left, _arr(dest.type).length, arg_types[0])]
     return None
 
 

@@ -76,6 +76,12 @@ class SelectLoc:
 
 
 @dataclass(frozen=True)
+class DropLoc:
+    """Nowhere: a cell a `crop` drops. A store resolving to SelectLoc(cond, loc, DropLoc()) is
+    guarded (`if (cond)`); a load never reaches one."""
+
+
+@dataclass(frozen=True)
 class LanesLoc:
     """A vector whose lanes live at unrelated places (asVector over a permuted view): read as
     (float4)(a, b, c, d), written lane by lane."""
@@ -84,7 +90,7 @@ class LanesLoc:
     type: VectorType
 
 
-Loc = MemLoc | ValueLoc | SelectLoc | LanesLoc
+Loc = MemLoc | ValueLoc | SelectLoc | LanesLoc | DropLoc
 
 
 class NeedsTupleIndex(Exception):
@@ -454,6 +460,68 @@ class _And:
 
 
 @dataclass(frozen=True, eq=False)
+class CropView(View):
+    """crop l r read: cell k of the result is cell k + l of the parent."""
+
+    parent: View
+    left: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k, rest = _pop(idx, "crop")
+        return self.parent.resolve(ar, [ar.add(k, self.left)] + rest, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class GuardView(View):
+    """The destination of a computation written through `crop l r` into `parent` (of length
+    n): cell k lands in the parent's cell k - l when l <= k < l + n, else nowhere (the store is
+    guarded by that condition; none where the index is provably inside)."""
+
+    parent: View
+    left: ArithExpr
+    n: ArithExpr
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        k, rest = _pop(idx, "crop")
+        j = ar.sub(k, self.left)
+        from liftkit.arith import prove_ge, prove_lt
+
+        inner = self.parent.resolve(ar, [j] + rest, tup)
+        conds = [c for c, known in ((ge(j, cst(0)), prove_ge(j, cst(0))),
+                                    (lt(j, self.n), prove_lt(j, self.n))) if not known]
+        if not conds:
+            return inner
+        cond = conds[0] if len(conds) == 1 else _And(conds[0], conds[1])
+        return SelectLoc(cond, inner, DropLoc())  # type: ignore[arg-type]
+
+
+def select_map(loc: Loc, f: Callable[[Loc], Loc]) -> Loc:
+    """f applied to the places a guarded location (SelectLoc …, DropLoc) stores to."""
+    if isinstance(loc, SelectLoc) and isinstance(loc.other, DropLoc):
+        return SelectLoc(loc.cond, select_map(loc.then, f), loc.other)
+    return f(loc)
+
+
+def _merge_guarded(first: Loc, some: Loc, width: int, j: ArithExpr) -> Optional[Loc]:
+    """One guarded vector location from the guarded locations of its lane 0 (`first`) and
+    of a symbolic lane j (`some`): the same guards, and plain lanes provably consecutive."""
+    if isinstance(first, SelectLoc) and isinstance(some, SelectLoc):
+        if not (isinstance(first.other, DropLoc) and isinstance(some.other, DropLoc)
+                and first.cond.to_c() == some.cond.to_c()):
+            return None
+        inner = _merge_guarded(first.then, some.then, width, j)
+        return None if inner is None else SelectLoc(first.cond, inner, first.other)
+    if (isinstance(first, MemLoc) and isinstance(some, MemLoc) and some.mem is first.mem
+            and first.mem.elem_width() == 1 and not first.width and first.lane is None
+            and not first.fields and not some.fields and not some.width and some.lane is None
+            and prove_eq(some.offset - first.offset, j)):
+        return MemLoc(first.mem, first.offset, first.fields, width)
+    return None
+
+
+@dataclass(frozen=True, eq=False)
 class AsVectorView(View):
     """asVector w over scalars: vector element k is scalars k*w .. k*w + w - 1."""
 
@@ -479,6 +547,10 @@ class AsVectorView(View):
                 and not first.fields and not some.fields and not some.width and some.lane is None
                 and prove_eq(some.offset - first.offset, j)):
             return MemLoc(first.mem, first.offset, first.fields, self.width)
+        if isinstance(first, SelectLoc) and isinstance(first.other, DropLoc):
+            merged = _merge_guarded(first, some, self.width, j)  # a guarded vector store
+            if merged is not None:
+                return merged
         lanes = [first] + [self.parent.resolve(ar, [ar.add(base, cst(i))] + rest, tup)
                            for i in range(1, self.width)]
         elem = array_view_type(self.type).elem
@@ -498,6 +570,11 @@ class AsScalarView(View):
         k, rest = _pop(idx, "asScalar")
         w = cst(self.width)
         loc = self.parent.resolve(ar, [ar.div(k, w)] + rest, tup)
+        if isinstance(loc, SelectLoc) and isinstance(loc.other, DropLoc):  # a guarded store
+            return select_map(loc, lambda inner: self._lane(ar, k, w, inner))
+        return self._lane(ar, k, w, loc)
+
+    def _lane(self, ar: Arith, k: ArithExpr, w: ArithExpr, loc: Loc) -> Loc:
         if isinstance(loc, LanesLoc):
             lane = ar.mod(k, w)
             if lane.is_constant:

@@ -204,6 +204,11 @@ def pad(left: SizeLike, right: SizeLike, b: Any) -> P.Pad:
     return P.Pad(_size(left), _size(right), boundary(b))
 
 
+def crop(left: SizeLike, right: SizeLike) -> P.Crop:
+    """The inverse of `pad l r`: the first l and last r cells dropped."""
+    return P.Crop(_size(left), _size(right))
+
+
 def asVector(n: SizeLike) -> P.AsVector:
     return P.AsVector(_size(n))
 
@@ -281,7 +286,7 @@ __all__ = [
     "size", "sizes", "fn", "fun", "map", "mapSeq", "mapSeqUnroll", "mapGlb", "mapWrg", "mapLcl",
     "mapVec", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
     "transpose", "unzip", "reorder", "asScalar", "Id", "zip", "tuple_", "get", "at",
-    "reorderStride", "gather", "scatter", "slide", "boundary", "pad", "asVector", "toGlobal",
+    "reorderStride", "gather", "scatter", "slide", "boundary", "pad", "crop", "asVector", "toGlobal",
     "toLocal", "toPrivate", "let", "compose", "slide2D", "pad2D", "transposeGather", "tile", "untile",
     "mapAll",
 ]

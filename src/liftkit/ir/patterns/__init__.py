@@ -20,6 +20,7 @@ from liftkit.ir.patterns.layout import (
     AsScalar,
     AsVector,
     At,
+    Crop,
     Gather,
     Get,
     Id,
@@ -64,7 +65,7 @@ PATTERNS_BY_NAME: dict[str, type[Pattern]] = {p.name: p for p in ALL_PATTERNS}
 
 __all__ = [
     "ALL_PATTERNS", "PATTERNS_BY_NAME", "BOUNDARY_KINDS", "Boundary", "IndexFun", "Kind", "Pattern",
-    "PatternError", "index_fun", "AsScalar", "AsVector", "At", "Gather", "Get", "Id", "Join", "Pad",
+    "PatternError", "index_fun", "AsScalar", "AsVector", "At", "Crop", "Gather", "Get", "Id", "Join", "Pad",
     "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Transpose", "Tuple", "Unzip", "Zip",
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",

@@ -367,6 +367,11 @@ class Pad(Pattern):
         def f(a: np.ndarray, b: int, value: object = None) -> np.ndarray:
             widths = [(0, 0)] * a.ndim
             widths[b] = (l, r)
+            if mode == "constant" and np.ndim(value) > 0:  # a vector: its lanes are the last axes
+                shape = list(a.shape)
+                fill = [np.broadcast_to(np.asarray(value, a.dtype), shape[:b] + [c] + shape[b + 1:])
+                        for c in (l, r)]
+                return np.concatenate([fill[0], a, fill[1]], axis=b)
             if mode == "constant":
                 return np.pad(a, widths, mode="constant", constant_values=value)  # type: ignore[arg-type]
             return np.pad(a, widths, mode=mode)
@@ -378,6 +383,34 @@ class Pad(Pattern):
                 return tuple(_on_axis(ev, x, lambda a, b, c=c: f(a, b, c)) for x, c in zip(v, cv))
             return _on_axis(ev, v, lambda a, b: f(a, b, cv))
         return _on_axis(ev, v, f)
+
+
+@dataclass(frozen=True, repr=False)
+class Crop(Pattern):
+    """crop l r: [A]_n -> [A]_(n - l - r), the cells a `pad l r` added dropped again. A
+    computation written through it writes only the kept cells (the code generator guards the
+    others' stores), so a tiled kernel over padded sizes writes a result of the real size."""
+
+    name = "crop"
+    left: ArithExpr = param(Kind.SIZE)
+    right: ArithExpr = param(Kind.SIZE)
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        expect_args(self, args)
+        xs = _array(self, args[0])
+        if prove_lt(self.left, cst(0)) or prove_lt(self.right, cst(0)):
+            raise PatternError(f"crop {self.left} {self.right}: negative cropping")
+        if prove_lt(xs.length, self.left + self.right):
+            raise PatternError(f"crop {self.left} {self.right}: more cells than the array has "
+                               f"({xs.length})")
+        return ArrayType(xs.elem, xs.length - self.left - self.right)
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        l, r = ev.eval_size(self.left), ev.eval_size(self.right)
+        n = axis_len(args[0], ev.brank)
+        if l < 0 or r < 0 or l + r > n:
+            raise PatternError(f"crop {l} {r}: invalid for an array of length {n}")
+        return _on_axis(ev, args[0], lambda a, b: a[(slice(None),) * b + (slice(l, n - r),)])
 
 
 @dataclass(frozen=True, repr=False)
@@ -458,4 +491,4 @@ class At(Pattern):
 
 
 LAYOUT_PATTERNS = (Split, Join, Zip, Unzip, Get, Tuple, Id, Reorder, ReorderStride, Gather, Scatter,
-                   Transpose, Slide, Pad, AsVector, AsScalar, At)
+                   Transpose, Slide, Pad, Crop, AsVector, AsScalar, At)

@@ -386,19 +386,21 @@ def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                 unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True,
-                rot: int = 0) -> Expr:
+                rot: int = 0, vectors: bool = False) -> Expr:
     """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
     w = 1: scalar loads and register blocks instead of float4 (double2: w = 2). private=False:
     the work-items' blocks accumulate in place, without the register copies (toPrivate of the
     blocks and of a K step's values, the result's toGlobal copy): what mm-tiles-private adds.
     rot=1: A's tile rows rotated in local memory (`rotated_rows`), so that the work-items of a
-    warp, which read one vector of K from each of several rows, hit different banks."""
-    if not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e)):
+    warp, which read one vector of K from each of several rows, hit different banks.
+    vectors=True: a and b are given as rows of w-vectors (`mm_edges`' padded operands)."""
+    if (not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e))
+            or (rot and vectors)):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
                          f"rot={rot} for {e.t}")
     wy, wx = tm // rm, tn // rn
     idw = e.id(w)
-    a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w)
+    a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w, vectors)
     init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
@@ -645,12 +647,14 @@ MM_TILES_LOWER = make_rule(
 # the pieces the small rules of rules/mm_steps.py share with the composites
 
 
-def _tile_pieces(tm: int, tn: int, tk: int, wx: int, wy: int, w: int) -> Any:
+def _tile_pieces(tm: int, tn: int, tk: int, wx: int, wy: int, w: int, vectors: bool = False) -> Any:
     """The tiling of A and B into tile pairs and a tile's cooperative copy in rounds of the
-    wx·wy work-items (float-w vectors), shared by the staged form and `local_tiles`."""
-    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 else ()
-    a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(tm))
-    b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(tn))), D.split(tk))
+    wx·wy work-items (float-w vectors), shared by the staged form and `local_tiles`
+    (`vectors`: A's and B's rows are given as rows of w-vectors already)."""
+    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 and not vectors else ()
+    ka, nb = (tk // w, tn // w) if vectors else (tk, tn)
+    a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(ka)))), D.split(tm))
+    b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(nb))), D.split(tk))
     # a tile (as float4) in rounds of WX·WY work-items: neighbouring work-items read neighbours
     rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
     return a_tiles, b_tiles, rounds

@@ -1,0 +1,154 @@
+"""Tiled matrix products for any M, N, K ≥ 1: the ragged edge guarded in the program's types.
+
+`mm-local-tiles` (rules/mm.py) splits M, N and K by its tiles, so the sizes must be multiples of
+them (the library pads the operands into copies otherwise). The rules here tile the same way over
+*padded views* of the operands instead, and write the result through a *crop*:
+
+    crop 0 (pM - M) ∘ map(crop 0 (pN - N)) $ tiles(pad(A), pad(B))
+
+with pX = ⌈X / tX⌉·tX an arithmetic expression of the symbolic size (the simplifier proves
+split tX of pX exact). K, the reduction's dimension, is padded with zeros (a zero term adds
+nothing); M (A's rows) and N (B's columns) are padded by clamping (`pad … clamp`: the reads stay
+inside the arrays, and what the extra rows and columns compute is cropped). The operands are
+padded as rows of w-vectors (`map(asVector w)` first: float4, double2; complex scalars), so a
+vector is either wholly inside or wholly padding: one condition per vector load, which
+`toLocalAsync` turns into cp.async's source-size operand (0 bytes: the tile's vector is zero-
+filled, the pipeline keeps its shape). The code generator guards the crop's dropped cells'
+stores (`GuardView`): `if (row < M)`, `if (col < N)`. Where a pad or crop is provably empty
+(constant sizes that the tiles divide) it is left out, so no guard is generated.
+
+* `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w): mm-local-tiles' kernel over the padded views.
+* `mm-edge-tiles-async` (… , stages): the same, its tile copies pipelined by cp.async
+  (`tiles-async`): the Hopper FFMA SGEMM for any size (float32, w = 4).
+
+Vectors of w along K and N need w to divide K and N (`asVector w`: the run-time checks and
+`size_multiples` say so); w = 1 takes any size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from liftkit import dsl as D
+from liftkit.arith import ArithExpr, cst, prove_eq
+from liftkit.ir.nodes import Expr
+from liftkit.rewrite.core import Site
+from liftkit.rewrite.rules.algorithmic import make_rule
+from liftkit.rewrite.rules.common import const, fresh
+from liftkit.rewrite.rules.mm import (
+    SOURCE, Elem, _symbolic_tiles, _tiles_ok, _zeros4, local_tiles, mm_parts, unroll_k_steps,
+)
+
+Options = list[dict[str, Any]]
+
+
+def padded(n: ArithExpr, t: int) -> ArithExpr:
+    """⌈n / t⌉·t, the length a split by t of n padded up needs."""
+    return ((n + (t - 1)) // t) * t
+
+
+def _empty(r: ArithExpr) -> bool:
+    return prove_eq(r, cst(0))
+
+
+def _pad(r: ArithExpr, boundary: Any) -> tuple[Any, ...]:
+    """pad 0 r boundary, left out where r is provably 0."""
+    return () if _empty(r) else (D.pad(0, r, boundary),)
+
+
+def _crop(r: ArithExpr) -> tuple[Any, ...]:
+    return () if _empty(r) else (D.crop(0, r),)
+
+
+def _apply(funs: tuple[Any, ...], x: Any) -> Any:
+    """funs[0] ∘ funs[1] ∘ … $ x (x itself for no functions)."""
+    return D.compose(*funs) << x if funs else x
+
+
+def _zero(e: Elem, w: int) -> Any:
+    """The zero vector (or scalar) a K pad fills with."""
+    return _zeros4((), w, e)
+
+
+def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: int, tn: int,
+               tk: int, rm: int, rn: int, unroll: int, w: int, e: Elem) -> Expr:
+    """C = A·B (A: [[t]_K]_M, B: [[t]_N]_K) by `local_tiles` over padded views, cropped."""
+    pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
+    vec = (D.map(D.asVector(w)),) if w > 1 else ()
+    kw, nw = (k // w, n // w) if w > 1 else (k, n)
+    zero = _zero(e, w)
+    # A: rows of vectors along K (zeros past K), rows past M clamped
+    a_p = _apply((*_pad(pm - m, "clamp"), *(D.map(p) for p in _pad(pk // w - kw, zero)), *vec), a)
+    # B: rows of vectors along N (clamped past N), rows past K zeros
+    rows_k = _pad(pk - k, zero)
+    b_p = _apply((*((D.transpose, D.map(rows_k[0]), D.transpose) if rows_k else ()),
+                  *(D.map(p) for p in _pad(pn // w - nw, "clamp")), *vec), b)
+    kernel = local_tiles(a_p, b_p, tm, tn, tk, rm, rn, 0, w, e, vectors=True)
+    if unroll:
+        kernel = unroll_k_steps(kernel)
+    return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
+
+
+def _choices(site: Site) -> Options:
+    parts = mm_parts(site)
+    if parts is None:
+        return []
+    ws = parts.elem.widths
+    sizes = (const(parts.m), const(parts.n), const(parts.k))
+    out = []
+    for tm, tn, tk, rm, rn, u, w in dict.fromkeys(_symbolic_tiles(ws)):
+        if not _tiles_ok(tm, tn, tk, rm, rn, w, ws):
+            continue
+        # constant sizes: vectors of w must divide K and N (the padding is by whole vectors)
+        if w > 1 and any(c is not None and c % w for c in sizes[1:]):
+            continue
+        out.append({"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w})
+    return out
+
+
+def _build(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
+           w: int = 4) -> Expr:
+    parts = mm_parts(site)
+    assert parts is not None
+    return edge_tiles(fresh(parts.a), fresh(parts.b), parts.m, parts.n, parts.k, tm, tn, tk, rm,
+                      rn, unroll, w, parts.elem)
+
+
+MM_EDGE_TILES = make_rule(
+    "mm-edge-tiles",
+    "map(λrowA. join ∘ map(λcolB. reduce(add, 0) ∘ map(mult) $ zip(rowA, colB)) ∘ transpose $ B) $ A "
+    "→ crop 0 (pM-M) ∘ map(crop 0 (pN-N)) $ mm-local-tiles(pad 0 (pM-M) clamp ∘ map(pad 0 (pK-K) 0 "
+    "∘ asVector w) $ A, transpose ∘ map(pad 0 (pK-K) 0) ∘ transpose ∘ map(pad 0 (pN-N) clamp ∘ "
+    "asVector w) $ B)   (pX = ⌈X/tX⌉·tX: any sizes, the edge tiles' loads zero-filled or clamped, "
+    "their stores guarded)",
+    SOURCE + "; issue 15 (edge tiles without padded copies)", _choices, _build, lowering=True,
+    reshapes=True, opaque=False)
+
+
+def _edge_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int) -> Any:
+    """mm-edge-tiles (float4, unrolled), then its tile loop's copies pipelined `stages` deep."""
+    from liftkit.rewrite.rules.cuda import TILES_ASYNC
+    from liftkit.rewrite.strategies import rule, seq, topdown
+
+    return seq(rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4),
+               topdown(rule(TILES_ASYNC, stages=stages)))
+
+
+def _at_mm(site: Site) -> bool:
+    return mm_parts(site) is not None
+
+
+def _edge_tiles_async_macro() -> Any:
+    from liftkit.rewrite.strategies import MacroRule
+
+    return MacroRule(
+        "mm-edge-tiles-async", _edge_tiles_async,
+        "the mm-tiles-async kernel for any M, N, K (N, K multiples of 4): mm-edge-tiles, then "
+        "tiles-async (cp.async zero-fills the padding's vectors: source size 0)",
+        "issue 15 (edge tiles without padded copies)", where=_at_mm)
+
+
+MM_EDGE_TILES_ASYNC = _edge_tiles_async_macro()
+EDGE_RULES = {r.name: r for r in (MM_EDGE_TILES, MM_EDGE_TILES_ASYNC)}
+
+__all__ = ["EDGE_RULES", "MM_EDGE_TILES", "MM_EDGE_TILES_ASYNC", "edge_tiles", "padded"]

@@ -1,0 +1,76 @@
+"""GEMMs whose sizes the tiles do not divide run the tiled derivation's guarded form
+(codelets.edge_form, rewrite.rules.mm_edges) on the caller's operands, with no padded copies:
+on the CPU device (OpenCL), every dtype and layout, against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit.blas.codelets import Kind, Variant, edge_form
+from liftkit.blas.gemm import mm_kernel, plan_gemm
+
+TILES = {"float32": Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4),
+         "float64": Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4),
+         "complex64": Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1),
+         "complex128": Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)}
+
+
+def _mat(g: np.random.Generator, shape: tuple[int, int], dt: str) -> np.ndarray:
+    x = g.standard_normal(shape)
+    if dt.startswith("complex"):
+        x = x + 1j * g.standard_normal(shape)
+    return x.astype(dt)
+
+
+@pytest.mark.parametrize("dt", list(TILES))
+@pytest.mark.parametrize("trans", [(False, False), (False, True), (True, False)],
+                         ids=["NN", "NT", "TN"])
+def test_odd_sizes_run_the_guarded_tiles_without_copies(session, dt, trans) -> None:  # type: ignore[no-untyped-def]
+    """M ragged everywhere, N and K multiples of the vector width only: the plan's kernel is
+    the guarded form, nothing is copied, the kernel writes C itself: the product."""
+    g = np.random.default_rng(7)
+    w = 4 if dt == "float32" else 2 if dt == "float64" else 1
+    m, n, k = 37, 12 * w - (0 if w > 1 else 5), 9 * w + (0 if w > 1 else 2)
+    ta, tb = trans
+    a = _mat(g, (k, m) if ta else (m, k), dt)
+    b = _mat(g, (n, k) if tb else (k, n), dt)
+    plan = plan_gemm(session, a.shape, b.shape, dt, trans_a=ta, trans_b=tb, variant=TILES[dt])
+    assert plan.built.variant.codelet == "edge-tiles"
+    assert plan.padded == plan.sizes and plan._direct(1.0, 0.0)  # the kernel writes C itself
+    assert not plan._pack_steps("A") and not plan._pack_steps("B")  # no copies
+    ws = plan.workspace()
+    c = np.zeros((m, n), dt)
+    plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), c).result()
+    want = (a.T if ta else a).astype(np.complex128 if dt.startswith("complex") else np.float64) @ (
+        b.T if tb else b)
+    tol = 1e-4 if dt in ("float32", "complex64") else 1e-10
+    np.testing.assert_allclose(c, want, rtol=tol, atol=tol * k)
+
+
+def test_alpha_beta_and_a_column_major_c_through_the_guarded_kernel(session) -> None:  # type: ignore[no-untyped-def]
+    """A column-major C (the kernel computes Cᵀ = Bᵀ·Aᵀ) with α, β: the guarded kernel's product,
+    then the epilogue."""
+    g = np.random.default_rng(3)
+    a, b = _mat(g, (45, 20), "float64"), _mat(g, (20, 14), "float64")
+    c = np.asfortranarray(_mat(g, (45, 14), "float64"))
+    want = 2.0 * a @ b + 0.5 * c
+    plan = plan_gemm(session, a.shape, b.shape, "float64", order_c="F", variant=TILES["float64"])
+    assert plan.built.variant.codelet == "edge-tiles" and plan.padded == plan.sizes
+    ws = plan.workspace()
+    plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), c, alpha=2.0, beta=0.5).result()
+    np.testing.assert_allclose(c, want, rtol=1e-10, atol=1e-10)
+
+
+def test_the_choice_keeps_padding_where_the_guarded_form_would_pad_too(session) -> None:  # type: ignore[no-untyped-def]
+    """float4 tiles at N = 13: the guarded form needs N a multiple of 4 as well, so the chosen
+    tiles run padded (the fallback); at N = 12 the guarded form runs; sizes the tiles divide
+    keep the tiled kernel itself; variants without a guarded form are kept as they are."""
+    kind = Kind("mm", "float32", "NN")
+    v = TILES["float32"]
+    assert mm_kernel(session, kind, {"M": 37, "N": 13, "K": 20}, v).variant == v
+    assert mm_kernel(session, kind, {"M": 37, "N": 12, "K": 20}, v).variant == edge_form(v)
+    assert mm_kernel(session, kind, {"M": 64, "N": 32, "K": 32}, v).variant == v
+    glb = Variant.of("glb")
+    assert edge_form(glb) is None
+    assert mm_kernel(session, kind, {"M": 37, "N": 13, "K": 20}, glb).variant == glb
