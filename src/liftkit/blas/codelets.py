@@ -215,12 +215,13 @@ EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async"}
 
 
 def edge_form(variant: "Variant") -> Optional["Variant"]:
-    """The guarded form of a tiled variant (same parameters), None where it has none (tensor
-    cores, rotated rows, untiled codelets)."""
+    """The guarded form of a tiled variant (the same tiles; A's rows not rotated in local
+    memory, which the guarded form does not offer), None where it has none (tensor cores,
+    untiled codelets)."""
     name = EDGE_FORMS.get(variant.codelet)
-    if name is None or variant.kw.get("rot"):
+    if name is None:
         return None
-    return Variant(name, variant.params)
+    return Variant(name, tuple(p for p in variant.params if p[0] != "rot"))
 
 
 # the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages): H1's run 4 best (128x64x32, 0.92x
