@@ -1,5 +1,6 @@
 """reduceMmaF64K8Ahead (mm-tensor-cores ik=8 ahead=1): reduceMmaF64K8 whose lanes read each
-k-step's fragments one step ahead, across the cp.async pipeline's tile boundary too. Same meaning
+k-step's fragments one step ahead, across the cp.async pipeline's tile boundary too; and
+reduceMmaF64K8AheadSpread (ahead=2), the next tile's copies issued among the last products. Same meaning
 (interpreter, bit for bit on integers), printed and parsed, offered by the rule after the ik=8
 choices; the CUDA C reads the next tile's first fragments after the barrier that sits before the
 current tile's last products (one barrier per tile), the plain ik=8 source is unchanged; NVRTC
@@ -18,7 +19,7 @@ from liftkit.codegen.views import CodegenError
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import UserFun, walk
 from liftkit.ir.parser import parse_program
-from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead
+from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
 from liftkit.ir.printer import show
 from liftkit.rewrite import enumerate_choices
 from liftkit.rewrite.rules import normal_form
@@ -33,13 +34,13 @@ def _ints(shape: tuple[int, int], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(-8, 9, shape).astype(np.float64)
 
 
-@pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4), (128, 64, 32, 4, 2)])
+@pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4, 1), (128, 64, 32, 4, 2, 1), (128, 64, 16, 4, 3, 2)])
 def test_ahead_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
-    tm, tn, tk, warps, staged = tiles
-    d = tensor_core_mm("f64", tm, tn, tk, warps, staged, lines=True, ik=8, ahead=True)
-    assert [(c.choice.params.get("ik"), c.choice.params.get("ahead")) for c in d.steps] == [(8, 1)]
+    tm, tn, tk, warps, staged, ahead = tiles
+    d = tensor_core_mm("f64", tm, tn, tk, warps, staged, lines=True, ik=8, ahead=ahead)
+    assert [(c.choice.params.get("ik"), c.choice.params.get("ahead")) for c in d.steps] == [(8, ahead)]
     mma = [n for n in walk(d.final.body) if isinstance(n, P.ReduceMma)]
-    assert len(mma) == 1 and type(mma[0]) is ReduceMmaF64K8Ahead
+    assert len(mma) == 1 and type(mma[0]) is (ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread)[ahead - 1]
     A, B = _ints((tm, 3 * tk), 1), _ints((3 * tk, tn), 2)
     np.testing.assert_array_equal(interpret(d.final, A, B), A @ B)
     funs = {u.name: u for u in walk(d.final.body) if isinstance(u, UserFun)}
@@ -53,13 +54,13 @@ def test_the_rule_offers_ahead_after_the_k8_choices() -> None:
         << D.zip(rowA, colB)) << D.transpose << B) << A)
     offers = [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])]
     first = next(i for i, o in enumerate(offers) if o.get("ahead"))
-    assert all(o.get("ahead") == 1 and o.get("ik") == 8 for o in offers[first:])
+    assert [o.get("ahead") for o in offers[first:]] == sorted(o.get("ahead") for o in offers[first:])
+    assert all(o.get("ahead") in (1, 2) and o.get("ik") == 8 for o in offers[first:])
     k8 = [{k: v for k, v in o.items()} for o in offers[:first] if o.get("ik")]
-    assert [{k: v for k, v in o.items() if k != "ahead"} for o in offers[first:]] == k8
-    for bad in [dict(kind="f64", staged=1, ik=8), dict(kind="f64", staged=4, ik=0)]:
+    assert [{k: v for k, v in o.items() if k != "ahead"} for o in offers[first:]] == k8 + k8
+    for staged, ik, ahead in [(1, 8, 1), (4, 0, 1), (4, 8, 3)]:
         with pytest.raises(ValueError, match="reading fragments ahead"):
-            tensor_core_mm(bad["kind"], 128, 64, 16, 4, bad["staged"], lines=True, ik=bad["ik"],
-                           ahead=True)
+            tensor_core_mm("f64", 128, 64, 16, 4, staged, lines=True, ik=ik, ahead=ahead)
 
 
 def _loop(src: str) -> str:
@@ -70,7 +71,7 @@ def _loop(src: str) -> str:
 
 
 def test_ahead_cuda_reads_the_next_tile_after_its_one_barrier_and_compiles() -> None:
-    d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=True)
+    d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=1)
     src = compile_program(d.final, CUDA).kernels[0].source
     loop = _loop(src)
     hopper = loop.split("__syncthreads();")
@@ -93,6 +94,24 @@ def test_ahead_cuda_reads_the_next_tile_after_its_one_barrier_and_compiles() -> 
         assert "mma.sync.aligned" in compile_cuda(src, arch, name="ahead.cu").ptx
 
 
+def test_spread_issues_the_copies_among_the_last_products() -> None:
+    d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=2)
+    src = compile_program(d.final, CUDA).kernels[0].source
+    before, after = _loop(src).split("__syncthreads();")
+    hopper, older = after.split("#else")
+    # A's copies after the first row of 4 products, B's after the second; the same copies
+    # without products before sm_90; one commit after either
+    rows = hopper.split("if (i + 4 < K/16)")
+    assert [r.count("m16n8k8.row.col.f64") for r in rows] == [4, 4, 8]
+    assert older.count("if (i + 4 < K/16)") == 2 and "m16n8k8" not in older
+    assert after.count("cp.async.commit_group") == 1 and "cp.async.commit_group" not in before
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    for arch in ("compute_90a", "compute_80"):
+        assert "mma.sync.aligned" in compile_cuda(src, arch, name="spread.cu").ptx
+
+
 def test_ahead_needs_a_cp_async_pipeline() -> None:
     d = tensor_core_mm("f64", 64, 64, 16, 4, 1)  # staged into local memory, no pipeline
     from liftkit.rewrite.core import positions, replace_at
@@ -110,7 +129,8 @@ def test_ahead_product_on_the_gpu() -> None:
     if not devices:
         pytest.skip("no CUDA GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
-    for tiles in [(128, 64, 16, 4, 4), (128, 64, 32, 4, 2), (64, 64, 16, 2, 3)]:
-        d = tensor_core_mm("f64", *tiles, lines=True, ik=8, ahead=True)
+    for tiles, ahead in [((128, 64, 16, 4, 4), 1), ((128, 64, 32, 4, 2), 1), ((64, 64, 16, 2, 3), 2),
+                         ((128, 64, 16, 4, 3), 2)]:
+        d = tensor_core_mm("f64", *tiles, lines=True, ik=8, ahead=ahead)
         A, B = _ints((256, 96), 3), _ints((96, 192), 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)

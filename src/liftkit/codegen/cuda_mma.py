@@ -30,7 +30,7 @@ from liftkit.codegen.emit import space_of_view
 from liftkit.codegen.memory import ctype
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
-from liftkit.ir.patterns.cuda import WARP, ReduceMmaF64K8Ahead
+from liftkit.ir.patterns.cuda import WARP, ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
 from liftkit.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -326,8 +326,9 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
         i each k-step's products issue after the next step's fragments are read; at the last
         step, `wait_group s-2` (tile i+1 landed), one barrier (tile i's fragments all read),
         the copy of tile i+s into tile i's buffer, tile i+1's first fragments read, then tile
-        i's last products. Before sm_90, m8n8k4 on tile i before the barrier."""
-        from liftkit.codegen.cuda_patterns import _through, prove_lt, stage_buffers
+        i's last products (reduceMmaF64K8AheadSpread: the copies between the rows of those
+        products). Before sm_90, m8n8k4 on tile i before the barrier."""
+        from liftkit.codegen.cuda_patterns import _async_copy, _through, prove_lt, stage_buffers
         from liftkit.codegen.generator import Scope
 
         stages = chains[0][1].stage_count()
@@ -346,6 +347,15 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
             em.line(commit)
         em.line(f'asm volatile("cp.async.wait_group {stages - 1};" ::: "memory");')
         em.barrier({"CLK_LOCAL_MEM_FENCE"})
+
+        spread = isinstance(p, ReduceMmaF64K8AheadSpread)
+
+        def copy_operand(k_: int, j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
+            """The copies of operand k_ of tile j into buffer slot `slot`, where tile j exists."""
+            (_, _, pre), (buf, levels) = chains[k_], buffers[k_]
+            with em.if_(f"{j.to_c()} < {kt.to_c()}"):
+                _async_copy(g, levels, _through(g, pre, tiles.access(j).get(k_), env, c),
+                            buf.access(slot), c)
 
         def ops_at(slot: ArithExpr, c: "Ctx") -> list[View]:
             return [_through(g, post, buf.access(slot), env, c)
@@ -370,13 +380,14 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                     em.line(f"#if !({HOPPER})")
                     ampere_fallback(a, b)
                     em.line("#endif")
+                ahead, slot = i + cst(stages), i % cst(stages)
                 if last:  # tile i+1 landed and tile i's fragments all read: copy tile i+s
                     em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
                     em.barrier({"CLK_LOCAL_MEM_FENCE"})
-                    ahead = i + cst(stages)
-                    with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
-                        issue_copies(ahead, i % cst(stages), c)
-                    em.line(commit)
+                    if not spread:
+                        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+                            issue_copies(ahead, slot, c)
+                        em.line(commit)
                 em.line(f"#if {HOPPER}")
                 load = (step_loader(main, *ops_at((i + cst(1)) % cst(stages), c), 0) if last
                         else step_loader(main, a, b, j + 1))
@@ -384,18 +395,33 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                 # this tile's first ones are spent (a one-step tile still reads its own)
                 into = carried if last and steps > 1 else None
                 nxt = load(b_keys, into)
-                issue_step(main, cur, lambda fm: nxt.update(load(a_keys[fm], into)))
+                copied = spread and last
+
+                def after_row(fm: int) -> None:
+                    nxt.update(load(a_keys[fm], into))
+                    if copied and fm < len(chains):
+                        copy_operand(fm, ahead, slot, c)
+                issue_step(main, cur, after_row)
+                if copied:
+                    for k_ in range(fm_n, len(chains)):
+                        copy_operand(k_, ahead, slot, c)
                 if last and steps == 1:
                     for key, v in nxt.items():
                         em.line(f"{carried[key]} = {v};")
+                if copied:
+                    em.line("#else")
+                    for k_ in range(len(chains)):
+                        copy_operand(k_, ahead, slot, c)
                 em.line("#endif")
+                if copied:
+                    em.line(commit)
                 cur = nxt
         em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
         em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows
 
     body = replace(ctx, write_to=None)
     staging = async_staging(p)
-    if isinstance(p, ReduceMmaF64K8Ahead):
+    if isinstance(p, ReduceMmaF64K8Ahead):  # and reduceMmaF64K8AheadSpread
         if staging is None or "cp.async" not in em.dialect.features:
             raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
                                "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2 "

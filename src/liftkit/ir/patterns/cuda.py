@@ -20,6 +20,7 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   and the rules introduce a TF32/BF16 product only where the operands were rounded that way.
   `reduceMmaF64K8 w (f, z)` means reduceMmaF64 and issues the m16n8k8 DMMA throughout.
   `reduceMmaF64K8Ahead w (f, z)` too, each k-step's fragments read one step ahead (across tiles).
+  `reduceMmaF64K8AheadSpread w (f, z)` too, the next copies issued among the last products.
 - `reduceWgmmaTF32 w s (f, z)`, `reduceWgmmaTF32Z w s (f, z)`: the same meaning as reduceMmaTF32
   on Hopper's warpgroup MMA (`wgmma`, sm_90a; w a multiple of 4, the warpgroups), the pattern
   staging its operands itself s tiles deep into the swizzled shared-memory layout the tensor
@@ -327,8 +328,18 @@ class ReduceMmaF64K8Ahead(ReduceMmaF64K8):
     name = "reduceMmaF64K8Ahead"
 
 
+@dataclass(frozen=True, repr=False)
+class ReduceMmaF64K8AheadSpread(ReduceMmaF64K8Ahead):
+    """reduceMmaF64K8Ahead with the copies of tile i+s issued between the rows of tile i's last
+    products (A's after the first row, B's after the second) instead of all before them: the
+    same meaning, the copy instructions in the issue slots between the DMMAs."""
+
+    name = "reduceMmaF64K8AheadSpread"
+
+
 MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64,
-                                             ReduceMmaF64K8, ReduceMmaF64K8Ahead)
+                                             ReduceMmaF64K8, ReduceMmaF64K8Ahead,
+                                             ReduceMmaF64K8AheadSpread)
 
 WGMMA_ROW = 32  # TF32 elements of one 128-byte row of the swizzled layout: tiles' k is a multiple
 WGMMA_MAX_N = 256  # the widest wgmma
@@ -566,5 +577,9 @@ class ToLocalAsync(CudaPattern):
         return ev.call(self.f, list(args), env)
 
 
-CUDA_PATTERNS: tuple[type[Pattern], ...] = (ReduceWarp,) + MMA_PATTERNS + WGMMA_PATTERNS + (ToLocalAsync,)
+# the schedule of a cp.async tile loop (reduceSplitTail) builds on the classes above
+from liftkit.ir.patterns.cuda_schedule import ReduceSplitTail  # noqa: E402
+
+CUDA_PATTERNS: tuple[type[Pattern], ...] = ((ReduceWarp,) + MMA_PATTERNS + WGMMA_PATTERNS
+                                            + (ToLocalAsync, ReduceSplitTail))
 

@@ -22,7 +22,8 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   For double: DMMA (`reduceMmaF64`; with ik = 8, offered for the `lines` tilings at least 16
   deep, `reduceMmaF64K8`: m16n8k8 throughout, +1–6 % on the H100, results/issue12/gemm6 run 7;
   with ahead = 1 as well, `reduceMmaF64K8Ahead`: each k-step's fragments read one step ahead,
-  across the tile boundary too, offered after those).
+  across the tile boundary too, offered after those; ahead = 2, `reduceMmaF64K8AheadSpread`:
+  the next tile's copies issued among the last products, offered last).
   For float only where both operands were rounded by the
   program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
   FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
@@ -269,7 +270,7 @@ def _mma_choices(site: Site) -> Options:
     out = out[:MAX_MMA_CHOICES]
     if cls is P.ReduceMmaF64:  # the same tilings on m16n8k8 (reduceMmaF64K8) after all others
         k8 = [{**o, "ik": 8} for o in out if o.get("lines") and o["tk"] >= 16]
-        out += k8 + [{**o, "ahead": 1} for o in k8]  # then reading fragments ahead
+        out += k8 + [{**o, "ahead": h} for h in (1, 2) for o in k8]  # then reading fragments ahead
     return out
 
 
@@ -445,11 +446,12 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
                lines: bool = False, ik: int = 0, ahead: int = 0) -> Expr:
-    from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead
+    from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
 
     a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
     if ik == 8 and cls is P.ReduceMmaF64:  # m16n8k8 throughout (fragments read a step ahead)
-        cls = ReduceMmaF64K8Ahead if ahead and staged > 1 else P.ReduceMmaF64K8
+        cls = ({1: ReduceMmaF64K8Ahead, 2: ReduceMmaF64K8AheadSpread}.get(ahead, P.ReduceMmaF64K8)
+               if staged > 1 else P.ReduceMmaF64K8)
     return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged, lines)
 
 
@@ -702,8 +704,9 @@ __all__ = ["CUDA_RULES", "CUDA_RULES_BY_NAME", "MM_TENSOR_CORES", "MM_WGMMA", "M
 
 def _search_rules() -> tuple[Rule, ...]:
     from liftkit.rewrite.rules import SEARCH_RULES
+    from liftkit.rewrite.rules.mm_schedule import SCHEDULE_RULES  # the tile loop's schedule
 
-    return tuple(SEARCH_RULES) + CUDA_RULES
+    return tuple(SEARCH_RULES) + CUDA_RULES + SCHEDULE_RULES
 
 
 # `liftkit explore … --backend cuda --rules liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES`
@@ -712,7 +715,7 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
                    lines: bool = False, wgmma: bool = False, copy: str = "registers",
-                   ik: int = 0, ahead: bool = False) -> Any:
+                   ik: int = 0, ahead: int = 0) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
@@ -721,8 +724,9 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
     (the tiles copied raw by cp.async, B through registers); `copy="pair"`, mm-wgmma-pair (the
     same in 2-block clusters sharing B). `ik=8` (f64): DMMA m16n8k8 throughout
-    (reduceMmaF64K8); with `ahead` too, each k-step's fragments read one step ahead, across
-    tiles (reduceMmaF64K8Ahead; staged > 1)."""
+    (reduceMmaF64K8); with `ahead=1` too, each k-step's fragments read one step ahead, across
+    tiles (reduceMmaF64K8Ahead; staged > 1); `ahead=2`, also the next tile's copies issued among
+    the last products (reduceMmaF64K8AheadSpread)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -755,10 +759,10 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
                              "ik=8 (DMMA m16n8k8 throughout)")
         extra["ik"] = 8
     if ahead:
-        if extra.get("ik") != 8 or staged < 2:
-            raise ValueError("tensor-core product reading fragments ahead: only f64 with ik=8 "
-                             "and a cp.async pipeline (staged ≥ 2)")
-        extra["ahead"] = 1
+        if extra.get("ik") != 8 or staged < 2 or ahead not in (1, 2):
+            raise ValueError("tensor-core product reading fragments ahead: ahead=1 or 2, only f64 "
+                             "with ik=8 and a cp.async pipeline (staged ≥ 2)")
+        extra["ahead"] = int(ahead)
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
 
