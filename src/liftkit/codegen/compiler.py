@@ -21,6 +21,7 @@ from liftkit.codegen.dialect import Dialect, dialect_named
 from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
 from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
+from liftkit.codegen.cuda_schedule import split_parts
 from liftkit.codegen.memory import (Memory, bytes_of, c_layout, ctype, element_count, storage_elem,
                                     struct_definition)
 from liftkit.codegen.stages import (  # noqa: F401 - re-exported: the compiler's vocabulary
@@ -110,6 +111,8 @@ class _Recorder(TypeChecker):
             self.maps.append((f, out.length, enclosing))
         if isinstance(f, P.CudaPattern) and (n := f.threads(arg_types)) is not None:
             self.maps.append((P.MapLcl(f.f, 0), n, enclosing))  # runs on n threads of dimension 0
+        if (parts := split_parts(f)) is not None:  # reduceSplitTail: its parts along the grid's z
+            self.maps.append((P.MapWrg(f.f, 2), cst(parts), enclosing))
         return out
 
 

@@ -44,6 +44,8 @@ def generate(g: "Generator", p: P.CudaPattern, args: Sequence["Arg"], env: dict[
         from liftkit.codegen.cuda_mma import reduce_mma  # tensor cores: codegen/cuda_mma.py
 
         return reduce_mma(g, p, args, env, ctx, dest)
+    if isinstance(p, P.ReduceSeq):  # reduceSplitTail: the tile loop below, scheduled
+        return g.gen_reduce(p, args, env, ctx, dest)
     if isinstance(p, P.ToLocalAsync):
         raise CodegenError("toLocalAsync: its copies are pipelined by the loop around it; use it "
                            "only in the staging function of a reduceMma, or at the start of the "
@@ -317,15 +319,24 @@ def pipelined_reduce(g: "Generator", p: P.ReduceSeq, init: View, xs: View, env: 
         # a barrier ending the body is the next iteration's first one (or the one after the loop)
         em.take_trailing_barrier(since)
 
+    if isinstance(p, P.CudaPattern):  # reduceSplitTail: a range of the loop (codegen/cuda_schedule.py)
+        from liftkit.codegen.cuda_schedule import split_tail
+
+        start, stop, epilogue = split_tail(g, p, init, V.array_view_type(xs.type).length, ctx)  # type: ignore[arg-type]
+        cp_async_pipeline(g, p, chains, xs, env, ctx, body, start, stop)
+        epilogue()
+        return
     cp_async_pipeline(g, p, chains, xs, env, ctx, body)
 
 
 def cp_async_pipeline(g: "Generator", p: P.Pattern, chains: list[Any], tiles: View,
                       env: dict[Param, View], ctx: "Ctx",
-                      body: Callable[[list[View], ArithExpr, "Ctx"], None]) -> None:
+                      body: Callable[[list[View], ArithExpr, "Ctx"], None],
+                      start: Optional[ArithExpr] = None, stop: Optional[ArithExpr] = None) -> None:
     """The cp.async pipeline over a tile loop, shared by the FFMA tile loop and the tensor-core
-    loop (which differ only in `body`, run on tile i's staged operands): s local buffers per
-    operand; tiles 0..s-2 issued before the loop; at iteration k, `wait_group s-2` (tile k has
+    loop (which differ only in `body`, run on tile i's staged operands), over tiles start..stop-1
+    (default: all; reduceSplitTail's parts run a range): s local buffers per operand; tiles
+    start..start+s-2 issued before the loop; at iteration k, `wait_group s-2` (tile k has
     landed), one barrier (tile k visible to all, tile k-1 finished by all), the copy of tile
     k+s-1 issued into tile k-1's buffer (one commit group per tile, empty past the end), then
     the body on buffer k % s."""
@@ -334,23 +345,26 @@ def cp_async_pipeline(g: "Generator", p: P.Pattern, chains: list[Any], tiles: Vi
     em = g.em
     stages = chains[0][1].stage_count()
     kt = V.array_view_type(tiles.type).length
+    first = start if start is not None else cst(0)
+    end = stop if stop is not None else kt
     buffers, issue = stage_buffers(g, chains, tiles, env, ctx)
     commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
     for s in range(stages - 1):
-        if prove_lt(cst(s), kt):
-            issue(cst(s), cst(s), ctx)
+        j = first + cst(s)
+        if prove_lt(j, end):
+            issue(j, j % cst(stages), ctx)
         else:
-            with em.if_(f"{s} < {kt.to_c()}"):
-                issue(cst(s), cst(s), ctx)
+            with em.if_(f"{j.to_c()} < {end.to_c()}"):
+                issue(j, j % cst(stages), ctx)
         em.line(commit)
     name = em.names.fresh("i")
     i = Var(name, 0, kt)
-    with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+    with em.for_loop(name, first.to_c(), f"{name} < {end.to_c()}", f"{name} += 1"):
         c = ctx.inside(p, Scope("seq", 0, i, kt))
         em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
         em.barrier({"CLK_LOCAL_MEM_FENCE"})
         ahead = i + cst(stages - 1)
-        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+        with em.if_(f"{ahead.to_c()} < {end.to_c()}"):
             issue(ahead, ahead % cst(stages), c)
         em.line(commit)
         slot = i % cst(stages)

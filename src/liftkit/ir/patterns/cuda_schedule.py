@@ -1,0 +1,116 @@
+"""The schedule of a work-group tile loop over the GPU's slots (issue 12, wave quantisation).
+
+`reduceSplitTail p slots b (f, z)`: a reduceSeq over a work-group's tile pairs whose function
+starts with `toLocalAsync` copies (the cp.async tile loop of mm-tiles-async), run with its
+work-groups scheduled against the device's `slots` (multiprocessors × resident blocks of the
+kernel). A grid of T tiles runs in ⌈T / slots⌉ waves; the last, partial one (T mod slots tiles)
+leaves most multiprocessors idle while it runs. Here the tail's tiles are each split along the
+loop into p parts (K split p ways: p work-groups per tile, the grid's third dimension), so the
+last wave is p times as many, p times shorter pieces; the parts of a tile then add their partial
+sums in order (part 0's sum, plus part 1's, ...) through a global workspace, the last part
+storing the tile as the whole loop would. The other tiles run the whole loop in one work-group,
+as reduceSeq. `b` > 0 also bounds the kernel to at least b resident work-groups per
+multiprocessor (`__launch_bounds__`, a register cap), which changes the slots; p = 1 is that
+bound alone.
+
+Meaning (the interpreter's): the loop's elements cut into p contiguous parts (part q from
+⌊q·n/p⌋ to ⌊(q+1)·n/p⌋), each folded by f from z, the results added element by element in part
+order. That is reduceSeq(f, z) reassociated when z is zero and f adds to its accumulator (f(a +
+b, x) = f(a, x) + b, as a tile loop's multiply-add does), which is where the rule `mm-split-tail`
+(rules/mm_schedule.py) introduces it; in the generated code which tiles are split depends on
+the launch, not on the meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from liftkit.arith import ArithExpr, cst
+from liftkit.ir.nodes import walk
+from liftkit.ir.patterns.base import Kind, PatternError, expect_args, param
+from liftkit.ir.patterns.cuda import CudaPattern, ToLocalAsync
+from liftkit.ir.patterns.maps import MapWrg
+from liftkit.ir.patterns.reductions import ReduceSeq, fold
+from liftkit.semantics.values import axis_len, expand, tmap
+from liftkit.types import ArrayType, ScalarType, Type, VectorType, float32, float64
+
+if TYPE_CHECKING:  # pragma: no cover
+    from liftkit.ir.typecheck import Typing
+    from liftkit.semantics.interpreter import Env, Evaluator
+    from liftkit.semantics.values import Value
+
+MAX_PARTS = 16
+
+
+def _float_leaves(t: Type) -> bool:
+    """t is a (nested) array of float/double scalars or vectors: what the parts add element-wise."""
+    while isinstance(t, ArrayType):
+        t = t.elem
+    if isinstance(t, VectorType):
+        t = t.elem
+    return isinstance(t, ScalarType) and t in (float32, float64)
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceSplitTail(ReduceSeq, CudaPattern):
+    """reduceSplitTail p slots b (f, z): see the module docstring."""
+
+    name = "reduceSplitTail"
+    parts: ArithExpr = param(Kind.SIZE, default=cst(2))
+    slots: ArithExpr = param(Kind.SIZE, default=cst(1))
+    bound: ArithExpr = param(Kind.SIZE, default=cst(0))
+    high_level = False
+    feature = "cp.async"
+    refusal = ("reduceSplitTail needs the CUDA backend (cp.async tile loops, a third grid "
+               "dimension and ordered global fix-ups); on OpenCL write the loop as reduceSeq")
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("parts", Kind.SIZE), ("slots", Kind.SIZE), ("bound", Kind.SIZE), ("f", Kind.FUN)]
+
+    def schedule(self) -> tuple[int, int, int]:
+        """(parts, slots, bound) as integers, checked."""
+        vals = []
+        for what, e, lo, hi in (("parts", self.parts, 1, MAX_PARTS), ("slots", self.slots, 1, 1 << 16),
+                                ("bound", self.bound, 0, 32)):
+            if not e.is_constant or not lo <= e.value <= hi:
+                raise PatternError(f"reduceSplitTail: {what} must be a constant from {lo} to {hi}, "
+                                   f"got {e}")
+            vals.append(e.value)
+        return vals[0], vals[1], vals[2]
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        expect_args(self, args)
+        self.schedule()
+        if not any(isinstance(n, ToLocalAsync) for n in walk(self.f)):
+            raise PatternError("reduceSplitTail schedules a cp.async tile loop: its function must "
+                               "start with toLocalAsync copies (apply tiles-async first)")
+        if not any(isinstance(e, MapWrg) for e in t.enclosing):
+            raise PatternError("reduceSplitTail splits a work-group's loop: use it inside mapWrg")
+        if not _float_leaves(args[0]):
+            raise PatternError(f"reduceSplitTail adds partial sums element by element: the "
+                               f"accumulator must be an array of float or double, got {args[0]}")
+        return super().infer(t, args)
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        init, xs = args
+        p, _, _ = self.schedule()
+        axis = ev.brank
+        n = axis_len(xs, axis)
+        total = None
+        for q in range(p):
+            lo, hi = q * n // p, (q + 1) * n // p
+            index = (slice(None),) * axis + (slice(lo, hi),)
+            part = tmap(lambda a: a[index], xs)  # noqa: B023 - used at once
+            r = fold(ev, self.f, init, part, env)
+            total = r if total is None else _add(total, r)
+        return expand(total, ev.brank)
+
+
+def _add(a: "Value", b: "Value") -> "Value":
+    """a + b element by element in a's dtype (float32 sums stay float32, as on the GPU)."""
+    x, y = np.asarray(a), np.asarray(b)
+    return (x + y).astype(x.dtype)
