@@ -74,3 +74,33 @@ def test_the_choice_keeps_padding_where_the_guarded_form_would_pad_too(session) 
     glb = Variant.of("glb")
     assert edge_form(glb) is None
     assert mm_kernel(session, kind, {"M": 37, "N": 13, "K": 20}, glb).variant == glb
+
+
+def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only() -> None:
+    """DMMA tiles staged over whole lines (lines=1) have a guarded form without lines: it runs
+    where the padded copies would take a large share of the call (volume below
+    EDGE_LOSSY_VOLUME), the padded kernel above; without lines the guarded form runs at every
+    odd size; sizes the tiles divide keep the variant."""
+    import importlib
+    from types import SimpleNamespace
+
+    g = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
+
+    class Stub:
+        def choose(self, kind, sizes):  # type: ignore[no-untyped-def]
+            raise AssertionError("the variant is given")
+
+        def kernel(self, kind, sizes, variant):  # type: ignore[no-untyped-def]
+            return SimpleNamespace(variant=variant)
+
+    kind = Kind("mm", "float64", "NN")
+    lines = Variant.of("mma", tm=64, tn=64, tk=8, warps=4, staged=4, lines=1)
+    plain = Variant.of("mma", tm=64, tn=64, tk=8, warps=4, staged=4)
+    edge = Variant.of("edge-mma", tm=64, tn=64, tk=8, warps=4, staged=4)
+    assert edge_form(lines) == edge_form(plain) == edge
+    small, big = {"M": 1000, "N": 1000, "K": 1000}, {"M": 4097, "N": 4095, "K": 4095}
+    assert g.mm_kernel(Stub(), kind, small, lines).variant == edge
+    assert g.mm_kernel(Stub(), kind, big, lines).variant == lines
+    assert g.mm_kernel(Stub(), kind, big, plain).variant == edge
+    assert g.mm_kernel(Stub(), kind, {"M": 1024, "N": 1024, "K": 1024}, lines).variant == lines
+    assert 1000 ** 3 < g.EDGE_LOSSY_VOLUME <= 4097 * 4095 * 4095

@@ -201,6 +201,12 @@ def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unro
                 w=MM_WIDTH[kind.dtype] if w is None else w)
 
 
+def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int) -> Strategy:
+    from liftkit.rewrite.rules.mm_edges import MM_EDGE_TENSOR_CORES
+
+    return rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
+
+
 def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
                          stages: int) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES_ASYNC
@@ -211,17 +217,19 @@ def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int
 # a tiled codelet's guarded form (rewrite.rules.mm_edges: the same kernel over padded views of
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
-EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async"}
+EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
+# what a guarded form does not offer: A's rows rotated in local memory; tensor-core tiles staged
+# in 16-byte chunks over whole lines, or on DMMA m16n8k8 (both with lines only)
+_NOT_GUARDED = ("rot", "lines", "ik")
 
 
 def edge_form(variant: "Variant") -> Optional["Variant"]:
-    """The guarded form of a tiled variant (the same tiles; A's rows not rotated in local
-    memory, which the guarded form does not offer), None where it has none (tensor cores,
-    untiled codelets)."""
+    """The guarded form of a tiled variant (the same tiles, without what `_NOT_GUARDED`
+    names), None where it has none (untiled codelets)."""
     name = EDGE_FORMS.get(variant.codelet)
     if name is None:
         return None
-    return Variant(name, tuple(p for p in variant.params if p[0] != "rot"))
+    return Variant(name, tuple(p for p in variant.params if p[0] not in _NOT_GUARDED))
 
 
 # the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages): H1's run 4 best (128x64x32, 0.92x
@@ -404,6 +412,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                 kind, Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
                                  stages=stages), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
+    Codelet("edge-mma", ("mm",), "mma for any M, N, K: the DMMA kernel over padded views of A "
+            "and B, its tiles staged element by element by cp.async (zero-filled past K), the "
+            "ragged edge's stores guarded (the mm-edge-tensor-cores rule, rewrite.rules."
+            "mm_edges); CUDA only, float64",
+            _mm_edge_mma, lambda dev: [],
+            lambda kind, tm, tn, tk, warps, staged: _tiled_multiples(
+                kind, Variant.of("edge-mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged), {}),
+            backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_edge_rules),
     Codelet("real", ("mm",), "a complex GEMM as one real GEMM of twice the depth and width (the "
             "4M form): A's complex rows read as reals, B embedded as [[Br, Bi], [-Bi, Br]] by the "
             "derived cembed kernel, C's complex rows written as reals; the real kernel is the "

@@ -86,6 +86,15 @@ class Embedding:
     doubled: bool = True
 
 
+# a guarded form that lacks one of its variant's speed-ups (DMMA tiles staged over whole lines,
+# m16n8k8) runs only below this volume M·N·K: there the padded copies take a large share of a
+# call (run 22b, H100: three copies about 25 us of SGEMM 1000³'s 89 us), above it the faster
+# kernel on padded copies wins (DMMA 128×64×16 at 4096³: 0.88x cuBLAS with lines, 0.79x
+# without, results/issue12/mma; the copies of 4097×4095² about 4 % of the call). Not yet timed
+# on the device: results/issue15/cuda/edges/run.sh times both.
+EDGE_LOSSY_VOLUME = 2 ** 32
+
+
 def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
               variant: Optional[Variant] = None) -> Built:
     """The mm kernel for these sizes: the chosen variant (the profile's best or `variant`), or,
@@ -94,6 +103,10 @@ def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
     at all, so the call makes no padded copies; otherwise the chosen variant, padded."""
     chosen = variant or session.choose(kind, sizes)
     edge = edge_form(chosen)
+    # the guarded form lacks one of the variant's speed-ups (lines, m16n8k8)
+    lossy = edge is not None and any(chosen.kw.get(p) for p in ("lines", "ik"))
+    if lossy and math.prod(sizes.values()) >= EDGE_LOSSY_VOLUME:
+        return session.kernel(kind, sizes, chosen)
     if edge is not None and padded_sizes(sizes, multiples(kind, chosen)) != sizes:
         try:
             need: Optional[dict[str, int]] = multiples(kind, edge)
@@ -108,21 +121,22 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
     name = DTYPES[dt]
     M, N, K = sizes["M"], sizes["N"], sizes["K"]
     if dt.kind != "c":  # codelet nn: transposes, then the NN kernel
-        real = mm_kernel(session, Kind("mm", name, "NN"), sizes)
         tr = Kind("transpose", name)
-        mult = dict(real.multiples)
         a = session.kernel(tr, {"M": K, "N": M}) if layout[0] == "T" else None
         b = session.kernel(tr, {"M": N, "N": K}) if layout[1] == "T" else None
         # a transpose runs on the padded stored operand (K×M of A, N×K of B): the sizes are
         # padded to its multiples too, so that it writes the NN kernel's padded operand
+        mult: dict[str, int] = {}
         for t, rows, cols in ((a, "K", "M"), (b, "N", "K")):
             if t is not None:
                 for dim, m in ((rows, t.multiples.get("M", 1)), (cols, t.multiples.get("N", 1))):
                     mult[dim] = math.lcm(mult.get(dim, 1), m)
+        nn = Kind("mm", name, "NN")  # its guarded form only where the transposes pad nothing
+        real = (mm_kernel(session, nn, sizes) if padded_sizes(sizes, mult) == sizes
+                else session.kernel(nn, sizes))
+        for dim, m in real.multiples.items():
+            mult[dim] = math.lcm(mult.get(dim, 1), m)
         return Embedding(real, b, a, None, padded_sizes(sizes, mult), doubled=False)
-    real = mm_kernel(session, Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K})
-    mult = real.multiples
-
     def half(v: int) -> int:  # a complex count whose double is a multiple of v
         return math.lcm(v, 2) // 2
 
@@ -133,6 +147,11 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
          session.kernel(Kind("cprep", name, layout[0]), {"M": M, "N": K}))
     tm, tk = ((a.multiples.get("N", 1), a.multiples.get("M", 1))
               if a is not None and a.kind.op == "transpose" else (1, 1))
+    rk, want = Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K}
+    # the real kernel's guarded form only where the transpose pads nothing
+    real = (mm_kernel(session, rk, want) if M % tm == 0 and K % tk == 0
+            else session.kernel(rk, want))
+    mult = real.multiples
     padded = {"M": pad_to(M, math.lcm(mult.get("M", 1), tm)),
               "N": pad_to(N, half(mult.get("N", 1))),
               "K": pad_to(K, math.lcm(half(mult.get("K", 1)), tk))}

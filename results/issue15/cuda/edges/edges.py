@@ -34,19 +34,26 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 H100_PROFILE = "profile-397cb6df054d2a73.json"
 
 
+MODES = ("padded", "guarded", "guarded-all")
+
+
 @contextlib.contextmanager
-def padded_only() -> Iterator[None]:
-    """The library as it was before guarded forms: every off-tile size padded."""
+def mode(name: str) -> Iterator[None]:
+    """padded: the library as it was before guarded forms (every off-tile size padded);
+    guarded: as it is; guarded-all: guarded forms at every volume, also those that lack the
+    padded kernel's speed-ups (DMMA lines, m16n8k8; `gemm.EDGE_LOSSY_VOLUME`)."""
     import importlib
 
     g = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
-
-    keep = g.edge_form
-    g.edge_form = lambda v: None  # type: ignore[assignment]
+    keep = g.edge_form, g.EDGE_LOSSY_VOLUME
+    if name == "padded":
+        g.edge_form = lambda v: None  # type: ignore[assignment]
+    elif name == "guarded-all":
+        g.EDGE_LOSSY_VOLUME = float("inf")
     try:
         yield
     finally:
-        g.edge_form = keep  # type: ignore[assignment]
+        g.edge_form, g.EDGE_LOSSY_VOLUME = keep  # type: ignore[assignment]
 
 
 def _sizes(text: str) -> list[tuple[int, int, int]]:
@@ -101,16 +108,15 @@ def dry(sizes: list[tuple[int, int, int]]) -> int:
     t0 = time.perf_counter()
     for dt in DTYPES:
         for m, n, k in sizes:
-            for mode in ("padded", "guarded"):
-                ctx = padded_only() if mode == "padded" else contextlib.nullcontext()
-                with ctx:
+            for how in MODES:
+                with mode(how):
                     if dt.startswith("complex"):
                         want = {"M": m, "N": 2 * n, "K": 2 * k}
                         b = mm_kernel(s, Kind("mm", REAL_OF[dt], "NN"), want)
                         s.kernel(Kind("cembed", dt, "N"), {"K": k, "N": n})
                     else:
                         b = mm_kernel(s, Kind("mm", dt, "NN"), {"M": m, "N": n, "K": k})
-                print(f"{dt:10s} {m}x{n}x{k:<6d} {mode:7s} -> {b.variant} "
+                print(f"{dt:10s} {m}x{n}x{k:<6d} {how:11s} -> {b.variant} "
                       f"(multiples {b.multiples})", flush=True)
     print(f"dry: {len(s.built)} kernels derived and NVRTC-compiled in "
           f"{time.perf_counter() - t0:.1f} s")
@@ -156,19 +162,17 @@ def gpu(sizes: list[tuple[int, int, int]], repeat: int, log: Any) -> int:
             ref = cp.empty((m, n), dt)
             t_ref = bc._time(cp, lambda: cp.matmul(A, B, out=ref), repeat)
             flops = (8 if dt.startswith("complex") else 2) * m * n * k
-            seen: dict[str, str] = {}
-            for mode in ("padded", "guarded"):
-                ctx = padded_only() if mode == "padded" else contextlib.nullcontext()
-                with ctx:
+            seen: set[str] = set()
+            for how in MODES:
+                with mode(how):
                     s.forget_choices()
                     plan = plan_gemm(s, A.shape, B.shape, dt)
                     what = f"{plan.variant} on {plan.built.variant}" if plan.embed else \
                         str(plan.built.variant)
-                    if "padded" in seen and seen["padded"] == what:
-                        out(f"{dt:10s} {m}x{n}x{k:<6d} guarded: no guarded form ({what}), "
-                            "as padded")
+                    if what in seen:
+                        out(f"{dt:10s} {m}x{n}x{k:<6d} {how}: the same kernel as before ({what})")
                         continue
-                    seen[mode] = what
+                    seen.add(what)
                     C = cp.full((m, n), np.nan, dt)
                     call = lambda: s.gemm(A, B, C)  # noqa: E731
                     call().result()
@@ -176,16 +180,16 @@ def gpu(sizes: list[tuple[int, int, int]], repeat: int, log: Any) -> int:
                     t = bc._time(cp, call, repeat)
                     dev = bc._device_time(s, call)
                     copies = plan.padded != plan.sizes
-                r = {"dtype": dt, "size": f"{m}x{n}x{k}", "mode": mode, "variant": what,
+                r = {"dtype": dt, "size": f"{m}x{n}x{k}", "mode": how, "variant": what,
                      "copies": copies, "call_us": t * 1e6, "device_us": dev * 1e6,
                      "cublas_us": t_ref * 1e6, "ratio": t_ref / t, "rel_error": err,
                      "tflops": flops / t * 1e-12, "card": card}
                 rows.append(r)
-                out(f"{dt:10s} {m}x{n}x{k:<6d} {mode:7s} call {t * 1e6:9.1f} us (device "
+                out(f"{dt:10s} {m}x{n}x{k:<6d} {how:11s} call {t * 1e6:9.1f} us (device "
                     f"{dev * 1e6:9.1f}) cuBLAS {t_ref * 1e6:9.1f} us  ratio {t_ref / t:5.2f}x  "
                     f"{flops / t * 1e-12:6.1f} TFLOP/s  err {err:.1e}  copies {copies}  [{what}]")
                 if err > (1e-4 if dt in ("float32", "complex64") else 1e-10):
-                    out(f"  ERROR: {dt} {m}x{n}x{k} {mode} differs from the float64 product")
+                    out(f"  ERROR: {dt} {m}x{n}x{k} {how} differs from the float64 product")
             del A, B, ref
             cp.get_default_memory_pool().free_all_blocks()
     log.write(json.dumps(rows) + "\n")

@@ -20,6 +20,8 @@ stores (`GuardView`): `if (row < M)`, `if (col < N)`. Where a pad or crop is pro
 * `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w): mm-local-tiles' kernel over the padded views.
 * `mm-edge-tiles-async` (… , stages): the same, its tile copies pipelined by cp.async
   (`tiles-async`): the Hopper FFMA SGEMM for any size (float32, w = 4).
+* `mm-edge-tensor-cores` (tm, tn, tk, warps, staged): mm-tensor-cores' FP64 (DMMA) kernel over
+  padded views of scalars (its tiles staged element by element: any sizes).
 
 Vectors of w along K and N need w to divide K and N (`asVector w`: the run-time checks and
 `size_multiples` say so); w = 1 takes any size.
@@ -149,6 +151,50 @@ def _edge_tiles_async_macro() -> Any:
 
 
 MM_EDGE_TILES_ASYNC = _edge_tiles_async_macro()
-EDGE_RULES = {r.name: r for r in (MM_EDGE_TILES, MM_EDGE_TILES_ASYNC)}
 
-__all__ = ["EDGE_RULES", "MM_EDGE_TILES", "MM_EDGE_TILES_ASYNC", "edge_tiles", "padded"]
+
+# ---------------------------------------------------------------------------------------------
+# the FP64 tensor-core product (mm-tensor-cores) over the same padded views
+
+
+def _mma_choices(site: Site) -> Options:
+    """mm-tensor-cores' double tilings whose tiles are staged element by element (8-byte
+    cp.async, each with its own source size): not `lines` (16-byte chunks of two doubles, which
+    a K or N edge may split) and not m16n8k8 (offered with lines only)."""
+    from liftkit.ir import patterns as P
+    from liftkit.rewrite.rules.cuda import _mma_choices as tensor_choices, mm_nest
+
+    found = mm_nest(site)
+    if found is None or found[5] is not P.ReduceMmaF64:
+        return []
+    return [o for o in tensor_choices(site) if not o.get("lines") and not o.get("ik")]
+
+
+def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int) -> Expr:
+    from liftkit.rewrite.rules.cuda import mm_nest, mm_tensor_cores
+    from liftkit.types import float64
+
+    a, b, m, n, k, cls = mm_nest(site)  # type: ignore[misc]
+    pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
+    zero = D.lit(0.0, float64)
+    a_p = _apply((*_pad(pm - m, "clamp"), *(D.map(p) for p in _pad(pk - k, zero))), fresh(a))
+    rows_k = _pad(pk - k, zero)
+    b_p = _apply((*((D.transpose, D.map(rows_k[0]), D.transpose) if rows_k else ()),
+                  *(D.map(p) for p in _pad(pn - n, "clamp"))), fresh(b))
+    kernel = mm_tensor_cores(a_p, b_p, cls, tm, tn, tk, warps, staged, False)
+    return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
+
+
+MM_EDGE_TENSOR_CORES = make_rule(
+    "mm-edge-tensor-cores",
+    "the double matrix product → crop 0 (pM-M) ∘ map(crop 0 (pN-N)) $ mm-tensor-cores(pad 0 "
+    "(pM-M) clamp ∘ map(pad 0 (pK-K) 0) $ A, transpose ∘ map(pad 0 (pK-K) 0) ∘ transpose ∘ "
+    "map(pad 0 (pN-N) clamp) $ B)   (the DMMA kernel for any sizes: its staged tiles' elements "
+    "past K zero-filled by cp.async, the ragged edge's stores guarded)",
+    "issue 12 (tensor cores); issue 15 (edge tiles without padded copies)", _mma_choices,
+    _mma_build, lowering=True, reshapes=True, opaque=False)
+
+EDGE_RULES = {r.name: r for r in (MM_EDGE_TILES, MM_EDGE_TILES_ASYNC, MM_EDGE_TENSOR_CORES)}
+
+__all__ = ["EDGE_RULES", "MM_EDGE_TENSOR_CORES", "MM_EDGE_TILES", "MM_EDGE_TILES_ASYNC",
+           "edge_tiles", "padded"]
