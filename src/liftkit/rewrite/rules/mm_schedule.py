@@ -32,9 +32,11 @@ from liftkit.rewrite.rules.common import call, type_checks
 Options = list[dict[str, Any]]
 
 # (parts, slots, bound) offered: the H100's 132 SMs × 3 resident 128-thread blocks of the 128×64
-# FFMA tiles (396), × 4 with a 128-register cap (528), × 2 (264, the 256-thread tiles); split 2-6
-SCHEDULES = ((4, 396, 0), (3, 396, 0), (5, 396, 0), (2, 396, 0), (6, 396, 0), (1, 528, 4),
-             (4, 528, 4), (3, 528, 4), (4, 264, 0), (3, 924, 0), (2, 924, 0))
+# FFMA tiles (396; bound 3 keeps the split kernel at ≤ 168 registers, so at 3), × 4 with a
+# 128-register cap (528), × 2 (264, the 256-thread tiles), × 7 (924, 64×64 tiles); split 2-6
+SCHEDULES = ((4, 396, 0), (3, 396, 0), (5, 396, 0), (2, 396, 0), (6, 396, 0), (5, 396, 3),
+             (4, 396, 3), (3, 396, 3), (1, 528, 4), (4, 528, 4), (3, 528, 4), (4, 264, 0),
+             (3, 924, 0), (2, 924, 0))
 _MADS = ("madS", "mad_")
 
 
