@@ -31,7 +31,9 @@ from liftkit.types import ArrayType, ScalarType, Type, VectorType
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.codegen.generator import Ctx, Generator
 
-SPIN_LIMIT = 1 << 26  # polls of a part's flag (about 3 s) before the kernel traps instead of hanging
+# polls of a part's flag before the kernel traps instead of hanging (each an L2 atomic, about
+# 1 us: seconds, where a legal wait is at most one part's loop, about a millisecond)
+SPIN_LIMIT = 1 << 22
 
 
 def _leaves(t: Type, prefix: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Type]]:
