@@ -104,3 +104,24 @@ def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only(
     assert g.mm_kernel(Stub(), kind, big, plain).variant == edge
     assert g.mm_kernel(Stub(), kind, {"M": 1024, "N": 1024, "K": 1024}, lines).variant == lines
     assert 1000 ** 3 < g.EDGE_LOSSY_VOLUME <= 4097 * 4095 * 4095
+
+
+@pytest.mark.gpu
+def test_guarded_kernels_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no-untyped-def]
+    """The CUDA guarded forms (edge-tiles-async for float32 and the real plan of complex64,
+    edge-mma for float64 and complex128) at odd sizes, CuPy operands, against NumPy; repeated
+    calls (call plans) with new operands. The sizes are within the untuned defaults' padding
+    limit (codelets.DEFAULT_MAX_PADDING), so the tiled derivations are chosen."""
+    cp = pytest.importorskip("cupy")
+    g = np.random.default_rng(11)
+    for dt, (m, n, k) in (("float32", (250, 124, 60)), ("float64", (250, 123, 61)),
+                          ("complex64", (250, 124, 60)), ("complex128", (250, 123, 61))):
+        plan = plan_gemm(cuda_session, (m, k), (k, n), dt)
+        assert plan.built.variant.codelet.startswith("edge-"), (dt, plan.built.variant)
+        for seed in range(2):
+            a, b = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
+            c = cp.full((m, n), np.nan, dt)
+            cuda_session.gemm(cp.asarray(a), cp.asarray(b), c).result()
+            wide = np.complex128 if dt.startswith("complex") else np.float64
+            tol = 1e-4 if dt in ("float32", "complex64") else 1e-10
+            np.testing.assert_allclose(cp.asnumpy(c), a.astype(wide) @ b, rtol=tol, atol=tol * k)

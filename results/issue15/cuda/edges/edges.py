@@ -106,8 +106,8 @@ def dry(sizes: list[tuple[int, int, int]]) -> int:
 
     s = DrySession()
     t0 = time.perf_counter()
-    for dt in DTYPES:
-        for m, n, k in sizes:
+    for m, n, k in sizes:  # size by size: a run cut short has every dtype of the first sizes
+        for dt in DTYPES:
             for how in MODES:
                 with mode(how):
                     if dt.startswith("complex"):
@@ -155,8 +155,8 @@ def gpu(sizes: list[tuple[int, int, int]], repeat: int, log: Any) -> int:
 
     out(f"card: {card}; liftkit.blas {s.backend} backend, profile: {'yes' if s.profile else 'no'}")
     rows = []
-    for dt in DTYPES:
-        for m, n, k in sizes:
+    for m, n, k in sizes:  # size by size: a run cut short has every dtype of the first sizes
+        for dt in DTYPES:
             A = bc._rand_gpu(cp, (m, k), np.dtype(dt))
             B = bc._rand_gpu(cp, (k, n), np.dtype(dt))
             ref = cp.empty((m, n), dt)
@@ -190,8 +190,7 @@ def gpu(sizes: list[tuple[int, int, int]], repeat: int, log: Any) -> int:
                     f"{flops / t * 1e-12:6.1f} TFLOP/s  err {err:.1e}  copies {copies}  [{what}]")
                 if err > (1e-4 if dt in ("float32", "complex64") else 1e-10):
                     out(f"  ERROR: {dt} {m}x{n}x{k} {how} differs from the float64 product")
-            del A, B, ref
-            cp.get_default_memory_pool().free_all_blocks()
+            cp.get_default_memory_pool().free_all_blocks()  # (the next operands rebind A, B)
     log.write(json.dumps(rows) + "\n")
     return 0
 
