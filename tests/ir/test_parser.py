@@ -120,6 +120,11 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
     "warp_reduction": lambda: program(  # a pattern beyond OpenCL (ir/patterns/cuda.py)
         [float32[N]], lambda x: join << mapWrg(0)(reduceWarp(add, 0.0) << toLocal(mapLcl(0)(id)))
         << split(64) << x),
+    "split_tail": lambda: program(  # a cp.async loop's schedule (ir/patterns/cuda_schedule.py)
+        [float32[N][M]], lambda x: mapWrg(0)(lambda row: join << reduceSplitTail(
+            2, 4, 0, lambda acc, t: (lambda l: mapLcl(0)(lambda p: add(p[0], p[1])) << zip(acc, l))(
+                toLocalAsync(2, mapLcl(0)(id)) << t), lit(np.zeros(64, np.float32), float32[64]))
+            << split(64) << row) << x),
     **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
     **{f"warpgroup_mma_{cls.name}": (lambda cls=cls: _wgmma(cls)) for cls in WGMMA_PATTERNS},
 }

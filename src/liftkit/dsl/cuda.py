@@ -56,7 +56,16 @@ def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
     """toLocalAsync(s, copy): the copy pipelined s deep with cp.async over a reduceMma's tiles."""
     return P.ToLocalAsync(cst(stages), fn(f))
 
-__all__ = ["reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "reduceMmaF64K8",
+def reduceSplitTail(parts: int, slots: int, bound: int, f: FunLike, init: Any = None) -> FunDecl:
+    """reduceSplitTail(p, slots, b)(f, z): a cp.async tile loop whose last partial wave of `slots`
+    work-groups is split p ways along the loop, the parts' sums added in order (b > 0: at least
+    b resident work-groups per multiprocessor)."""
+    from liftkit.ir.patterns.cuda_schedule import ReduceSplitTail
+
+    return _with_init(ReduceSplitTail(fn(f), cst(parts), cst(slots), cst(bound)), init)
+
+
+__all__ = ["reduceSplitTail", "reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "reduceMmaF64K8",
            "toLocalAsync", "toTF32", "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z",
            "reduceWgmmaAsyncTF32", "reduceWgmmaAsyncTF32Z", "reduceWgmmaPairTF32",
            "reduceWgmmaPairTF32Z", "truncTF32"]
