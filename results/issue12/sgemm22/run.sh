@@ -13,9 +13,9 @@ export PYTHONUNBUFFERED=1 LIFTKIT_CACHE_DIR=/tmp/lk-kernels-sgemm22
 OUT=${OUT:-.}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/card.txt
 S=128x64:32:8x8:2
-PLAN="4096x4096x4096=$S,$S:t5@396b3,$S:t4@396b3,$S:t3@396b3,$S:t4@396,$S:t5@396,$S:t1@528b4,$S:t4@528b4"
+PLAN="4096x4096x4096=$S,$S:t5@396,$S:t4@396,$S:t3@396,$S:t5@396b3,$S:t4@396b3,$S:t1@528b4,$S:t4@528b4"
 PLAN="$PLAN;8192x8192x8192=$S;8192x8192x1024=$S"
-PLAN="$PLAN;1024x1024x8192=64x64:16:8x8:3,$S,$S:t3@396b3,$S:t3@396,$S:t4@528b4,64x64:16:8x8:3:t3@924,64x64:16:8x8:3:t2@924"
+PLAN="$PLAN;1024x1024x8192=64x64:16:8x8:3,$S,$S:t3@396,$S:t3@396b3,$S:t4@528b4,64x64:16:8x8:3:t3@924,64x64:16:8x8:3:t4@924"
 timeout ${T_RUN:-120} python3 benchmarks/cuda_sgemm_tail.py --plan "$PLAN" --top ${TOP:-2} \
     --top-at 8192x8192x8192,8192x8192x1024 --repeat ${REPEAT:-20} \
     --log $OUT/sgemm.log --json $OUT/sgemm.json 2>&1 | tail -45
