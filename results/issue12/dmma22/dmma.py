@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 DEFAULT = ("128x64x16w4s4:k8,128x64x16w4s4:k8a,128x64x16w4s4:k8s,128x64x16w4s3:k8a,"
-           "128x64x16w4s2:k8a,128x64x16w4s2:k8s,128x64x32w4s2:k8a,128x128x16w8s4:k8a,"
-           "64x64x16w4s4:k8a")
+           "128x64x16w4s2:k8a,128x64x16w4s2:k8s,128x64x32w4s2:k8a,64x64x16w4s4:k8a,"
+           "64x64x16w2s3:k8,64x64x16w2s3:k8a")
 TOL = 1e-12
 
 
