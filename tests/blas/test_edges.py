@@ -1,5 +1,5 @@
 """GEMMs whose sizes the tiles do not divide run the tiled derivation's guarded form
-(codelets.edge_form, rewrite.rules.mm_edges) on the caller's operands, with no padded copies:
+(codelets.edge_forms, rewrite.rules.mm_edges) on the caller's operands, with no padded copies:
 on the CPU device (OpenCL), every dtype and layout, against NumPy."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from liftkit.blas.codelets import Kind, Variant, edge_form
+from liftkit.blas.codelets import Kind, Variant, edge_form, edge_forms
 from liftkit.blas.gemm import mm_kernel, plan_gemm
 
 TILES = {"float32": Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4),
@@ -77,10 +77,11 @@ def test_the_choice_keeps_padding_where_the_guarded_form_would_pad_too(session) 
 
 
 def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only() -> None:
-    """DMMA tiles staged over whole lines (lines=1) have a guarded form without lines: it runs
-    where the padded copies would take a large share of the call (volume below
-    EDGE_LOSSY_VOLUME), the padded kernel above; without lines the guarded form runs at every
-    odd size; sizes the tiles divide keep the variant."""
+    """DMMA tiles staged over whole lines (lines=1): the guarded form with lines where 2
+    divides the chunks' dimensions (K and N), else the one without lines, which runs only where
+    the padded copies would take a large share of the call (volume below EDGE_LOSSY_VOLUME);
+    m16n8k8 (ik=8) has no guarded form, so it too is dropped only below that volume; sizes the
+    tiles divide keep the variant."""
     import importlib
     from types import SimpleNamespace
 
@@ -94,16 +95,26 @@ def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only(
             return SimpleNamespace(variant=variant)
 
     kind = Kind("mm", "float64", "NN")
-    lines = Variant.of("mma", tm=64, tn=64, tk=8, warps=4, staged=4, lines=1)
-    plain = Variant.of("mma", tm=64, tn=64, tk=8, warps=4, staged=4)
-    edge = Variant.of("edge-mma", tm=64, tn=64, tk=8, warps=4, staged=4)
-    assert edge_form(lines) == edge_form(plain) == edge
-    small, big = {"M": 1000, "N": 1000, "K": 1000}, {"M": 4097, "N": 4095, "K": 4095}
-    assert g.mm_kernel(Stub(), kind, small, lines).variant == edge
-    assert g.mm_kernel(Stub(), kind, big, lines).variant == lines
-    assert g.mm_kernel(Stub(), kind, big, plain).variant == edge
-    assert g.mm_kernel(Stub(), kind, {"M": 1024, "N": 1024, "K": 1024}, lines).variant == lines
-    assert 1000 ** 3 < g.EDGE_LOSSY_VOLUME <= 4097 * 4095 * 4095
+    tiles = dict(tm=64, tn=64, tk=8, warps=4, staged=4)
+    lines, plain = Variant.of("mma", lines=1, **tiles), Variant.of("mma", **tiles)
+    e_lines, e_plain = Variant.of("edge-mma", lines=1, **tiles), Variant.of("edge-mma", **tiles)
+    assert edge_forms(lines) == [e_lines, e_plain] and edge_forms(plain) == [e_plain]
+    tiles16 = {**tiles, "tk": 16}  # (m16n8k8 takes 16-deep tiles)
+    k8, k8_lines = Variant.of("mma", lines=1, ik=8, **tiles16), Variant.of("edge-mma", lines=1,
+                                                                          **tiles16)
+    assert edge_forms(k8) == [k8_lines, Variant.of("edge-mma", **tiles16)]
+
+    def pick(v: Variant, m: int, n: int, k: int) -> Variant:
+        return g.mm_kernel(Stub(), kind, {"M": m, "N": n, "K": k}, v).variant
+
+    assert pick(lines, 1000, 1000, 1000) == e_lines  # 2 divides K and N
+    assert pick(lines, 1023, 1025, 999) == e_plain  # below the volume: without lines
+    assert pick(lines, 4097, 4094, 4094) == e_lines  # nothing lost
+    assert pick(lines, 4097, 4095, 4095) == lines  # above it: padded, with lines
+    assert pick(k8, 4097, 4094, 4094) == k8 and pick(k8, 1000, 1000, 1000) == k8_lines
+    assert pick(plain, 4097, 4095, 4095) == e_plain
+    assert pick(lines, 1024, 1024, 1024) == lines
+    assert 1023 * 1025 * 999 < g.EDGE_LOSSY_VOLUME <= 4097 * 4095 * 4095
 
 
 @pytest.mark.gpu

@@ -129,33 +129,42 @@ def test_the_async_form_builds_with_nvrtc() -> None:
     assert "cp.async.cg.shared.global" in out.ptx
 
 
-def _edge_mma(tiles: tuple[int, ...], layout: str = "NN") -> Derivation:
+def _edge_mma(tiles: tuple[int, ...], layout: str = "NN", lines: bool = False) -> Derivation:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TENSOR_CORES
 
     tm, tn, tk, warps, staged = tiles
+    extra = {"lines": True} if lines else {}
     return Derivation(bp.mm("float64", layout), name="edges-mma").then(
-        rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged), (0,),
-        rules=RULES)
+        rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra),
+        (0,), rules=RULES)
 
 
-@pytest.mark.parametrize("layout,sizes", [("NN", (70, 33, 13)), ("NN", (5, 3, 1)),
-                                          ("NN", (64, 64, 9)), ("TN", (65, 31, 17))])
-def test_the_dmma_form_computes_the_product_at_any_size(layout, sizes) -> None:  # type: ignore[no-untyped-def]
-    """mm-edge-tensor-cores (the DMMA kernel over padded views) in the interpreter: exact."""
-    d = _edge_mma((64, 64, 8, 4, 4), layout)
+@pytest.mark.parametrize("layout,sizes,lines", [
+    ("NN", (70, 33, 13), False), ("NN", (5, 3, 1), False), ("NN", (64, 64, 9), False),
+    ("TN", (65, 31, 17), False), ("NN", (70, 34, 14), True), ("NN", (5, 2, 2), True),
+    ("TN", (70, 34, 13), True), ("TN", (6, 2, 3), True)])
+def test_the_dmma_form_computes_the_product_at_any_size(layout, sizes, lines) -> None:  # type: ignore[no-untyped-def]
+    """mm-edge-tensor-cores (the DMMA kernel over padded views) in the interpreter: exact;
+    with lines (16-byte chunks), 2 dividing the chunks' dimensions (NN: K, N; TN: M, N)."""
+    d = _edge_mma((64, 64, 8, 4, 4), layout, lines)
     m, n, k = sizes
     a, b = _operands("float64", layout, m, n, k, 5)
     got = np.asarray(run(d.final, [a, b], {"M": m, "N": n, "K": k}))
     np.testing.assert_array_equal(got, _expected("float64", layout, a, b))
 
 
-def test_the_dmma_form_stages_elements_with_source_sizes_and_builds_with_nvrtc() -> None:
+@pytest.mark.parametrize("layout,lines", [("NN", False), ("NN", True), ("TN", True)])
+def test_the_dmma_form_stages_with_source_sizes_and_builds_with_nvrtc(layout, lines) -> None:  # type: ignore[no-untyped-def]
+    """Element by element: 8-byte cp.async each with its source size; with lines: 16-byte
+    chunks (two doubles), each all inside or all zero-filled."""
     from liftkit.backends.cuda import compile_cuda
 
-    src = compile_program(_edge_mma((128, 64, 16, 4, 4)).final,
+    src = compile_program(_edge_mma((128, 64, 16, 4, 4), layout, lines).final,
                           CompileOptions(dialect="cuda")).kernels[0].source
-    copies = re.findall(r'cp\.async\.ca\.shared\.global \[%0\], \[%1\], 8(, %2)?;', src)
-    assert copies and ", %2" in copies and re.search(r"\? 8 : 0\)", src)
+    size = 16 if lines else 8
+    copies = re.findall(r'cp\.async\.c[ag]\.shared\.global \[%0\], \[%1\], (\d+)(, %2)?;', src)
+    assert copies and {c[0] for c in copies} == {str(size)} and ("16" if lines else "8", ", %2") in copies
+    assert re.search(rf"\? {size} : 0\)", src)
     assert re.search(r"if \([^)]*< M\)", src) and re.search(r"if \([^)]*< N\)", src)
     try:
         out = compile_cuda(src, "compute_90a", name="edges-mma.cu")

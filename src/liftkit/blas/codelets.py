@@ -201,10 +201,12 @@ def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unro
                 w=MM_WIDTH[kind.dtype] if w is None else w)
 
 
-def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int) -> Strategy:
+def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
+                 lines: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TENSOR_CORES
 
-    return rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged)
+    extra: dict[str, Any] = {"lines": True} if lines else {}
+    return rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
 def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
@@ -218,18 +220,31 @@ def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
-# what a guarded form does not offer: A's rows rotated in local memory; tensor-core tiles staged
-# in 16-byte chunks over whole lines, or on DMMA m16n8k8 (both with lines only)
-_NOT_GUARDED = ("rot", "lines", "ik")
+# what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8
+_NOT_GUARDED = ("rot", "ik")
+# speed-ups a guarded form may do without where it must (`edge_forms`): the DMMA tiles staged
+# in 16-byte chunks over whole lines, which pads by whole chunks
+EDGE_LOSSY = ("lines", "ik")
+
+
+def edge_forms(variant: "Variant") -> list["Variant"]:
+    """The guarded forms of a tiled variant, the closest first: the same tiles without what
+    `_NOT_GUARDED` names, then (for `lines`) without lines, which takes any sizes; none for
+    untiled codelets."""
+    name = EDGE_FORMS.get(variant.codelet)
+    if name is None:
+        return []
+    kept = tuple(p for p in variant.params if p[0] not in _NOT_GUARDED)
+    out = [Variant(name, kept)]
+    if variant.kw.get("lines"):
+        out.append(Variant(name, tuple(p for p in kept if p[0] != "lines")))
+    return out
 
 
 def edge_form(variant: "Variant") -> Optional["Variant"]:
-    """The guarded form of a tiled variant (the same tiles, without what `_NOT_GUARDED`
-    names), None where it has none (untiled codelets)."""
-    name = EDGE_FORMS.get(variant.codelet)
-    if name is None:
-        return None
-    return Variant(name, tuple(p for p in variant.params if p[0] not in _NOT_GUARDED))
+    """The closest guarded form of a tiled variant (`edge_forms`), None where it has none."""
+    forms = edge_forms(variant)
+    return forms[0] if forms else None
 
 
 # the Hopper FFMA SGEMM shapes (tm, tn, tk, rm, rn, stages): H1's run 4 best (128x64x32, 0.92x
@@ -413,12 +428,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                                  stages=stages), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
     Codelet("edge-mma", ("mm",), "mma for any M, N, K: the DMMA kernel over padded views of A "
-            "and B, its tiles staged element by element by cp.async (zero-filled past K), the "
+            "and B, its tiles staged by cp.async element by element, or with lines=1 in 16-byte "
+            "chunks (then 2 divides the chunks' dimensions), zero-filled past K, the "
             "ragged edge's stores guarded (the mm-edge-tensor-cores rule, rewrite.rules."
             "mm_edges); CUDA only, float64",
             _mm_edge_mma, lambda dev: [],
-            lambda kind, tm, tn, tk, warps, staged: _tiled_multiples(
-                kind, Variant.of("edge-mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged), {}),
+            lambda kind, tm, tn, tk, warps, staged, lines=0: _tiled_multiples(
+                kind, Variant.of("edge-mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
+                                 **({"lines": 1} if lines else {})), {}),
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_edge_rules),
     Codelet("real", ("mm",), "a complex GEMM as one real GEMM of twice the depth and width (the "
             "4M form): A's complex rows read as reals, B embedded as [[Br, Bi], [-Bi, Br]] by the "

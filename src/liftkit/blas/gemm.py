@@ -26,7 +26,7 @@ import numpy as np
 
 from liftkit.blas.calls import pad_region
 from liftkit.blas.codelets import (
-    CodeletError, Kind, Variant, edge_form, multiples, pad_to, padded_sizes,
+    EDGE_LOSSY, CodeletError, Kind, Variant, edge_forms, multiples, pad_to, padded_sizes,
 )
 from liftkit.blas.kernels import BlasError, Built
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
@@ -86,8 +86,8 @@ class Embedding:
     doubled: bool = True
 
 
-# a guarded form that lacks one of its variant's speed-ups (DMMA tiles staged over whole lines,
-# m16n8k8) runs only below this volume M·N·K: there the padded copies take a large share of a
+# a guarded form that lacks one of its variant's speed-ups (`codelets.EDGE_LOSSY`: DMMA tiles
+# staged over whole lines, m16n8k8) runs only below this volume M·N·K: there the padded copies take a large share of a
 # call (run 22b, H100: three copies about 25 us of SGEMM 1000³'s 89 us), above it the faster
 # kernel on padded copies wins (DMMA 128×64×16 at 4096³: 0.88x cuBLAS with lines, 0.79x
 # without, results/issue12/mma; the copies of 4097×4095² about 4 % of the call). Not yet timed
@@ -98,21 +98,21 @@ EDGE_LOSSY_VOLUME = 2 ** 32
 def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
               variant: Optional[Variant] = None) -> Built:
     """The mm kernel for these sizes: the chosen variant (the profile's best or `variant`), or,
-    where its tiles do not divide the sizes, its guarded form (`codelets.edge_form`: the same
-    tiles over padded views, the ragged edge's stores guarded) when that form needs no padding
-    at all, so the call makes no padded copies; otherwise the chosen variant, padded."""
+    where its tiles do not divide the sizes, its closest guarded form (`codelets.edge_forms`:
+    the same tiles over padded views, the ragged edge's stores guarded) that needs no padding at
+    all, so the call makes no padded copies; otherwise the chosen variant, padded."""
     chosen = variant or session.choose(kind, sizes)
-    edge = edge_form(chosen)
-    # the guarded form lacks one of the variant's speed-ups (lines, m16n8k8)
-    lossy = edge is not None and any(chosen.kw.get(p) for p in ("lines", "ik"))
-    if lossy and math.prod(sizes.values()) >= EDGE_LOSSY_VOLUME:
+    if padded_sizes(sizes, multiples(kind, chosen)) == sizes:
         return session.kernel(kind, sizes, chosen)
-    if edge is not None and padded_sizes(sizes, multiples(kind, chosen)) != sizes:
+    big = math.prod(sizes.values()) >= EDGE_LOSSY_VOLUME
+    for edge in edge_forms(chosen):
+        if big and any(chosen.kw.get(p) and not edge.kw.get(p) for p in EDGE_LOSSY):
+            continue  # it lacks one of the variant's speed-ups, and the copies are cheap here
         try:
-            need: Optional[dict[str, int]] = multiples(kind, edge)
+            need = multiples(kind, edge)
         except CodeletError:  # this kind has no guarded form of the variant
-            need = None
-        if need is not None and padded_sizes(sizes, need) == sizes:
+            continue
+        if padded_sizes(sizes, need) == sizes:
             return session.kernel(kind, sizes, edge)
     return session.kernel(kind, sizes, chosen)
 

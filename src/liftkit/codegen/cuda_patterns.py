@@ -162,24 +162,13 @@ def _zero_filled(loc: Any) -> tuple[Optional[str], Any]:
     """(condition, source) for a padded element whose padding is zeros (`pad … 0` read as
     cond ? x : 0, also nested): cp.async copies the source where the condition holds and
     zero-fills otherwise (its src-size operand 0); (None, loc) for any other element."""
-    from liftkit.codegen.views import SelectLoc, ValueLoc
+    from liftkit.codegen.views import SelectLoc, is_zero
 
     conds: list[str] = []
-    while (isinstance(loc, SelectLoc) and isinstance(loc.other, ValueLoc)
-           and _is_zero(loc.other.c_expr)):
+    while isinstance(loc, SelectLoc) and is_zero(loc.other):
         conds.append(loc.cond.to_c())
         loc = loc.then
     return (" && ".join(conds) if conds else None), loc
-
-
-def _is_zero(c_expr: str) -> bool:
-    """A C literal whose every number is 0 (0.0f, (float4)(0.0f, …), double2(0.0, 0.0))."""
-    import re
-
-    text = re.sub(r"[A-Za-z_][A-Za-z_0-9]*", " ", c_expr)  # type names, casts, 'f' suffixes
-    nums = re.findall(r"[0-9.]+", text)
-    return (bool(nums) and re.fullmatch(r"[0-9.(),\s-]*", text) is not None
-            and all(float(x) == 0 for x in nums))
 
 
 def _check_async_source(g: "Generator", src: View, size: int) -> None:

@@ -30,6 +30,7 @@ from liftkit.codegen.views import (
     SelectLoc,
     ValueLoc,
     View,
+    ZeroLoc,
 )
 from liftkit.ir.nodes import UserFun
 from liftkit.types import (
@@ -314,6 +315,10 @@ class Emitter:
             return self.dialect.vector_literal(ctype(loc.type), [self.loc_c(l) for l in loc.lanes])
         if isinstance(loc, SelectLoc):
             return f"({loc.cond.to_c()} ? {self.loc_c(loc.then)} : {self.loc_c(loc.other)})"
+        if isinstance(loc, ZeroLoc):
+            self.note_type(loc.type)
+            zero = np.zeros(loc.type.width) if isinstance(loc.type, VectorType) else 0.0
+            return literal_c(zero, loc.type, self.dialect)
         if loc.width and _is_private_array(loc.mem) and _folded(loc.offset).is_constant:
             self.note_type(VectorType(loc.mem.elem, loc.width))  # type: ignore[arg-type]
             return f"\x01{id(loc.mem)}|{_folded(loc.offset).value}|{loc.width}\x01"

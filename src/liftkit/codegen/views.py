@@ -76,6 +76,28 @@ class SelectLoc:
 
 
 @dataclass(frozen=True)
+class ZeroLoc:
+    """The zero of a (scalar or vector) type: a zero-padded array's cells past its edge seen
+    through asScalar/asVector (a lane of a zero vector, a vector of zero lanes)."""
+
+    type: Type
+
+
+def is_zero(loc: "Loc") -> bool:
+    """A zero: ZeroLoc, or a literal whose every number is 0 (0.0f, (float4)(0.0f, …))."""
+    import re
+
+    if isinstance(loc, ZeroLoc):
+        return True
+    if not isinstance(loc, ValueLoc):
+        return False
+    text = re.sub(r"[A-Za-z_][A-Za-z_0-9]*", " ", loc.c_expr)  # type names, casts, 'f' suffixes
+    nums = re.findall(r"[0-9.]+", text)
+    return (bool(nums) and re.fullmatch(r"[0-9.(),\s-]*", text) is not None
+            and all(float(x) == 0 for x in nums))
+
+
+@dataclass(frozen=True)
 class DropLoc:
     """Nowhere: a cell a `crop` drops. A store resolving to SelectLoc(cond, loc, DropLoc()) is
     guarded (`if (cond)`); a load never reaches one."""
@@ -90,7 +112,7 @@ class LanesLoc:
     type: VectorType
 
 
-Loc = MemLoc | ValueLoc | SelectLoc | LanesLoc | DropLoc
+Loc = MemLoc | ValueLoc | SelectLoc | LanesLoc | DropLoc | ZeroLoc
 
 
 class NeedsTupleIndex(Exception):
@@ -504,15 +526,22 @@ def select_map(loc: Loc, f: Callable[[Loc], Loc]) -> Loc:
     return f(loc)
 
 
-def _merge_guarded(first: Loc, some: Loc, width: int, j: ArithExpr) -> Optional[Loc]:
-    """One guarded vector location from the guarded locations of its lane 0 (`first`) and
-    of a symbolic lane j (`some`): the same guards, and plain lanes provably consecutive."""
+def _merge_guarded(first: Loc, some: Loc, width: int, j: ArithExpr,
+                   vec: Optional[Type] = None) -> Optional[Loc]:
+    """One guarded (or zero-padded) vector location from those of its lane 0 (`first`) and of
+    a symbolic lane j (`some`): the same conditions, both dropped (DropLoc) or both zeros
+    otherwise (a zero vector of type `vec`), and plain lanes provably consecutive."""
     if isinstance(first, SelectLoc) and isinstance(some, SelectLoc):
-        if not (isinstance(first.other, DropLoc) and isinstance(some.other, DropLoc)
-                and first.cond.to_c() == some.cond.to_c()):
+        if first.cond.to_c() != some.cond.to_c():
             return None
-        inner = _merge_guarded(first.then, some.then, width, j)
-        return None if inner is None else SelectLoc(first.cond, inner, first.other)
+        if isinstance(first.other, DropLoc) and isinstance(some.other, DropLoc):
+            other: Loc = first.other
+        elif vec is not None and is_zero(first.other) and is_zero(some.other):
+            other = ZeroLoc(vec)
+        else:
+            return None
+        inner = _merge_guarded(first.then, some.then, width, j, vec)
+        return None if inner is None else SelectLoc(first.cond, inner, other)
     if (isinstance(first, MemLoc) and isinstance(some, MemLoc) and some.mem is first.mem
             and first.mem.elem_width() == 1 and not first.width and first.lane is None
             and not first.fields and not some.fields and not some.width and some.lane is None
@@ -547,8 +576,9 @@ class AsVectorView(View):
                 and not first.fields and not some.fields and not some.width and some.lane is None
                 and prove_eq(some.offset - first.offset, j)):
             return MemLoc(first.mem, first.offset, first.fields, self.width)
-        if isinstance(first, SelectLoc) and isinstance(first.other, DropLoc):
-            merged = _merge_guarded(first, some, self.width, j)  # a guarded vector store
+        if isinstance(first, SelectLoc):  # a guarded store, or a zero-padded load
+            merged = _merge_guarded(first, some, self.width, j,
+                                    array_view_type(self.type).elem)
             if merged is not None:
                 return merged
         lanes = [first] + [self.parent.resolve(ar, [ar.add(base, cst(i))] + rest, tup)
@@ -575,6 +605,9 @@ class AsScalarView(View):
         return self._lane(ar, k, w, loc)
 
     def _lane(self, ar: Arith, k: ArithExpr, w: ArithExpr, loc: Loc) -> Loc:
+        if isinstance(loc, SelectLoc) and is_zero(loc.other):  # a zero-padded vector's lane
+            elem = array_view_type(self.type).elem
+            return SelectLoc(loc.cond, self._lane(ar, k, w, loc.then), ZeroLoc(elem))
         if isinstance(loc, LanesLoc):
             lane = ar.mod(k, w)
             if lane.is_constant:

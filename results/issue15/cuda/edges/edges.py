@@ -8,8 +8,8 @@ Per dtype and size: each mode's call is checked first against a float64/complex1
 product (a sample of rows, the last 40 included — the ragged edge — over every column), then
 timed per call (`repeat` calls back to back between CUDA events, median of 5 batches; each
 side's host path included), and its device span (an event before and after one call). Padded
-is the library with the guarded forms switched off (`liftkit.blas.gemm.edge_form` answering
-None, plans made afresh); a dtype/size whose chosen kernel has no guarded form (DMMA for
+is the library with the guarded forms switched off (`liftkit.blas.gemm.edge_forms` answering
+none, plans made afresh); a dtype/size whose chosen kernel has no guarded form (DMMA for
 float64/complex128, N or K not multiples of 4) runs padded in both modes and is timed once.
 
 --dry (no GPU): derives and NVRTC-compiles (sm_90a) every kernel a GPU run would build for
@@ -45,15 +45,15 @@ def mode(name: str) -> Iterator[None]:
     import importlib
 
     g = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
-    keep = g.edge_form, g.EDGE_LOSSY_VOLUME
+    keep = g.edge_forms, g.EDGE_LOSSY_VOLUME
     if name == "padded":
-        g.edge_form = lambda v: None  # type: ignore[assignment]
+        g.edge_forms = lambda v: []  # type: ignore[assignment]
     elif name == "guarded-all":
         g.EDGE_LOSSY_VOLUME = float("inf")
     try:
         yield
     finally:
-        g.edge_form, g.EDGE_LOSSY_VOLUME = keep  # type: ignore[assignment]
+        g.edge_forms, g.EDGE_LOSSY_VOLUME = keep  # type: ignore[assignment]
 
 
 def _sizes(text: str) -> list[tuple[int, int, int]]:

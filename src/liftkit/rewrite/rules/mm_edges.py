@@ -20,8 +20,10 @@ stores (`GuardView`): `if (row < M)`, `if (col < N)`. Where a pad or crop is pro
 * `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w): mm-local-tiles' kernel over the padded views.
 * `mm-edge-tiles-async` (… , stages): the same, its tile copies pipelined by cp.async
   (`tiles-async`): the Hopper FFMA SGEMM for any size (float32, w = 4).
-* `mm-edge-tensor-cores` (tm, tn, tk, warps, staged): mm-tensor-cores' FP64 (DMMA) kernel over
-  padded views of scalars (its tiles staged element by element: any sizes).
+* `mm-edge-tensor-cores` (tm, tn, tk, warps, staged[, lines]): mm-tensor-cores' FP64 (DMMA)
+  kernel over padded views: its tiles staged element by element (any sizes), or with `lines` in
+  16-byte chunks, the padding then by whole chunks of two doubles along each operand's stored
+  rows (2 divides them).
 
 Vectors of w along K and N need w to divide K and N (`asVector w`: the run-time checks and
 `size_multiples` say so); w = 1 takes any size.
@@ -30,6 +32,8 @@ Vectors of w along K and N need w to divide K and N (`asVector w`: the run-time 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from liftkit import dsl as D
 from liftkit.arith import ArithExpr, cst, prove_eq
@@ -158,30 +162,53 @@ MM_EDGE_TILES_ASYNC = _edge_tiles_async_macro()
 
 
 def _mma_choices(site: Site) -> Options:
-    """mm-tensor-cores' double tilings whose tiles are staged element by element (8-byte
-    cp.async, each with its own source size): not `lines` (16-byte chunks of two doubles, which
-    a K or N edge may split) and not m16n8k8 (offered with lines only)."""
+    """mm-tensor-cores' double tilings (m16n8k8, `ik`, excepted): staged element by element
+    (8-byte cp.async, each with its own source size: any sizes), or with `lines` in 16-byte
+    chunks of two doubles (the padding then by whole chunks: 2 divides the chunks' dimensions,
+    K and N for NN, M and N for TN)."""
     from liftkit.ir import patterns as P
     from liftkit.rewrite.rules.cuda import _mma_choices as tensor_choices, mm_nest
 
     found = mm_nest(site)
     if found is None or found[5] is not P.ReduceMmaF64:
         return []
-    return [o for o in tensor_choices(site) if not o.get("lines") and not o.get("ik")]
+    return [o for o in tensor_choices(site) if not o.get("ik")]
 
 
-def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int) -> Expr:
-    from liftkit.rewrite.rules.cuda import mm_nest, mm_tensor_cores
-    from liftkit.types import float64
+def _rows_padded(x: Any, rows: ArithExpr, cols: ArithExpr, rows_to: ArithExpr,
+                 cols_to: ArithExpr, row_pad: Any, col_pad: Any, chunks: int) -> Any:
+    """x: [[t]_cols]_rows padded to rows_to × cols_to, rows with `row_pad` (a boundary), the
+    columns with `col_pad` in whole chunks of `chunks` elements (asVector, pad, asScalar:
+    a chunk is all inside or all padding; 1: element by element)."""
+    if chunks > 1:
+        col = _pad(cols_to // chunks - cols // chunks, col_pad)
+        cols_f = ((D.map(D.compose(D.asScalar, col[0], D.asVector(chunks))),) if col else ())
+    else:
+        cols_f = tuple(D.map(p) for p in _pad(cols_to - cols, col_pad))
+    rows_f = _pad(rows_to - rows, row_pad)
+    if rows_f and not isinstance(row_pad, str):  # a constant row: through the transpose
+        rows_f = (D.transpose, D.map(rows_f[0]), D.transpose)
+    # the rows padded first, so that no transpose is on top (mm-tensor-cores reads the
+    # transposes on top as the operand's layout: `_copied_across`)
+    return _apply((*cols_f, *rows_f), x)
+
+
+def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
+               lines: bool = False) -> Expr:
+    from liftkit.rewrite.rules.cuda import _transposed_view, mm_nest, mm_tensor_cores
+    from liftkit.types import float64, vector
 
     a, b, m, n, k, cls = mm_nest(site)  # type: ignore[misc]
     pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
     zero = D.lit(0.0, float64)
-    a_p = _apply((*_pad(pm - m, "clamp"), *(D.map(p) for p in _pad(pk - k, zero))), fresh(a))
-    rows_k = _pad(pk - k, zero)
-    b_p = _apply((*((D.transpose, D.map(rows_k[0]), D.transpose) if rows_k else ()),
-                  *(D.map(p) for p in _pad(pn - n, "clamp"))), fresh(b))
-    kernel = mm_tensor_cores(a_p, b_p, cls, tm, tn, tk, warps, staged, False)
+    w = 2 if lines else 1  # `lines` copies 16-byte chunks along each operand's stored rows
+    if _transposed_view(a):  # TN: A stored K×M, its chunks along M
+        a_p = D.transpose << _rows_padded(fresh(a.args[0]), k, m, pk, pm, zero, "clamp", w)  # type: ignore[union-attr]
+    else:  # its chunks along K
+        a_p = _rows_padded(fresh(a), m, k, pm, pk, "clamp", D.lit(np.zeros(w), vector(float64, w))
+                           if w > 1 else zero, w)
+    b_p = _rows_padded(fresh(b), k, n, pk, pn, zero, "clamp", w)  # B stored K×N, chunks along N
+    kernel = mm_tensor_cores(a_p, b_p, cls, tm, tn, tk, warps, staged, lines)
     return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
 
 
