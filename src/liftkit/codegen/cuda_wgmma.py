@@ -243,12 +243,9 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     warps, stages = p.warp_count(), p.stage_count()
     threads = WARP * warps
     ls = g.local_size or (1,)
-    count = 1
-    for d in ls:
-        count *= d
-    if count != threads:
+    if _prod(ls) != threads:
         raise CodegenError(f"{p.name} {warps}: runs on {warps} warps ({threads} threads), but the "
-                           f"work-group has {count}")
+                           f"work-group has {_prod(ls)}")
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     m, n, k, _ = p.check_tiles(g.result_type(p.f, [tt.elem], env, ctx.inside(p)))
@@ -261,15 +258,7 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     if dest is None:
         dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
 
-    em.line("#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)")
-    em.line(f'#error "{p.name} needs a Hopper GPU (sm_90a: warpgroup MMA, wgmma); this kernel is '
-            'compiled for another target"')
-    em.line("#endif")
-    lcl = [em.dialect.ids("lcl", d) for d in range(len(ls))]
-    lin = lcl[0] + "".join(f" + {_prod(ls[:d])} * {lcl[d]}" for d in range(1, len(ls)) if ls[d] > 1)
-    tid_name = em.names.fresh("lk_tid")
-    em.line(f"int {tid_name} = {lin};")
-    tid = Var(tid_name, 0, threads)
+    tid = hopper_prologue(g, p, ls, threads)
 
     # the staged tiles: s buffers of (A tile, B tile), 1024-byte aligned in shared memory
     sbytes = stage_bytes(m, n, k)
@@ -290,8 +279,8 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     # accumulators: block fm of warpgroup wg, register i (n/8 groups of the m16n8 layout)
     w4, gv, tv = (Var(em.names.fresh(h), 0, r) for h, r in (("lk_w4", 4), ("lk_g", 8), ("lk_t", 4)))
     wg = Var(em.names.fresh("lk_wg"), 0, groups)
-    em.line(f"int {wg.name} = {tid_name} / 128, {w4.name} = ({tid_name} / 32) % 4;")
-    em.line(f"int {gv.name} = ({tid_name} % 32) >> 2, {tv.name} = {tid_name} & 3;")
+    em.line(f"int {wg.name} = {tid.name} / 128, {w4.name} = ({tid.name} / 32) % 4;")
+    em.line(f"int {gv.name} = ({tid.name} % 32) >> 2, {tv.name} = {tid.name} & 3;")
 
     def c_elem(view: View, fm: int, i: int) -> View:
         row = wg * cst(blocks * 64) + cst(fm * 64) + w4 * cst(16) + gv + cst(8 * ((i % 4) // 2))
@@ -364,6 +353,22 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     for (fm, idx), acc_name in acc.items():
         em.store(c_elem(out, fm, idx), acc_name)
     return dest
+
+
+def hopper_prologue(g: "Generator", p: P.ReduceWgmma, ls: Sequence[int], threads: int) -> Var:
+    """Refuse any target but sm_90a in the kernel itself (one NVRTC error line naming the
+    pattern), then name the thread's index in the work-group, which every copy and fragment of
+    the warpgroup kernels is addressed by."""
+    em = g.em
+    em.line("#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)")
+    em.line(f'#error "{p.name} needs a Hopper GPU (sm_90a: warpgroup MMA, wgmma); this kernel is '
+            'compiled for another target"')
+    em.line("#endif")
+    lcl = [em.dialect.ids("lcl", d) for d in range(len(ls))]
+    lin = lcl[0] + "".join(f" + {_prod(ls[:d])} * {lcl[d]}" for d in range(1, len(ls)) if ls[d] > 1)
+    tid_name = em.names.fresh("lk_tid")
+    em.line(f"int {tid_name} = {lin};")
+    return Var(tid_name, 0, threads)
 
 
 def _desc_c(address: str) -> str:

@@ -44,7 +44,7 @@ from liftkit.arith import ArithExpr, Var, cst, divides
 from liftkit.codegen import views as V
 from liftkit.codegen.cuda_wgmma import (ALIGN, MAX_ACCUMULATORS, ROW_BYTES, SHARED_LIMIT, _desc_c,
                                         _prod, _rounded, global_element, global_vector,
-                                        tile_direction)
+                                        hopper_prologue, tile_direction)
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
 from liftkit.ir.patterns.cuda import WARP, WGMMA_ASYNC_MAX_M, WGMMA_ROW
@@ -154,15 +154,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     if dest is None:
         dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
 
-    em.line("#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)")
-    em.line(f'#error "{p.name} needs a Hopper GPU (sm_90a: warpgroup MMA, wgmma); this kernel is '
-            'compiled for another target"')
-    em.line("#endif")
-    lcl = [em.dialect.ids("lcl", d) for d in range(len(ls))]
-    lin = lcl[0] + "".join(f" + {_prod(ls[:d])} * {lcl[d]}" for d in range(1, len(ls)) if ls[d] > 1)
-    tid_name = em.names.fresh("lk_tid")
-    em.line(f"int {tid_name} = {lin};")
-    tid = Var(tid_name, 0, threads)
+    tid = hopper_prologue(g, p, ls, threads)
 
     rank: ArithExpr = cst(0)
     if pair:
@@ -213,8 +205,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
 
     # lane coordinates: warpgroup, warp in it, group g and thread t of the fragment layouts
     wg, w4, gv, tv = (em.names.fresh(h) for h in ("lk_wg", "lk_w4", "lk_g", "lk_t"))
-    em.line(f"int {wg} = {tid_name} / 128, {w4} = ({tid_name} / 32) % 4;")
-    em.line(f"int {gv} = ({tid_name} % 32) >> 2, {tv} = {tid_name} & 3;")
+    em.line(f"int {wg} = {tid.name} / 128, {w4} = ({tid.name} / 32) % 4;")
+    em.line(f"int {gv} = ({tid.name} % 32) >> 2, {tv} = {tid.name} & 3;")
     col = em.names.fresh("lk_col")  # the first of the lane's 2nb adjacent columns of B's tile
     em.line(f"int {col} = {wg} * {64 * nb} + {w4} * {16 * nb} + {gv} * {2 * nb};")
 
