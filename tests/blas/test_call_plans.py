@@ -150,9 +150,11 @@ def test_padded_sizes_are_planned_as_the_general_path_runs_them(
         host: Any, session: Any, alpha: float, beta: float, launches: int) -> None:
     """Sizes off the kernel's tiles: operands copied into padded workspace buffers, the product's
     block copied out (α = 1, β = 0: into C, no epilogue) — the same launches and copies on the
-    repeat call. The padded buffers' margins are cleared once, by the first call, not again."""
+    repeat call. The padded buffers' margins are cleared once, by the first call, not again.
+    (Sizes with K and N not multiples of 4 and M·N·K above gemm.EDGE_LOSSY_VOLUME: below it, or
+    with 4 | K, N, a guarded kernel runs on the operands themselves, tests/blas/test_edges.py.)"""
     got = _record(session)
-    A, B, C = (host.ndarray(s, "float32") for s in ((1000, 999), (999, 1001), (1000, 1001)))
+    A, B, C = (host.ndarray(s, "float32") for s in ((2048, 2047), (2047, 2049), (2048, 2049)))
     host.COUNTS.clear()
     session.gemm(A, B, C, alpha=alpha, beta=beta)
     first, general = list(got), dict(host.COUNTS)
@@ -170,7 +172,7 @@ def test_padded_sizes_are_planned_as_the_general_path_runs_them(
 def test_a_padded_buffer_is_cleared_again_for_another_shape(host: Any, session: Any) -> None:
     """Two shapes padded to the same buffer write different regions of it: each change of
     shape clears its margins again (stale values there would enter the product)."""
-    shapes = [((1000, 999), (999, 1001)), ((990, 980), (980, 1001))]
+    shapes = [((2048, 2047), (2047, 2049)), ((2040, 2030), (2030, 2049))]  # (as above)
     for (sa, sb), clears in zip(shapes + shapes[:1], (2, 2, 2)):
         A, B = host.ndarray(sa, "float32"), host.ndarray(sb, "float32")
         C = host.ndarray((sa[0], sb[1]), "float32")
@@ -226,7 +228,8 @@ def test_padding_copies_reuse_one_descriptor_with_each_calls_pointers(
     try:
         calls = []
         for _ in range(3):
-            A, B, C = (host.ndarray(s, "float32") for s in ((1000, 999), (999, 1001), (1000, 1001)))
+            A, B, C = (host.ndarray(s, "float32") for s in ((2048, 2047), (2047, 2049),
+                                                             (2048, 2049)))  # padded: as above
             seen.clear()
             session.gemm(A, B, C)
             calls.append((list(seen), A, C))
@@ -234,6 +237,6 @@ def test_padding_copies_reuse_one_descriptor_with_each_calls_pointers(
         drv.cuMemcpy2DAsync = original
     for copies, A, C in calls:
         assert len(copies) == 3  # A and B padded, the product's block into C
-        assert copies[0][1] == A.data.ptr and copies[0][3:] == (1000, 999 * 4, 999 * 4, 1008 * 4)
-        assert copies[-1][2] == C.data.ptr and copies[-1][3:5] == (1000, 1001 * 4)
+        assert copies[0][1] == A.data.ptr and copies[0][3:] == (2048, 2047 * 4, 2047 * 4, 2048 * 4)
+        assert copies[-1][2] == C.data.ptr and copies[-1][3:5] == (2048, 2049 * 4)
     assert [c[0] for c in calls[1][0]] == [c[0] for c in calls[2][0]]  # the same descriptors

@@ -4,6 +4,8 @@ on the CPU device (OpenCL), every dtype and layout, against NumPy."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -62,18 +64,45 @@ def test_alpha_beta_and_a_column_major_c_through_the_guarded_kernel(session) -> 
     np.testing.assert_allclose(c, want, rtol=1e-10, atol=1e-10)
 
 
-def test_the_choice_keeps_padding_where_the_guarded_form_would_pad_too(session) -> None:  # type: ignore[no-untyped-def]
-    """float4 tiles at N = 13: the guarded form needs N a multiple of 4 as well, so the chosen
-    tiles run padded (the fallback); at N = 12 the guarded form runs; sizes the tiles divide
-    keep the tiled kernel itself; variants without a guarded form are kept as they are."""
+def test_the_choice_between_guarded_forms_and_padding(session) -> None:  # type: ignore[no-untyped-def]
+    """float4 tiles: at N = 12 the guarded form padded by whole vectors runs; at N = 13 the
+    one padded element by element (it lacks the vector copies: below EDGE_LOSSY_VOLUME only),
+    above that volume the tiles run padded (the fallback); sizes the tiles divide keep the tiled
+    kernel itself; variants without a guarded form are kept as they are."""
+    import importlib
+
+    g = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
     kind = Kind("mm", "float32", "NN")
     v = TILES["float32"]
-    assert mm_kernel(session, kind, {"M": 37, "N": 13, "K": 20}, v).variant == v
-    assert mm_kernel(session, kind, {"M": 37, "N": 12, "K": 20}, v).variant == edge_form(v)
+    vec, elems = edge_forms(v)
+    assert vec == edge_form(v) and elems == Variant(vec.codelet, tuple(sorted(
+        vec.params + (("elems", 1),))))
+    assert mm_kernel(session, kind, {"M": 37, "N": 12, "K": 20}, v).variant == vec
+    assert mm_kernel(session, kind, {"M": 37, "N": 13, "K": 20}, v).variant == elems
     assert mm_kernel(session, kind, {"M": 64, "N": 32, "K": 32}, v).variant == v
+    big = {"M": 4097, "N": 4095, "K": 4095}
+    assert g.padded_sizes(big, g.multiples(kind, v)) != big
+    assert math.prod(big.values()) >= g.EDGE_LOSSY_VOLUME  # (not built: checked by the rule)
+    assert g.edge_lossy(v, elems) and not g.edge_lossy(v, vec)
     glb = Variant.of("glb")
-    assert edge_form(glb) is None
+    assert edge_form(glb) is None and edge_forms(glb) == []
     assert mm_kernel(session, kind, {"M": 37, "N": 13, "K": 20}, glb).variant == glb
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_tiles_of_vectors_padded_element_by_element(session, dt) -> None:  # type: ignore[no-untyped-def]
+    """N and K not multiples of the vector width: the guarded form padded and copied element
+    by element (the tiles still read as float4/double2 from local memory), no copies."""
+    g = np.random.default_rng(5)
+    m, n, k = 45, 13, 23
+    a, b = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
+    plan = plan_gemm(session, a.shape, b.shape, dt, variant=TILES[dt])
+    assert plan.built.variant.kw.get("elems") == 1 and plan.padded == plan.sizes
+    c = np.zeros((m, n), dt)
+    ws = plan.workspace()
+    plan.run(plan.pack("A", a, ws), plan.pack("B", b, ws), c).result()
+    tol = 1e-4 if dt == "float32" else 1e-10
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=tol, atol=tol * k)
 
 
 def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only() -> None:

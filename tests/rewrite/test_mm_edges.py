@@ -42,10 +42,12 @@ def _expected(dt: str, layout: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (np.conj(x) if layout[0] in "CR" else x) @ (np.conj(y) if layout[1] in "CR" else y)
 
 
-def _edge(dt: str, layout: str, tiles: tuple[int, ...], w: int) -> Derivation:
+def _edge(dt: str, layout: str, tiles: tuple[int, ...], w: int, elems: bool = False) -> Derivation:
     tm, tn, tk, rm, rn = tiles
+    extra = {"elems": 1} if elems else {}
     return Derivation(bp.mm(dt, layout), name="edges").then(
-        rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=w), (0,), rules=RULES)
+        rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=w, **extra), (0,),
+        rules=RULES)
 
 
 # (dtype, layout, tiles, w, sizes M, N, K): N and K multiples of w, M anything; every tile's
@@ -75,6 +77,18 @@ def test_edge_tiles_compute_the_product_at_any_size(dt, layout, tiles, w, sizes)
         np.testing.assert_array_equal(got, _expected(dt, layout, a, b))
 
 
+@pytest.mark.parametrize("dt,layout,w,sizes", [("float32", "NN", 4, (37, 13, 23)),
+                                               ("float32", "NT", 4, (5, 3, 1)),
+                                               ("float64", "TN", 2, (33, 31, 17))])
+def test_vector_tiles_padded_element_by_element(dt, layout, w, sizes) -> None:  # type: ignore[no-untyped-def]
+    """elems=1: any N and K with tiles of vectors (copied element by element)."""
+    d = _edge(dt, layout, (32, 32, 16, 4, 4), w, elems=True)
+    m, n, k = sizes
+    a, b = _operands(dt, layout, m, n, k, 9)
+    got = np.asarray(run(d.final, [a, b], {"M": m, "N": n, "K": k}))
+    np.testing.assert_array_equal(got, _expected(dt, layout, a, b))
+
+
 def test_sizes_the_tiles_divide_get_no_pads_crops_or_guards() -> None:
     """Constant sizes that the tiles divide: every pad and crop is provably empty and left out,
     so the kernel has no guard; symbolic sizes get the pads, the crops and the guards."""
@@ -99,11 +113,12 @@ def test_sizes_the_tiles_divide_get_no_pads_crops_or_guards() -> None:
     assert re.search(r"< K/4\) \? ", src)  # A's vectors past K read as zeros
 
 
-def _async_source(tiles: tuple[int, ...], stages: int) -> str:
+def _async_source(tiles: tuple[int, ...], stages: int, elems: bool = False) -> str:
     tm, tn, tk, rm, rn = tiles
+    extra = {"elems": 1} if elems else {}
     d = Derivation(bp.mm("float32", "NN"), name="edges-async").then(
-        rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages), (0,),
-        rules=RULES)
+        rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra),
+        (0,), rules=RULES)
     return compile_program(d.final, CompileOptions(dialect="cuda")).kernels[0].source
 
 
@@ -117,16 +132,27 @@ def test_the_async_form_zero_fills_with_the_source_size_operand() -> None:
     assert re.search(r"if \([^)]*< M\)", src) and re.search(r"if \([^)]*< N\)", src)
 
 
-def test_the_async_form_builds_with_nvrtc() -> None:
+def test_the_async_form_padded_element_by_element_copies_4_bytes_and_reads_float4() -> None:
+    src = _async_source((64, 64, 16, 8, 8), 2, elems=True)
+    copies = re.findall(r'cp\.async\.c[ag]\.shared\.global \[%0\], \[%1\], (\d+)(, %2)?;', src)
+    # 4-byte copies, with a source size wherever the element may lie past K (B's row 0 of
+    # the first tile does not: K >= 1)
+    assert {c[0] for c in copies} == {"4"} and ("4", ", %2") in copies
+    assert re.search(r"= id4\(\(\(float4\*\)stage", src)  # the tiles read as float4
+
+
+@pytest.mark.parametrize("elems", [False, True])
+def test_the_async_form_builds_with_nvrtc(elems) -> None:  # type: ignore[no-untyped-def]
     from liftkit.backends.cuda import compile_cuda
 
     try:
-        out = compile_cuda(_async_source((128, 64, 32, 8, 8), 2), "compute_90a", name="edges.cu")
+        out = compile_cuda(_async_source((128, 64, 32, 8, 8), 2, elems), "compute_90a",
+                           name="edges.cu")
     except Exception as err:  # noqa: BLE001 - no NVRTC here
         if "NVRTC" in type(err).__name__ or "nvrtc" in str(err).lower():
             raise
         pytest.skip(f"NVRTC unavailable: {err}")
-    assert "cp.async.cg.shared.global" in out.ptx
+    assert ("cp.async.ca.shared.global" if elems else "cp.async.cg.shared.global") in out.ptx
 
 
 def _edge_mma(tiles: tuple[int, ...], layout: str = "NN", lines: bool = False) -> Derivation:

@@ -194,11 +194,12 @@ def _edge_rules() -> Mapping[str, Any]:
 
 
 def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                   w: Optional[int] = None) -> Strategy:
+                   w: Optional[int] = None, elems: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES
 
+    extra = {"elems": 1} if elems else {}
     return rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll,
-                w=MM_WIDTH[kind.dtype] if w is None else w)
+                w=MM_WIDTH[kind.dtype] if w is None else w, **extra)
 
 
 def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
@@ -210,10 +211,11 @@ def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
 
 
 def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
-                         stages: int) -> Strategy:
+                         stages: int, elems: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES_ASYNC
 
-    return rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages)
+    extra = {"elems": 1} if elems else {}
+    return rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
 
 
 # a tiled codelet's guarded form (rewrite.rules.mm_edges: the same kernel over padded views of
@@ -222,15 +224,11 @@ def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
 # what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8
 _NOT_GUARDED = ("rot", "ik")
-# speed-ups a guarded form may do without where it must (`edge_forms`): the DMMA tiles staged
-# in 16-byte chunks over whole lines, which pads by whole chunks
-EDGE_LOSSY = ("lines", "ik")
-
-
 def edge_forms(variant: "Variant") -> list["Variant"]:
     """The guarded forms of a tiled variant, the closest first: the same tiles without what
-    `_NOT_GUARDED` names, then (for `lines`) without lines, which takes any sizes; none for
-    untiled codelets."""
+    `_NOT_GUARDED` names (padded by whole vectors or chunks: their width divides N and K), then
+    one that takes any sizes: DMMA without `lines`, FFMA tiles of vectors padded and copied
+    element by element (`elems`); none for untiled codelets."""
     name = EDGE_FORMS.get(variant.codelet)
     if name is None:
         return []
@@ -238,7 +236,16 @@ def edge_forms(variant: "Variant") -> list["Variant"]:
     out = [Variant(name, kept)]
     if variant.kw.get("lines"):
         out.append(Variant(name, tuple(p for p in kept if p[0] != "lines")))
+    elif name != "edge-mma" and variant.kw.get("w", 4) > 1:  # tiles-async: float4 always
+        out.append(Variant(name, tuple(sorted(kept + (("elems", 1),)))))
     return out
+
+
+def edge_lossy(variant: "Variant", edge: "Variant") -> bool:
+    """The guarded form lacks a speed-up of the variant: DMMA tiles staged over whole lines
+    (`lines`), m16n8k8 (`ik`), or tiles of vectors copied element by element (`elems`)."""
+    return bool(edge.kw.get("elems")) or any(
+        variant.kw.get(p) and not edge.kw.get(p) for p in ("lines", "ik"))
 
 
 def edge_form(variant: "Variant") -> Optional["Variant"]:
@@ -419,13 +426,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                 kind, Variant.of("edge-tiles", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
                                  **({"unroll": unroll} if unroll != 1 else {}), **w), {}),
             rules=_edge_rules),
-    Codelet("edge-tiles-async", ("mm",), "tiles-async for any M (N, K multiples of 4): the "
-            "mm-edge-tiles-async macro, cp.async zero-filling the padding's vectors (source size "
-            "0) and the ragged edge's stores guarded; CUDA only, float32 NN",
+    Codelet("edge-tiles-async", ("mm",), "tiles-async for any M (N, K multiples of 4; elems=1: "
+            "any sizes, 4-byte copies): the mm-edge-tiles-async macro, cp.async zero-filling the "
+            "padding (source size 0) and the ragged edge's stores guarded; CUDA only, float32 NN",
             _mm_edge_tiles_async, lambda dev: [],
-            lambda kind, tm, tn, tk, rm, rn, stages: _tiled_multiples(
+            lambda kind, tm, tn, tk, rm, rn, stages, elems=0: _tiled_multiples(
                 kind, Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
-                                 stages=stages), {}),
+                                 stages=stages, **({"elems": 1} if elems else {})), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
     Codelet("edge-mma", ("mm",), "mma for any M, N, K: the DMMA kernel over padded views of A "
             "and B, its tiles staged by cp.async element by element, or with lines=1 in 16-byte "

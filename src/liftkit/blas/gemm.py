@@ -26,7 +26,7 @@ import numpy as np
 
 from liftkit.blas.calls import pad_region
 from liftkit.blas.codelets import (
-    EDGE_LOSSY, CodeletError, Kind, Variant, edge_forms, multiples, pad_to, padded_sizes,
+    CodeletError, Kind, Variant, edge_forms, edge_lossy, multiples, pad_to, padded_sizes,
 )
 from liftkit.blas.kernels import BlasError, Built
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
@@ -86,8 +86,9 @@ class Embedding:
     doubled: bool = True
 
 
-# a guarded form that lacks one of its variant's speed-ups (`codelets.EDGE_LOSSY`: DMMA tiles
-# staged over whole lines, m16n8k8) runs only below this volume M·N·K: there the padded copies take a large share of a
+# a guarded form that lacks one of its variant's speed-ups (`codelets.edge_lossy`: DMMA tiles
+# staged over whole lines, m16n8k8, float4 tiles copied element by element) runs only below
+# this volume M·N·K: there the padded copies take a large share of a
 # call (run 22b, H100: three copies about 25 us of SGEMM 1000³'s 89 us), above it the faster
 # kernel on padded copies wins (DMMA 128×64×16 at 4096³: 0.88x cuBLAS with lines, 0.79x
 # without, results/issue12/mma; the copies of 4097×4095² about 4 % of the call). Not yet timed
@@ -106,7 +107,7 @@ def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
         return session.kernel(kind, sizes, chosen)
     big = math.prod(sizes.values()) >= EDGE_LOSSY_VOLUME
     for edge in edge_forms(chosen):
-        if big and any(chosen.kw.get(p) and not edge.kw.get(p) for p in EDGE_LOSSY):
+        if big and edge_lossy(chosen, edge):
             continue  # it lacks one of the variant's speed-ups, and the copies are cheap here
         try:
             need = multiples(kind, edge)

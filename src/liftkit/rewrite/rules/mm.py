@@ -386,23 +386,26 @@ def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                 unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True,
-                rot: int = 0, vectors: bool = False) -> Expr:
+                rot: int = 0, vectors: bool = False, scalar_copies: bool = False) -> Expr:
     """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
     w = 1: scalar loads and register blocks instead of float4 (double2: w = 2). private=False:
     the work-items' blocks accumulate in place, without the register copies (toPrivate of the
     blocks and of a K step's values, the result's toGlobal copy): what mm-tiles-private adds.
     rot=1: A's tile rows rotated in local memory (`rotated_rows`), so that the work-items of a
     warp, which read one vector of K from each of several rows, hit different banks.
-    vectors=True: a and b are given as rows of w-vectors (`mm_edges`' padded operands)."""
+    vectors=True: a and b are given as rows of w-vectors (`mm_edges`' padded operands);
+    scalar_copies=True: the tiles are copied into local memory element by element and read
+    from there as w-vectors (`mm_edges`' operands padded element by element)."""
     if (not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e))
-            or (rot and vectors)):
+            or (rot and (vectors or scalar_copies)) or (vectors and scalar_copies)):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
                          f"rot={rot} for {e.t}")
     wy, wx = tm // rm, tn // rn
     idw = e.id(w)
-    a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w, vectors)
+    a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w, vectors, scalar_copies)
     init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
-    from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
+    as_vec: tuple[Any, ...] = (D.asVector(w),) if scalar_copies and w > 1 else ()
+    from_local = lambda row: D.compose(D.split(row), *as_vec, D.join, D.map(D.join))  # noqa: E731
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
     a_rounds = rounds
     if rot:
@@ -429,7 +432,8 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                 << over_k(chunk, _private_copy4(2, w, e) << acc) << steps)
 
     def step(acc: Any, tiles: Any) -> Any:
-        copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(idw))))  # noqa: E731
+        copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(  # noqa: E731
+            e.id(1) if scalar_copies else idw))))
         return D.let(copy() << a_rounds(tiles[0]), copy() << rounds(tiles[1]), lambda lA, lB:
                      D.mapLcl(1)(lambda acc_a: D.mapLcl(0)(
                          lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
@@ -647,11 +651,14 @@ MM_TILES_LOWER = make_rule(
 # the pieces the small rules of rules/mm_steps.py share with the composites
 
 
-def _tile_pieces(tm: int, tn: int, tk: int, wx: int, wy: int, w: int, vectors: bool = False) -> Any:
+def _tile_pieces(tm: int, tn: int, tk: int, wx: int, wy: int, w: int, vectors: bool = False,
+                 scalar_copies: bool = False) -> Any:
     """The tiling of A and B into tile pairs and a tile's cooperative copy in rounds of the
     wx·wy work-items (float-w vectors), shared by the staged form and `local_tiles`
-    (`vectors`: A's and B's rows are given as rows of w-vectors already)."""
-    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 and not vectors else ()
+    (`vectors`: A's and B's rows are given as rows of w-vectors already; `scalar_copies`: the
+    copy rounds move scalars)."""
+    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 and not (vectors or scalar_copies) \
+        else ()
     ka, nb = (tk // w, tn // w) if vectors else (tk, tn)
     a_tiles = D.compose(D.map(D.compose(D.transpose, D.map(D.split(ka)))), D.split(tm))
     b_tiles = D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(nb))), D.split(tk))

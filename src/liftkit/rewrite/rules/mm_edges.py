@@ -17,16 +17,19 @@ filled, the pipeline keeps its shape). The code generator guards the crop's drop
 stores (`GuardView`): `if (row < M)`, `if (col < N)`. Where a pad or crop is provably empty
 (constant sizes that the tiles divide) it is left out, so no guard is generated.
 
-* `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w): mm-local-tiles' kernel over the padded views.
-* `mm-edge-tiles-async` (… , stages): the same, its tile copies pipelined by cp.async
-  (`tiles-async`): the Hopper FFMA SGEMM for any size (float32, w = 4).
+* `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w[, elems]): mm-local-tiles' kernel over the
+  padded views; with `elems` padded element by element (any sizes), the tiles copied into local
+  memory element by element and read from there as w-vectors.
+* `mm-edge-tiles-async` (… , stages[, elems]): the same, its tile copies pipelined by cp.async
+  (`tiles-async`): the Hopper FFMA SGEMM for any size (float32, w = 4; without `elems` 4 | N, K;
+  with it 4-byte copies each with its source size).
 * `mm-edge-tensor-cores` (tm, tn, tk, warps, staged[, lines]): mm-tensor-cores' FP64 (DMMA)
   kernel over padded views: its tiles staged element by element (any sizes), or with `lines` in
   16-byte chunks, the padding then by whole chunks of two doubles along each operand's stored
   rows (2 divides them).
 
 Vectors of w along K and N need w to divide K and N (`asVector w`: the run-time checks and
-`size_multiples` say so); w = 1 takes any size.
+`size_multiples` say so); w = 1, or `elems`, takes any size.
 """
 
 from __future__ import annotations
@@ -77,19 +80,24 @@ def _zero(e: Elem, w: int) -> Any:
 
 
 def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: int, tn: int,
-               tk: int, rm: int, rn: int, unroll: int, w: int, e: Elem) -> Expr:
-    """C = A·B (A: [[t]_K]_M, B: [[t]_N]_K) by `local_tiles` over padded views, cropped."""
+               tk: int, rm: int, rn: int, unroll: int, w: int, e: Elem, elems: int = 0) -> Expr:
+    """C = A·B (A: [[t]_K]_M, B: [[t]_N]_K) by `local_tiles` over padded views, cropped;
+    `elems`: padded element by element (any sizes), the tiles copied into local memory so and
+    read from there as w-vectors."""
     pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
-    vec = (D.map(D.asVector(w)),) if w > 1 else ()
-    kw, nw = (k // w, n // w) if w > 1 else (k, n)
-    zero = _zero(e, w)
+    ew = 1 if elems else w  # the padding's unit
+    vec = (D.map(D.asVector(ew)),) if ew > 1 else ()
+    kw, nw = (k // ew, n // ew) if ew > 1 else (k, n)
+    zero = _zero(e, ew)
     # A: rows of vectors along K (zeros past K), rows past M clamped
-    a_p = _apply((*_pad(pm - m, "clamp"), *(D.map(p) for p in _pad(pk // w - kw, zero)), *vec), a)
+    a_p = _apply((*_pad(pm - m, "clamp"), *(D.map(p) for p in _pad(pk // ew - kw, zero)), *vec),
+                 a)
     # B: rows of vectors along N (clamped past N), rows past K zeros
     rows_k = _pad(pk - k, zero)
     b_p = _apply((*((D.transpose, D.map(rows_k[0]), D.transpose) if rows_k else ()),
-                  *(D.map(p) for p in _pad(pn // w - nw, "clamp")), *vec), b)
-    kernel = local_tiles(a_p, b_p, tm, tn, tk, rm, rn, 0, w, e, vectors=True)
+                  *(D.map(p) for p in _pad(pn // ew - nw, "clamp")), *vec), b)
+    kernel = local_tiles(a_p, b_p, tm, tn, tk, rm, rn, 0, w, e, vectors=ew > 1,
+                         scalar_copies=ew < w)
     if unroll:
         kernel = unroll_k_steps(kernel)
     return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
@@ -105,19 +113,21 @@ def _choices(site: Site) -> Options:
     for tm, tn, tk, rm, rn, u, w in dict.fromkeys(_symbolic_tiles(ws)):
         if not _tiles_ok(tm, tn, tk, rm, rn, w, ws):
             continue
+        one = {"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w}
         # constant sizes: vectors of w must divide K and N (the padding is by whole vectors)
-        if w > 1 and any(c is not None and c % w for c in sizes[1:]):
-            continue
-        out.append({"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w})
+        if w == 1 or not any(c is not None and c % w for c in sizes[1:]):
+            out.append(one)
+        if w > 1 and (tm * tk) % ((tm // rm) * (tn // rn)) == 0:  # padded element by element
+            out.append({**one, "elems": 1})
     return out
 
 
 def _build(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-           w: int = 4) -> Expr:
+           w: int = 4, elems: int = 0) -> Expr:
     parts = mm_parts(site)
     assert parts is not None
     return edge_tiles(fresh(parts.a), fresh(parts.b), parts.m, parts.n, parts.k, tm, tn, tk, rm,
-                      rn, unroll, w, parts.elem)
+                      rn, unroll, w, parts.elem, elems)
 
 
 MM_EDGE_TILES = make_rule(
@@ -131,12 +141,15 @@ MM_EDGE_TILES = make_rule(
     reshapes=True, opaque=False)
 
 
-def _edge_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int) -> Any:
-    """mm-edge-tiles (float4, unrolled), then its tile loop's copies pipelined `stages` deep."""
+def _edge_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
+                      elems: int = 0) -> Any:
+    """mm-edge-tiles (float4, unrolled; `elems`: padded and copied element by element), then
+    its tile loop's copies pipelined `stages` deep."""
     from liftkit.rewrite.rules.cuda import TILES_ASYNC
     from liftkit.rewrite.strategies import rule, seq, topdown
 
-    return seq(rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4),
+    extra = {"elems": 1} if elems else {}
+    return seq(rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4, **extra),
                topdown(rule(TILES_ASYNC, stages=stages)))
 
 
