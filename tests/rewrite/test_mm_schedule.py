@@ -128,14 +128,25 @@ def test_the_schedule_in_cuda() -> None:
     src = k.source
     assert "sk_tiles % 396" in src and "if (!sk_split && sk_part > 0) return;" in src
     assert "for (int i = sk_k0; i < sk_k1; i += 1)" in src and "if (i + 1 < sk_k1)" in src
-    assert "static unsigned sk_flags[396];" in src and f"static float sk_ws[{396 * 64 * 128}];" in src
-    assert src.index("atomicExch(&sk_flags[sk_slot], (unsigned)(sk_part + 1));") \
-        < src.index("atomicExch(&sk_flags[sk_slot], 0u);") < src.index("((float4*)out)[")
+    # flags and workspace are kernel parameters (temporaries the host allocates: the flags
+    # zero-filled), never static arrays two overlapping launches would share
+    assert "static unsigned" not in src and "int* sk_flags,\n    float* sk_ws," in src
+    args = [(a.kind, a.name, a.ctype) for a in k.args]
+    assert args[3:5] == [("buffer", "sk_flags", "int*"), ("buffer", "sk_ws", "float*")]
+    temps = {b.name: b for b in prog.buffers if b.role == "temporary"}
+    flags, ws = temps[k.args[3].buffer], temps[k.args[4].buffer]
+    assert flags.zeroed and flags.nbytes == cst(396 * 4) and not ws.zeroed and ws.nbytes == cst(396 * 64 * 128 * 4)
+    assert not any(b.zeroed for b in prog.buffers if b.role != "temporary")
+    assert "while (atomicAdd(&sk_flags[sk_slot], 0) != sk_part)" in src and "__trap();" in src
+    assert src.index("atomicExch(&sk_flags[sk_slot], sk_part + 1);") \
+        < src.index("atomicExch(&sk_flags[sk_slot], 0);") < src.index("((float4*)out)[")
     assert "__launch_bounds__" not in src
     bound = compile_program(sgemm_schedule_derivation(4096, 4096, 4096, 128, 64, 32, 8, 8, 2, 1, 528, 4).final,
                             CUDA).kernels[0]
     assert "__launch_bounds__(128, 4)" in bound.source and len(bound.ndrange.global_size) == 2
-    assert "sk_" not in bound.source
+    assert "sk_" not in bound.source and not any(b.role == "temporary" for b in
+                                                 compile_program(sgemm_schedule_derivation(
+                                                     4096, 4096, 4096, 128, 64, 32, 8, 8, 2, 1, 528, 4).final, CUDA).buffers)
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda import compile_cuda
 
@@ -153,7 +164,7 @@ def test_opencl_refuses_the_schedule_in_words() -> None:
 def test_split_and_whole_tiles_on_the_gpu() -> None:
     """4096×4096 of 128×64 tiles = 2048 tiles: 396 slots leave a tail of 68 tiles split 3 or 4
     ways (K = 128: 4 tiles of 32, some parts of one tile, some empty), the others whole;
-    256×384: 12 tiles, all split; twice each (the flags return to zero between launches)."""
+    256×384: 12 tiles, all split; twice each (each launch its own zero-filled flags)."""
     cuda = pytest.importorskip("liftkit.backends.cuda")
     devices = cuda.list_devices()
     if not devices:

@@ -107,18 +107,20 @@ class CallPlan:
 
 def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int, Slot],
                   scalars: dict[int, Slot], out: Slot, temp_base: Slot
-                  ) -> tuple[list[Launch], list[tuple[str, int]]]:
+                  ) -> tuple[list[Launch], list[tuple[Any, ...]]]:
     """The launches of `built`'s pipeline at `sizes`, with the program's parameters mapped onto
     slots (`arrays`/`scalars`: parameter index -> slot) and its temporaries onto workspace
     slots from `temp_base` on (named as `Built.launch` names them)."""
     c = built.compiled
     temps: dict[str, Slot] = {}
-    temp_list: list[tuple[str, int]] = []
+    temp_list: list[tuple[Any, ...]] = []
     for b in c.buffers:
         if b.role in ("intermediate", "temporary"):
             temps[b.name] = temp_base + len(temp_list)
+            # a zeroed one (reduceSplitTail's flags): the session's workspace (one stream)
+            # zero-fills it once when it makes it, the kernel leaves it zero
             temp_list.append((f"{built.kind}|{built.variant}|{b.name}",
-                              built._temp_bytes(b, sizes)))
+                              built._temp_bytes(b, sizes), *(("zeroed",) if b.zeroed else ())))
     launches = []
     for k, handle, (size_vals, glob) in zip(c.kernels, built.kernels, built._sizes_of(sizes)):
         args: list[Any] = []

@@ -80,13 +80,19 @@ class Built:
         Returns (last event, temporaries to keep alive until it completes)."""
         c = self.compiled
         temps: dict[str, Any] = {}
+        waits = list(wait_for)
         for b in c.buffers:
             if b.role in ("intermediate", "temporary"):
                 nbytes = self._temp_bytes(b, sizes)
-                temps[b.name] = queue.alloc(nbytes) if workspace is None else \
-                    workspace.buffer(f"{self.kind}|{self.variant}|{b.name}", nbytes)
+                if workspace is not None:  # a zeroed one: zero-filled once, kept zero by the kernel
+                    temps[b.name] = workspace.buffer(f"{self.kind}|{self.variant}|{b.name}", nbytes,
+                                                     *(("zeroed",) if b.zeroed else ()))
+                    continue
+                temps[b.name] = queue.alloc(nbytes)
+                if b.zeroed:  # this call's own (reduceSplitTail's flags)
+                    ev = queue.fill_zero(temps[b.name], nbytes, waits)
+                    waits = [ev] if ev is not None else waits
         event = None
-        waits = list(wait_for)
         for k, handle, (size_vals, glob) in zip(c.kernels, self.kernels, self._sizes_of(sizes)):
             args: list[Any] = []
             for i, a in enumerate(k.args):

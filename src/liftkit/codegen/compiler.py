@@ -227,7 +227,7 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         bname = f"{name}:{tmp.memory.name}"
         args.append(KernelArg("buffer", tmp.memory.name, dialect.pointer("global", ctype(tmp.memory.elem)),
                               buffer=bname))
-        buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary"))
+        buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary", zeroed=tmp.zeroed))
     for s in size_names:
         args.append(KernelArg("size", s, "int", size=_var(s)))
     source, dynamic = _assemble(em, name, args)

@@ -11,9 +11,11 @@ flag per tail slot: part q waits until the flag says q, adds the running sum fro
 workspace into its registers (q > 0), and, unless last, writes the sum back, releases the flag to
 q + 1 and returns; the last part resets the flag and goes on to the loop's consumer, which
 stores the tile. Parts of a tile are dispatched in order (the grid's z slowest), so a waiting
-part waits only on parts already resident or done. The flags and the workspace are static arrays
-of the kernel (zero when its module loads, the flags back at zero after every launch), so
-launches of one kernel must not overlap (one stream: they never do).
+part waits only on parts already resident or done. The flags and the workspace are global
+temporaries, kernel parameters the host allocates per launch or per stream: the flags zero-filled
+when allocated (`Buffer.zeroed`) and back at zero after every launch, so launches in order on one
+stream may share them and launches on other streams get their own (static arrays would let two
+overlapping launches of one kernel take each other's turns and sums).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
-from liftkit.codegen.memory import ctype
+from liftkit.codegen.memory import Memory, ctype
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir.patterns.cuda_schedule import ReduceSplitTail
-from liftkit.types import ArrayType, ScalarType, Type, VectorType
+from liftkit.types import ArrayType, ScalarType, Type, VectorType, int32
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.codegen.generator import Ctx, Generator
@@ -101,19 +103,18 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
         raise CodegenError(f"reduceSplitTail adds float or double accumulators, not {elem}")
     per = len(mine) * width
     st = ctype(scalar)
-    flags, ws = nm("sk_flags"), nm("sk_ws")
+    flags = _temp(g, "sk_flags", int32, slots, zeroed=True)
+    ws = _temp(g, "sk_ws", scalar, slots * per * threads, zeroed=False)
 
     def epilogue() -> None:
         tid = " + ".join(f"{name} * {math.prod(ls[:d])}" if d else name
                          for name, d in zip([t.to_c() for t in tids], init.dims)) or "0"
-        em.line(f"static unsigned {flags}[{slots}];  // zero at load, zero again after each launch")
-        em.line(f"static {st} {ws}[{slots * per * threads}];")
         lead = " && ".join(f"{t.to_c()} == 0" for t in tids) or "true"
         with em.if_(split):
             with em.if_(lead):
                 spin = nm("sk_spin")
                 em.line(f"unsigned {spin} = 0;  // parts are dispatched in order: bounded, never hangs")
-                em.line(f"while (atomicAdd(&{flags}[{slot}], 0u) != (unsigned){part}) "
+                em.line(f"while (atomicAdd(&{flags}[{slot}], 0) != {part}) "
                         f"{{ __nanosleep(40); if (++{spin} == {SPIN_LIMIT}u) __trap(); }}")
                 em.line("__threadfence();")
             em.line("__syncthreads();")
@@ -142,12 +143,23 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
                 em.line("__threadfence();")
                 em.line("__syncthreads();")
                 with em.if_(lead):
-                    em.line(f"atomicExch(&{flags}[{slot}], (unsigned)({part} + 1));")
+                    em.line(f"atomicExch(&{flags}[{slot}], {part} + 1);")
                 em.line("return;  // the tile's last part stores it")
             with em.if_(lead):
-                em.line(f"atomicExch(&{flags}[{slot}], 0u);")
+                em.line(f"atomicExch(&{flags}[{slot}], 0);")
 
     return Var(k0, 0, kt), Var(k1, 0, kt), epilogue
+
+
+def _temp(g: "Generator", hint: str, elem: ScalarType, count: int, zeroed: bool) -> str:
+    """A global temporary of `count` elements, a kernel parameter the host allocates (the
+    generator's temps become the kernel's last buffer arguments); its C name."""
+    from liftkit.codegen.generator import GlobalTemp
+
+    g.em.note_type(elem)
+    mem = Memory(g.em.names.fresh(hint), "global", elem, cst(count), "param")
+    g.temps.append(GlobalTemp(mem, ArrayType(elem, cst(count)), zeroed=zeroed))
+    return mem.name
 
 
 def split_parts(f: Any) -> Optional[int]:

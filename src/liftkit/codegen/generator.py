@@ -68,6 +68,7 @@ class GlobalTemp:
 
     memory: Memory
     type: Type
+    zeroed: bool = False  # zero-filled by the host, left zero by the kernel (Buffer.zeroed)
 
 
 class Generator:

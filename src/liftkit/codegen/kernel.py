@@ -69,6 +69,10 @@ class Buffer:
     nbytes: ArithExpr
     role: Literal["input", "output", "temporary", "intermediate"]
     param_index: Optional[int] = None  # for inputs: position among the program's parameters
+    # temporaries: the kernel needs it zero-filled when it starts and leaves it zero when it
+    # ends (reduceSplitTail's flags): zero it when it is allocated; launches in order on one
+    # stream may reuse it, launches that may overlap (other streams) need one each
+    zeroed: bool = False
 
 
 @dataclass(frozen=True)

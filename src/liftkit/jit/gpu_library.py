@@ -136,7 +136,13 @@ class LiftLibrary:
         temps: dict[str, Any] = {}
         result = None
         for b in c.buffers:
-            if b.role in ("intermediate", "temporary"):
+            if b.zeroed:  # reduceSplitTail's flags: this launch's own, zero-filled (float32
+                # zeros are zero bytes; the kernel reads them as int flags)
+                n = max(int(b.nbytes.eval(sizes)) // 4, 1)
+                temps[b.name] = rt.empty((n,), np.float32)
+                self.run_map(rt, _zero_fill("float32"), [temps[b.name]], [], temps[b.name], n,
+                             notice=False)
+            elif b.role in ("intermediate", "temporary"):
                 temps[b.name] = rt.empty((max(int(b.nbytes.eval(sizes)), 1),), np.uint8)
             elif b.role == "output":
                 if out is None:

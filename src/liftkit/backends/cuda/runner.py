@@ -208,6 +208,9 @@ class CUDARunner(HostPipeline):
                 buf = self._allocate(nbytes)
                 keep.append(buf)
                 bufs[b.name] = int(buf.handle)
+                if b.zeroed:  # e.g. reduceSplitTail's flags: this launch's own, zero-filled
+                    check(_driver().cuMemsetD8Async(int(buf.handle), 0, nbytes, self.stream.handle),
+                          "memset")
         return _Transfers(bufs, keep, start=start, end=self._event(), on_device=results)
 
     def _allocate(self, nbytes: int) -> Any:

@@ -143,6 +143,8 @@ class OpenCLRunner(HostPipeline):
                 hosts.append(host)
             else:
                 buf = cl.Buffer(self.context, mf.READ_WRITE, size=nbytes)
+                if b.zeroed:
+                    uploads.append(cl.enqueue_fill_buffer(self.queue, buf, np.uint8(0), 0, nbytes))
             bufs[b.name] = buf
         return _Transfers(bufs, list(hosts), uploads=uploads)
 
