@@ -175,10 +175,16 @@ def gpu(sizes: list[tuple[int, int, int]], repeat: int, log: Any) -> int:
                     seen.add(what)
                     C = cp.full((m, n), np.nan, dt)
                     call = lambda: s.gemm(A, B, C)  # noqa: E731
-                    call().result()
-                    err = _check(cp, A, B, C, dt)
-                    t = bc._time(cp, call, repeat)
-                    dev = bc._device_time(s, call)
+                    try:
+                        call().result()
+                        err = _check(cp, A, B, C, dt)
+                        t = bc._time(cp, call, repeat)
+                        dev = bc._device_time(s, call)
+                    except Exception as exc:  # noqa: BLE001 - logged; the device may be unusable
+                        out(f"  FAILED: {dt} {m}x{n}x{k} {how} [{what}]: "
+                            f"{type(exc).__name__}: {exc}")
+                        log.write(json.dumps(rows) + "\n")
+                        return 1
                     copies = plan.padded != plan.sizes
                 r = {"dtype": dt, "size": f"{m}x{n}x{k}", "mode": how, "variant": what,
                      "copies": copies, "call_us": t * 1e6, "device_us": dev * 1e6,
