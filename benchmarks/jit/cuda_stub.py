@@ -13,6 +13,7 @@ such memory (what a CuPy array looks like to liftkit, library "other").
 from __future__ import annotations
 
 import ctypes
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -28,25 +29,36 @@ DEVICE = Device(ordinal=0, name="stubbed CUDA driver (no GPU work)", compute_cap
 
 
 class _Stream:
-    def __init__(self, handle: int) -> None:
-        self.handle = handle
+    def __init__(self, handle: int, calls: Counter) -> None:
+        self.handle, self.calls = handle, calls
 
     def record(self, ev: Any = None) -> Any:
-        return ev if ev is not None else _StubEvent()
+        self.calls["event record"] += 1
+        if ev is None:
+            self.calls["event create"] += 1
+            return _StubEvent(self.calls)
+        return ev
 
     def wait(self, ev: Any) -> None:
-        return None
+        self.calls["stream wait"] += 1
 
     def sync(self) -> None:
-        return None
+        self.calls["stream sync"] += 1
 
 
 class _StubEvent:
-    is_done = True
     handle = 0
 
+    def __init__(self, calls: Counter) -> None:
+        self.calls = calls
+
+    @property
+    def is_done(self) -> bool:
+        self.calls["event query"] += 1
+        return True
+
     def sync(self) -> None:
-        return None
+        self.calls["event sync"] += 1
 
 
 class _Alloc:
@@ -61,18 +73,19 @@ class _Alloc:
 
 
 class _Dev:
-    def __init__(self) -> None:
-        self.streams = 0
+    def __init__(self, calls: Counter) -> None:
+        self.streams, self.calls = 0, calls
 
     def set_current(self) -> None:
         return None
 
     def create_stream(self) -> _Stream:
         self.streams += 1
-        return _Stream(self.streams)
+        return _Stream(self.streams, self.calls)
 
     def create_event(self) -> _StubEvent:
-        return _StubEvent()
+        self.calls["event create"] += 1
+        return _StubEvent(self.calls)
 
     def allocate(self, nbytes: int, stream: Any = None) -> _Alloc:
         return _Alloc(nbytes)
@@ -85,8 +98,8 @@ class _Core:
     """cuda.core's launch API: a configuration object, a launch that only counts itself and
     keeps its arguments (``last``)."""
 
-    def __init__(self) -> None:
-        self.launches = 0
+    def __init__(self, calls: Counter) -> None:
+        self.launches, self.calls = 0, calls
         self.last: tuple = ()  # the last launch's (configuration, kernel, arguments)
 
     @staticmethod
@@ -95,6 +108,7 @@ class _Core:
 
     def launch(self, stream: Any, config: Any, kernel: Any, *args: Any) -> None:
         self.launches += 1
+        self.calls["launch"] += 1
         self.last = (config, kernel, args)
 
 
@@ -152,14 +166,16 @@ class _Cache:
 
 
 class StubCUDADevice(CUDADevice):
-    """``CUDADevice`` over the stand-ins above (its own methods run unchanged)."""
+    """``CUDADevice`` over the stand-ins above (its own methods run unchanged); ``calls``
+    counts the driver calls its launches, events and streams would make (by kind)."""
 
     def __init__(self, queues: int = 1) -> None:  # noqa: D107 - no super(): no driver here
+        self.calls: Counter = Counter()
         self._drv = _Driver()
-        self._core = _Core()
+        self._core = _Core(self.calls)
         self._calls = _Calls()
         self.device = DEVICE
-        self._dev = _Dev()
+        self._dev = _Dev(self.calls)
         self.cache = _Cache()
         self._setup(queues)
         self.label = f"CUDA / {DEVICE.name}"

@@ -191,6 +191,11 @@ def launch_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> Non
     for _ in range(repeat):
         timed_runtime()
     rows["launch: Runtime.launch (us)"] = min(spent) / 50 * 1e6
+    calls = getattr(rt.device, "calls", None)  # the stubbed driver counts its calls
+    if calls is not None:
+        calls.clear()
+        runtime()
+        rows["launch: Runtime.launch, driver calls per launch (stub)"] = sum(calls.values()) / 50
     got = rt.read(vx)
     assert stub or np.all(np.isfinite(got)) and np.allclose(got, 2.0), \
         "the chain kernel went wrong"
@@ -198,18 +203,28 @@ def launch_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> Non
     rt.release(va, writeback=False)
 
 
-def chain_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> None:
-    n = 1 << 20 if rt.device.is_cpu or stub else 1 << 25
+def chain_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False,
+               n: int = 0) -> None:
+    """20 dependent launches of CHAIN on x (2^n doubles: 2^20 on the CPU device and the stub,
+    2^25 on a GPU, as given otherwise): enqueue time, time until done, their ratio, the
+    enqueue per launch, and with the stubbed driver its calls per launch while enqueueing."""
+    n = n or (1 << 20 if rt.device.is_cpu or stub else 1 << 25)
     x, a = np.ones(n), np.random.default_rng(1).random(n)
     vx, va = rt.submit(x), rt.submit(a)
     rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
     rt.wait_all(sync=False)
     enq, tot = [], []
+    calls = getattr(rt.device, "calls", None)
+    if calls is not None:
+        calls.clear()
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(20):
             rt.launch(CHAIN, (n,), [vx, va, np.int64(n)], reads=[vx, va], writes=[vx])
         t1 = time.perf_counter()
+        if calls is not None and not enq:
+            rows["chain20: driver calls per launch while enqueueing (stub)"] = \
+                sum(calls.values()) / 20
         rt.wait_all(sync=False)
         enq.append(t1 - t0)
         tot.append(time.perf_counter() - t0)
@@ -222,6 +237,7 @@ def chain_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> None
     rows[f"chain20 n=2^{n.bit_length() - 1}: enqueue (ms)"] = e * 1e3
     rows[f"chain20 n=2^{n.bit_length() - 1}: until done (ms)"] = t * 1e3
     rows[f"chain20 n=2^{n.bit_length() - 1}: enqueue share (%)"] = 100 * e / t
+    rows[f"chain20 n=2^{n.bit_length() - 1}: enqueue per launch (us)"] = e / 20 * 1e6
 
 
 def host_speed_us() -> float:
@@ -455,6 +471,8 @@ def main() -> None:
     call_rows(rt, args.repeat, rows, stub)
     launch_rows(rt, args.repeat, rows, stub)
     chain_rows(rt, args.repeat, rows, stub)
+    if not stub and not rt.device.is_cpu:  # the same chain with the GPU idle between kernels
+        chain_rows(rt, args.repeat, rows, stub, n=1 << 10)
     if args.driver and not stub and args.backend == "cuda":
         driver_rows(rt, args.repeat, rows)
     elif args.driver:

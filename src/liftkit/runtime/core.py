@@ -72,6 +72,13 @@ class Runtime(PlannedLaunches):
         self.nqueues = len(getattr(dev, "queues", [None]))
         self._rr = 0  # the compute queue the next independent task goes to
         self._latest = [0] * self.nqueues  # each compute queue's newest task (event id)
+        # a device that can mark a queue later (CUDA) launches without an event; a task's
+        # event is recorded when a wait, a host read or a sweep needs it (``_event_of``)
+        self._lazy = callable(getattr(dev, "mark", None))
+        self._unmarked: list[list[int]] = [[] for _ in range(self.nqueues)]
+        # per compute queue, the newest task of each other queue it was made to wait for: a
+        # later task there needs no wait for it or anything before it (queues run in order)
+        self._waited: list[dict[int, int]] = [{} for _ in range(self.nqueues)]
         self.dialect = self.device.dialect
         self.limit = int(memory_limit) if memory_limit is not None \
             else int(self.device.total_memory * 0.9)
@@ -177,7 +184,7 @@ class Runtime(PlannedLaunches):
             for eid in list(buf.writers) if wait else ():
                 row = self.events.get(eid)
                 if row is not None:
-                    self.device.wait(row.event)
+                    self.device.wait(self._event_of(row))
             handle = buf.handle
             buf.handle = None
             self._epoch += 1
@@ -391,12 +398,13 @@ class Runtime(PlannedLaunches):
         with self.lock:
             row = self.events.get(eid)
             if row is not None:
-                self.device.wait(row.event)
+                self.device.wait(self._event_of(row))
                 self._retire()
 
     def event_done(self, eid: int) -> bool:
-        row = self.events.get(eid)
-        return row is None or self.device.done(row.event)
+        with self.lock:
+            row = self.events.get(eid)
+            return row is None or self.device.done(self._event_of(row))
 
     def wait_for(self, v: ArrayVar) -> None:
         """waitForVariable without a transfer: every task that may write ``v`` has finished."""
@@ -409,39 +417,49 @@ class Runtime(PlannedLaunches):
         """waitAll (§7.1.4): finish every task; with ``sync`` bring every host copy up to date."""
         with self.lock:
             self.device.finish()
-            self._retire()
+            self._retire(finished=True)
             if sync:
                 for buf in list(self.buffers.values()):
                     if buf.registered:
                         self._to_host(buf)
 
-    def _retire(self) -> None:
-        """Drop finished tasks from the event table. Queues are in order: on each queue the
-        tasks finish in the order they were enqueued, so the first one still running there
-        ends the queries for that queue (a query is a driver call)."""
+    def _retire(self, finished: bool = False) -> None:
+        """Drop finished tasks from the event table (``finished``: the device finished every
+        task, nothing is asked). Queues are in order: on each queue the tasks finish in the
+        order they were enqueued, so the first one still running there ends the queries for
+        that queue (a query is a driver call; tasks without an event share one made now)."""
         done, busy = [], set()
-        for eid, row in self.events.items():  # insertion order: oldest first
-            if row.queue in busy:
-                continue
-            if self.device.done(row.event):
-                done.append(eid)
-            else:
-                busy.add(row.queue)
+        if finished:
+            done = list(self.events)
+            for pend in self._unmarked:
+                pend.clear()
+        else:
+            for eid, row in self.events.items():  # insertion order: oldest first
+                if row.queue in busy:
+                    continue
+                if self.device.done(self._event_of(row)):
+                    done.append(eid)
+                else:
+                    busy.add(row.queue)
         # the next sweep when 64 more tasks are pending (a long chain of running kernels
         # would otherwise be swept, a driver query and a pass over the table, at each launch)
         self._retire_at = len(self.events) - len(done) + 64
         recycle = getattr(self.device, "recycle", None)
+        back: set = set()  # events shared by tasks (``_event_of``) go back once
         for eid in done:
             row = self.events.pop(eid)
-            if recycle is not None and not row.task.endswith("@cpu"):
-                recycle(row.event)
+            ev = row.event
+            if recycle is not None and ev is not None and id(ev) not in back and \
+                    not row.task.endswith("@cpu"):
+                back.add(id(ev))
+                recycle(ev)
         if done:
             gone = set(done)
             for buf in self.buffers.values():
-                buf.readers = [e for e in buf.readers if e not in gone]
-                buf.writers = [e for e in buf.writers if e not in gone]
-            for var in self.vars.values():
-                var.events = [e for e in var.events if e not in gone]
+                if buf.readers:
+                    buf.readers = [e for e in buf.readers if e not in gone]
+                if buf.writers:
+                    buf.writers = [e for e in buf.writers if e not in gone]
 
     def close(self) -> None:
         """Finish everything, write back, free all device memory."""
@@ -465,8 +483,13 @@ class Runtime(PlannedLaunches):
         with the same kernel and arrays (a chain, a loop) goes through a launch plan from its
         second time (``plans.py``); ``plan=False`` for a one-off (its caller plans repeats)."""
         if plan and local_size is None and reads is not None and writes is not None:
-            with self.lock:
-                reads, writes, overwrites = list(reads), list(writes), list(overwrites)
+            with self.lock:  # (lists and tuples as they are: the plan keeps tuples)
+                if type(reads) is not list and type(reads) is not tuple:
+                    reads = list(reads)
+                if type(writes) is not list and type(writes) is not tuple:
+                    writes = list(writes)
+                if type(overwrites) is not list and type(overwrites) is not tuple:
+                    overwrites = list(overwrites)
                 p = self._repeated(kernel, args, reads, writes, overwrites)
                 if p is not None:
                     return self.launch_planned(p, global_size, args)
@@ -509,20 +532,27 @@ class Runtime(PlannedLaunches):
             keep: list = []
             wbufs = {v.buffer for v in wr}
             queue, wait = self._place(self._ready(bufs, whole, wbufs, keep))
-            ev = self.device.launch(built[1], global_size, local_size, self._kernel_args(args),
-                                    queue, wait)
+            if self._lazy:
+                ev = self.device.launch(built[1], global_size, local_size,
+                                        self._kernel_args(args), queue, wait, False)
+            else:
+                ev = self.device.launch(built[1], global_size, local_size,
+                                        self._kernel_args(args), queue, wait)
             return self._task(kernel.name, ev, queue, keep, bufs, wbufs,
                               tuple([v.id for v in rd]), tuple([v.id for v in wr]),
-                              [buffers[v.buffer] for v in rd if v.buffer not in wbufs], rd + wr)
+                              [buffers[v.buffer] for v in rd if v.buffer not in wbufs])
 
     def _task(self, name: str, ev: Any, queue: int, keep: list, bufs: Sequence[Buffer],
-              wbufs: Any, rd_ids: tuple, wr_ids: tuple, rd_bufs: Sequence[Buffer],
-              touched: Sequence[ArrayVar]) -> int:
-        """Enter a launched kernel in the event table and the rows of what it touches."""
+              wbufs: Any, rd_ids: tuple, wr_ids: tuple, rd_bufs: Sequence[Buffer]) -> int:
+        """Enter a launched kernel in the event table and the buffers' rows of what it touches
+        (``ev`` None: launched without an event, recorded when one is needed)."""
         self._stats["kernels"] += 1
-        eid = self._next()
+        self._ids += 1
+        eid = self._ids
         self._latest[queue] = eid
         self.events[eid] = EventRow(eid, ev, name, rd_ids, wr_ids, keep, queue)
+        if ev is None:
+            self._unmarked[queue].append(eid)
         self._clock += 1
         clock = self._clock
         for buf in bufs:
@@ -532,8 +562,6 @@ class Runtime(PlannedLaunches):
                 buf.host_valid = False
         for buf in rd_bufs:
             buf.readers.append(eid)
-        for v in touched:
-            v.events.append(eid)
         if len(self.events) > self._retire_at:
             self._retire()
         return eid
@@ -549,7 +577,9 @@ class Runtime(PlannedLaunches):
         """The backend events to wait for so that the pending tasks ``eids`` are done, none of
         compute queue ``queue`` (an in-order queue follows its own tasks without being told):
         the newest of them on each other queue, as queues (the transfer queue too) run their
-        tasks in order and ids grow in enqueue order."""
+        tasks in order and ids grow in enqueue order. With ``queue`` the events are waits the
+        caller enqueues there: none that queue was made to wait for already (or a later task
+        of the same queue)."""
         newest: dict[int, int] = {}
         events = self.events
         for e in eids:
@@ -558,7 +588,32 @@ class Runtime(PlannedLaunches):
                 continue
             if e > newest.get(row.queue, -1):
                 newest[row.queue] = e
-        return [events[e].event for e in newest.values()]
+        if not newest:
+            return []
+        if queue is None:
+            return [self._event_of(events[e]) for e in newest.values()]
+        waited, out = self._waited[queue], []
+        for q, e in newest.items():
+            if e > waited.get(q, 0):
+                waited[q] = e
+                out.append(self._event_of(events[e]))
+        return out
+
+    def _event_of(self, row: EventRow) -> Any:
+        """The backend event of a task: one launched without (``_lazy``) gets it now, an event
+        recorded on its queue, which is done once it and every task before it there are; the
+        queue's other tasks still without one share it (they all come before it)."""
+        ev = row.event
+        if ev is None:
+            ev = self.device.mark(row.queue)
+            events = self.events
+            pend = self._unmarked[row.queue]
+            for e in pend:
+                r = events.get(e)
+                if r is not None:
+                    r.event = ev
+            pend.clear()
+        return ev
 
     def latest_events(self, eids: Iterable[int]) -> list:
         """``_events`` for callers outside the runtime (the events another library's stream
@@ -593,8 +648,9 @@ class Runtime(PlannedLaunches):
         if queue < 0:
             queue = self._rr
             self._rr = (self._rr + 1) % self.nqueues
-        wait = self._events(deps, queue)
-        self._stats["cross_queue_waits"] += len(wait)
+        wait = self._events(deps, queue) if deps else []
+        if wait:
+            self._stats["cross_queue_waits"] += len(wait)
         return queue, wait
 
     def _upload(self, buf: Buffer, keep: list) -> int:
@@ -612,11 +668,13 @@ class Runtime(PlannedLaunches):
 
     def _count_overlap(self, deps: list[int]) -> None:
         """A transfer enqueued while kernels it does not depend on are still running overlaps
-        them (on one in-order queue it would have waited for them)."""
+        them (on one in-order queue it would have waited for them). A task launched without
+        an event counts as running (asking would record one: a driver call for a statistic)."""
         events = self.events
         for eid in self._latest:  # in order: if a queue's newest task is done, all are
             row = events.get(eid)  # (None: retired, so done)
-            if row is not None and eid not in deps and not self.device.done(row.event):
+            if row is not None and eid not in deps and (
+                    row.event is None or not self.device.done(row.event)):
                 self._stats["overlapped_transfers"] += 1
                 return
 
@@ -735,7 +793,7 @@ class Runtime(PlannedLaunches):
 
     def _make_room(self, need: int, pinned: set) -> None:
         self.device.finish()
-        self._retire()
+        self._retire(finished=True)
         for buf in sorted((b for b in self.buffers.values() if b.handle is not None
                            and not b.borrowed and b.id not in pinned), key=lambda b: b.last_use):
             if self._allocated() + need <= self.limit:
@@ -767,7 +825,7 @@ class Runtime(PlannedLaunches):
             raise RuntimeError_(f"kernel {kernel.name} does not fit in device memory and has "
                                 "no OpenCL C form to run on the CPU (a CUDA-only derivation)")
         self.device.finish()
-        self._retire()
+        self._retire(finished=True)
         if self._cpu is None:
             self._cpu = OpenCLDevice("cpu")
         cpu = self._cpu

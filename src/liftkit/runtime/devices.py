@@ -291,10 +291,28 @@ class CUDADevice:
         return k
 
     def launch(self, kernel: Any, global_size: Sequence[int], local_size: Optional[Sequence[int]],
-               args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = ()) -> Any:
+               args: Sequence[Any], queue: int = 0, wait: Sequence[Any] = (),
+               record: bool = True) -> Any:
         """cuda.core's launch (its argument packing is compiled code: run 7 timed it ahead of
         cuLaunchKernel on arguments packed in Python and called through ctypes or
-        cuda.bindings), with a launch configuration made once per geometry."""
+        cuda.bindings), with a launch configuration made once per geometry. Without
+        ``record`` no event is recorded (None): the runtime marks the stream with ``mark``
+        only when a wait, a host read or a retirement sweep needs an event (an in-order
+        stream orders its own tasks)."""
+        config = self.config(kernel, global_size, local_size)
+        vals = []
+        for a in args:
+            if type(a) is Ref:
+                h = a.handle
+                vals.append(h if type(h) is int else h.ptr)
+            else:
+                vals.append(a)
+        return self.launch_values(kernel, config, vals, queue, wait, record)
+
+    def config(self, kernel: Any, global_size: Sequence[int],
+               local_size: Optional[Sequence[int]]) -> Any:
+        """cuda.core's launch configuration of ``kernel`` over ``global_size`` (made once per
+        geometry)."""
         shmem = self._shmem.get(id(kernel), 0) if self._shmem else 0
         ck = (global_size if type(global_size) is tuple else tuple(global_size),
               None if local_size is None else tuple(local_size), shmem)
@@ -308,20 +326,29 @@ class CUDADevice:
             config = self._configs[ck] = (
                 c.LaunchConfig(grid=grid, block=tuple(local_size), shmem_size=shmem) if shmem
                 else c.LaunchConfig(grid=grid, block=tuple(local_size)))
-        vals = []
-        for a in args:
-            if type(a) is Ref:
-                h = a.handle
-                vals.append(h if type(h) is int else h.ptr)
-            else:
-                vals.append(a)
+        return config
+
+    def values(self, args: Sequence[Any]) -> list:
+        """``args`` as ``launch_values`` takes them (a buffer as its address)."""
+        return [(a.handle if type(a.handle) is int else a.handle.ptr) if type(a) is Ref else a
+                for a in args]
+
+    def launch_values(self, kernel: Any, config: Any, vals: Sequence[Any], queue: int = 0,
+                      wait: Sequence[Any] = (), record: bool = True) -> Any:
+        """``launch`` with its configuration (``config``) and argument values (``values``)
+        worked out before: what a launch plan repeats."""
         s = self._on(queue, wait) if wait or self._seen[queue] != self._alloc_gen \
             else self.streams[queue]
         try:
             self._core.launch(s, config, kernel, *vals)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise RuntimeBackendError(f"a kernel launch failed on {self.label} ({err})") from None
-        return self._record(s)
+        return self._record(s) if record else None
+
+    def mark(self, queue: int) -> Any:
+        """An event recorded on compute stream ``queue`` now: done once every task enqueued
+        there so far is (the event of the tasks launched there without one)."""
+        return self._record(self.streams[queue])
 
     def flush(self) -> None:
         return None

@@ -31,17 +31,22 @@ class PlannedLaunches:
     _stats: Any
     _seen: dict
     _launch: Any
+    _lazy: bool
 
     def _repeated(self, kernel: Kernel, args: Sequence[Any], reads: list, writes: list,
                   overwrites: list) -> Optional[LaunchPlan]:
         """The plan of a launch made before with the same kernel, the same arrays at the same
         places among its arguments and the same reads, writes and overwrites (made when it is
         seen the second time), else None (the first time). At most 256 are remembered."""
-        key = (id(kernel), tuple([a.id if type(a) is ArrayVar else -a.var.id if type(a) is Whole
-                                  else 0 for a in args]),
-               tuple([getattr(a, "id", a) for a in reads]),
-               tuple([getattr(a, "id", a) for a in writes]),
-               tuple([getattr(a, "id", a) for a in overwrites]) if overwrites else ())
+        k: list = [id(kernel)]
+        for a in args:
+            t = type(a)
+            k.append(a.id if t is ArrayVar else -a.var.id if t is Whole else 0)
+        for group in (reads, writes, overwrites):
+            k.append(None)  # (between the groups: no id is None)
+            for a in group:
+                k.append(a.id if type(a) is ArrayVar else getattr(a, "id", a))
+        key = tuple(k)
         seen = self._seen
         p = seen.get(key, False)
         if p is None:  # the second time: a plan from now on (the kernel kept by it)
@@ -84,13 +89,29 @@ class PlannedLaunches:
             self._stats["tasks"] += 1
             keep: list = []
             queue, wait = self._place(self._ready(p.bufs, p.whole, p.wbufs, keep))
+            if p.vals is not None:  # (CUDA) the values and configuration worked out before
+                vals = p.vals
+                if p.scalars:
+                    vals = list(vals)
+                    for i, j in p.scalars:
+                        a = args[i]
+                        vals[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
+                if global_size != p.geom:
+                    p.geom, p.config = global_size, self.device.config(p.built, global_size, None)
+                ev = self.device.launch_values(p.built, p.config, vals, queue, wait,
+                                               not self._lazy)
+                return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
+                                  p.wr_ids, p.rd_bufs)
             kargs = list(p.kargs)
             for i, j in p.scalars:
                 a = args[i]
                 kargs[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
-            ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
+            if self._lazy:
+                ev = self.device.launch(p.built, global_size, None, kargs, queue, wait, False)
+            else:
+                ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
             return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
-                              p.wr_ids, p.rd_bufs, p.vars)
+                              p.wr_ids, p.rd_bufs)
 
     def _fill(self, p: LaunchPlan, args: Sequence[Any]) -> None:
         """Work the plan out from the tables as they are now (valid until they change shape);
@@ -123,6 +144,9 @@ class PlannedLaunches:
         p.built = self.device.build(p.kernel.name, p.kernel.source(self.dialect),
                                     p.kernel.dynamic_shared)
         p.kargs = tuple(self._kernel_args(args))
+        values = getattr(self.device, "values", None)
+        p.vals = tuple(values(p.kargs)) if values is not None else None
+        p.geom = p.config = None
         scalars, j = [], 0
         for i, a in enumerate(args):
             if type(a) is ArrayVar:
@@ -134,5 +158,4 @@ class PlannedLaunches:
         p.scalars = tuple(scalars)
         p.rd_ids, p.wr_ids = tuple(v.id for v in rd), tuple(v.id for v in wr)
         p.rd_bufs = tuple(buffers[v.buffer] for v in rd if v.buffer not in p.wbufs)
-        p.vars = tuple(rd + wr)
         p.epoch = self._epoch

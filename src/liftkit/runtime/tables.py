@@ -69,8 +69,9 @@ class Buffer:
 @dataclass
 class ArrayVar:
     """A row of the array variable table (§7.2.1): which buffer holds the array, where in it
-    (byte offset of element 0, byte strides), its shape and dtype, the copy-on-write flag and
-    the tasks that may read or write it. Users hold these as handles."""
+    (byte offset of element 0, byte strides), its shape and dtype and the copy-on-write flag
+    (the tasks that may read or write it are its buffer's readers and writers). Users hold
+    these as handles."""
     id: int
     buffer: int
     offset: int
@@ -78,7 +79,6 @@ class ArrayVar:
     strides: tuple
     dtype: np.dtype
     cow_of: Optional[int] = None        # a deferred copy of that variable (§7.3.2)
-    events: list = field(default_factory=list)
     key: Any = None                     # (address, shape, strides, dtype) when attached from host
     refs: int = 1                       # attachments not yet released
 
@@ -101,7 +101,7 @@ class Whole:
     var: ArrayVar
 
 
-@dataclass
+@dataclass(slots=True)
 class EventRow:
     """A row of the event table (§7.2.3): the backend's event of a task and what it touched;
     ``keep`` holds host memory an asynchronous upload still reads; ``queue`` is the compute
@@ -140,7 +140,9 @@ class LaunchPlan:
     rd_ids: tuple = ()
     wr_ids: tuple = ()
     rd_bufs: tuple = ()   # buffers the task only reads (their reader lists get it)
-    vars: tuple = ()      # rows whose event lists get it (reads, then writes)
+    vals: Optional[tuple] = None  # kargs as the device's launch_values takes them (CUDA)
+    geom: Any = None      # the global size ``config`` was made for
+    config: Any = None    # the device's launch configuration for ``geom``
 
 
 def extent_of(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:

@@ -1,0 +1,181 @@
+"""Launches without events (issue 14's dependent-launch fast path): a device that can mark a
+queue later (CUDA's ``mark``) launches with no event recorded; an in-order queue orders its own
+tasks, and an event is recorded only when a wait on another queue, a host read or a sweep of
+the event table needs one. On the CPU OpenCL device (a subclass that marks lazily, kernels run
+for real) cross-queue work, host reads and writes stay ordered; on the stubbed CUDA driver a
+chain of dependent launches makes one driver call per launch."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+cl = pytest.importorskip("pyopencl")
+
+from liftkit.backends.opencl import list_devices  # noqa: E402
+from liftkit.runtime import Kernel, Runtime  # noqa: E402
+from liftkit.runtime.devices import OpenCLDevice  # noqa: E402
+
+HAS_CPU = any(d.type == "cpu" for d in list_devices())
+
+SCALE = Kernel("scale", {"opencl": """kernel void scale(global double* x, long xo, double a) {
+    long i = get_global_id(0); x[xo + i] *= a; }"""})
+ADD = Kernel("add", {"opencl": """kernel void add(global const double* x, long xo,
+        global double* y, long yo) { long i = get_global_id(0); y[yo + i] += x[xo + i]; }"""})
+
+
+class LazyCL(OpenCLDevice):
+    """The CPU OpenCL device launching without events, as the runtime's CUDA device does
+    (``mark``: a marker enqueued on the queue when an event is asked for)."""
+
+    marks = 0
+
+    def launch(self, kernel, global_size, local_size, args, queue=0, wait=(), record=True):
+        ev = super().launch(kernel, global_size, local_size, args, queue, wait)
+        return ev if record else None
+
+    def mark(self, queue):
+        self.marks += 1
+        ev = cl.enqueue_marker(self.queues[queue])
+        self.queues[queue].flush()
+        return ev
+
+
+def _lazy(queues):
+    return Runtime(dev=LazyCL("cpu", queues=queues))
+
+
+needs_cpu = pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
+
+
+@needs_cpu
+def test_a_chain_without_events_is_read_after_its_last_kernel():
+    rt = _lazy(1)
+    try:
+        x = rt.submit(np.ones(64))
+        gate = cl.UserEvent(rt.device.context)  # hold the queue: the chain waits behind it
+        cl.enqueue_marker(rt.device.queues[0], wait_for=[gate])
+        for _ in range(20):
+            rt.launch(SCALE, (64,), [x, 2.0], reads=[x], writes=[x])
+        assert rt.device.marks == 0 and all(r.event is None for r in rt.events.values()
+                                            if r.task == "scale")
+        got: list = []
+        t = threading.Thread(target=lambda: got.append(rt.read(x).copy()), daemon=True)
+        t.start()
+        t.join(0.3)
+        assert t.is_alive() and not got  # the read waits for the held chain
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        t.join(20)
+        np.testing.assert_array_equal(got[0], 2.0 ** 20)
+        assert rt.device.marks == 1  # one event for the whole chain, made by the read
+    finally:
+        rt.close()
+
+
+@needs_cpu
+def test_cross_queue_work_waits_for_a_chain_without_events():
+    rt = _lazy(2)
+    try:
+        a, b = rt.submit(np.ones(64)), rt.submit(np.ones(64))
+        rt.launch(SCALE, (64,), [a, 1.0], writes=[a])
+        rt.launch(SCALE, (64,), [b, 1.0], writes=[b])
+        qa = rt.events[max(rt.events)].queue
+        gate = cl.UserEvent(rt.device.context)
+        cl.enqueue_marker(rt.device.queues[1 - qa], wait_for=[gate])  # hold a's queue
+        for _ in range(10):
+            rt.launch(SCALE, (64,), [a, 3.0], reads=[a], writes=[a])
+        before = rt.stats()["cross_queue_waits"]
+        for _ in range(3):  # b's queue waits once for a's chain, then follows itself
+            rt.launch(ADD, (64,), [a, b], reads=[a, b], writes=[b])
+        assert rt.stats()["cross_queue_waits"] - before <= 1
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        np.testing.assert_array_equal(rt.read(b), 1 + 3 * 3.0 ** 10)
+        np.testing.assert_array_equal(rt.read(a), 3.0 ** 10)
+    finally:
+        rt.close()
+
+
+@needs_cpu
+@pytest.mark.parametrize("queues", [1, 3])
+def test_random_task_streams_without_events_match_numpy(queues):
+    """Kernels (repeated ones through plans), host writes, deferred copies, reads and retiring
+    sweeps in a random order on lazily marked queues give NumPy's answers."""
+    rng = np.random.default_rng(10 + queues)
+    rt = _lazy(queues)
+    rt._retire_at = 8  # sweeps (each marks the queues) often
+    try:
+        ref = [rng.standard_normal(32) for _ in range(5)]
+        vs = [rt.submit(r.copy()) for r in ref]
+        for step in range(160):
+            op = rng.integers(7)
+            i, j = (int(k) for k in rng.choice(len(vs), 2, replace=False))
+            if op <= 2:
+                a = float(rng.choice([0.5, 2.0, -1.0]))
+                rt.launch(SCALE, (32,), [vs[i], a], reads=[vs[i]], writes=[vs[i]])
+                ref[i] = ref[i] * a
+            elif op == 3:
+                rt.launch(ADD, (32,), [vs[i], vs[j]], reads=[vs[i], vs[j]], writes=[vs[j]])
+                ref[j] = ref[j] + ref[i]
+            elif op == 4:
+                new = rng.standard_normal(32)
+                rt.write(vs[i], new)
+                ref[i] = new
+            elif op == 5 and len(vs) < 9:
+                vs.append(rt.copy(vs[i]))
+                ref.append(ref[i].copy())
+            else:
+                np.testing.assert_allclose(rt.read(vs[i]), ref[i], err_msg=f"step {step}")
+        for v, r in zip(vs, ref):
+            np.testing.assert_allclose(rt.read(v), r)
+    finally:
+        rt.close()
+
+
+_STUB = Path(__file__).resolve().parents[2] / "benchmarks" / "jit" / "cuda_stub.py"
+KC = Kernel("k", {"cuda": 'extern "C" __global__ void k(double* x, long xo, const double* a, '
+                          'long ao, long n) {}'})
+
+
+def _stub():
+    pytest.importorskip("cuda.bindings")
+    spec = importlib.util.spec_from_file_location("lk_cuda_stub", _STUB)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["lk_cuda_stub"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once():
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=2))
+    try:
+        x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
+        calls = rt.device.calls
+        rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        calls.clear()
+        for _ in range(20):
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        assert dict(calls) == {"launch": 20}  # no event record, no wait, no query
+        calls.clear()
+        chain_q = rt.events[max(rt.events)].queue
+        y = rt.submit(np.zeros(256))  # independent: the other queue
+        rt.launch(KC, (256,), [y, y, np.int64(256)], reads=[y], writes=[y])
+        assert rt.events[max(rt.events)].queue != chain_q
+        calls.clear()
+        rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y])  # after both
+        assert rt.events[max(rt.events)].queue != chain_q
+        calls.pop("event create", None)  # (no retired task's event to record again yet)
+        assert dict(calls) == {"event record": 1, "stream wait": 1, "launch": 1}  # the mark
+        calls.clear()
+        rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y])
+        assert dict(calls) == {"launch": 1}  # that queue waited for the chain already
+        calls.clear()
+        rt.read(x)  # the chain's event exists now: the read records nothing more
+        assert calls["event record"] == 0 and calls["launch"] == 0
+    finally:
+        rt.close()
