@@ -169,21 +169,39 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
 
 
 def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0,
-            ik: int = 0) -> Strategy:
+            ik: int = 0, ahead: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
 
     extra: dict[str, Any] = {"lines": True} if lines else {}
     if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8)
         extra["ik"] = ik
+    if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
+        extra["ahead"] = ahead
     return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
 def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
-                    rot: int = 0) -> Strategy:
+                    rot: int = 0, split: int = 0, slots: int = 0, bound: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
+    from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     extra = {"rot": rot} if rot else {}  # rot=1: A's rows rotated in shared memory
-    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
+    tiles = rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
+    if not (split or bound):
+        return tiles
+    if not slots:
+        raise CodeletError("tiles-async split into parts needs the GPU's slots (resident blocks)")
+    # mm-split-tail: the last partial wave of `slots` tiles split along K into `split` parts
+    # (bound: __launch_bounds__ blocks per multiprocessor; split=1 with a bound: that alone)
+    return seq(tiles, topdown(rule(MM_SPLIT_TAIL, parts=split or 1, slots=slots, bound=bound)))
+
+
+def _tiles_async_rules() -> Mapping[str, Any]:
+    from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, MM_TILES_ASYNC
+    from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
+
+    return {**CUDA_RULES_BY_NAME, MM_TILES_ASYNC.name: MM_TILES_ASYNC,
+            MM_SPLIT_TAIL.name: MM_SPLIT_TAIL}
 
 
 def _edge_rules() -> Mapping[str, Any]:
@@ -222,8 +240,9 @@ def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
-# what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8
-_NOT_GUARDED = ("rot", "ik")
+# what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8 (and
+# its fragments read ahead), the SGEMM tail split along K
+_NOT_GUARDED = ("rot", "ik", "ahead", "split", "slots", "bound")
 def edge_forms(variant: "Variant") -> list["Variant"]:
     """The guarded forms of a tiled variant, the closest first: the same tiles without what
     `_NOT_GUARDED` names (padded by whole vectors or chunks: their width divides N and K), then
@@ -243,9 +262,10 @@ def edge_forms(variant: "Variant") -> list["Variant"]:
 
 def edge_lossy(variant: "Variant", edge: "Variant") -> bool:
     """The guarded form lacks a speed-up of the variant: DMMA tiles staged over whole lines
-    (`lines`), m16n8k8 (`ik`), or tiles of vectors copied element by element (`elems`)."""
+    (`lines`), m16n8k8 (`ik`, `ahead`), the tail split along K (`split`), or tiles of vectors
+    copied element by element (`elems`)."""
     return bool(edge.kw.get("elems")) or any(
-        variant.kw.get(p) and not edge.kw.get(p) for p in ("lines", "ik"))
+        variant.kw.get(p) and not edge.kw.get(p) for p in ("lines", "ik", "ahead", "split"))
 
 
 def edge_form(variant: "Variant") -> Optional["Variant"]:
@@ -401,22 +421,26 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "lines into rotated rows); CUDA only, float64 (same precision)",
             _mm_mma,
             lambda dev: [_mma_params(p) for p in MMA_SPACE] if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0: _tiled_multiples(
+            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
-                                 **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {})),
+                                 **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
+                                 **({"ahead": ahead} if ahead else {})),
                 {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
     Codelet("tiles-async", ("mm",), "the tiles codelet (float4 register blocks) with its A and B "
             "tile copies made cp.async `stages` deep (the mm-tiles-async macro: mm-local-tiles, "
-            "then tiles-async, rewrite.rules.cuda); CUDA only, float32 NN (FFMA: same precision)",
+            "then tiles-async, rewrite.rules.cuda; split/slots/bound: then mm-split-tail, the last "
+            "partial wave of `slots` tiles split along K); CUDA only, float32 NN (FFMA: same precision)",
             _mm_tiles_async,
             lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn", "stages"), p))
                          for p in TILES_ASYNC_SPACE] if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, rm, rn, stages, rot=0: _tiled_multiples(
-                kind, Variant.of("tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
-                                 **({"rot": 1} if rot else {})),
-                {"M": tm, "N": tn, "K": tk}),
-            backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_cuda_rules),
+            lambda kind, tm, tn, tk, rm, rn, stages, rot=0, split=0, slots=0, bound=0:
+                _tiled_multiples(kind, Variant.of(
+                    "tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
+                    **({"rot": 1} if rot else {}),
+                    **({"split": split, "slots": slots} if split or bound else {}),
+                    **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
+            backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_tiles_async_rules),
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
             "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "
             "(the mm-edge-tiles rule, rewrite.rules.mm_edges); with vectors of w, w must divide "

@@ -12,7 +12,10 @@ wave's 68 tiles leave most of the machine idle).
   and f adds to its accumulator, which is what the rule checks: the sum of the products is only
   regrouped (exact on integer-valued inputs, reassociated rounding on floats).
 
-`sgemm_schedule_derivation` replays mm-tiles-async then this rule from the bundled `mm`.
+`sgemm_schedule_derivation` replays mm-tiles-async then this rule from the bundled `mm`: the
+bundled H100 derivations of `mm` at 4096³ (parts 5) and 8192³ (parts 4), slots 396, bound 3,
+that `liftkit run mm --tuned --backend cuda` replays, and liftkit.blas's SGEMM NN there (the
+tiles-async codelet's split/slots/bound, the shipped H100 profile).
 """
 
 from __future__ import annotations
