@@ -136,10 +136,24 @@ class _Calls:
 
 
 class _Driver:
-    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory."""
+    """The few cuda.bindings driver calls the runtime's CUDA device makes, on host memory;
+    ``cuLaunchKernel`` counts itself as a launch and keeps its arguments (``last``)."""
 
     class CUresult:
         CUDA_SUCCESS = 0
+
+    class CUkernel:  # (the stub's kernels are functions already)
+        pass
+
+    def __init__(self, calls: Counter) -> None:
+        self.calls = calls
+        self.last: tuple = ()  # the last cuLaunchKernel's (function, dims, stream, params)
+
+    def cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,  # noqa: N802
+                       shmem: int, stream: Any, params: int, extra: Any) -> tuple[int]:
+        self.calls["launch"] += 1
+        self.last = (f, (gx, gy, gz, bx, by, bz, shmem), stream, params)
+        return (0,)
 
     @staticmethod
     def CUstream(handle: int) -> int:  # noqa: N802 - the driver's name
@@ -155,7 +169,7 @@ class _Driver:
 
 class _Module:
     def get_kernel(self, name: str) -> Any:
-        return type("StubKernel", (), {"name": name})()
+        return type("StubKernel", (), {"name": name, "handle": 1})()
 
 
 class _Cache:
@@ -171,7 +185,7 @@ class StubCUDADevice(CUDADevice):
 
     def __init__(self, queues: int = 1) -> None:  # noqa: D107 - no super(): no driver here
         self.calls: Counter = Counter()
-        self._drv = _Driver()
+        self._drv = _Driver(self.calls)
         self._core = _Core(self.calls)
         self._calls = _Calls()
         self.device = DEVICE

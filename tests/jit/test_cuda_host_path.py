@@ -49,10 +49,10 @@ def test_a_cuda_call_on_gpu_arrays_launches_through_plans_and_leaves_nothing() -
     fills = []
     fill = rt._fill
     rt._fill = lambda p, args: (fills.append(p), fill(p, args))[1]
-    launched = rt.device._core.launches
+    launched = rt.device.calls["launch"]
     for _ in range(3):
         assert f(x, y) is y
-    assert rt.device._core.launches - launched == 3 * 5  # every launch reached the driver
+    assert rt.device.calls["launch"] - launched == 3 * 5  # every launch reached the driver
     assert len(fills) == 3  # per call: one plan, made at its second launch, short path after
     assert not left_behind(rt, f, before=before)
     assert not [v for v in rt.vars.values() if rt.buffers[v.buffer].borrowed]  # let go of

@@ -7,6 +7,7 @@ chain of dependent launches makes one driver call per launch."""
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import sys
 import threading
@@ -178,4 +179,59 @@ def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once():
         rt.read(x)  # the chain's event exists now: the read records nothing more
         assert calls["event record"] == 0 and calls["launch"] == 0
     finally:
+        rt.close()
+
+
+def _params(addr, types):
+    """The values a packed launch's kernelParams (void** at ``addr``) point to."""
+    ptrs = (ctypes.c_void_p * len(types)).from_address(addr)
+    return [t.from_address(p).value for t, p in zip(types, ptrs)]
+
+
+def test_a_planned_cuda_launch_packs_its_arguments_once_and_sets_the_scalars():
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
+    try:
+        x, a = rt.submit(np.ones(1000)), rt.submit(np.ones(1000))
+        for n in (1000, 1000, 999, 998):  # the plan from the second launch on
+            rt.launch(KC, (1000,), [x, a, np.int64(n)], reads=[x, a], writes=[x])
+        drv = rt.device._drv
+        f, dims, stream, params = drv.last
+        ptr = [rt.device.ptr(rt.buffers[rt.vars[v.id].buffer].handle) for v in (x, a)]
+        c = ctypes
+        assert _params(params, [c.c_uint64, c.c_int64, c.c_uint64, c.c_int64, c.c_int64]) == \
+            [ptr[0], 0, ptr[1], 0, 998]
+        assert dims == (4, 1, 1, 256, 1, 1, 0) and stream == rt.device._shandles[0]
+        assert rt.device._core.launches == 1 and rt.device.calls["launch"] == 4
+    finally:
+        rt.close()
+
+
+def test_a_packed_launch_the_driver_refuses_falls_back_to_cuda_core():
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
+    try:
+        rt.device._drv.cuLaunchKernel = lambda *a: (1,)  # CUDA_ERROR_INVALID_VALUE
+        x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
+        for _ in range(4):
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        assert rt.device._core.launches == 4  # every launch went through cuda.core
+        assert rt.stats()["kernels"] == 4
+    finally:
+        rt.close()
+
+
+def test_a_packed_launch_failing_after_it_worked_is_one_error():
+    from liftkit.runtime.devices import RuntimeBackendError
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
+    try:
+        x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
+        for _ in range(3):
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        rt.device._drv.cuLaunchKernel = lambda *a: (719,)  # CUDA_ERROR_LAUNCH_FAILED
+        with pytest.raises(RuntimeBackendError, match="a kernel launch failed"):
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+    finally:
+        rt.device._drv.cuLaunchKernel = lambda *a: (0,)
         rt.close()

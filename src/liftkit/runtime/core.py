@@ -492,7 +492,7 @@ class Runtime(PlannedLaunches):
                     overwrites = list(overwrites)
                 p = self._repeated(kernel, args, reads, writes, overwrites)
                 if p is not None:
-                    return self.launch_planned(p, global_size, args)
+                    return self._planned(p, global_size, args)
         return self._launch(kernel, global_size, args, reads, writes, overwrites, local_size)
 
     def _launch(self, kernel: Kernel, global_size: Sequence[int], args: Sequence[Any],

@@ -74,44 +74,71 @@ class PlannedLaunches:
         plain ``launch`` and the plan is made again from the tables as that launch left
         them."""
         with self.lock:
-            if not p.tried and len(args) == p.nargs:  # its first launch: worked out now, it
-                p.tried = True  # takes the short path at once when the tables allow it
+            return self._planned(p, global_size, args)
+
+    def _planned(self, p: LaunchPlan, global_size: Sequence[int], args: Sequence[Any]) -> int:
+        """``launch_planned`` under the lock."""
+        if not p.tried and len(args) == p.nargs:  # its first launch: worked out now, it
+            p.tried = True  # takes the short path at once when the tables allow it
+            self._fill(p, args)
+        if p.epoch != self._epoch or len(args) != p.nargs:
+            eid = self._launch(p.kernel, global_size, args, p.reads, p.writes, p.over, None)
+            if p.epoch >= 0:  # valid once, changed since (other tasks between its launches
+                p.misses += 1  # make or drop variables): after a few, plain launches only
+                p.dead = p.dead or p.misses > 2
+                p.epoch = -1
+            if not p.dead and len(args) == p.nargs:
                 self._fill(p, args)
-            if p.epoch != self._epoch or len(args) != p.nargs:
-                eid = self._launch(p.kernel, global_size, args, p.reads, p.writes, p.over, None)
-                if p.epoch >= 0:  # valid once, changed since (other tasks between its launches
-                    p.misses += 1  # make or drop variables): after a few, plain launches only
-                    p.dead = p.dead or p.misses > 2
-                    p.epoch = -1
-                if not p.dead and len(args) == p.nargs:
-                    self._fill(p, args)
-                return eid
-            self._stats["tasks"] += 1
-            keep: list = []
-            queue, wait = self._place(self._ready(p.bufs, p.whole, p.wbufs, keep))
-            if p.vals is not None:  # (CUDA) the values and configuration worked out before
-                vals = p.vals
-                if p.scalars:
-                    vals = list(vals)
-                    for i, j in p.scalars:
-                        a = args[i]
-                        vals[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
-                if global_size != p.geom:
-                    p.geom, p.config = global_size, self.device.config(p.built, global_size, None)
-                ev = self.device.launch_values(p.built, p.config, vals, queue, wait,
-                                               not self._lazy)
-                return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
-                                  p.wr_ids, p.rd_bufs)
-            kargs = list(p.kargs)
-            for i, j in p.scalars:
+            return eid
+        self._stats["tasks"] += 1
+        keep: list = []
+        queue, wait = self._place(self._ready(p.bufs, p.whole, p.wbufs, keep))
+        if p.vals is not None:  # (CUDA) values, configuration and packing made before
+            if global_size != p.geom:
+                p.geom = global_size
+                p.config = self.device.config(p.built, global_size, None)
+                p.packed = self.device.pack(p.built, global_size, p.vals) \
+                    if p.packs else None
+            pk = p.packed
+            if pk is None:
+                return self._launch_values(p, args, queue, wait, keep)
+            slots = pk.slots
+            for i, j in p.scalars:  # only the scalars are set again
                 a = args[i]
-                kargs[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
-            if self._lazy:
-                ev = self.device.launch(p.built, global_size, None, kargs, queue, wait, False)
-            else:
-                ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
+                slots[j].value = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
+            try:
+                ev = self.device.launch_packed(pk, queue, wait, not self._lazy)
+            except Exception:
+                if p.proven:
+                    raise
+                p.packs, p.packed = False, None  # the driver refused the packed form
+                return self._launch_values(p, args, queue, wait, keep)
+            p.proven = True
             return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
                               p.wr_ids, p.rd_bufs)
+        kargs = list(p.kargs)
+        for i, j in p.scalars:
+            a = args[i]
+            kargs[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
+        if self._lazy:
+            ev = self.device.launch(p.built, global_size, None, kargs, queue, wait, False)
+        else:
+            ev = self.device.launch(p.built, global_size, None, kargs, queue, wait)
+        return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
+                          p.wr_ids, p.rd_bufs)
+
+    def _launch_values(self, p: LaunchPlan, args: Sequence[Any], queue: int, wait: list,
+                       keep: list) -> int:
+        """A planned launch through cuda.core with the plan's values (its scalars set)."""
+        vals = p.vals
+        if p.scalars:
+            vals = list(vals)
+            for i, j in p.scalars:
+                a = args[i]
+                vals[j] = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
+        ev = self.device.launch_values(p.built, p.config, vals, queue, wait, not self._lazy)
+        return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids, p.wr_ids,
+                          p.rd_bufs)
 
     def _fill(self, p: LaunchPlan, args: Sequence[Any]) -> None:
         """Work the plan out from the tables as they are now (valid until they change shape);
@@ -146,7 +173,7 @@ class PlannedLaunches:
         p.kargs = tuple(self._kernel_args(args))
         values = getattr(self.device, "values", None)
         p.vals = tuple(values(p.kargs)) if values is not None else None
-        p.geom = p.config = None
+        p.geom = p.config = p.packed = None
         scalars, j = [], 0
         for i, a in enumerate(args):
             if type(a) is ArrayVar:
