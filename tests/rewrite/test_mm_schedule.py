@@ -177,3 +177,28 @@ def test_split_and_whole_tiles_on_the_gpu() -> None:
         for seed in (3, 4):
             A, B = _ints((m, k), float32, seed), _ints((k, n), float32, seed + 1)
             np.testing.assert_array_equal(runner.run(prog, A, B), A @ B)
+
+
+@pytest.mark.gpu
+def test_split_tiles_on_two_streams_at_once() -> None:
+    """The same split kernel (liftkit.blas's tiles-async with the tail split: every one of
+    1024×1024's 128 tiles split 4 ways) called through two sessions, each on its own stream,
+    their calls interleaved and none waited on until all are issued: each session's workspace
+    holds its own flags and partial sums, so both results are exact (integer-valued inputs),
+    and a session's later calls reuse its flags (left at zero by every launch)."""
+    from liftkit.backends.cuda import cuda_available
+    from liftkit.blas import Session
+    from liftkit.blas.codelets import Variant
+
+    if not cuda_available():
+        pytest.skip("no CUDA GPU")
+    v = Variant.of("tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2, split=4, slots=396,
+                   bound=3)
+    sessions = [Session("gpu", backend="cuda", warn=False) for _ in range(2)]
+    for s in sessions:
+        s.choose = lambda kind, sizes: v  # type: ignore[method-assign]
+    ins = [(_ints((1024, 4096), float32, 2 * i), _ints((4096, 1024), float32, 2 * i + 1)) for i in range(2)]
+    futures = [(i, s.gemm(*ins[i])) for _ in range(3) for i, s in enumerate(sessions)]
+    for i, f in futures:
+        A, B = ins[i]
+        np.testing.assert_array_equal(f.result(), A @ B)
