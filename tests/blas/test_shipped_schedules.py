@@ -3,7 +3,7 @@
 SGEMM NN takes the tiles-async codelet with the tail split (mm-split-tail), DGEMM NN the DMMA
 codelet with fragments read ahead (ahead=2); the codelet options give the kernel of
 `sgemm_schedule_derivation` byte for byte and a DMMA kernel other than ik=8's; the guarded forms drop them; the
-bundled 4096³/8192³ `mm` derivations replay to the split kernel; NVRTC compiles both."""
+bundled 4096³/8192³/1024×1024×8192 `mm` derivations replay to the split kernels; NVRTC compiles both."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from liftkit.codegen import CompileOptions, compile_program
 
 CUDA = CompileOptions(dialect="cuda")
 H100 = "cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"
-SPLIT = {4096: 5, 8192: 4}  # the parts measured best at each size (one `huge` class: t4 serves)
 
 
 def _source(low) -> str:  # type: ignore[no-untyped-def]
@@ -73,12 +72,14 @@ def test_the_bundled_sgemm_derivations_replay_to_the_split_kernel() -> None:
     from liftkit.programs.apps import mm
     from liftkit.rewrite.rules.mm_schedule import sgemm_schedule_derivation
 
-    found = {d.sizes["M"]: d for d in bundled.load_all() if d.device == H100 and d.program == "mm"
-             and d.sizes["M"] == d.sizes["N"] == d.sizes["K"]}
-    for n, parts in SPLIT.items():
-        d = found[n]
+    found = {(d.sizes["M"], d.sizes["N"], d.sizes["K"]): d for d in bundled.load_all()
+             if d.device == H100 and d.program == "mm"}
+    for (m, n, k), args in {(4096, 4096, 4096): (128, 64, 32, 8, 8, 2, 5, 396, 3),
+                            (8192, 8192, 8192): (128, 64, 32, 8, 8, 2, 4, 396, 3),
+                            (1024, 1024, 8192): (64, 64, 16, 8, 8, 3, 4, 924, 0)}.items():
+        d = found[(m, n, k)]
         assert [c.rule for c in d.steps] == ["mm-local-tiles", "tiles-async", "mm-split-tail"]
-        want = sgemm_schedule_derivation(n, n, n, 128, 64, 32, 8, 8, 2, parts, 396, 3).final
+        want = sgemm_schedule_derivation(m, n, k, *args).final
         assert _source(bundled.low_level_program(d, mm())) == _source(want)
 
 
