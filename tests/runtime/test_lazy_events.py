@@ -235,3 +235,22 @@ def test_a_packed_launch_failing_after_it_worked_is_one_error():
     finally:
         rt.device._drv.cuLaunchKernel = lambda *a: (0,)
         rt.close()
+
+
+@needs_cpu
+def test_the_last_launch_remembered_follows_lists_the_caller_changes():
+    rt = Runtime("opencl", "cpu", queues=1)
+    try:
+        x, y = rt.submit(np.ones(16)), rt.submit(np.ones(16))
+        args, rw = [x, 2.0], [x]
+        for _ in range(3):
+            rt.launch(SCALE, (16,), args, reads=rw, writes=rw)
+        args[0], rw[0] = y, y  # the same list objects, now naming y
+        for _ in range(2):
+            rt.launch(SCALE, (16,), args, reads=rw, writes=rw)
+        args[1] = 3.0  # another scalar: the same plan, the new value
+        rt.launch(SCALE, (16,), args, reads=rw, writes=rw)
+        np.testing.assert_array_equal(rt.read(x), 8.0)
+        np.testing.assert_array_equal(rt.read(y), 12.0)
+    finally:
+        rt.close()

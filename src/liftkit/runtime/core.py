@@ -92,6 +92,7 @@ class Runtime(PlannedLaunches):
         self._epoch = 0  # the tables' shape changed (LaunchPlan's validity)
         self._built: dict[int, tuple] = {}  # id of a Kernel -> (it, the device's built kernel)
         self._seen: dict[tuple, Any] = {}  # launches seen once (None) or repeated (their plan)
+        self._memo: Optional[tuple] = None  # the last planned launch's (kernel, args, ..., plan)
         self._cpu: Optional[OpenCLDevice] = None
         self._stats: Counter = Counter()
         self.lock = threading.RLock()
@@ -316,6 +317,7 @@ class Runtime(PlannedLaunches):
         self.buffers.pop(buf.id, None)
         if self._seen:  # remembered launches hold their buffers (and the memory they mirror)
             self._seen.clear()
+        self._memo = None
 
     # ------------------------------------------------------------------ host side
     def sync_host(self, v: ArrayVar, write: bool = False) -> None:
@@ -434,10 +436,14 @@ class Runtime(PlannedLaunches):
             for pend in self._unmarked:
                 pend.clear()
         else:
+            last, last_done = None, False  # tasks sharing an event: one query for them all
             for eid, row in self.events.items():  # insertion order: oldest first
                 if row.queue in busy:
                     continue
-                if self.device.done(self._event_of(row)):
+                ev = self._event_of(row)
+                if ev is not last:
+                    last, last_done = ev, self.device.done(ev)
+                if last_done:
                     done.append(eid)
                 else:
                     busy.add(row.queue)
@@ -484,6 +490,14 @@ class Runtime(PlannedLaunches):
         second time (``plans.py``); ``plan=False`` for a one-off (its caller plans repeats)."""
         if plan and local_size is None and reads is not None and writes is not None:
             with self.lock:  # (lists and tuples as they are: the plan keeps tuples)
+                m = self._memo  # the same launch as the last one (a chain): its plan at once
+                try:
+                    same = m is not None and m[0] is kernel and args == m[1] and \
+                        reads == m[2] and writes == m[3] and overwrites == m[4]
+                except (TypeError, ValueError):  # (an argument that is no kernel argument)
+                    same = False
+                if same:
+                    return self._planned(m[5], global_size, args)  # type: ignore[index]
                 if type(reads) is not list and type(reads) is not tuple:
                     reads = list(reads)
                 if type(writes) is not list and type(writes) is not tuple:
@@ -492,6 +506,10 @@ class Runtime(PlannedLaunches):
                     overwrites = list(overwrites)
                 p = self._repeated(kernel, args, reads, writes, overwrites)
                 if p is not None:
+                    # (copies: the caller may change its lists; equal lists of the same
+                    # variables and scalars are the same launch, as ``_repeated`` keys it)
+                    self._memo = (kernel, type(args)(args), type(reads)(reads),
+                                  type(writes)(writes), type(overwrites)(overwrites), p)
                     return self._planned(p, global_size, args)
         return self._launch(kernel, global_size, args, reads, writes, overwrites, local_size)
 

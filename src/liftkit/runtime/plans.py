@@ -30,6 +30,7 @@ class PlannedLaunches:
     _epoch: int
     _stats: Any
     _seen: dict
+    _memo: Any
     _launch: Any
     _lazy: bool
 
@@ -55,6 +56,7 @@ class PlannedLaunches:
         elif p is False:
             if len(seen) >= 256:
                 seen.clear()
+                self._memo = None
             seen[key] = None
             return None
         return p if p.kernel is kernel else None
