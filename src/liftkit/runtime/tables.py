@@ -115,7 +115,7 @@ class EventRow:
     queue: int = -1
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class LaunchPlan:
     """One kernel's launch on the same arrays, again and again (a loop in a GPU section): what
     ``Runtime.launch`` works out from its arrays (their rows and buffers, the argument list
