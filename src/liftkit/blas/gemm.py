@@ -291,17 +291,19 @@ class GemmPlan:
             have = (K, N)
         return steps + pad(f"pad-{role}", have, need)
 
-    def launch(self, first: Packed, second: Packed, dest: Any, waits: list[Any]
-               ) -> tuple[Any, list[Any]]:
+    def launch(self, first: Packed, second: Packed, dest: Any, waits: list[Any],
+               workspace: Optional[Workspace] = None) -> tuple[Any, list[Any]]:
         """Enqueue the product of the packed operands (kernel order) into `dest` (padded
-        M×N); returns (event, temporaries)."""
+        M×N); the kernel's temporaries (a split tail's flags and partial sums) from `workspace`
+        (the call plan's too), else per call; returns (event, temporaries)."""
         p = self.padded
         if self.embed is not None:
             d = 2 if self.embed.doubled else 1
             return self.embed.real.launch(self.session.q, {0: first.buf, 1: second.buf}, {}, dest,
-                                          {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}, waits)
+                                          {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}, waits,
+                                          workspace)
         return self.built.launch(self.session.q, {0: first.buf, 1: second.buf}, {}, dest, p,
-                                 waits)
+                                 waits, workspace)
 
     def _user_shape(self, role: str) -> tuple[int, int]:
         m, n, k = self.m, self.n, self.k
@@ -331,15 +333,15 @@ class GemmPlan:
         p, item = self.padded, dt.itemsize
         M, N = self.sizes["M"], self.sizes["N"]
         if self._direct(alpha, beta):
-            ev, temps = self.launch(first, second, out.buf, waits)
+            ev, temps = self.launch(first, second, out.buf, waits, ws)
             events = [ev]
         elif self._plain(alpha, beta):  # padded: the product's top-left M×N block is C
             prod = ws.buffer("product", p["M"] * p["N"] * item)
-            ev, temps = self.launch(first, second, prod, waits)
+            ev, temps = self.launch(first, second, prod, waits, ws)
             events = [s.q.copy2d(out.buf, prod, M, N * item, p["N"] * item, N * item, [ev])]
         else:
             prod = ws.buffer("product", p["M"] * p["N"] * item)
-            ev, temps = self.launch(first, second, prod, waits)
+            ev, temps = self.launch(first, second, prod, waits, ws)
             if (p["M"], p["N"]) != (M, N):
                 compact = ws.buffer("product-compact", M * N * item)
                 ev = s.q.copy2d(compact, prod, M, N * item, p["N"] * item, N * item, [ev])
