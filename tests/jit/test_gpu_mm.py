@@ -69,3 +69,44 @@ def test_a_cuda_only_gemm_runs_its_opencl_twin_when_it_cannot_fit():
         assert rt.stats()["cpu_tasks"] == 1
     finally:
         rt.close()
+
+
+class _Recorder(types.SimpleNamespace):
+    """What LiftLibrary.run reads and calls of a CUDA runtime, recording the launches."""
+
+    def __init__(self) -> None:
+        super().__init__(dialect="cuda", device=_cuda_runtime().device, vars={}, launches=[])
+
+    def empty(self, shape, dtype):  # type: ignore[no-untyped-def]
+        v = types.SimpleNamespace(id=len(self.vars) + 100, shape=tuple(shape), dtype=np.dtype(dtype))
+        self.vars[v.id] = v
+        return v
+
+    def launch(self, kern, glob, args, reads, writes, overwrites, local_size):  # type: ignore[no-untyped-def]
+        self.launches.append((kern, glob, [getattr(a, "var", a) for a in args], writes))
+
+    def release(self, v, writeback):  # type: ignore[no-untyped-def]
+        self.vars.pop(v.id, None)
+
+
+def test_a_split_tail_gemm_gets_zero_filled_flags_per_launch():
+    """The H100 profile's SGEMM at 4096³ splits its tail (mm-split-tail): its flags are a
+    zero-filled temporary of this launch (a zero fill launched before it), its partial sums a
+    plain one, both released after; nothing shared between launches."""
+    lib = LiftLibrary()
+    rt = _Recorder()
+    cube = {"M": 4096, "N": 4096, "K": 4096}
+    assert _program("mm", "float32", cube, "gpu", H100, True)[2].kw.get("split")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = lib._build(rt, "mm", "float32", cube)
+        a, b, c = (rt.empty((4096, 4096), np.float32) for _ in range(3))
+        lib.run(rt, "mm", [a, b], c, cube, "float32", pipeline=p)
+    (fill, _, fill_args, fill_writes), (mm, glob, args, writes) = rt.launches
+    flags = [b for b in p.compiled.buffers if b.zeroed]
+    assert len(flags) == 1 and flags[0].nbytes.eval({}) == 396 * 4
+    assert "sk_flags" in mm.sources["cuda"] and glob[2] == 4  # the parts on the grid's z
+    zeroed = fill_writes[0]
+    assert zeroed in writes and zeroed.dtype == np.float32 and zeroed.shape == (396,)
+    assert "return 0.0f;" in fill.sources["cuda"] or "0.0f" in fill.sources["cuda"]
+    assert set(rt.vars) == {a.id, b.id, c.id}  # the flags and partial sums released
