@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader |
 timeout ${T_STREAMS:-18} python3 results/issue12/ship22/streams.py 2>&1 | tee -a $OUT/ship.log
 echo "streams rc $?" | tee -a $OUT/ship.log
 T=tm=128,tn=64,tk=32,rm=8,rn=8,stages=2
-timeout ${T_BLAS:-38} python3 benchmarks/blas_cuda.py --sizes 4096,8192 --dtypes float32,float64 \
+timeout ${T_BLAS:-36} python3 benchmarks/blas_cuda.py --sizes 4096,8192 --dtypes float32,float64 \
     --layouts NN --odd "" --gemv "" --transpose "" --repeat ${REPEAT:-10} \
     --alt "float32/NN@4096=tiles-async($T,split=5,slots=396,bound=3)" \
     --alt "float32/NN@4096=tiles-async($T)" \
