@@ -254,3 +254,20 @@ def test_the_last_launch_remembered_follows_lists_the_caller_changes():
         np.testing.assert_array_equal(rt.read(y), 12.0)
     finally:
         rt.close()
+
+
+def test_a_sweep_asks_each_queue_once_when_its_newest_task_is_done():
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
+    try:
+        x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
+        calls = rt.device.calls
+        calls.clear()
+        for _ in range(200):  # sweeps at 64 pending tasks: each marks once, asks once
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        sweeps = calls["event query"]
+        assert 2 <= sweeps <= 4 and calls["event record"] <= sweeps + 2
+        assert len(rt.events) < 70
+        np.testing.assert_array_equal(rt.read(x), 1.0)  # (the stub runs no kernels)
+    finally:
+        rt.close()

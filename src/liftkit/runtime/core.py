@@ -436,9 +436,18 @@ class Runtime(PlannedLaunches):
             for pend in self._unmarked:
                 pend.clear()
         else:
+            newest: dict[int, EventRow] = {}
+            for row in self.events.values():
+                newest[row.queue] = row
+            idle = {q for q, row in newest.items()  # a queue whose newest task is done: all
+                    if row.task.endswith("@cpu") or self.device.done(self._event_of(row))}
             last, last_done = None, False  # tasks sharing an event: one query for them all
             for eid, row in self.events.items():  # insertion order: oldest first
-                if row.queue in busy:
+                q = row.queue
+                if q in idle or row.task.endswith("@cpu"):  # (a CPU task was waited for)
+                    done.append(eid)
+                    continue
+                if q in busy:
                     continue
                 ev = self._event_of(row)
                 if ev is not last:
@@ -446,7 +455,7 @@ class Runtime(PlannedLaunches):
                 if last_done:
                     done.append(eid)
                 else:
-                    busy.add(row.queue)
+                    busy.add(q)
         # the next sweep when 64 more tasks are pending (a long chain of running kernels
         # would otherwise be swept, a driver query and a pass over the table, at each launch)
         self._retire_at = len(self.events) - len(done) + 64
