@@ -102,6 +102,16 @@ def call_rows(rt: Runtime, repeat: int, rows: dict, stub: bool = False) -> None:
         g(gx, gy)
         put(rows, "call: @jit section of 20 launches, GPU arrays",
             per_call_us(lambda: g(gx, gy), repeat, 10))
+        calls = rt.device.calls  # the stubbed driver's calls per call, past the first sweep
+        for name, fn, arrays in (("@jit section", f, (x, y)), ("@jit section of 20 launches",
+                                 g, (x, y)), ("@jit section, GPU arrays", f, (gx, gy)),
+                                 ("@jit section of 20 launches, GPU arrays", g, (gx, gy))):
+            for _ in range(70):
+                fn(*arrays)
+            calls.clear()
+            for _ in range(20):
+                fn(*arrays)
+            rows[f"call: {name}, driver calls per call (stub)"] = sum(calls.values()) / 20
     elif rt.dialect == "opencl":
         import pyopencl as cl
         import pyopencl.array as cla
