@@ -221,23 +221,28 @@ def test_a_packed_launch_the_driver_refuses_falls_back_to_cuda_core():
         rt.close()
 
 
-def test_a_packed_launch_failing_after_it_worked_is_one_error():
+def test_a_launch_failing_packed_and_through_cuda_core_is_one_error():
     from liftkit.runtime.devices import RuntimeBackendError
     stub = _stub()
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
+    core = rt.device._core
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
         for _ in range(3):
             rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
         rt.device._drv.cuLaunchKernel = lambda *a: (719,)  # CUDA_ERROR_LAUNCH_FAILED
+
+        def fails(*a):
+            raise ValueError("CUDA_ERROR_LAUNCH_FAILED")
+        core.launch = fails
         with pytest.raises(RuntimeBackendError, match="a kernel launch failed"):
             rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
     finally:
         rt.device._drv.cuLaunchKernel = lambda *a: (0,)
+        core.launch = lambda *a: None
         rt.close()
 
 
-@needs_cpu
 def test_the_last_launch_remembered_follows_lists_the_caller_changes():
     rt = Runtime("opencl", "cpu", queues=1)
     try:

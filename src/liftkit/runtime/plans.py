@@ -110,12 +110,9 @@ class PlannedLaunches:
                 slots[j].value = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
             try:
                 ev = self.device.launch_packed(pk, queue, wait, not self._lazy)
-            except Exception:
-                if p.proven:
-                    raise
-                p.packs, p.packed = False, None  # the driver refused the packed form
+            except Exception:  # noqa: BLE001 - the driver refused the packed form: cuda.core's
+                p.packs, p.packed = False, None  # launch from now on (its error, if it fails too)
                 return self._launch_values(p, args, queue, wait, keep)
-            p.proven = True
             return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
                               p.wr_ids, p.rd_bufs)
         kargs = list(p.kargs)

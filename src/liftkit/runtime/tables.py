@@ -145,7 +145,6 @@ class LaunchPlan:
     config: Any = None    # the device's launch configuration for ``geom``
     packed: Any = None    # the device's packed launch for ``geom`` (CUDA's ``pack``)
     packs: bool = True    # False once the driver refused this plan's packed launch
-    proven: bool = False  # a packed launch of it went through
 
 
 def extent_of(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
