@@ -277,3 +277,27 @@ def test_a_sweep_asks_each_queue_once_when_its_newest_task_is_done():
         np.testing.assert_array_equal(rt.read(x), 1.0)  # (the stub runs no kernels)
     finally:
         rt.close()
+
+
+def test_a_launch_that_failed_leaves_its_waits_to_the_next_task():
+    from liftkit.runtime.devices import RuntimeBackendError
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=2))
+    core = rt.device._core
+    try:
+        x, a, y = (rt.submit(np.ones(256)) for _ in range(3))
+        for _ in range(3):
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        rt.launch(KC, (256,), [y, y, np.int64(256)], reads=[y], writes=[y])  # the other queue
+
+        def fails(*args):
+            raise ValueError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+        core.launch, launch = fails, core.launch
+        with pytest.raises(RuntimeBackendError):
+            rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y], plan=False)
+        core.launch = launch
+        rt.device.calls.clear()
+        rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y], plan=False)
+        assert rt.device.calls["stream wait"] == 1  # waits for x's chain again
+    finally:
+        rt.close()

@@ -79,6 +79,8 @@ class Runtime(PlannedLaunches):
         # per compute queue, the newest task of each other queue it was made to wait for: a
         # later task there needs no wait for it or anything before it (queues run in order)
         self._waited: list[dict[int, int]] = [{} for _ in range(self.nqueues)]
+        self._to_wait: Optional[tuple] = None  # (queue, waits) of the task being enqueued:
+        # entered in ``_waited`` once it is enqueued (a failed enqueue may not have waited)
         self.dialect = self.device.dialect
         self.limit = int(memory_limit) if memory_limit is not None \
             else int(self.device.total_memory * 0.9)
@@ -573,6 +575,8 @@ class Runtime(PlannedLaunches):
               wbufs: Any, rd_ids: tuple, wr_ids: tuple, rd_bufs: Sequence[Buffer]) -> int:
         """Enter a launched kernel in the event table and the buffers' rows of what it touches
         (``ev`` None: launched without an event, recorded when one is needed)."""
+        if self._to_wait is not None:
+            self._waits_made()
         self._stats["kernels"] += 1
         self._ids += 1
         eid = self._ids
@@ -619,12 +623,23 @@ class Runtime(PlannedLaunches):
             return []
         if queue is None:
             return [self._event_of(events[e]) for e in newest.values()]
-        waited, out = self._waited[queue], []
+        waited, out, new = self._waited[queue], [], []
         for q, e in newest.items():
             if e > waited.get(q, 0):
-                waited[q] = e
+                new.append((q, e))
                 out.append(self._event_of(events[e]))
+        self._to_wait = (queue, new) if new else None
         return out
+
+    def _waits_made(self) -> None:
+        """The task ``_place`` placed was enqueued: its queue has waited for those tasks."""
+        if self._to_wait is not None:
+            queue, new = self._to_wait
+            waited = self._waited[queue]
+            for q, e in new:
+                if e > waited.get(q, 0):
+                    waited[q] = e
+            self._to_wait = None
 
     def _event_of(self, row: EventRow) -> Any:
         """The backend event of a task: one launched without (``_lazy``) gets it now, an event
@@ -675,6 +690,7 @@ class Runtime(PlannedLaunches):
         if queue < 0:
             queue = self._rr
             self._rr = (self._rr + 1) % self.nqueues
+        self._to_wait = None
         wait = self._events(deps, queue) if deps else []
         if wait:
             self._stats["cross_queue_waits"] += len(wait)
@@ -766,6 +782,7 @@ class Runtime(PlannedLaunches):
         if src.dev_valid and not src.host_valid and self._reserve([src.id, new.id]):
             queue, wait = self._place(list(src.writers))
             ev = self.device.copy(new.handle, 0, src.handle, start, n, queue, wait)
+            self._waits_made()
             eid = self._record(ev, "copy", (), (), [], queue)
             self._latest[queue] = eid
             src.readers.append(eid)
@@ -848,6 +865,8 @@ class Runtime(PlannedLaunches):
             form = kernel.cpu
             name, source, global_size, local_size = \
                 form.name, form.source, form.global_size, form.local_size
+            if form.args is not None:
+                args = [args[i] for i in form.args]
         if source is None:
             raise RuntimeError_(f"kernel {kernel.name} does not fit in device memory and has "
                                 "no OpenCL C form to run on the CPU (a CUDA-only derivation)")
