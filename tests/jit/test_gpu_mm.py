@@ -110,3 +110,37 @@ def test_a_split_tail_gemm_gets_zero_filled_flags_per_launch():
     assert zeroed in writes and zeroed.dtype == np.float32 and zeroed.shape == (396,)
     assert "return 0.0f;" in fill.sources["cuda"] or "0.0f" in fill.sources["cuda"]
     assert set(rt.vars) == {a.id, b.id, c.id}  # the flags and partial sums released
+
+
+@pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
+def test_a_split_tail_gemm_runs_its_twin_without_the_scratch_when_it_cannot_fit(monkeypatch):
+    """Under memory pressure a split-tail SGEMM (its flags and partial sums are kernel
+    parameters) still runs on the CPU: the OpenCL twin takes the launch's arguments but the
+    two scratch buffers, and computes the product."""
+    from liftkit.jit import gpu_library
+
+    split = _program("mm", "float32", {"M": 4096, "N": 4096, "K": 4096}, "gpu", H100, True)[2]
+    monkeypatch.setattr(gpu_library, "_profiled", lambda *a, **k: split)
+    lib = LiftLibrary()
+    sizes = {"M": 256, "N": 128, "K": 64}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = lib._build(_cuda_runtime(), "mm", "float32", sizes)
+    (k,) = p.kernels
+    (c,) = p.compiled.kernels
+    scratch = [i for i, a in enumerate(c.args) if a.buffer in
+               {b.name for b in p.compiled.buffers if b.role == "temporary"}]
+    assert "sk_flags" in k.sources["cuda"] and len(scratch) == 2
+    assert k.cpu is not None and k.cpu.args == tuple(i for i in range(len(c.args)) if i not in scratch)
+    rt = Runtime("opencl", "cpu", memory_limit=1 << 16)  # A, B and C do not fit: the CPU runs it
+    try:
+        rng = np.random.default_rng(5)
+        A = rng.random((256, 64), dtype=np.float32)
+        B = rng.random((64, 128), dtype=np.float32)
+        C = np.zeros((256, 128), np.float32)
+        va, vb, vc = (rt.submit(x) for x in (A, B, C))
+        lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
+        np.testing.assert_allclose(rt.read(vc), A @ B, rtol=1e-5)
+        assert rt.stats()["cpu_tasks"] >= 1
+    finally:
+        rt.close()

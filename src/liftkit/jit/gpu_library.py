@@ -224,8 +224,9 @@ def blas_kind(op: str, dtype: str) -> Any:
 def _cpu_forms(compiled: Any, op: str, dtype: str, sizes: dict[str, int]) -> Optional[list]:
     """For a CUDA-only pipeline of ``op``: the OpenCL C kernels the runtime's CPU fallback
     runs instead (memory pressure), from liftkit.blas's CPU default derivation of the same
-    kind, when they take the same arguments and buffers (None otherwise: such a task that
-    cannot fit on the device is refused in one line)."""
+    kind, when they take the same arguments and buffers but the CUDA kernels' scratch
+    temporaries (a split tail's flags and partial sums), which the twins leave out (None
+    otherwise: such a task that cannot fit on the device is refused in one line)."""
     from liftkit.blas import codelets as cd
     from liftkit.codegen.compiler import compile_program
     from liftkit.codegen.kernel import CompileOptions
@@ -238,18 +239,25 @@ def _cpu_forms(compiled: Any, op: str, dtype: str, sizes: dict[str, int]) -> Opt
     except Exception:  # noqa: BLE001 - no OpenCL twin: the fallback is refused
         return None
 
-    def shape(c: Any) -> list:
-        return [[(a.kind, a.buffer, str(a.size), a.param_index) for a in k.args]
-                for k in c.kernels] + \
-            [[(b.name, b.role, b.param_index, int(b.nbytes.eval(sizes))) for b in c.buffers]]
-    if shape(twin) != shape(compiled):
+    scratch = {b.name for b in compiled.buffers if b.role == "temporary"}
+
+    def shape(c: Any, drop: set) -> list:
+        return [[(a.kind, a.buffer, str(a.size), a.param_index) for a in k.args
+                 if a.buffer not in drop] for k in c.kernels] + \
+            [[(b.name, b.role, b.param_index, int(b.nbytes.eval(sizes))) for b in c.buffers
+              if b.name not in drop]]
+    if shape(twin, set()) != shape(compiled, scratch):
         return None
+    taken = [tuple(i for i, a in enumerate(k.args) if a.buffer not in scratch)
+             for k in compiled.kernels]
 
     def geometry(g: Any) -> Optional[tuple]:
         return None if g is None else \
             tuple(int(x.eval(sizes)) if hasattr(x, "eval") else int(x) for x in g)
     return [CpuForm(k.name, k.source, geometry(k.ndrange.global_size),
-                    geometry(k.ndrange.local_size)) for k in twin.kernels]
+                    geometry(k.ndrange.local_size),
+                    keep if len(keep) < len(c.args) else None)
+            for k, c, keep in zip(twin.kernels, compiled.kernels, taken)]
 
 
 def _zero_fill(dtype: str) -> Any:

@@ -34,11 +34,14 @@ class Kernel:
 class CpuForm:
     """The OpenCL C kernel the CPU fallback runs for a CUDA-only kernel (cp.async, tensor
     cores): another derivation of the same program, taking the same arguments in the same
-    order, with its own geometry (its tiles differ)."""
+    order, with its own geometry (its tiles differ). ``args``: the positions of the launch's
+    arguments the twin takes (None: all of them): a CUDA schedule's scratch buffers (a split
+    tail's flags and partial sums) have no place in the twin."""
     name: str
     source: str
     global_size: tuple
     local_size: Optional[tuple]
+    args: Optional[tuple[int, ...]] = None
 
 
 @dataclass
