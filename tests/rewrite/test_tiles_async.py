@@ -205,7 +205,8 @@ def test_the_pipelined_product_on_the_gpu() -> None:
 
 def test_the_bundled_sgemm_derivations_replay_and_stay_off_opencl() -> None:
     """`run mm --tuned` on the H100's CUDA backend finds the cp.async derivations at the four
-    shapes of issue 12 (their steps replay to their stored program); an OpenCL device never
+    shapes of issue 12, the tail split where it won (mm-split-tail; their steps replay to their
+    stored program); an OpenCL device never
     takes a derivation with a CUDA-only pattern (it finds mm-local-tiles' at 4096 instead)."""
     from liftkit.explore import bundled
     from liftkit.explore.space import load_rule_space
@@ -216,11 +217,13 @@ def test_the_bundled_sgemm_derivations_replay_and_stay_off_opencl() -> None:
 
     cuda = "cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"
     opencl = SimpleNamespace(fingerprint="NVIDIA CUDA|NVIDIA H100 80GB HBM3|580.159.04", is_gpu=True)
-    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (1024, 1024, 8192)]:
+    shapes = {(4096, 4096, 4096): True, (8192, 8192, 8192): True, (8192, 8192, 1024): False,
+              (1024, 1024, 8192): True}  # the shape: its tail split
+    for (m, n, k), split in shapes.items():
         hit = bundled.find(mm(), {"M": m, "N": n, "K": k}, cuda)
         assert hit is not None and hit.same_device and bundled.cuda_only(hit.derivation)
         d = hit.derivation
-        assert [c.rule for c in d.steps] == ["mm-local-tiles", "tiles-async"]
+        assert [c.rule for c in d.steps] == ["mm-local-tiles", "tiles-async"] + ["mm-split-tail"] * split
         low = bundled.low_level_program(d, mm())
         assert show(load_rule_space(d.rules).replay(mm(), d.steps)) == show(low)
         assert "cp.async.cg" in compile_program(low, CUDA).source
