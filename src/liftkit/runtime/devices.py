@@ -245,7 +245,9 @@ class CUDADevice:
         except Exception as err:  # noqa: BLE001 - out of memory, in cuda.core's words
             raise OutOfDeviceMemory(str(err)) from None
         self._alloc_gen += 1
-        self._alloc_event = self.tstream.record()
+        prev, self._alloc_event = self._alloc_event, self._record(self.tstream)
+        if prev is not None:  # streams only ever wait for the newest allocation's event
+            self.recycle(prev)
         return _Memory(h)
 
     def _on(self, queue: int, wait: Sequence[Any]) -> Any:
