@@ -373,6 +373,12 @@ def matmul_rows(rt: Runtime, repeat: int, rows: dict, n: int = 4096) -> None:
     rows[f"A @ B {n} f32: cuBLAS, 10 back to back (ms)"] = cu = ten(lambda: A @ B)
     rows[f"A @ B {n} f32: jitted call, 10 back to back (ms)"] = jt = ten(lambda: f(A, B))
     rows[f"A @ B {n} f32: jitted vs cuBLAS, back to back (x)"] = cu / jt
+    # the same calls keeping their results (freed 11 at a time, not each at the next call):
+    # nearer the kernels alone than the row above, freeing a result is what costs
+    kept: list = []
+    rows[f"A @ B {n} f32: jitted call, results kept (ms)"] = ten(
+        lambda: kept.append(f(A, B)) or (len(kept) > 10 and kept.clear()))
+    kept.clear()
     if rt.nqueues != 1:  # the events below bracket the launches of one stream
         return
     lib = LiftLibrary()
