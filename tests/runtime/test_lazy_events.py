@@ -301,3 +301,18 @@ def test_a_launch_that_failed_leaves_its_waits_to_the_next_task():
         assert rt.device.calls["stream wait"] == 1  # waits for x's chain again
     finally:
         rt.close()
+
+
+def test_a_scalar_of_another_type_than_its_packed_slot_goes_through_cuda_core():
+    stub = _stub()
+    rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
+    try:
+        x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
+        for _ in range(3):  # packed from the second launch on, an int64 slot
+            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        core = rt.device._core
+        before = core.launches
+        rt.launch(KC, [256], [x, a, np.float64(2.5)], reads=[x, a], writes=[x])
+        assert core.launches == before + 1 and core.last[2][-1] == 2.5
+    finally:
+        rt.close()

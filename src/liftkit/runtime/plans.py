@@ -96,6 +96,8 @@ class PlannedLaunches:
         keep: list = []
         queue, wait = self._place(self._ready(p.bufs, p.whole, p.wbufs, keep))
         if p.vals is not None:  # (CUDA) values, configuration and packing made before
+            if type(global_size) is not tuple:
+                global_size = tuple(global_size)
             if global_size != p.geom:
                 p.geom = global_size
                 p.config = self.device.config(p.built, global_size, None)
@@ -104,15 +106,15 @@ class PlannedLaunches:
             pk = p.packed
             if pk is None:
                 return self._launch_values(p, args, queue, wait, keep)
-            slots = pk.slots
-            for i, j in p.scalars:  # only the scalars are set again
-                a = args[i]
-                slots[j].value = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
             try:
+                slots = pk.slots
+                for i, j in p.scalars:  # only the scalars are set again
+                    a = args[i]
+                    slots[j].value = a if type(a) in _SCALARS else self._kernel_args((a,))[0]
                 ev = self.device.launch_packed(pk, queue, wait, not self._lazy)
-            except Exception:  # noqa: BLE001 - the driver refused the packed form: cuda.core's
-                p.packs, p.packed = False, None  # launch from now on (its error, if it fails too)
-                return self._launch_values(p, args, queue, wait, keep)
+            except Exception:  # noqa: BLE001 - a scalar of another type than its slot's, or the
+                p.packs, p.packed = False, None  # driver refused the packed form: cuda.core's
+                return self._launch_values(p, args, queue, wait, keep)  # launch from now on
             return self._task(p.kernel.name, ev, queue, keep, p.bufs, p.wbufs, p.rd_ids,
                               p.wr_ids, p.rd_bufs)
         kargs = list(p.kargs)
