@@ -13,5 +13,5 @@ OUT=/tmp/j bash results/issue14/h100-run7.sh 2>&1 | tee $OUT/run7.log
 cp /tmp/j/overhead.json $OUT/ 2>/dev/null
 echo "== blas GPU tests"
 timeout ${T_BLAS:-45} python3 -m pytest -q -p no:randomly -p no:cacheprovider -m gpu \
-    tests/blas/test_cuda.py -k "dgemm_on_the_tensor_cores" tests/blas/test_edges.py 2>&1 | tail -15 \
+    tests/blas/test_cuda.py -k "dgemm_on_the_tensor_cores or guarded_kernels" tests/blas/test_edges.py 2>&1 | tail -15 \
     | tee $OUT/blas_tests.log
