@@ -172,30 +172,33 @@ def test_copies_land_where_the_products_read(m: int, n: int, k: int, warps: int,
 
 
 def test_cuda_code_and_sm90a_build_without_spills_or_serialisation() -> None:
-    src = compile_program(low("tf32z"), CUDA).source
-    assert "cp.async.cg.shared.global" in src and "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32" in src
-    assert "0x1000u" not in src and "0xffffe000u" in src  # truncation, no rounding carry
-    loop = src[src.index("for (int i = 0;"):]  # landed, rewritten truncated, fenced, then the barrier
-    assert (loop.index("cp.async.wait_group") < loop.index("st.shared.v4.b32") < loop.index("fence.proxy.async.shared::cta")
-            < loop.index("__syncthreads"))
-    rounding = compile_program(low("tf32", 128, 256, 32, 8, 3), CUDA).source
-    assert "fence.proxy.async.shared::cta" in rounding and "0x1000u" in rounding
-    assert "st.shared.v4.b32" in rounding and "m64n128k8" in rounding
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import NVRTCError, compile_cuda
-
+    """The pairs' CUDA code: cp.async copies, the cluster's release/acquire barriers, the rounding
+    or truncation of the landed tiles; sm_90a builds without spills or serialised wgmma. The
+    one-block form is refused in words: its kernel gave wrong products on the H100 for some
+    tilings (results/final22/runB/wgmma.log)."""
+    for p in (low("tf32z"), low("tf32", 128, 256, 32, 8, 3), low("tf32z", 128, 128, 32, 4, 3)):
+        with pytest.raises(CodegenError, match="gave wrong products on the H100.*reduceWgmmaPair"):
+            compile_program(p, CUDA)
     pair = compile_program(low("tf32z", 128, 256, 32, 8, 3, copy="pair"), CUDA).source
+    assert "cp.async.cg.shared.global" in pair and "wgmma.mma_async.sync.aligned" in pair
+    assert "0x1000u" not in pair and "0xffffe000u" in pair  # truncation, no rounding carry
     assert "__cluster_dims__(1, 2, 1) KERNEL(" in pair and "ld.shared::cluster.v4.b32" in pair
     assert "barrier.cluster.arrive.relaxed" not in pair and "__syncthreads" not in pair
     assert pair.count("barrier.cluster.arrive.release.aligned") == 3  # tile 0, the next tiles, before leaving
-    for p in (low("tf32z"), low("tf32", 128, 256, 32, 8, 3), low("tf32z", 128, 128, 32, 4, 3),
-              low("tf32", 128, 256, 32, 8, 3, copy="pair")):
+    assert "fence.proxy.async.shared::cta" in pair
+    rounding = compile_program(low("tf32", 128, 256, 32, 8, 4, copy="pair"), CUDA).source
+    assert "0x1000u" in rounding and "st.shared.v4.b32" in rounding
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import NVRTCError, compile_cuda
+
+    for p in (low("tf32z", 128, 256, 32, 8, 3, copy="pair"), low("tf32", 128, 256, 32, 8, 4, copy="pair"),
+              low("tf32z", 128, 128, 32, 4, 3, copy="pair")):
         for kern in compile_program(p, CUDA).kernels:
             out = compile_cuda(kern.source, "sm_90a", ["-Xptxas=-v", *kern.build_options], name=f"{kern.name}.cu")
             assert "wgmma.mma_async" in out.ptx and "cp.async.cg.shared.global" in out.ptx
             assert " 0 bytes spill stores" in out.log and "C75" not in out.log, out.log
-    kern = compile_program(low(), CUDA).kernels[0]
-    with pytest.raises(NVRTCError, match="reduceWgmmaAsyncTF32Z needs a Hopper GPU"):
+    kern = compile_program(low("tf32z", 128, 256, 32, 8, 3, copy="pair"), CUDA).kernels[0]
+    with pytest.raises(NVRTCError, match="reduceWgmmaPairTF32Z needs a Hopper GPU"):
         compile_cuda(kern.source, "sm_80", kern.build_options, name="old.cu")
 
 
@@ -239,11 +242,8 @@ def test_on_the_gpu_matches_the_interpreter() -> None:
         pytest.skip("no Hopper GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
     rng = np.random.default_rng(10)
-    variants = [("tf32z", (256, 128, 32, 8, 4)), ("tf32", (256, 128, 32, 8, 3)), ("tf32z", (128, 256, 32, 8, 4)),
-                ("tf32", (128, 256, 32, 8, 4)), ("tf32z", (128, 128, 32, 4, 3)), ("tf32z", (128, 128, 32, 8, 6)),
-                ("tf32z", (256, 64, 32, 4, 3)), ("tf32z", (64, 128, 64, 4, 3)),
-                ("tf32z", (128, 256, 32, 8, 3), "pair"), ("tf32", (128, 256, 32, 8, 4), "pair"),
-                ("tf32z", (128, 128, 32, 4, 3), "pair")]
+    variants = [("tf32z", (128, 256, 32, 8, 3), "pair"), ("tf32", (128, 256, 32, 8, 4), "pair"),
+                ("tf32z", (128, 128, 32, 4, 3), "pair")]  # (the one-block form is refused)
     for kind, tiles, *copy in variants:
         compiled = compile_program(low(kind, *tiles, copy=(copy or ["cp.async"])[0]), CUDA)
         for m, n, k in ((256, 256, tiles[2]), (256, 512, 2 * tiles[2]), (512, 256, 320)):

@@ -140,7 +140,8 @@ def test_the_async_derivations_and_the_search_reach_them() -> None:
 
     d = tensor_core_mm("tf32", 256, 128, 32, 8, 4, wgmma=True, copy="cp.async")
     assert "reduceWgmmaAsyncTF32 8 4 (λ" in show(d.final) and "toTF32" not in show(d.final)
-    assert d.name == "mm-tf32-wgmma-async" and ASYNC in CUDA_SEARCH_RULES and PAIR in CUDA_SEARCH_RULES
+    assert d.name == "mm-tf32-wgmma-async" and PAIR in CUDA_SEARCH_RULES
+    assert ASYNC not in CUDA_SEARCH_RULES  # its kernel is refused (wrong on the H100 for some tilings)
     assert "reduceWgmmaPairTF32Z 8 3" in show(tensor_core_mm("tf32z", 128, 256, 32, 8, 3, wgmma=True, copy="pair").final)
     with pytest.raises(ValueError, match="cp.async"):
         tensor_core_mm("tf32", 128, 128, 32, 4, 3, copy="cp.async")

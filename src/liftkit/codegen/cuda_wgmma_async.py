@@ -178,6 +178,12 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
                            "B's as it lies: A must be contiguous along k and B along its rows (a "
                            "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
+    if not pair:
+        raise CodegenError(
+            f"{p.name} {warps} {stages}: its kernel gave wrong products on the H100 for some "
+            "tilings (results/final22/runB/wgmma.log: 4 of 8; the same tiles in 2-block "
+            "clusters were right), so it is not generated until the cause is found; multiply "
+            "the tiles with reduceWgmmaPair (mm-wgmma-pair) or reduceWgmma (mm-wgmma)")
     ap = a_pieces(m, k, threads, tid)
     if pair:  # this block copies k-rows [rank·k/2, (rank+1)·k/2) of B's tile
         bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, threads, tid)]

@@ -706,7 +706,10 @@ def _search_rules() -> tuple[Rule, ...]:
     from liftkit.rewrite.rules import SEARCH_RULES
     from liftkit.rewrite.rules.mm_schedule import SCHEDULE_RULES  # the tile loop's schedule
 
-    return tuple(SEARCH_RULES) + CUDA_RULES + SCHEDULE_RULES
+    # mm-wgmma-async is left out: its kernel gave wrong products on the H100 for some tilings
+    # (results/final22/runB/wgmma.log), so the code generator refuses it until that is found
+    return tuple(SEARCH_RULES) + tuple(r for r in CUDA_RULES if r is not MM_WGMMA_ASYNC) + \
+        SCHEDULE_RULES
 
 
 # `liftkit explore … --backend cuda --rules liftkit.rewrite.rules.cuda:CUDA_SEARCH_RULES`
