@@ -6,9 +6,6 @@ arrays takes its launch plan's short path."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,15 +14,7 @@ pytest.importorskip("liftkit.backends.cuda.devices")
 
 from .helpers import compile_source, left_behind  # noqa: E402
 
-_STUB = Path(__file__).resolve().parents[2] / "benchmarks" / "jit" / "cuda_stub.py"
 
-
-def _stub():
-    spec = importlib.util.spec_from_file_location("lk_cuda_stub", _STUB)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["lk_cuda_stub"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 SRC = """
@@ -39,8 +28,8 @@ def f(x, y):
 """
 
 
-def test_a_cuda_call_on_gpu_arrays_launches_through_plans_and_leaves_nothing() -> None:
-    stub = _stub()
+def test_a_cuda_call_on_gpu_arrays_launches_through_plans_and_leaves_nothing(cuda_stub) -> None:
+    stub = cuda_stub
     rt = stub.stub_runtime(one_gpu=False)  # the process's CUDA device list stays as it is
     f = compile_source(SRC, gpu_runtime=rt)
     x, y = stub.GpuArray(np.arange(64.0)), stub.GpuArray(np.zeros(64))

@@ -7,9 +7,6 @@ take the handles the ctypes ones take."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,15 +15,7 @@ pytest.importorskip("cuda.bindings")
 
 from liftkit.runtime import Kernel, Runtime  # noqa: E402
 
-_STUB = Path(__file__).resolve().parents[2] / "benchmarks" / "jit" / "cuda_stub.py"
 
-
-def _stub():
-    spec = importlib.util.spec_from_file_location("lk_cuda_stub", _STUB)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["lk_cuda_stub"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 K = Kernel("k", {"cuda": 'extern "C" __global__ void k(double* x, long xo, float a, int n) {}'})
@@ -34,9 +23,9 @@ BIG = Kernel("big", {"cuda": 'extern "C" __global__ void big(double* x, long xo)
              dynamic_shared=64 * 1024)
 
 
-def test_the_cuda_device_launches_addresses_scalars_geometry_and_shared_memory(
+def test_the_cuda_device_launches_addresses_scalars_geometry_and_shared_memory(cuda_stub,
         monkeypatch) -> None:
-    stub = _stub()  # (opting a kernel in to 64 KB is the driver's part: not stubbed)
+    stub = cuda_stub  # (opting a kernel in to 64 KB is the driver's part: not stubbed)
     monkeypatch.setattr("liftkit.backends.cuda.runner.allow_dynamic_shared", lambda *a: None)
     rt = stub.stub_runtime(one_gpu=False)
     try:
@@ -62,8 +51,8 @@ READ = Kernel("rd", {"cuda": 'extern "C" __global__ void rd(const double* x, lon
                              'long yo) {}'})
 
 
-def test_waits_take_the_newest_task_of_each_in_order_queue() -> None:
-    stub = _stub()
+def test_waits_take_the_newest_task_of_each_in_order_queue(cuda_stub) -> None:
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=2))
     try:
         x = rt.submit(np.ones(64))

@@ -8,10 +8,7 @@ chain of dependent launches makes one driver call per launch."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,22 +134,13 @@ def test_random_task_streams_without_events_match_numpy(queues):
         rt.close()
 
 
-_STUB = Path(__file__).resolve().parents[2] / "benchmarks" / "jit" / "cuda_stub.py"
 KC = Kernel("k", {"cuda": 'extern "C" __global__ void k(double* x, long xo, const double* a, '
                           'long ao, long n) {}'})
 
 
-def _stub():
-    pytest.importorskip("cuda.bindings")
-    spec = importlib.util.spec_from_file_location("lk_cuda_stub", _STUB)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["lk_cuda_stub"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
-
-def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once():
-    stub = _stub()
+def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once(cuda_stub):
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=2))
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
@@ -188,8 +176,8 @@ def _params(addr, types):
     return [t.from_address(p).value for t, p in zip(types, ptrs)]
 
 
-def test_a_planned_cuda_launch_packs_its_arguments_once_and_sets_the_scalars():
-    stub = _stub()
+def test_a_planned_cuda_launch_packs_its_arguments_once_and_sets_the_scalars(cuda_stub):
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
     try:
         x, a = rt.submit(np.ones(1000)), rt.submit(np.ones(1000))
@@ -207,8 +195,8 @@ def test_a_planned_cuda_launch_packs_its_arguments_once_and_sets_the_scalars():
         rt.close()
 
 
-def test_a_packed_launch_the_driver_refuses_falls_back_to_cuda_core():
-    stub = _stub()
+def test_a_packed_launch_the_driver_refuses_falls_back_to_cuda_core(cuda_stub):
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
     try:
         rt.device._drv.cuLaunchKernel = lambda *a: (1,)  # CUDA_ERROR_INVALID_VALUE
@@ -221,9 +209,9 @@ def test_a_packed_launch_the_driver_refuses_falls_back_to_cuda_core():
         rt.close()
 
 
-def test_a_launch_failing_packed_and_through_cuda_core_is_one_error():
+def test_a_launch_failing_packed_and_through_cuda_core_is_one_error(cuda_stub):
     from liftkit.runtime.devices import RuntimeBackendError
-    stub = _stub()
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
     core = rt.device._core
     try:
@@ -261,8 +249,8 @@ def test_the_last_launch_remembered_follows_lists_the_caller_changes():
         rt.close()
 
 
-def test_a_sweep_asks_each_queue_once_when_its_newest_task_is_done():
-    stub = _stub()
+def test_a_sweep_asks_each_queue_once_when_its_newest_task_is_done(cuda_stub):
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
@@ -279,9 +267,9 @@ def test_a_sweep_asks_each_queue_once_when_its_newest_task_is_done():
         rt.close()
 
 
-def test_a_launch_that_failed_leaves_its_waits_to_the_next_task():
+def test_a_launch_that_failed_leaves_its_waits_to_the_next_task(cuda_stub):
     from liftkit.runtime.devices import RuntimeBackendError
-    stub = _stub()
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=2))
     core = rt.device._core
     try:
@@ -303,8 +291,8 @@ def test_a_launch_that_failed_leaves_its_waits_to_the_next_task():
         rt.close()
 
 
-def test_a_scalar_of_another_type_than_its_packed_slot_goes_through_cuda_core():
-    stub = _stub()
+def test_a_scalar_of_another_type_than_its_packed_slot_goes_through_cuda_core(cuda_stub):
+    stub = cuda_stub
     rt = Runtime("cuda", dev=stub.StubCUDADevice(queues=1))
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
