@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from liftkit.blas import programs as bp
+from liftkit.ir.nodes import FunCall, UserFun, walk
 from liftkit.ir.typecheck import is_low_level
 from liftkit.rewrite.core import Choice, apply_choice, typed_sites
 from liftkit.rewrite.rules.corpus import run, same_result
@@ -22,6 +23,13 @@ from liftkit.rewrite.rules.gemv import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS, GEMV
 
 def _sites(program):  # type: ignore[no-untyped-def]
     return [s for s in typed_sites(program) if GEMV_ROW_BLOCKS.choices(s)]
+
+
+_C = {"float32": "float", "float64": "double"}  # the OpenCL names in the user functions
+
+
+def _user_funs(program) -> set[str]:  # type: ignore[no-untyped-def]
+    return {e.f.name for e in walk(program) if isinstance(e, FunCall) and isinstance(e.f, UserFun)}
 
 
 def _inputs(dt: str, m: int, n: int, integers: bool, seed: int) -> list[np.ndarray]:
@@ -43,6 +51,8 @@ def test_row_blocks_are_sound_in_the_interpreter(dt: str) -> None:
                                 {"r": 8, "w": 4})):
         q = apply_choice(p, Choice(GEMV_ROW_BLOCKS.name, sites[0].path, params), GEMV_RULES)
         assert is_low_level(q)
+        # floats: each step one fused multiply-add (OpenCL's fma), checked here as acc + a·b
+        assert f"fmaAcc{params['w']}_{_C[dt]}" in _user_funs(q), params
         ints = _inputs(dt, m, n, True, k)
         assert same_result(run(q, ints, {"M": m, "N": n}), run(p, ints, {"M": m, "N": n})), params
         reals = _inputs(dt, m, n, False, k)

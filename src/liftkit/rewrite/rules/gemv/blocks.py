@@ -20,6 +20,12 @@ at one vector per addition latency). The lanes of a row's accumulator are summed
 Vectors of w = 16 (float16, double16: as wide as AVX-512 or wider) keep Intel's CPU OpenCL
 compiler from packing neighbouring work-items into SIMD lanes, whose rows would be N apart.
 
+Where ⊕ is the float type's `add` and m its `mult`, a step is one fused multiply-add per
+vector (OpenCL's `fma`, the interpreter's acc + a·b): Intel's CPU compiler does not contract the
+separate user functions, and at 1024² float32 (the matrix in the caches) the separate multiply
+and add made the kernel compute-bound, 45 µs where the fused form takes 27 µs
+(results/issue15/cpu-final/README.md, "GEMV fused").
+
 Sound where ⊕ is associative and commutative with an identity e (the lanes and rows are summed
 in another order, as `vectorize-reduce` does) and x does not depend on the row; A and x are the
 program's input arrays (their rows read as vectors), of a real scalar type; M must be a multiple
@@ -28,11 +34,12 @@ of r and N of w.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from liftkit.ir.nodes import Expr
+from liftkit.ir.userfuns import scalar_funs
 from liftkit.rewrite.rules.common import fresh, identity_literal
 from liftkit.rewrite.rules.gemv.parts import Gemv, alpha_beta, fits, gemv_at, site_rule, vector_widths
 from liftkit.types import ScalarType
@@ -53,6 +60,21 @@ def _private_zeros(op: Any, t: ScalarType, n: int, w: int) -> Any:
     return D.toPrivate(D.mapSeqUnroll(D.id_of(tw))) << D.lit(np.full((n, w), e.value, t.dtype), tw[n])
 
 
+def fused(op: Any, m: Any, t: ScalarType, w: int) -> Optional[Any]:
+    """acc + a·b on vectors of w as one `fma` where ⊕ and m are t's own add and mult (floating
+    point); None otherwise (the step keeps m then ⊕)."""
+    from liftkit import dsl as D
+
+    if not t.is_float:
+        return None
+    funs = scalar_funs(t)
+    if op != funs.add or m != funs.mult:
+        return None
+    tw = vector(t, w) if w > 1 else t
+    return D.user_fun(f"fmaAcc{w}_{t}", [("acc", tw), ("a", tw), ("b", tw)], tw,
+                      "return fma(a, b, acc);", lambda acc, a, b: acc + a * b)
+
+
 def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
     """The blocked form of gemv's body (see the module docstring)."""
     from liftkit import dsl as D
@@ -60,8 +82,11 @@ def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
     _, _, op, m, z, a, x, _, y = parts
     vop, vm = op.vectorize(w), m.vectorize(w)
     init = _private_zeros(op, t, r, w)
+    fma = fused(op, m, t, w)
 
     def step(acc: Any, st: Any) -> Any:
+        if fma is not None:
+            return D.mapSeqUnroll(lambda p: fma(p[0], p[1], st[1])) << D.zip(acc, st[0])
         return D.mapSeqUnroll(lambda p: vop(p[0], vm(p[1], st[1]))) << D.zip(acc, st[0])
 
     def block(blk: Any) -> Any:
