@@ -282,6 +282,45 @@ TILES_ASYNC_SPACE = ((128, 64, 32, 8, 8, 2), (64, 128, 16, 8, 8, 2), (64, 128, 3
                      (64, 64, 32, 8, 8, 3))
 
 
+# the split tail the tuner tries (mm-split-tail after tiles-async): the tail split 3, 4 or 5
+# ways along K under __launch_bounds__(threads, 3) (the H100's best: 5 ways at 4096³, 4 at 8192³,
+# slots 396 = 132 SMs × 3, bound 3; results/issue12/sgemm22/run1)
+SPLIT_PARTS = (3, 4, 5)
+SPLIT_BOUND = 3
+
+
+def tiles_async_footprint(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
+                          ) -> tuple[int, int]:
+    """(threads, bytes of shared memory) of a float32 tiles-async block: a thread per rm×rn
+    register block, `stages` A and B tiles staged in shared memory."""
+    return (tm // rm) * (tn // rn), stages * (tm + tn) * tk * 4
+
+
+def split_tail_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> list[Variant]:
+    """The split-tail variants of the tiles-async tilings worth trying at `sizes` on a device
+    of `limits` (`liftkit.backends.cuda.occupancy.SMLimits`): those whose bound fixes the
+    resident blocks (slots = multiprocessors × SPLIT_BOUND, `bounded_slots`) and whose tile
+    grid ends in a partial wave after at least one full one, with at least `parts` tiles of K
+    to split; none for other kinds or backends."""
+    from liftkit.backends.cuda.occupancy import bounded_slots
+
+    c = CODELETS["tiles-async"]
+    if kind.op != "mm" or kind.dtype not in (c.dtypes or ()) \
+            or kind.layout not in (c.layouts or ()):
+        return []
+    out = []
+    for tm, tn, tk, rm, rn, stages in TILES_ASYNC_SPACE:
+        threads, shared = tiles_async_footprint(tm, tn, tk, rm, rn, stages)
+        slots = bounded_slots(limits, threads, shared, SPLIT_BOUND)
+        tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
+        if slots is None or tiles <= slots or tiles % slots == 0:
+            continue
+        out += [Variant.of("tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
+                           split=p, slots=slots, bound=SPLIT_BOUND)
+                for p in SPLIT_PARTS if -(-sizes["K"] // tk) >= p]
+    return out
+
+
 def _transpose_rule() -> Any:
     from liftkit.rewrite.rules.transpose import TRANSPOSE_BLOCKS
 
@@ -366,6 +405,19 @@ def _mma_params(p: tuple[int, ...]) -> dict[str, int]:
     return {**out, "lines": 1} if p[5] else out
 
 
+# DMMA m16n8k8 throughout (ik=8), plain and with the fragments read ahead and the next tile's
+# copies spread among them (ahead=2): what mm-tensor-cores offers them for (tiles over whole
+# lines, tk >= 16, a cp.async pipeline), tried after the m16n8k16 tilings. On the H100 at 4096³
+# 128x64x16 w4 x4 lines ran 0.843x cuBLAS with ik=8 and 0.905x with ahead=2 as well
+# (results/issue12/dmma22/run1, the shipped profile); ahead=1 lost to 2 there and is not tried
+MMA_K8_AHEAD = (0, 2)
+
+
+def _mma_k8_space() -> list[dict[str, int]]:
+    return [{**_mma_params(p), "ik": 8, **({"ahead": h} if h else {})}
+            for h in MMA_K8_AHEAD for p in MMA_SPACE if p[5] and p[2] >= 16 and p[4] >= 2]
+
+
 def _plan_only(kind: Kind) -> Strategy:
     raise CodeletError(f"{kind}: codelets real and nn are plans of several derived kernels "
                        "(liftkit.blas.gemm), not one derivation")
@@ -420,7 +472,8 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "memory (staged=1) or by cp.async `staged` deep (lines=1: in 16-byte chunks over whole "
             "lines into rotated rows); CUDA only, float64 (same precision)",
             _mm_mma,
-            lambda dev: [_mma_params(p) for p in MMA_SPACE] if dev == "gpu" else [],
+            lambda dev: [_mma_params(p) for p in MMA_SPACE] + _mma_k8_space()
+            if dev == "gpu" else [],
             lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
                                  **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
@@ -631,6 +684,15 @@ def space(kind: Kind, device_kind: str, backend: str = "opencl") -> list[Variant
             if (c.dtypes is None or kind.dtype in c.dtypes)
             and (c.layouts is None or kind.layout in c.layouts)
             and fits(kind, v := Variant.of(c.name, **p))]
+
+
+def space_at(kind: Kind, device_kind: str, backend: str, sizes: Mapping[str, int],
+             limits: Any = None) -> list[Variant]:
+    """`space`, then the variants that depend on the sizes and the device (`limits`: its
+    multiprocessors' limits, `occupancy.SMLimits`; on CUDA the split tail, `split_tail_space`)."""
+    extra = split_tail_space(kind, sizes, limits) if backend == "cuda" and limits is not None \
+        else []
+    return space(kind, device_kind, backend) + extra
 
 
 # untuned GEMMs large enough for tiles: the tiled derivation measured fastest on the CPU

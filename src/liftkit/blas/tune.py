@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space
+from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space_at
 from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
 from liftkit.blas.profile import Entry, Profile, find_profile, size_class
@@ -361,18 +361,37 @@ def peak_target(session: Session) -> Optional[tuple[Any, Any, Any]]:
 
 
 # -- the tuning run -------------------------------------------------------------------------------
+def device_limits(session: Session, progress: bool = False) -> Any:
+    """The CUDA session's multiprocessor limits (`occupancy.sm_limits`), None (the split-tail
+    variants not tried, said once) where the driver does not report them."""
+    from liftkit.backends.cuda.occupancy import sm_limits
+
+    try:
+        return sm_limits(session.device.ordinal)
+    except Exception as err:  # noqa: BLE001 - an older driver without an attribute
+        if progress:
+            print(f"no multiprocessor limits for {session.device.label} "
+                  f"({str(err).splitlines()[0][:120]}): split-tail variants not tried", flush=True)
+        return None
+
+
 def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[str]] = None,
          profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
          progress: bool = True, max_variants: Optional[int] = None,
          on_trial: Optional[Callable[[Trial], None]] = None,
-         peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1) -> Profile:
+         peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1,
+         limits: Any = None) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class).
     `rounds` > 1 times a (kind, class)'s variants that many times in turn and keeps each one's
     best: on a device other work shares (a loaded CPU), every variant then meets the same
-    moments of load, not only the one timed while it lasted."""
+    moments of load, not only the one timed while it lasted. `limits`: the CUDA device's
+    multiprocessor limits (`occupancy.SMLimits`; read from the device by default), which size
+    the split-tail variants (`codelets.split_tail_space`)."""
     dev = session.device
+    if limits is None and session.backend == "cuda":
+        limits = device_limits(session, progress)
     classes = classes or DEFAULT_CLASSES[session.device_kind]
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
                                                                session.device_kind)
@@ -398,8 +417,9 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     failed = set(prof.notes["failed"])
     plan = []
     for kind in kinds_:
-        variants = space(kind, session.device_kind, session.backend)[:max_variants]
         for cls in classes:
+            variants = space_at(kind, session.device_kind, session.backend,
+                                sizes_for(kind, cls, session.device_kind), limits)[:max_variants]
             done = prof.measured(kind, cls)
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))

@@ -1,0 +1,193 @@
+"""The CUDA tuning space without a GPU (issue 15): the DMMA m16n8k8 variants (ik=8, ahead 0/2)
+and the SGEMM split tail (mm-split-tail: slots from the device's multiprocessor limits, read
+through a stubbed driver) are offered where they apply, derive, carry the launch bound and
+shared memory the slots were computed for, and compile with NVRTC where cuda-python is
+installed; the untuned defaults are unchanged."""
+
+from __future__ import annotations
+
+import re
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from liftkit.backends.cuda.occupancy import (SMLimits, bounded_slots, register_cap,
+                                             resident_blocks, sm_limits)
+from liftkit.blas.codelets import (CUDA_DEFAULTS, SPLIT_PARTS, Kind, Variant, default_variant,
+                                   derive, space, space_at, split_tail_space,
+                                   tiles_async_footprint)
+from liftkit.blas.profile import Profile
+from liftkit.blas.tune import Trial, sizes_for
+from liftkit.codegen import CompileOptions, compile_program
+
+# what the H100 SXM's driver reports (cuDeviceGetAttribute)
+H100 = {"CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 132,
+        "CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR": 65536,
+        "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 233472,
+        "CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR": 2048,
+        "CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR": 32,
+        "CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK": 1024}
+SGEMM, DGEMM = Kind("mm", "float32", "NN"), Kind("mm", "float64", "NN")
+CUDA = CompileOptions(dialect="cuda")
+
+
+def stub_driver(attributes: dict[str, int]) -> Any:
+    """The driver calls `sm_limits` makes, answering from `attributes` for device 0."""
+    ok = "CUDA_SUCCESS"
+    return SimpleNamespace(
+        CUresult=SimpleNamespace(CUDA_SUCCESS=ok, CUDA_ERROR_INVALID_DEVICE="invalid device"),
+        CUdevice_attribute=SimpleNamespace(**{k: k for k in attributes}),
+        cuDeviceGet=lambda k: (ok, k) if k == 0 else ("invalid device", None),
+        cuDeviceGetAttribute=lambda a, dev: (ok, attributes[a]))
+
+
+@pytest.fixture()
+def h100() -> SMLimits:
+    return sm_limits(0, driver=stub_driver(H100))
+
+
+def test_limits_come_from_the_driver(h100: SMLimits) -> None:
+    assert h100 == SMLimits(132, 65536, 233472, 2048, 32, 1024)
+    from liftkit.backends.cuda import CUDAError
+
+    with pytest.raises(CUDAError, match="device query"):
+        sm_limits(1, driver=stub_driver(H100))
+
+
+def test_occupancy_of_the_h100s_sgemm_tiles(h100: SMLimits) -> None:
+    """128 threads under __launch_bounds__(128, 3): 168 registers, 3 blocks (the 396 slots the
+    shipped profile's split tail was measured with); 4 at 128 registers; 48 KiB of shared
+    memory alone would allow 4; 64-thread blocks: the cap (255) does not fix the count."""
+    assert register_cap(h100, 128, 3) == 168
+    assert resident_blocks(h100, 128, 168, 49152) == 3
+    assert resident_blocks(h100, 128, 128, 49152) == 4
+    assert resident_blocks(h100, 128, 0, 49152) == 4
+    assert resident_blocks(h100, 128, 64, 120000) == 1
+    assert bounded_slots(h100, 128, 49152, 3) == 396
+    assert bounded_slots(h100, 64, 16384, 3) is None
+    assert bounded_slots(h100, 128, 100000, 3) is None  # shared memory holds 2, not 3
+
+
+def test_the_split_tail_is_offered_where_the_last_wave_is_partial(h100: SMLimits) -> None:
+    huge = sizes_for(SGEMM, "huge", "gpu")
+    got = split_tail_space(SGEMM, huge, h100)
+    tilings = {(v.kw["tm"], v.kw["tn"], v.kw["tk"]) for v in got}
+    assert tilings == {(128, 64, 32), (64, 128, 16), (64, 128, 32)}  # 128 threads: bound fixes 3
+    assert len(got) == 3 * len(SPLIT_PARTS) == 9
+    assert {(v.kw["slots"], v.kw["bound"]) for v in got} == {(396, 3)}
+    assert sorted({v.kw["split"] for v in got}) == [3, 4, 5]
+    shipped = Variant.of("tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2, split=5,
+                         slots=396, bound=3)
+    assert shipped in got and shipped in space_at(SGEMM, "gpu", "cuda", huge, h100)
+    # 4096² in 128×64 tiles: 2048 = 5 waves of 396 + 68; at 1024 (128 tiles) no full wave
+    for cls in ("small", "medium", "large"):
+        assert split_tail_space(SGEMM, sizes_for(SGEMM, cls, "gpu"), h100) == []
+    # 128 SMs × 3 = 384 slots: 2048 tiles = 5 waves + 128, offered; 768 tiles = 2 whole waves
+    whole = SMLimits(128, 65536, 233472, 2048, 32, 1024)
+    assert {v.kw["slots"] for v in split_tail_space(SGEMM, huge, whole)} == {384}
+    assert split_tail_space(SGEMM, {"M": 3072, "N": 2048, "K": 4096}, whole) == []
+    # another device: its own slots (H100 PCIe: 114 SMs)
+    pcie = sm_limits(0, driver=stub_driver(
+        {**H100, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT": 114}))
+    assert {v.kw["slots"] for v in split_tail_space(SGEMM, huge, pcie)} == {342}
+    # other kinds, backends, and no limits: none
+    assert split_tail_space(DGEMM, huge, h100) == []
+    assert split_tail_space(Kind("mm", "float32", "NT"), huge, h100) == []
+    assert space_at(SGEMM, "gpu", "opencl", huge, h100) == space(SGEMM, "gpu", "opencl")
+    assert space_at(SGEMM, "gpu", "cuda", huge, None) == space(SGEMM, "gpu", "cuda")
+
+
+def test_dmma_k8_variants_follow_the_m16n8k16_tilings() -> None:
+    for lay in ("NN", "TN"):
+        mma = [v for v in space(Kind("mm", "float64", lay), "gpu", "cuda") if v.codelet == "mma"]
+        k8 = [v for v in mma if v.kw.get("ik")]
+        assert len(k8) == 8 and all(v.kw["ik"] == 8 and v.kw["lines"] == 1 for v in k8)
+        assert sorted(v.kw.get("ahead", 0) for v in k8) == [0] * 4 + [2] * 4
+        assert mma.index(k8[0]) == len(mma) - 8  # after the m16n8k16 tilings
+    shipped = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8, ahead=2)
+    assert shipped in space(DGEMM, "gpu", "cuda")
+    assert all(not v.kw.get("ik") for v in space(DGEMM, "cpu", "cuda"))
+
+
+def test_class_gains(h100: SMLimits) -> None:
+    """What each (kind, class) gains over the space before: DGEMM NN and TN 8 DMMA variants at
+    every class (in `space`), SGEMM NN 9 split-tail variants at `huge` only."""
+    assert len([v for v in space(DGEMM, "gpu", "cuda") if v.codelet == "mma"]) == 12 + 8
+    for kind, gains in ((SGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 9}),
+                        (DGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 0})):
+        for cls, gain in gains.items():
+            at = space_at(kind, "gpu", "cuda", sizes_for(kind, cls, "gpu"), h100)
+            assert len(at) - len(space(kind, "gpu", "cuda")) == gain, (kind, cls)
+
+
+def _offered(limits: SMLimits) -> list[tuple[Kind, Variant]]:
+    huge = sizes_for(SGEMM, "huge", "gpu")
+    k8 = [(k, v) for k in (DGEMM, Kind("mm", "float64", "TN"))
+          for v in space(k, "gpu", "cuda") if v.kw.get("ik")]
+    return k8 + [(SGEMM, v) for v in split_tail_space(SGEMM, huge, limits)]
+
+
+def test_offered_variants_derive_with_the_footprint_the_slots_assume(h100: SMLimits) -> None:
+    for kind, v in _offered(h100):
+        src = compile_program(derive(kind, v).final, CUDA).kernels[0].source
+        if v.codelet != "tiles-async":
+            continue
+        threads, shared = tiles_async_footprint(*(v.kw[p] for p in ("tm", "tn", "tk", "rm", "rn",
+                                                                     "stages")))
+        assert f"__launch_bounds__({threads}, 3)" in src, v
+        staged = re.findall(r"__shared__ __align__\(16\) float \w+\[(\d+)\];", src)
+        assert sum(int(n) for n in staged) * 4 == shared, v
+
+
+def test_offered_variants_compile_with_nvrtc(h100: SMLimits) -> None:
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    for kind, v in _offered(h100):
+        for k in compile_program(derive(kind, v).final, CUDA).kernels:
+            compile_cuda(k.source, "compute_90a", k.build_options, name=f"{k.name}.cu")
+
+
+def test_untuned_choices_are_unchanged() -> None:
+    for n in (1024, 4096):
+        sizes = {"M": n, "N": n, "K": n}
+        for kind in (SGEMM, DGEMM, Kind("mm", "float64", "TN")):
+            got = default_variant(kind, "gpu", sizes, "cuda")
+            assert got == CUDA_DEFAULTS[(kind.op, kind.dtype, kind.layout)]
+            assert not {"split", "slots", "bound", "ik", "ahead"} & set(got.kw)
+    assert space(SGEMM, "gpu", "cuda")[0] == Variant.of("tiles-async", tm=128, tn=64, tk=32,
+                                                          rm=8, rn=8, stages=2)
+    assert space(DGEMM, "gpu", "cuda")[0] == Variant.of("mma", tm=128, tn=64, tk=16, warps=4,
+                                                          staged=4, lines=1)
+
+
+def test_tune_tries_the_split_tail_with_the_devices_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CUDA tuning run reads the limits through the driver (stubbed here) and measures the
+    split tail at `huge` only; nothing is measured for real (measure is replaced)."""
+    from liftkit.blas import tune as tune_mod
+
+    driver = stub_driver(H100)
+    monkeypatch.setitem(sys.modules, "cuda",
+                        SimpleNamespace(bindings=SimpleNamespace(driver=driver)))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", SimpleNamespace(driver=driver))
+    seen: list[tuple[str, Variant]] = []
+
+    def fake(session: Any, kind: Kind, variant: Variant, sizes: dict[str, int], **_: Any) -> Trial:
+        t = Trial(kind, tune_mod.size_class(kind.op, sizes), variant, dict(sizes))
+        seen.append((t.size_class, variant))
+        t.seconds, t.rate = 1.0, 1.0
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    session = SimpleNamespace(
+        device=SimpleNamespace(fingerprint="cuda|stub H100", label="stub H100", ordinal=0),
+        device_kind="gpu", backend="cuda", profile=None, forget_choices=lambda: None)
+    prof = Profile("cuda|stub H100", "stub H100", "gpu")
+    tune_mod.tune(session, [SGEMM], ["large", "huge"], prof,  # type: ignore[arg-type]
+                  progress=False, peaks=None)
+    split = [(c, v) for c, v in seen if v.kw.get("split")]
+    assert len(split) == 9 and {c for c, _ in split} == {"huge"}
+    assert {v.kw["slots"] for _, v in split} == {396}
+    assert len(seen) == 2 * len(space(SGEMM, "gpu", "cuda")) + 9
