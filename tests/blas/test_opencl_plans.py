@@ -49,6 +49,25 @@ def test_repeat_gemv_on_device_arrays(fresh: Session, trans: bool, shape: tuple[
     assert len(_planned(fresh)) == 2  # β = 0 and β ≠ 0 are two kinds
 
 
+def test_plans_sharing_a_kernel_alternate(fresh: Session) -> None:
+    """Two sizes run one built kernel (sizes are its arguments) on two plans, with general-path
+    calls between them: each launch holds its own sizes and buffers (a repeat launch of one
+    plan sets only its slots), every result matches NumPy."""
+    rng = np.random.default_rng(5)
+    shapes = [(64, 96), (128, 32), (64, 96)]
+    arrays = [(rng.uniform(-1, 1, sh).astype(np.float32), rng.uniform(-1, 1, sh[1]).astype(np.float32))
+              for sh in shapes]
+    dev = [(_dev(fresh, a), _dev(fresh, x)) for a, x in arrays]
+    for call in range(3):
+        for (An, xn), (A, x) in zip(arrays, dev):
+            got = fresh.gemv(A, x).result()
+            np.testing.assert_allclose(got.get(), An.astype(np.float64) @ xn, rtol=1e-4, atol=1e-4)
+            # the general path (a strided view) launches the same kernel with its own arguments
+            got = fresh.gemv(An[::2].copy(), xn).result()
+            np.testing.assert_allclose(got, An[::2].astype(np.float64) @ xn, rtol=1e-4, atol=1e-4)
+    assert len(_planned(fresh)) >= 2
+
+
 def test_repeat_transpose_and_gemm_on_device_arrays(fresh: Session) -> None:
     rng = np.random.default_rng(2)
     for call in range(3):
