@@ -191,3 +191,32 @@ def test_tune_tries_the_split_tail_with_the_devices_slots(monkeypatch: pytest.Mo
     assert len(split) == 9 and {c for c, _ in split} == {"huge"}
     assert {v.kw["slots"] for _, v in split} == {396}
     assert len(seen) == 2 * len(space(SGEMM, "gpu", "cuda")) + 9
+
+
+@pytest.mark.parametrize("regs, slots", [(168, 396), (128, 528), (0, None)])
+def test_split_slots_follow_the_built_kernel(h100: SMLimits, regs: int, slots: Any) -> None:
+    """On a device, the tuner builds one split kernel per tiling and reads its registers and
+    shared memory (cuda.core's kernel attributes, stubbed here): at the cap the bound's 396
+    slots stay; a kernel needing 128 registers holds 4 blocks (528 slots); a build that fails
+    leaves the bound's slots (the trial reports the failure)."""
+    from liftkit.blas.tune import built_slots
+
+    built: list[Variant] = []
+
+    def get(kind: Kind, v: Variant) -> Any:
+        built.append(v)
+        if not regs:
+            raise RuntimeError("NVRTC failed")
+        attrs = SimpleNamespace(num_regs=regs, shared_size_bytes=49152)
+        return SimpleNamespace(kernels=[SimpleNamespace(attributes=attrs)])
+
+    session = SimpleNamespace(store=SimpleNamespace(get=get))
+    offered = space_at(SGEMM, "gpu", "cuda", sizes_for(SGEMM, "huge", "gpu"), h100)
+    got = built_slots(session, SGEMM, offered, h100)  # type: ignore[arg-type]
+    assert len(built) == 3 and len(got) == len(offered)  # one build per tiling
+    assert [v for v in got if not v.kw.get("split")] == [v for v in offered
+                                                         if not v.kw.get("split")]
+    want = 396 if slots is None else slots
+    assert {v.kw["slots"] for v in got if v.kw.get("split")} == {want}
+    assert got == offered if want == 396 else got != offered
+    assert built_slots(session, SGEMM, offered, None) == offered

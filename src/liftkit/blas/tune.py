@@ -375,6 +375,41 @@ def device_limits(session: Session, progress: bool = False) -> Any:
         return None
 
 
+def built_slots(session: Session, kind: Kind, variants: Sequence[Variant], limits: Any
+                ) -> list[Variant]:
+    """`variants` with each split tail's `slots` from its built kernel: multiprocessors ×
+    the blocks its registers and shared memory (as the driver reports them after NVRTC) leave
+    resident, where that differs from the launch bound's count (a kernel under its register
+    cap holds more); one build per tiling, the bound's slots kept where the backend does not
+    say."""
+    from liftkit.backends.cuda.occupancy import resident_blocks
+    from liftkit.blas.codelets import tiles_async_footprint
+
+    found: dict[Any, Optional[int]] = {}
+    out: list[Variant] = []
+    for v in variants:
+        kw = v.kw
+        if kw.get("split") and limits is not None:
+            tiling = tuple(p for p in v.params if p[0] not in ("split", "slots"))
+            if tiling not in found:
+                try:
+                    attrs = session.store.get(kind, v).kernels[0].attributes
+                    regs, shared = int(attrs.num_regs), int(attrs.shared_size_bytes)
+                except Exception:  # noqa: BLE001 - a build failure is the trial's to report
+                    found[tiling] = None
+                else:
+                    threads, _ = tiles_async_footprint(*(kw[p] for p in (
+                        "tm", "tn", "tk", "rm", "rn", "stages")))
+                    blocks = resident_blocks(limits, threads, regs, shared)
+                    found[tiling] = limits.multiprocessors * blocks if blocks else None
+            slots = found[tiling]
+            if slots is not None and slots != kw["slots"]:
+                v = Variant.of(v.codelet, **{**kw, "slots": slots})
+        if v not in out:
+            out.append(v)
+    return out
+
+
 def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[str]] = None,
          profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
          progress: bool = True, max_variants: Optional[int] = None,
@@ -420,6 +455,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
         for cls in classes:
             variants = space_at(kind, session.device_kind, session.backend,
                                 sizes_for(kind, cls, session.device_kind), limits)[:max_variants]
+            variants = built_slots(session, kind, variants, limits)
             done = prof.measured(kind, cls)
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))
