@@ -83,6 +83,8 @@ def test_column_blocks_are_sound_in_the_interpreter(dt: str) -> None:
                                 {"k": 4, "w": 4})):
         q = apply_choice(p, Choice(GEMV_COLUMN_BLOCKS.name, sites[0].path, params), GEMV_RULES)
         assert is_low_level(q)
+        # floats: a row segment times x's element broadcast, one fma per vector
+        assert f"fmaAccB{params['w']}_{_C[dt]}" in _user_funs(q), params
         for integers in (True, False):
             A, y, x, alpha, beta = _inputs(dt, m, n, integers, k)  # x: M, y: N for Aᵀx
             xs = [A, x, y, alpha, beta]

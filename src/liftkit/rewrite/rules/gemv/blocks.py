@@ -22,9 +22,10 @@ compiler from packing neighbouring work-items into SIMD lanes, whose rows would 
 
 Where ⊕ is the float type's `add` and m its `mult`, a step is one fused multiply-add per
 vector (OpenCL's `fma`, the interpreter's acc + a·b): Intel's CPU compiler does not contract the
-separate user functions, and at 1024² float32 (the matrix in the caches) the separate multiply
-and add made the kernel compute-bound, 45 µs where the fused form takes 27 µs
-(results/issue15/cpu-final/README.md, "GEMV fused").
+separate user functions. Kernel alone on the CPU device: float64 2048² 281 vs 333 µs, float32
+2048² 86 vs 89 µs, 1024² (read-bound) within 3 % (results/issue15/cpu-final/README.md, "where the
+43 µs kernel went"). Column blocks fuse the same way, x's element broadcast over the vector
+(`fma(a, (floatw)(b), acc)`).
 
 Sound where ⊕ is associative and commutative with an identity e (the lanes and rows are summed
 in another order, as `vectorize-reduce` does) and x does not depend on the row; A and x are the
@@ -75,6 +76,19 @@ def fused(op: Any, m: Any, t: ScalarType, w: int) -> Optional[Any]:
                       "return fma(a, b, acc);", lambda acc, a, b: acc + a * b)
 
 
+def fused_broadcast(op: Any, m: Any, t: ScalarType, w: int) -> Optional[Any]:
+    """acc + a·b for a vector a of w and a scalar b broadcast over its lanes, as one `fma`
+    (GEMV T's step: a row segment of A times x's element), where `fused` applies."""
+    from liftkit import dsl as D
+
+    if fused(op, m, t, w) is None or w == 1:
+        return None
+    tw = vector(t, w)
+    return D.user_fun(f"fmaAccB{w}_{t}", [("acc", tw), ("a", tw), ("b", t)], tw,
+                      f"return fma(a, ({tw})(b), acc);",
+                      lambda acc, a, b: acc + a * (np.asarray(b)[..., None] if np.ndim(b) else b))
+
+
 def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
     """The blocked form of gemv's body (see the module docstring)."""
     from liftkit import dsl as D
@@ -108,8 +122,12 @@ def column_blocks(parts: Gemv, t: ScalarType, k: int, w: int) -> Expr:
     _, _, op, m, z, a, x, _, y = parts
     vop, c = op.vectorize(w), k * w
     init = _private_zeros(op, t, k, w)
+    fma = fused_broadcast(op, m, t, w)
 
     def step(acc: Any, st: Any) -> Any:
+        if fma is not None:
+            return D.let(st[1], lambda xi: D.mapSeqUnroll(lambda p: fma(p[0], p[1], xi))
+                         << D.zip(acc, D.asVector(w) << st[0]))
         return D.let(st[1], lambda xi: D.mapSeqUnroll(
             lambda p: vop(p[0], D.mapVec(lambda v: m(v, xi)) << p[1]))
             << D.zip(acc, D.asVector(w) << st[0]))
