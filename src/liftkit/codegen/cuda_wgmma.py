@@ -240,12 +240,7 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
         return reduce_wgmma_async(g, p, args, env, ctx, dest)
 
     em = g.em
-    warps, stages = p.warp_count(), p.stage_count()
-    threads = WARP * warps
-    ls = g.local_size or (1,)
-    if _prod(ls) != threads:
-        raise CodegenError(f"{p.name} {warps}: runs on {warps} warps ({threads} threads), but the "
-                           f"work-group has {_prod(ls)}")
+    warps, stages, threads, ls = warpgroup_geometry(g, p)
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     m, n, k, _ = p.check_tiles(g.result_type(p.f, [tt.elem], env, ctx.inside(p)))
@@ -353,6 +348,18 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     for (fm, idx), acc_name in acc.items():
         em.store(c_elem(out, fm, idx), acc_name)
     return dest
+
+
+def warpgroup_geometry(g: "Generator", p: P.ReduceWgmma) -> tuple[int, int, int, tuple[int, ...]]:
+    """(warps, stages, threads, local size) of a warpgroup product, whose work-group must be
+    exactly its warps: every copy and fragment is addressed by the thread's index in it."""
+    warps, stages = p.warp_count(), p.stage_count()
+    threads = WARP * warps
+    ls = tuple(g.local_size or (1,))
+    if _prod(ls) != threads:
+        raise CodegenError(f"{p.name} {warps}: runs on {warps} warps ({threads} threads), but the "
+                           f"work-group has {_prod(ls)}")
+    return warps, stages, threads, ls
 
 
 def hopper_prologue(g: "Generator", p: P.ReduceWgmma, ls: Sequence[int], threads: int) -> Var:

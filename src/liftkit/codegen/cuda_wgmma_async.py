@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from liftkit.arith import ArithExpr, Var, cst, divides
 from liftkit.codegen import views as V
 from liftkit.codegen.cuda_wgmma import (ALIGN, MAX_ACCUMULATORS, ROW_BYTES, SHARED_LIMIT, _desc_c,
-                                        _prod, _rounded, global_element, global_vector,
-                                        hopper_prologue, tile_direction)
+                                        _rounded, global_element, global_vector,
+                                        hopper_prologue, tile_direction,
+                                        warpgroup_geometry)
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
 from liftkit.ir.patterns.cuda import WARP, WGMMA_ASYNC_MAX_M, WGMMA_ROW
@@ -135,12 +136,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     from liftkit.codegen.generator import Scope
 
     em = g.em
-    warps, stages = p.warp_count(), p.stage_count()
-    threads = WARP * warps
-    ls = g.local_size or (1,)
-    if _prod(ls) != threads:
-        raise CodegenError(f"{p.name} {warps}: runs on {warps} warps ({threads} threads), but the "
-                           f"work-group has {_prod(ls)}")
+    warps, stages, threads, ls = warpgroup_geometry(g, p)
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     m, n, k, _ = p.check_tiles(g.result_type(p.f, [tt.elem], env, ctx.inside(p)))
