@@ -41,6 +41,23 @@ def test_sections_on_cuda_take_the_cuda_gemm_derivations():
                     True)[2].codelet == "glb"
 
 
+def _cpu_tasks_of_a_product_too_big(lib: LiftLibrary, p, sizes: dict, seed: int) -> int:  # type: ignore[no-untyped-def]
+    """Run pipeline p (A: 256×64 by B: 64×128, float32) on the CPU device with 64 KB of device
+    memory, so A, B and C do not fit: check the product; the runtime's CPU tasks."""
+    rt = Runtime("opencl", "cpu", memory_limit=1 << 16)
+    try:
+        rng = np.random.default_rng(seed)
+        A = rng.random((256, 64), dtype=np.float32)
+        B = rng.random((64, 128), dtype=np.float32)
+        C = np.zeros((256, 128), np.float32)
+        va, vb, vc = (rt.submit(x) for x in (A, B, C))
+        lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
+        np.testing.assert_allclose(rt.read(vc), A @ B, rtol=1e-5)
+        return rt.stats()["cpu_tasks"]
+    finally:
+        rt.close()
+
+
 @pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
 def test_a_cuda_only_gemm_runs_its_opencl_twin_when_it_cannot_fit():
     lib = LiftLibrary()
@@ -57,18 +74,7 @@ def test_a_cuda_only_gemm_runs_its_opencl_twin_when_it_cannot_fit():
         assert compile_cuda(k.sources["cuda"], "compute_90a").ptx
     except ImportError:
         pass
-    rt = Runtime("opencl", "cpu", memory_limit=1 << 16)  # A, B and C do not fit: the CPU runs it
-    try:
-        rng = np.random.default_rng(4)
-        A = rng.random((256, 64), dtype=np.float32)
-        B = rng.random((64, 128), dtype=np.float32)
-        C = np.zeros((256, 128), np.float32)
-        va, vb, vc = (rt.submit(x) for x in (A, B, C))
-        lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
-        np.testing.assert_allclose(rt.read(vc), A @ B, rtol=1e-5)
-        assert rt.stats()["cpu_tasks"] == 1
-    finally:
-        rt.close()
+    assert _cpu_tasks_of_a_product_too_big(lib, p, sizes, seed=4) == 1
 
 
 class _Recorder(types.SimpleNamespace):
@@ -132,15 +138,4 @@ def test_a_split_tail_gemm_runs_its_twin_without_the_scratch_when_it_cannot_fit(
                {b.name for b in p.compiled.buffers if b.role == "temporary"}]
     assert "sk_flags" in k.sources["cuda"] and len(scratch) == 2
     assert k.cpu is not None and k.cpu.args == tuple(i for i in range(len(c.args)) if i not in scratch)
-    rt = Runtime("opencl", "cpu", memory_limit=1 << 16)  # A, B and C do not fit: the CPU runs it
-    try:
-        rng = np.random.default_rng(5)
-        A = rng.random((256, 64), dtype=np.float32)
-        B = rng.random((64, 128), dtype=np.float32)
-        C = np.zeros((256, 128), np.float32)
-        va, vb, vc = (rt.submit(x) for x in (A, B, C))
-        lib.run(rt, "mm", [va, vb], vc, sizes, "float32", pipeline=p)
-        np.testing.assert_allclose(rt.read(vc), A @ B, rtol=1e-5)
-        assert rt.stats()["cpu_tasks"] >= 1
-    finally:
-        rt.close()
+    assert _cpu_tasks_of_a_product_too_big(lib, p, sizes, seed=5) >= 1
