@@ -19,12 +19,10 @@ from liftkit.backends.opencl import list_devices  # noqa: E402
 from liftkit.runtime import Kernel, Runtime  # noqa: E402
 from liftkit.runtime.devices import OpenCLDevice  # noqa: E402
 
+from .random_tasks import ADD, SCALE, random_task_stream  # noqa: E402
+
 HAS_CPU = any(d.type == "cpu" for d in list_devices())
 
-SCALE = Kernel("scale", {"opencl": """kernel void scale(global double* x, long xo, double a) {
-    long i = get_global_id(0); x[xo + i] *= a; }"""})
-ADD = Kernel("add", {"opencl": """kernel void add(global const double* x, long xo,
-        global double* y, long yo) { long i = get_global_id(0); y[yo + i] += x[xo + i]; }"""})
 
 
 class LazyCL(OpenCLDevice):
@@ -107,29 +105,7 @@ def test_random_task_streams_without_events_match_numpy(queues):
     rt = _lazy(queues)
     rt._retire_at = 8  # sweeps (each marks the queues) often
     try:
-        ref = [rng.standard_normal(32) for _ in range(5)]
-        vs = [rt.submit(r.copy()) for r in ref]
-        for step in range(160):
-            op = rng.integers(7)
-            i, j = (int(k) for k in rng.choice(len(vs), 2, replace=False))
-            if op <= 2:
-                a = float(rng.choice([0.5, 2.0, -1.0]))
-                rt.launch(SCALE, (32,), [vs[i], a], reads=[vs[i]], writes=[vs[i]])
-                ref[i] = ref[i] * a
-            elif op == 3:
-                rt.launch(ADD, (32,), [vs[i], vs[j]], reads=[vs[i], vs[j]], writes=[vs[j]])
-                ref[j] = ref[j] + ref[i]
-            elif op == 4:
-                new = rng.standard_normal(32)
-                rt.write(vs[i], new)
-                ref[i] = new
-            elif op == 5 and len(vs) < 9:
-                vs.append(rt.copy(vs[i]))
-                ref.append(ref[i].copy())
-            else:
-                np.testing.assert_allclose(rt.read(vs[i]), ref[i], err_msg=f"step {step}")
-        for v, r in zip(vs, ref):
-            np.testing.assert_allclose(rt.read(v), r)
+        random_task_stream(rt, rng, steps=160, scales=3, scale_reads=True)
     finally:
         rt.close()
 

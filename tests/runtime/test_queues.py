@@ -17,13 +17,11 @@ from liftkit.cli.main import main  # noqa: E402
 from liftkit.runtime import Kernel, Runtime  # noqa: E402
 from liftkit.runtime.profile import FORMAT, calibrate, load_profile, profile_path  # noqa: E402
 
+from .random_tasks import ADD, SCALE, random_task_stream  # noqa: E402
+
 HAS_CPU = any(d.type == "cpu" for d in list_devices())
 pytestmark = pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
 
-SCALE = Kernel("scale", {"opencl": """kernel void scale(global double* x, long xo, double a) {
-    long i = get_global_id(0); x[xo + i] *= a; }"""})
-ADD = Kernel("add", {"opencl": """kernel void add(global const double* x, long xo,
-        global double* y, long yo) { long i = get_global_id(0); y[yo + i] += x[xo + i]; }"""})
 COPY = Kernel("copy", {"opencl": """kernel void copy(global const double* x, long xo,
         global double* y, long yo) { long i = get_global_id(0); y[yo + i] = x[xo + i]; }"""})
 
@@ -138,29 +136,7 @@ def test_random_task_streams_match_numpy(queues):
     rng = np.random.default_rng(queues)
     rt = Runtime("opencl", "cpu", queues=queues)
     try:
-        ref = [rng.standard_normal(32) for _ in range(5)]
-        vs = [rt.submit(r.copy()) for r in ref]
-        for step in range(120):
-            op = rng.integers(6)
-            i, j = (int(k) for k in rng.choice(len(vs), 2, replace=False))
-            if op <= 1:
-                a = float(rng.choice([0.5, 2.0, -1.0]))
-                rt.launch(SCALE, (32,), [vs[i], a], writes=[vs[i]])
-                ref[i] = ref[i] * a
-            elif op == 2:
-                rt.launch(ADD, (32,), [vs[i], vs[j]], reads=[vs[i], vs[j]], writes=[vs[j]])
-                ref[j] = ref[j] + ref[i]
-            elif op == 3:
-                new = rng.standard_normal(32)
-                rt.write(vs[i], new)
-                ref[i] = new
-            elif op == 4 and len(vs) < 9:
-                vs.append(rt.copy(vs[i]))
-                ref.append(ref[i].copy())
-            else:
-                np.testing.assert_allclose(rt.read(vs[i]), ref[i], err_msg=f"step {step}")
-        for v, r in zip(vs, ref):
-            np.testing.assert_allclose(rt.read(v), r)
+        random_task_stream(rt, rng, steps=120, scales=2, scale_reads=False)
         assert rt.stats()["queues"] == queues
     finally:
         rt.close()
