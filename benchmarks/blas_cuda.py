@@ -30,6 +30,25 @@ import numpy as np
 LAYOUTS = {"NN": (False, False), "NT": (False, True), "TN": (True, False)}
 
 
+def _profile_calls(cp: Any, call: Callable[[], Any], what: str, report: Any, top: int) -> None:
+    """200 calls back to back under cProfile (the host path's own functions by time), written
+    to `report` under the time per call."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    prof.enable()
+    for _ in range(200):
+        f = call()
+    prof.disable()
+    t1 = time.perf_counter()
+    f.result()
+    report.write(f"== {what}: {(t1 - t0) / 200 * 1e6:.1f} us per call under cProfile\n")
+    pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(top)
+
+
 def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> float:
     fn()
     cp.cuda.Device().synchronize()
@@ -114,9 +133,7 @@ def _err(cp: Any, got: Any, want: Any) -> float:
 def _host_profile(cp: Any, s: Any, path: str) -> None:
     """Where a planned call's host time goes: cProfile over 200 calls per case (the stream is
     not held: the calls run as a user makes them)."""
-    import cProfile
     import io
-    import pstats
 
     report = io.StringIO()
     for lay, n in (("NN", 1024), ("NT", 1024), ("NN", 1000)):
@@ -125,18 +142,7 @@ def _host_profile(cp: Any, s: Any, path: str) -> None:
         C = cp.empty((n, n), cp.float32)
         call = lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb)  # noqa: E731
         call().result()
-        prof = cProfile.Profile()
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        prof.enable()
-        for _ in range(200):
-            f = call()
-        prof.disable()
-        t1 = time.perf_counter()
-        f.result()
-        report.write(f"== gemm float32 {lay} {n}: {(t1 - t0) / 200 * 1e6:.1f} us per call "
-                     f"under cProfile\n")
-        pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(18)
+        _profile_calls(cp, call, f"gemm float32 {lay} {n}", report, 18)
     with open(path, "w") as f:
         f.write(report.getvalue())
 

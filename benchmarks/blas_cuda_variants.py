@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
 # the same CUDA-event timing (host path included) and kernel-only timing as blas_cuda.py
-from blas_cuda import _kernel_and_host, _time
+from blas_cuda import _kernel_and_host, _profile_calls, _time
 
 GEMV = {"N": ["group-rows(L=64,w=4)", "row-groups(lanes=32,g=8,w=4)",
               "row-groups(lanes=32,g=4,w=4)", "row-groups(lanes=32,g=8,w=2)"],
@@ -149,9 +148,7 @@ def main(argv: list[str]) -> int:
     chosen.clear()
     try:
         if args.profile:
-            import cProfile
             import io
-            import pstats
 
             report = io.StringIO()
             for what, n in (("gemm", 1024), ("gemv", 8192)):
@@ -168,18 +165,7 @@ def main(argv: list[str]) -> int:
                     out.write(json.dumps({"op": "host-path", "what": what, "size": n,
                                           "wall_us": t_wall * 1e6, "kernel_us": t_k * 1e6,
                                           "host_us": t_h * 1e6}) + "\n")
-                prof = cProfile.Profile()
-                cp.cuda.Device().synchronize()
-                t0 = time.perf_counter()
-                prof.enable()
-                for _ in range(200):
-                    f = call()
-                prof.disable()
-                t1 = time.perf_counter()
-                f.result()
-                report.write(f"== {what} float32 {n}: {(t1 - t0) / 200 * 1e6:.1f} us per call "
-                             f"under cProfile\n")
-                pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(25)
+                _profile_calls(cp, call, f"{what} float32 {n}", report, 25)
             with open(args.profile, "w") as f:
                 f.write(report.getvalue())
             print(report.getvalue()[:3000], flush=True)
