@@ -33,6 +33,10 @@ or silently inserts a wait), and the tensor cores idle only for the register mov
 tiles. TF32Z truncates A in the same pass (the tensor cores would read the raw bits truncated,
 results/issue12/wgmma/run2/raw_operands.log, but the pass is what makes the proxy fence order
 the copies: a fence alone after the copies was not checked on a GPU) and B in registers.
+
+Only the pair (reduceWgmmaPair…, 2-block clusters sharing B) is generated: the one-block form
+gave wrong products over several k-tiles on the H100 for 4 of 8 tilings
+(results/final22/runB/wgmma.log) and is refused in one line until the cause is found.
 """
 
 from __future__ import annotations
@@ -181,16 +185,12 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             "clusters were right), so it is not generated until the cause is found; multiply "
             "the tiles with reduceWgmmaPair (mm-wgmma-pair) or reduceWgmma (mm-wgmma)")
     ap = a_pieces(m, k, threads, tid)
-    if pair:  # this block copies k-rows [rank·k/2, (rank+1)·k/2) of B's tile
-        bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, threads, tid)]
-    else:
-        bp = b_pieces(n, k, threads, tid)
-    # where the lanes read B: this block's shared memory, or with a pair each half's owner's
-    owner_base = [smem]
-    if pair:
-        owner_base = [em.names.fresh(f"lk_sm{o}") for o in range(2)]
-        for o, nm in enumerate(owner_base):
-            em.line(f'unsigned {nm}; asm volatile("mapa.shared::cluster.u32 %0, %1, {o};" : "=r"({nm}) : "r"({smem}));')
+    # this block copies k-rows [rank·k/2, (rank+1)·k/2) of B's tile; the lanes read each half
+    # of B in its owner's shared memory
+    bp = [(r + rank * cst(k // 2), ch) for r, ch in b_pieces(n, k // 2, threads, tid)]
+    owner_base = [em.names.fresh(f"lk_sm{o}") for o in range(2)]
+    for o, nm in enumerate(owner_base):
+        em.line(f'unsigned {nm}; asm volatile("mapa.shared::cluster.u32 %0, %1, {o};" : "=r"({nm}) : "r"({smem}));')
 
     def issue(j: ArithExpr, at: str, c: "Ctx") -> None:
         a, b = operands(j, c)
@@ -241,11 +241,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
             em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
 
     def fragments(i: str) -> None:
-        """B's rows of this lane from staged tile i into `pre`, rounded; with a pair, the
-        block's own half by ld.shared, the other's by ld.shared::cluster (one branch per rank)."""
-        if not pair:
-            fragment_loads(i, lambda owner: (smem, "shared"))
-            return
+        """B's rows of this lane from staged tile i into `pre`, rounded: the block's own half
+        by ld.shared, the other's by ld.shared::cluster (one branch per rank)."""
         for me in range(2):
             with em.if_(f"{rank.to_c()} == {me}u"):
                 fragment_loads(i, lambda owner: (smem, "shared") if owner == me
@@ -318,15 +315,13 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         fragments(jc)
 
     def barrier() -> None:
-        """Every thread's copies visible and its products of two tiles back done: in the block,
-        or with a pair in both blocks of the cluster (which also read each other's B)."""
-        if pair:  # release/acquire: the partner reads this block's copies (a MEMBAR.ALL.GPU per
-            # tile in SASS; run 2's relaxed arrive was 1.2x faster and passed the checks, but
-            # the memory model does not order the partner's reads without the release)
-            em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
-                    'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
-        else:
-            em.barrier({"CLK_LOCAL_MEM_FENCE"})
+        """Every thread's copies visible and its products of two tiles back done in both blocks
+        of the cluster (which also read each other's B). Release/acquire: the partner reads this
+        block's copies (a MEMBAR.ALL.GPU per tile in SASS; run 2's relaxed arrive was 1.2x
+        faster and passed the checks, but the memory model does not order the partner's reads
+        without the release)."""
+        em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+                'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
 
     # prologue: tiles 0 .. L-1 in flight, tile 0 prepared
     for j in range(ahead):
@@ -346,9 +341,9 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
         pin()
     em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
-    if pair:  # neither block leaves while the other may still read its shared memory
-        em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
-                'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
+    # neither block leaves while the other may still read its shared memory
+    em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+            'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
 
     out = dest.access(cst(0))
     w = 2 * nb
