@@ -111,7 +111,6 @@ def main(argv: list[str] | None = None) -> None:
     import cupy as cp
 
     from liftkit.backends.cuda import CUDARunner, ModuleCache, list_devices
-    from liftkit.backends.cuda.cache import cuda_options, module_key, wrap_entry
     from liftkit.backends.cuda.nvrtc import arch_for
     from liftkit.bench.timing import cupy_times, median
 
@@ -139,11 +138,7 @@ def main(argv: list[str] | None = None) -> None:
             built[r["v"]] = r
             if "error" not in r:
                 k = r["compiled"].kernels[0]
-                key = module_key(k.source, device, cuda_options(device, k.build_options))
-                path = cache.path_for(key)
-                assert path is not None
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(wrap_entry(r["cubin"], key))
+                cache.put(device, k.source, k.build_options, r["cubin"])
     say(f"built {len(jobs)} derivations in {time.time() - t0:.1f} s "
         f"({sum('error' in r for r in built.values())} failed)")
     for v in jobs:

@@ -24,7 +24,7 @@ pytest.importorskip("cuda.bindings", reason="cuda-python is not installed")
 from liftkit.backends.cuda import (  # noqa: E402
     CUDAError, ModuleCache, NVRTCError, compile_cuda, list_devices, module_key,
 )
-from liftkit.backends.cuda.cache import MAGIC, unwrap_entry, wrap_entry  # noqa: E402
+from liftkit.backends.cuda.cache import MAGIC, cuda_options, unwrap_entry, wrap_entry  # noqa: E402
 from liftkit.backends.cuda.nvrtc import CompileServer, compile_server  # noqa: E402
 
 CUDA = CompileOptions(dialect="cuda")
@@ -96,6 +96,15 @@ def test_module_keys_change_with_everything_that_changes_the_binary() -> None:
                 module_key("src", dev, ("-arch=sm_90",)), module_key("src", other, ("-arch=sm_90a",))}) == 4
 
 
+
+
+def test_a_cubin_built_elsewhere_is_stored_under_the_key_get_looks_up(tmp_path) -> None:
+    """`ModuleCache.put` (the benchmarks' pools of NVRTC processes) writes the entry `get`
+    reads for the same source, options and device."""
+    dev, cache = _fake_device(), ModuleCache(tmp_path)
+    cache.put(dev, "src", ("-DX=1",), b"\x7fELF...")
+    key = module_key("src", dev, cuda_options(dev, ("-DX=1",)))
+    assert unwrap_entry(cache.path_for(key).read_bytes(), key) == b"\x7fELF..."
 def test_damaged_disk_entries_are_never_used(tmp_path, caplog) -> None:
     cache = ModuleCache(tmp_path)
     key = "k" * 64

@@ -89,7 +89,6 @@ def main() -> None:
     import cupy as cp
 
     from liftkit.backends.cuda import CUDARunner, ModuleCache, list_devices
-    from liftkit.backends.cuda.cache import cuda_options, module_key, wrap_entry
     from liftkit.backends.cuda.nvrtc import arch_for, nvrtc_version
     from liftkit.bench.timing import cupy_times, median
 
@@ -111,11 +110,7 @@ def main() -> None:
             if "error" in r:
                 continue
             for k, cubin in zip(r["compiled"].kernels, r["cubins"]):
-                key = module_key(k.source, device, cuda_options(device, k.build_options))
-                path = cache.path_for(key)
-                assert path is not None
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(wrap_entry(cubin, key))
+                cache.put(device, k.source, k.build_options, cubin)
     print(f"built {len(variants)} derivations in {time.time() - t0:.1f} s", flush=True)
     for v in variants:
         b = built[v]

@@ -101,6 +101,11 @@ class ModuleCache:
             self._memory.popitem(last=False)
         return mod
 
+    def put(self, device: Device, source: str, options: Sequence[str], cubin: bytes) -> None:
+        """Store a cubin built elsewhere (a pool of NVRTC processes) for `source`, so a later
+        `get` of the same source, options and device loads it from disk instead of compiling."""
+        self._store(module_key(source, device, cuda_options(device, options)), cubin)
+
     # -- disk ------------------------------------------------------------------------------------
 
     def _from_disk(self, key: str, name: str) -> Any:
