@@ -336,6 +336,27 @@ def test_literal_types() -> None:
     assert lit_of("[1.0f, 2.0f]").type == float32[2]
 
 
+def test_repeated_array_literals_print_short_and_read_back() -> None:
+    """A tile's zero accumulators print as `[v; n]` (n copies), not thousands of zeros."""
+    zeros = parse("[[float4(0.0f, 0.0f, 0.0f, 0.0f); 2]; 8]")
+    assert isinstance(zeros, Literal) and zeros.type == float4[2][8]
+    assert np.asarray(zeros.value).shape == (8, 2, 4) and not np.asarray(zeros.value).any()
+    assert show(zeros) == "[[float4(0.0f, 0.0f, 0.0f, 0.0f); 2]; 8]"
+    assert show(parse("[1.0f, 1.0f, 1.0f]")) == "[1.0f; 3]"
+    assert show(parse("[1.0f, 2.0f, 1.0f]")) == "[1.0f, 2.0f, 1.0f]"
+    assert show(parse("[(1, 2.0f); 2]")) == "[(1, 2.0f); 2]"
+    with pytest.raises(ParseError, match=r"n must be a positive integer, not '0'"):
+        parse("[1.0f; 0]")
+
+
+def test_identities_made_by_the_rules_read_back() -> None:
+    """`id_float4` (userfuns.id_of) is named in derived programs; the parser knows it unasked."""
+    f = parse("mapSeq(id_float4)")
+    assert show(f) == "mapSeq(id_float4)"
+    with pytest.raises(ParseError, match="unknown function 'id_floaty'"):
+        parse("mapSeq(id_floaty)")
+
+
 @pytest.mark.parametrize("text", [
     "float", "float4", "int2", "(float, int)", "[float]_N", "[[float]_M]_N", "[float]_(N/4)",
     "[(float, [int]_4)]_(2*N + 1)", "((float, double), bool)", "[long8]_16",

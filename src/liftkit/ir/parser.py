@@ -7,6 +7,8 @@ diffed as text. The grammar is the printer's:
 
     program := 'λ' '(' name ':' type (',' name ':' type)* ')' '.' expr
     expr    := literal | name | chain '(' expr (',' expr)* ')'
+    literal := number | vecN '(' ... ')' | '(' literal (',' literal)+ ')' | '[' literal (',' literal)* ']'
+             | '[' literal ';' N ']'       -- N copies (a tile's zero accumulators)
     chain   := term ('∘' term)*          -- (f ∘ g)(x), or f ∘ g(x): the whole chain applied
     term    := pattern | userfun | '(' fun ')'
     fun     := 'λ' params '.' expr | chain
@@ -24,7 +26,7 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -42,7 +44,7 @@ from liftkit.ir.lexer import (
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Literal, Node, Param, UserFun
 from liftkit.ir.nodes import apply as beta_apply
 from liftkit.ir.patterns import PATTERNS_BY_NAME, Boundary, IndexFun, Kind, Pattern
-from liftkit.ir.userfuns import standard_user_funs
+from liftkit.ir.userfuns import id_of, standard_user_funs
 from liftkit.types import (
     SCALARS,
     ArrayType,
@@ -91,6 +93,40 @@ def _standard() -> Mapping[str, UserFun]:
     return dict(standard_user_funs())
 
 
+class _WithIdentities(Mapping[str, UserFun]):
+    """The caller's user functions plus the copying identities `id_float4`, `id_double2`, ...
+    that the rules make on demand (`userfuns.id_of`): a derived program's text names them."""
+
+    def __init__(self, funs: Mapping[str, UserFun]) -> None:
+        self.funs = funs
+
+    def _identity(self, name: str) -> Optional[UserFun]:
+        if not name.startswith("id_"):
+            return None
+        try:
+            t = parse_type(name[3:])
+        except ParseError:
+            return None
+        return id_of(t) if isinstance(t, (ScalarType, VectorType)) else None
+
+    def __getitem__(self, name: str) -> UserFun:
+        if name in self.funs:
+            return self.funs[name]
+        f = self._identity(name)
+        if f is None:
+            raise KeyError(name)
+        return f
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self.funs or self._identity(name) is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.funs)
+
+    def __len__(self) -> int:
+        return len(self.funs)
+
+
 class _Parser:
     """Recursive descent over the token list; one instance per parse (it holds the size variables
     and the lexical scopes of parameters)."""
@@ -99,7 +135,8 @@ class _Parser:
         self.text = text
         self.toks = tokenize(text)
         self.i = 0
-        self.user_funs: Mapping[str, UserFun] = _standard() if user_funs is None else user_funs
+        self.user_funs: Mapping[str, UserFun] = _WithIdentities(
+            _standard() if user_funs is None else user_funs)
         self.sizes: dict[str, Var] = {}
         self.scopes: list[dict[str, Param]] = []
         self.free: Optional[dict[str, Param]] = {} if free else None
@@ -490,9 +527,17 @@ class _Parser:
         if self.at("]"):
             raise self.error("an empty array literal has no element type", t)
         elems = [self.literal()]
-        while self.at(","):
+        if self.at(";"):  # `[v; n]`: n copies of v
             self.next()
-            elems.append(self.literal())
+            n = self.next()
+            if n.kind != "num" or not n.text.isdigit() or int(n.text) < 1:
+                raise self.error(f"`[v; n]` repeats v n times: n must be a positive integer, "
+                                 f"not {n}", n)
+            elems = elems * int(n.text)
+        else:
+            while self.at(","):
+                self.next()
+                elems.append(self.literal())
         self.expect("]", "to close the array literal")
         et = elems[0].type
         if any(e.type != et for e in elems):

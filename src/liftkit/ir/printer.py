@@ -89,7 +89,10 @@ def show_literal(value: Any, t: Type) -> str:
     if isinstance(t, TupleType):
         return "(" + ", ".join(show_literal(v, et) for v, et in zip(value, t.elems)) + ")"
     if isinstance(t, ArrayType):
-        return "[" + ", ".join(show_literal(v, t.elem) for v in value) + "]"
+        elems = [show_literal(v, t.elem) for v in value]
+        if len(elems) > 1 and all(e == elems[0] for e in elems):
+            return f"[{elems[0]}; {len(elems)}]"  # n copies, as a tile's zero accumulators are
+        return "[" + ", ".join(elems) + "]"
     raise TypeError(f"cannot print a literal of type {t}")
 
 
