@@ -169,15 +169,18 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
 
 
 def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0,
-            ik: int = 0, ahead: int = 0) -> Strategy:
+            ik: int = 0, ahead: int = 0, group: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
+    from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
 
     extra: dict[str, Any] = {"lines": True} if lines else {}
     if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8)
         extra["ik"] = ik
     if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
         extra["ahead"] = ahead
-    return rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
+    tiles = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
+    # group: the blocks started `group` rows of tiles at a time (wrg-row-groups), for L2 reuse
+    return seq(tiles, topdown(rule(WRG_ROW_GROUPS, g=group))) if group else tiles
 
 
 def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
@@ -241,8 +244,9 @@ def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
 # what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8 (and
-# its fragments read ahead), the SGEMM tail split along K
-_NOT_GUARDED = ("rot", "ik", "ahead", "split", "slots", "bound")
+# its fragments read ahead), the SGEMM tail split along K, the grouped block order (its grid
+# of row groups needs whole groups of row tiles)
+_NOT_GUARDED = ("rot", "ik", "ahead", "split", "slots", "bound", "group")
 def edge_forms(variant: "Variant") -> list["Variant"]:
     """The guarded forms of a tiled variant, the closest first: the same tiles without what
     `_NOT_GUARDED` names (padded by whole vectors or chunks: their width divides N and K), then
@@ -384,8 +388,9 @@ GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32,
 
 def _cuda_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
+    from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
 
-    return CUDA_RULES_BY_NAME
+    return {**CUDA_RULES_BY_NAME, WRG_ROW_GROUPS.name: WRG_ROW_GROUPS}
 
 
 # tilings (tm, tn, tk, warps, staged, lines) of the FP64 tensor-core derivation the tuner tries,
@@ -474,16 +479,18 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             _mm_mma,
             lambda dev: [_mma_params(p) for p in MMA_SPACE] + _mma_k8_space()
             if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0: _tiled_multiples(
+            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0, group=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
                                  **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
-                                 **({"ahead": ahead} if ahead else {})),
-                {"M": tm, "N": tn, "K": tk}),
+                                 **({"ahead": ahead} if ahead else {}),
+                                 **({"group": group} if group else {})),
+                {"M": tm * max(group, 1), "N": tn, "K": tk}),  # whole groups of row tiles
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
     Codelet("tiles-async", ("mm",), "the tiles codelet (float4 register blocks) with its A and B "
             "tile copies made cp.async `stages` deep (the mm-tiles-async macro: mm-local-tiles, "
             "then tiles-async, rewrite.rules.cuda; split/slots/bound: then mm-split-tail, the last "
-            "partial wave of `slots` tiles split along K); CUDA only, float32 NN (FFMA: same precision)",
+            "partial wave of `slots` tiles split along K); CUDA only, float32 (FFMA: same "
+            "precision); NT and TN tile their transposed operand as stored (kt, no transpose pass)",
             _mm_tiles_async,
             lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn", "stages"), p))
                          for p in TILES_ASYNC_SPACE] if dev == "gpu" else [],
