@@ -22,7 +22,7 @@ from liftkit.arith.evalnp import eval_numpy
 from liftkit.backends.errors import BackendError
 from liftkit.backends.hostdata import pack_scalar
 from liftkit.codegen.constraints import Divides, divisibility_checks
-from liftkit.codegen.kernel import CompiledProgram, Kernel, NDRange
+from liftkit.codegen.kernel import CompiledProgram, Kernel, KernelArg, NDRange
 from liftkit.semantics.interpreter import bind_sizes
 from liftkit.semantics.values import to_numpy
 from liftkit.types import SCALARS, TupleType, Type
@@ -287,9 +287,16 @@ class HostPipeline(ABC):
                 values.append(self.size_value(
                     a.ctype, self.eval(a.size, sizes, f"{label}: argument {a.name}"),
                     f"{label}: kernel {k.name} argument {a.name} = {a.size}"))
+            elif a.kind == "tensormap" and a.buffer in bufs and a.tensor_map is not None:
+                values.append(self.tensor_map(a, bufs[a.buffer], sizes, label))
             else:
                 raise self.error(f"{label}: kernel {k.name}: unknown argument kind {a.kind!r}")
         return values
+
+    def tensor_map(self, a: KernelArg, buffer: Any, sizes: Mapping[str, int], label: str) -> Any:
+        """The value of a tensor-map argument over `buffer` (CUDA's bulk tensor copy)."""
+        raise self.error(f"{label}: argument {a.name} is a CUDA tensor map; run the program on "
+                         "the CUDA backend")
 
     def param_by_buffer(self, compiled: CompiledProgram, name: str) -> int:
         pname = name.split(":", 1)[-1]

@@ -20,7 +20,8 @@ from liftkit.codegen.complex import complex_definitions
 from liftkit.codegen.dialect import Dialect, dialect_named
 from liftkit.codegen.emit import Emitter, Names
 from liftkit.codegen.generator import Ctx, Generator, user_fun_definition
-from liftkit.codegen.kernel import Buffer, CompiledProgram, CompileOptions, Kernel, KernelArg, NDRange
+from liftkit.codegen.kernel import (TENSOR_MAP_CTYPE, Buffer, CompiledProgram, CompileOptions, Kernel,
+                                   KernelArg, NDRange)
 from liftkit.codegen.cuda_schedule import split_parts
 from liftkit.codegen.memory import (Memory, bytes_of, c_layout, ctype, element_count, storage_elem,
                                     struct_definition)
@@ -104,6 +105,7 @@ class _Recorder(TypeChecker):
     def __init__(self) -> None:
         super().__init__()
         self.maps: list[tuple[P.ParallelMap, ArithExpr, tuple[P.Pattern, ...]]] = []
+        self.required = 0  # threads a CUDA pattern needs in one work-group (may exceed the cap)
 
     def apply(self, f, arg_types, env, enclosing):  # type: ignore[no-untyped-def]
         out = super().apply(f, arg_types, env, enclosing)
@@ -111,6 +113,7 @@ class _Recorder(TypeChecker):
             self.maps.append((f, out.length, enclosing))
         if isinstance(f, P.CudaPattern) and (n := f.threads(arg_types)) is not None:
             self.maps.append((P.MapLcl(f.f, 0), n, enclosing))  # runs on n threads of dimension 0
+            self.required = max(self.required, n.value if n.is_constant else 0)
         if (parts := split_parts(f)) is not None:  # reduceSplitTail: its parts along the grid's z
             self.maps.append((P.MapWrg(f.f, 2), cst(parts), enclosing))
         return out
@@ -134,7 +137,7 @@ def launch_geometry(body: Expr, env: Mapping[Param, Type], options: CompileOptio
             lens = [n.value for m, n, _ in maps if isinstance(m, P.MapLcl) and m.dim == d and n.is_constant]
             any_lcl = any(isinstance(m, P.MapLcl) and m.dim == d for m, _, _ in maps)
             sizes.append(max(lens) if lens else (DEFAULT_LOCAL_SIZE if any_lcl else 1))
-        while _product(sizes) > MAX_LOCAL_ITEMS:  # halve the largest dimension
+        while _product(sizes) > max(MAX_LOCAL_ITEMS, rec.required):  # halve the largest dimension
             k = sizes.index(max(sizes))
             sizes[k] = (sizes[k] + 1) // 2
         local = tuple(sizes)
@@ -185,6 +188,7 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
     dialect = dialect_named(options.dialect)
     em = Emitter(ar, Names(taken), dict(multiples or {}), dialect)
     gen = Generator(options, em, local, barrier_free_maps(body), final_maps(body))
+    gen.whole_grid = any(getattr(n, "whole_grid", False) for n in walk(body))
 
     env: dict[Param, View] = {}
     args: list[KernelArg] = []
@@ -230,8 +234,13 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary", zeroed=tmp.zeroed))
     for s in size_names:
         args.append(KernelArg("size", s, "int", size=_var(s)))
+    by_name = {a.name: a.buffer for a in args if a.kind == "buffer"}
+    for tname, over, spec in em.tensor_maps:  # CUDA tensor maps over input buffers (TMA)
+        args.append(KernelArg("tensormap", tname, TENSOR_MAP_CTYPE, buffer=by_name[over],
+                              tensor_map=spec))  # type: ignore[arg-type]
     source, dynamic = _assemble(em, name, args)
-    return Kernel(name, source, tuple(args), ndrange, dynamic_shared=dynamic), buffers, out_t
+    return Kernel(name, source, tuple(args), ndrange, dynamic_shared=dynamic,
+                  whole_grid=gen.whole_grid), buffers, out_t
 
 
 def _check_temp_size(t: Type, size_names: Sequence[str], body: Expr) -> None:
@@ -280,6 +289,10 @@ def _var(name: str) -> ArithExpr:
     return size_var(name)
 
 
+# the CUtensorMap a kernel takes by value (cuda.h's layout: 128 bytes, 64-byte aligned)
+TENSOR_MAP_STRUCT = "struct __align__(64) lk_tensor_map { unsigned long long opaque[16]; };"
+
+
 def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> tuple[str, int]:
     """The kernel's source, and the bytes of dynamic local memory its launch must provide."""
     d: Dialect = em.dialect
@@ -290,6 +303,8 @@ def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> tuple[str, i
         lines.append(struct_definition(t))
     for f in em.user_funs.values():
         lines.append(user_fun_definition(f, d))
+    if any(a.kind == "tensormap" for a in args):
+        lines.append(TENSOR_MAP_STRUCT)
     if lines:
         lines.append("")
     params = ",\n    ".join(f"{a.ctype} {a.name}" for a in args)

@@ -234,6 +234,10 @@ def reduce_wgmma(g: "Generator", p: P.ReduceWgmma, args: Sequence["Arg"], env: d
     """See the module docstring."""
     from liftkit.codegen.generator import Scope
 
+    if isinstance(p, P.ReduceWgmmaTma):  # tiles copied by TMA: codegen/cuda_wgmma_tma.py
+        from liftkit.codegen.cuda_wgmma_tma import reduce_wgmma_tma
+
+        return reduce_wgmma_tma(g, p, args, env, ctx, dest)
     if isinstance(p, P.ReduceWgmmaAsync):  # tiles copied by cp.async: codegen/cuda_wgmma_async.py
         from liftkit.codegen.cuda_wgmma_async import reduce_wgmma_async
 

@@ -121,6 +121,9 @@ class Emitter:
         self.uses_vectors = False
         # kernel attributes a pattern needs (CUDA: __cluster_dims__), between prefix and name
         self.kernel_attributes: list[str] = []
+        # CUDA tensor maps a pattern reads (the bulk tensor copy): (parameter name, name of the
+        # buffer parameter it describes, its kernel.TensorMap), extra kernel parameters
+        self.tensor_maps: list[tuple[str, str, object]] = []
 
     # -- structure ---------------------------------------------------------------------------
     @property

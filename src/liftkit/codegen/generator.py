@@ -85,6 +85,9 @@ class Generator:
         self.thread_ids: dict[str, int] = {}
         # fences of the barriers a sequential loop of one mapLcl call holds back until it ends
         self.deferred_fences: Optional[set[str]] = None
+        # one block per work-group (a CUDA pattern's `whole_grid`): mapWrg runs as an `if`, no
+        # grid-stride loop (ptxas keeps setmaxnreg's register counts only outside loops)
+        self.whole_grid = False
 
     # -- helpers -----------------------------------------------------------------------------
     def type_env(self, env: dict[Param, View]) -> dict[Param, Type]:
@@ -405,6 +408,11 @@ class Generator:
                     self.thread_ids[name] = dim
                 yield var, scope_ctx
                 return
+            with self.em.if_(f"{first} < {n.to_c()}"):
+                self.em.line(f"int {name} = {first};")
+                yield var, scope_ctx
+            return
+        if kind == "wrg" and self.whole_grid:  # the launch gives every work-group a block
             with self.em.if_(f"{first} < {n.to_c()}"):
                 self.em.line(f"int {name} = {first};")
                 yield var, scope_ctx

@@ -15,7 +15,7 @@ from liftkit.arith import ArithExpr
 from liftkit.ir.nodes import Lambda
 from liftkit.types import Type
 
-ArgKind = Literal["buffer", "scalar", "size"]
+ArgKind = Literal["buffer", "scalar", "size", "tensormap"]
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,25 @@ class Buffer:
 
 
 @dataclass(frozen=True)
+class TensorMap:
+    """A CUDA tensor map (CUtensorMap, what the bulk tensor copy engine reads) that the host
+    encodes for each launch over a float32 buffer seen as rows of `row` elements (the inner
+    dimension and the row stride; `elements` / `row` rows): boxes of `box` = (elements along a
+    row, rows) land in shared memory with the `swizzle` (0 or 128 bytes) the kernel reads them with."""
+
+    row: ArithExpr
+    elements: ArithExpr
+    box: tuple[int, int]
+    swizzle: int = 0
+
+
+TENSOR_MAP_CTYPE = "const __grid_constant__ lk_tensor_map"  # 128 opaque bytes, passed by value
+
+
+@dataclass(frozen=True)
 class KernelArg:
-    """One kernel parameter, in order: a buffer (by name), a scalar program input, or a size."""
+    """One kernel parameter, in order: a buffer (by name), a scalar program input, a size, or a
+    tensor map (CUDA) over a buffer (`buffer`, its shape in `tensor_map`)."""
 
     kind: ArgKind
     name: str  # the C parameter name
@@ -85,6 +102,7 @@ class KernelArg:
     buffer: Optional[str] = None  # for kind == "buffer"
     param_index: Optional[int] = None  # for kind == "scalar": which program parameter
     size: Optional[ArithExpr] = None  # for kind == "size": the value (usually a size variable)
+    tensor_map: Optional[TensorMap] = None  # for kind == "tensormap"
 
 
 @dataclass(frozen=True)
@@ -113,6 +131,8 @@ class Kernel:
     # CUDA: bytes of local (shared) memory carved from the launch's dynamic shared memory, for
     # kernels needing more than the 48 KB a block may declare statically (0: none)
     dynamic_shared: int = 0
+    # CUDA: one block per work-group, no grid-stride loop: the launch must not cap the grid
+    whole_grid: bool = False
 
     @property
     def function(self) -> str:

@@ -17,13 +17,14 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from liftkit.backends.cuda import tensor_maps
 from liftkit.backends.cuda.arrays import Borrowed, check_input, device_array, new_result, plain_result
 from liftkit.backends.cuda.cache import ModuleCache
 from liftkit.backends.cuda.devices import Device, check, select_device
 from liftkit.backends.cuda.nvrtc import CUDAError
 from liftkit.backends.hostdata import buffer_layout, host_buffer, pack_array, unpack
 from liftkit.backends.pipeline import HostPipeline, Launch, Transfers, in_dialect
-from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel
+from liftkit.codegen.kernel import CompiledProgram, CompileOptions, Kernel, KernelArg
 from liftkit.ir.nodes import Lambda
 from liftkit.semantics.values import leaves, to_numpy
 from liftkit.types import ArrayType, bool_
@@ -140,6 +141,11 @@ class CUDARunner(HostPipeline):
             if b > bmax:
                 raise CUDAError(f"{label}: kernel {k.name}: local size {b} in dimension {d} exceeds "
                                 f"{dev.label}'s limit {bmax}")
+        if k.whole_grid and any(-(-g // b) > gmax for g, b, gmax in
+                                zip(launch.global_size, block, dev.max_grid_dims)):
+            raise CUDAError(f"{label}: kernel {k.name} runs one block per work-group, but "
+                            f"{launch.global_size} threads in groups of {block} exceed "
+                            f"{dev.label}'s grid of {dev.max_grid_dims} blocks")
         if shared > dev.shared_memory_per_block:
             raise CUDAError(f"{label}: kernel {k.name} needs {shared} bytes of local (shared) "
                             f"memory; {dev.label} has {dev.shared_memory_per_block}")
@@ -222,15 +228,33 @@ class CUDARunner(HostPipeline):
     def _event(self) -> Any:
         return self.stream.record(options=self._core.EventOptions(timing_enabled=True))
 
+    def tensor_map(self, a: KernelArg, buffer: Any, sizes: Mapping[str, int], label: str) -> Any:
+        spec = a.tensor_map
+        assert spec is not None
+        what = f"{label}: argument {a.name}"
+        try:
+            return tensor_maps.encode(_driver(), spec, int(buffer), self.eval(spec.row, sizes, what),
+                                      self.eval(spec.elements, sizes, what))
+        except ValueError as err:
+            raise CUDAError(f"{what}: {err}") from None
+
     def enqueue(self, kernels: Sequence[Any], launches: Sequence[Launch],
                 args: Sequence[Sequence[Any]]) -> tuple[float, ...]:
         c = self._core
         events = [self._event()]
         for kernel, launch, values in zip(kernels, launches, args):
             block, grid = self.geometry(launch)
+            shared = self._dynamic.get(id(kernel), 0)
+            if any(isinstance(v, tensor_maps.EncodedTensorMap) for v in values):
+                try:  # a tensor map goes by value: cuda.core's launch takes none (before 0.5)
+                    tensor_maps.launch(_driver(), kernel, grid, block, shared, self.stream.handle, values)
+                except (RuntimeError, TypeError) as err:
+                    raise CUDAError(f"kernel {launch.kernel}: the launch failed ({err})") from None
+                events.append(self._event())
+                continue
             values = [_kernel_value(v, launch.kernel, i) for i, v in enumerate(values)]
             try:
-                config = c.LaunchConfig(grid=grid, block=block, shmem_size=self._dynamic.get(id(kernel), 0))
+                config = c.LaunchConfig(grid=grid, block=block, shmem_size=shared)
                 c.launch(self.stream, config, kernel, *values)
             except Exception as err:  # noqa: BLE001 - cuda.core's own error type
                 raise CUDAError(f"kernel {launch.kernel}: the launch failed ({err})") from None

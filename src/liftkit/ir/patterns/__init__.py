@@ -13,7 +13,8 @@ from liftkit.ir.patterns.cuda import (
     CUDA_PATTERNS, CudaPattern, ReduceMma, ReduceMmaBF16, ReduceMmaF64, ReduceMmaF64K8,
     ReduceMmaTF32, ReduceWarp,
     ReduceWgmma, ReduceWgmmaAsync, ReduceWgmmaAsyncTF32, ReduceWgmmaAsyncTF32Z, ReduceWgmmaPair,
-    ReduceWgmmaPairTF32, ReduceWgmmaPairTF32Z, ReduceWgmmaTF32, ReduceWgmmaTF32Z, ToLocalAsync,
+    ReduceWgmmaPairTF32, ReduceWgmmaPairTF32Z, ReduceWgmmaTF32, ReduceWgmmaTF32Z, ReduceWgmmaTma,
+    ReduceWgmmaTmaTF32Z, ToLocalAsync,
 )
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
@@ -73,5 +74,6 @@ __all__ = [
     "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceMmaF64K8", "ReduceWgmma",
     "ReduceWgmmaTF32",
     "ReduceWgmmaTF32Z", "ReduceWgmmaAsync", "ReduceWgmmaAsyncTF32", "ReduceWgmmaAsyncTF32Z",
-    "ReduceWgmmaPair", "ReduceWgmmaPairTF32", "ReduceWgmmaPairTF32Z", "ToLocalAsync",
+    "ReduceWgmmaPair", "ReduceWgmmaPairTF32", "ReduceWgmmaPairTF32Z", "ReduceWgmmaTma",
+    "ReduceWgmmaTmaTF32Z", "ToLocalAsync",
 ]

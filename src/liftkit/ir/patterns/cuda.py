@@ -34,6 +34,9 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
 - `reduceWgmmaPairTF32 w s (f, z)`, `reduceWgmmaPairTF32Z w s (f, z)`: reduceWgmmaAsync run by
   the two blocks of a 2-block cluster that share their B tiles: each copies half of B, both read
   all of it (distributed shared memory), so B crosses from L2 once per pair.
+- `reduceWgmmaTmaTF32Z w s (f, z)`: the same meaning once more, the tiles copied raw by the bulk
+  tensor copy engine (TMA) on mbarriers, `s` stages, by a producer warpgroup beside w/4 consumer
+  warpgroups; truncation only (the tensor cores read the copied float32 bits truncated).
 - `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl of id) that
   is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it, or
   of the reduceSeq whose function starts with it (`λ(acc, t). (λ(x, y). …)(… toLocalAsync s
@@ -74,6 +77,8 @@ class CudaPattern(Pattern):
 
     feature: ClassVar[str] = ""
     refusal: ClassVar[str] = ""
+    # its kernel runs one block per work-group (no grid-stride loop around it)
+    whole_grid: ClassVar[bool] = False
 
     def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
         """Threads along dimension 0 the pattern runs on (the launch geometry counts them as a
@@ -502,9 +507,59 @@ class ReduceWgmmaPairTF32Z(ReduceWgmmaPair):
     rounding = "truncTF32"
 
 
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaTma(ReduceWgmma):
+    """reduceWgmmaTma<P> w s (f, z): the meaning of reduceWgmma<P> w s (f, z), its tiles copied
+    raw by the bulk tensor copy engine (TMA, `cp.async.bulk.tensor` on an mbarrier per stage,
+    `s` stages) into the layouts the warpgroup MMA reads, by one producer warpgroup beside the
+    w/4 consumer warpgroups (w + 4 warps in all); the consumers compute Cᵀ = B·Aᵀ as
+    reduceWgmmaAsync does (A through matrix descriptors, B from shared memory into registers).
+    Only truncation (TF32Z): the copies carry raw float32 bits, which the tensor cores read
+    truncated."""
+
+    feature = "wgmma"
+    shape = (8, 64, 8)
+    whole_grid = True  # setmaxnreg: ptxas keeps the consumers' registers only outside loops
+
+    @property
+    def refusal(self) -> str:  # type: ignore[override]
+        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, and the "
+                "bulk tensor copy, TMA, sm_90a); OpenCL C has neither: compile with --backend cuda, "
+                "or multiply the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+
+    def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
+        return cst(WARP * (self.warp_count() + 4))  # the consumers and one producer warpgroup
+
+    def stage_count(self) -> int:
+        if not self.stages.is_constant or not 2 <= self.stages.value <= 8:
+            raise PatternError(f"{self.name} {self.warps} {self.stages}: the number of staged "
+                               "tiles must be a constant from 2 to 8")
+        return self.stages.value
+
+    def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
+        m, n, k, ops = ReduceMma.check_tiles(self, ops)
+        groups = self.warp_count() // 4
+        if (m > WGMMA_ASYNC_MAX_M or m % 8 or n % (64 * groups) or n // (64 * groups) not in (1, 2)
+                or k % WGMMA_ROW):
+            raise PatternError(
+                f"{self.name}: tiles {m}×{k} and {n}×{k} do not fit {groups} consumer warpgroup(s) "
+                f"of wgmma with B in registers (m a multiple of 8 up to {WGMMA_ASYNC_MAX_M}, the "
+                f"instruction's n; n {64 * groups} or {128 * groups}, one or two 64-row blocks "
+                f"per warpgroup; k a multiple of {WGMMA_ROW}, one 128-byte swizzled row)")
+        return m, n, k, ops
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaTmaTF32Z(ReduceWgmmaTma):
+    """Operands truncated to TF32 (as truncTF32)."""
+
+    name = "reduceWgmmaTmaTF32Z"
+    rounding = "truncTF32"
+
+
 WGMMA_PATTERNS: tuple[type[ReduceWgmma], ...] = (ReduceWgmmaTF32, ReduceWgmmaTF32Z, ReduceWgmmaAsyncTF32,
                                                  ReduceWgmmaAsyncTF32Z, ReduceWgmmaPairTF32,
-                                                 ReduceWgmmaPairTF32Z)
+                                                 ReduceWgmmaPairTF32Z, ReduceWgmmaTmaTF32Z)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,13 @@
+#!/bin/bash
+# One device call: the TMA warpgroup GEMM checked (every offered tiling) and timed beside cuBLAS TF32,
+# then the gpu-marked tests. Usage: run(command="bash results/issue12/tma/run.sh", carry=[".device-kit", ".device-extra"])
+set -o pipefail
+source .device-kit/setup.sh
+pip install -q --no-index --no-deps --target /tmp/device-site .device-extra/*.whl 2>/dev/null
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv > $OUT/gpu.txt 2>&1
+python3 -c "import cuda.core, cuda.bindings; print('cuda.core', cuda.core.__version__, 'cuda.bindings', cuda.bindings.__version__)" >> $OUT/gpu.txt 2>&1
+timeout 300 python3 benchmarks/cuda_wgmma_tma.py --repeat 30 ${TMA_ONLY:+--only $TMA_ONLY} 2>&1 | tee $OUT/bench.log
+rc=$?
+timeout 120 python3 -m pytest -q -x -p no:randomly -m gpu tests/codegen/test_cuda_wgmma_tma.py 2>&1 | tail -15 | tee $OUT/gpu_tests.log
+exit $rc

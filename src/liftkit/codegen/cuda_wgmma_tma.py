@@ -1,0 +1,337 @@
+"""Code generation for reduceWgmmaTmaTF32Z (`liftkit.ir.patterns.cuda`): Hopper's warpgroup MMA
+fed by the bulk tensor copy engine (TMA), a producer warpgroup beside the consumers.
+
+As in codegen/cuda_wgmma_async.py the kernel computes Cᵀ = B·Aᵀ (TF32 wgmma reads only k-major
+tiles from shared memory, and B of a row-major product lies along n): A's tile (m×k, contiguous
+along k) is the instruction's shared-memory operand, B's tile (k rows of n floats) goes from
+shared memory into the A-fragment registers of the register form of `wgmma.mma_async…tf32`.
+What differs is how the tiles arrive:
+
+- Two tensor maps (`CUtensorMap`, encoded by the host for each launch, kernel parameters
+  `const __grid_constant__`, `liftkit.codegen.kernel.TensorMap`): A as rows of K floats in boxes
+  of 32×m with the 128-byte swizzle, which lays each k-atom out exactly as the matrix
+  descriptors read it (`cuda_wgmma.offset`); B as rows of N floats in one box of n×k, unswizzled
+  (a lane's 2nb adjacent columns are one 8- or 16-byte shared load; with nb = 2 a warp's loads
+  touch every bank once per 128 bytes).
+- `s` stages, each with a `full` and an `empty` mbarrier. One thread of the producer warpgroup
+  (the last, `setmaxnreg.dec` to 40 registers) waits until stage i mod s is empty, arms its full
+  barrier with the tile's bytes (`mbarrier.arrive.expect_tx`) and issues the copies
+  (`cp.async.bulk.tensor.2d…mbarrier::complete_tx::bytes`), which complete on it. The copy
+  engine writes through the async proxy, which the tensor cores read as well: no fence, no
+  block barrier per tile.
+- The consumer warpgroups (`setmaxnreg.inc`, with two of them) per tile i: B's fragments move
+  from `pre` into the registers the products read, wgmma.fence, the products of tile i, commit;
+  while they run, wait for tile i+1's full barrier (`mbarrier.try_wait.parity`, phase (i+1)/s
+  mod 2) and load its fragments into `pre`; `wgmma.wait_group 0`; one arrive per warp on tile
+  i's empty barrier (its A and B are no longer read).
+
+Every tiling the rule offers passes `plan_error`; the GPU check (results/issue12/tma/) runs each
+over several k-tiles and pipeline wraps before any is offered to the search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from liftkit.arith import ArithExpr, Var, cst
+from liftkit.codegen import views as V
+from liftkit.codegen.cuda_wgmma import (ALIGN, ROW_BYTES, SHARED_LIMIT, _desc_c, _rounded,
+                                        global_element, hopper_prologue, tile_direction)
+from liftkit.codegen.cuda_wgmma_async import _vector_place
+from liftkit.codegen.kernel import TensorMap
+from liftkit.codegen.views import CodegenError, MemLoc, View
+from liftkit.ir import patterns as P
+from liftkit.ir.patterns.cuda import WARP, WGMMA_ROW
+from liftkit.types import ArrayType, ScalarType, float32
+
+if TYPE_CHECKING:  # pragma: no cover
+    from liftkit.codegen.generator import Arg, Ctx, Generator
+    from liftkit.ir.nodes import Param
+
+PRODUCER_REGISTERS = 40  # the producer warpgroup's registers after setmaxnreg.dec
+REGISTER_FILE = 65536  # 32-bit registers of an SM, all for one block
+MAX_CONSUMER_REGISTERS = 192  # accumulators + both fragment sets, leaving room for addresses
+
+
+def plan_error(m: int, n: int, k: int, warps: int, stages: int) -> Optional[str]:
+    """Why `warps` consumer warps (and a producer warpgroup) cannot run an m×n×k tile with TMA
+    copies `stages` deep, in words, or None."""
+    groups = warps // 4
+    if warps % 4 or groups not in (1, 2) or m % 8 or not 8 <= m <= 256 or k % WGMMA_ROW:
+        return (f"{warps} consumer warps cannot share a {m}×{n}×{k} tile (one or two consumer "
+                f"warpgroups; m a multiple of 8 up to 256; k a multiple of {WGMMA_ROW})")
+    if n % (64 * groups) or n // (64 * groups) not in (1, 2):
+        return f"n = {n} is not one or two 64-row blocks of B per consumer warpgroup ({groups})"
+    nb = n // (64 * groups)
+    regs = nb * m // 2 + 2 * nb * k // 2  # accumulators, fragments in use and loaded ahead
+    if regs > MAX_CONSUMER_REGISTERS:
+        return f"{regs} accumulator and fragment registers per lane (at most {MAX_CONSUMER_REGISTERS})"
+    if n > 256 or k > 256:
+        return f"a {n}×{k} box of B (a tensor map's box has at most 256 elements a side)"
+    if not 2 <= stages <= 8:
+        return f"{stages} stages (2 to 8)"
+    if shared_bytes(m, n, k, stages) > SHARED_LIMIT:
+        return f"{stages} staged {m}×{n}×{k} tiles need more than {SHARED_LIMIT // 1024} KB of shared memory"
+    return None
+
+
+def stage_bytes(m: int, n: int, k: int) -> int:
+    return (m + n) * k * 4
+
+
+def shared_bytes(m: int, n: int, k: int, stages: int) -> int:
+    """The stages, two mbarriers per stage, and the slack to align the stages to 1024 bytes."""
+    return stage_bytes(m, n, k) * stages + 16 * stages + ALIGN
+
+
+def consumer_registers(groups: int) -> int:
+    """Registers per consumer thread after setmaxnreg.inc: the SM's file less the producer's,
+    a multiple of 8, at most 256."""
+    return min(256, (REGISTER_FILE - 128 * PRODUCER_REGISTERS) // (128 * groups) // 8 * 8)
+
+
+def b_column(wg: int, w4: int, g: int, fb: int, h: int, nb: int) -> int:
+    """The column of C (row of B's tile) that fragment row g + 8h of block fb of warp w4 of
+    consumer warpgroup wg carries (as in reduceWgmmaAsync)."""
+    return wg * 64 * nb + w4 * 16 * nb + 2 * nb * g + 2 * fb + h
+
+
+def b_fragment_offset(kk: int, t: int, col: int, n: int) -> int:
+    """Byte offset in the staged B tile (k rows of n floats, as TMA lands them unswizzled) of a
+    lane's first element at k-row kk + t, column col."""
+    return (kk + t) * n * 4 + col * 4
+
+
+def _tile_origin(g: "Generator", x: View, along_k: bool) -> tuple[MemLoc, ArithExpr]:
+    """Where tile x's first element lies, and the buffer's row stride (in elements) between
+    consecutive k-rows (B) or rows (A) of the tile."""
+    first = global_element(g, x.access(cst(0)).access(cst(0)))
+    step = x.access(cst(1)).access(cst(0)) if along_k else x.access(cst(0)).access(cst(1))
+    return first, global_element(g, step).offset - first.offset
+
+
+def _tile_map(g: "Generator", x: View, along_k: bool, box: tuple[int, int], swizzle: int,
+              hint: str) -> str:
+    """A tensor map over the input buffer tile x lies in, as rows of the buffer's row stride
+    (registered as a kernel parameter; its C name)."""
+    loc, stride = _tile_origin(g, x, along_k)
+    mem = loc.mem
+    if mem.kind != "param" or not stride.free_vars() <= mem.count.free_vars():
+        raise CodegenError(f"the bulk tensor copy reads {hint}'s tiles from a kernel input with "
+                           "rows of a length known at launch")
+    name = g.em.names.fresh(f"lk_map_{hint}")
+    g.em.tensor_maps.append((name, mem.name, TensorMap(stride, mem.count, box, swizzle)))
+    return name
+
+
+def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
+                     env: dict["Param", View], ctx: "Ctx", dest: Optional[View]) -> View:
+    """See the module docstring."""
+    from liftkit.codegen.generator import Scope
+
+    em = g.em
+    warps, stages = p.warp_count(), p.stage_count()
+    groups = warps // 4
+    threads = WARP * (warps + 4)
+    ls = tuple(g.local_size or (1,))
+    total = 1
+    for x in ls:
+        total *= x
+    if total != threads:
+        raise CodegenError(f"{p.name} {warps}: runs on {warps} consumer warps and a producer "
+                           f"warpgroup ({threads} threads), but the work-group has {total}")
+    init, tiles = args[0].gen(None), args[1].gen(None)
+    tt = V.array_view_type(tiles.type)
+    m, n, k, _ = p.check_tiles(g.result_type(p.f, [tt.elem], env, ctx.inside(p)))
+    why = plan_error(m, n, k, warps, stages)
+    if why is not None:
+        raise CodegenError(f"{p.name} {warps} {stages}: {why}")
+    kt, nb = tt.length, n // (64 * groups)
+    out_t = ArrayType(ArrayType(ArrayType(p.acc, cst(n)), cst(m)), cst(1))
+    if dest is None:
+        dest = g.allocate(out_t, ctx.write_to or "global", ctx, "mma_tile")
+
+    em.kernel_attributes.append(f"__launch_bounds__({threads}, 1)")
+    tid = hopper_prologue(g, p, ls, threads)
+
+    def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
+        ops = g.apply(p.f, [tiles.access(j)], env, c, None)
+        return ops.get(0), ops.get(1)
+
+    a0, b0 = operands(cst(0), ctx.inside(p))
+    if not tile_direction(g, a0, m, k) or tile_direction(g, b0, n, k):
+        raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
+                           "B's as it lies: A must be contiguous along k and B along its rows (a "
+                           "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
+    map_a = _tile_map(g, a0, True, (WGMMA_ROW, m), 128, "A")
+    map_b = _tile_map(g, b0, False, (n, k), 0, "B")
+
+    sbytes, b_base = stage_bytes(m, n, k), m * k * 4
+    nbytes = shared_bytes(m, n, k, stages)
+    buf = em.local_array(ArrayType(float32, cst(nbytes // 4)), "wgmma_stage", cst(1))
+    smem, full, empty = (em.names.fresh(h) for h in ("lk_smem", "lk_full", "lk_empty"))
+    em.line(f"unsigned {smem} = ((unsigned)__cvta_generic_to_shared({buf.name}) + {ALIGN - 1}u) & ~{ALIGN - 1}u;")
+    em.line(f"unsigned {full} = {smem} + {stages * sbytes}u, {empty} = {full} + {8 * stages}u;")
+    slot = lambda i: f"{smem} + (unsigned)(({i}) % {stages}) * {sbytes}u"  # noqa: E731
+    bar = lambda b, i: f"{b} + (unsigned)(({i}) % {stages}) * 8u"  # noqa: E731
+
+    def wait(barrier: str, parity: str) -> None:
+        ok = em.names.fresh("lk_ok")
+        em.line(f"unsigned {ok} = 0;")
+        em.line(f'do {{ asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, '
+                f'[%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}}\\n" : "=r"({ok}) : "r"({barrier}), '
+                f'"r"((unsigned)({parity})) : "memory"); }} while (!{ok});')
+
+    # the barriers: full[s] completes when stage s's copies landed (one arrive with the bytes),
+    # empty[s] when every consumer warp is done with it (one arrive per warp)
+    em.line("__syncthreads();")  # a previous tile of this block no longer uses the barriers
+    with em.if_(f"{tid.name} == 0"):
+        for s in range(stages):
+            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"({full} + {8 * s}u) : "memory");')
+            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {warps};" :: "r"({empty} + {8 * s}u) : "memory");')
+        em.line('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");')
+    em.line("__syncthreads();")
+
+    wg = em.names.fresh("lk_wg")
+    em.line(f"int {wg} = {tid.name} / 128;")
+    with em.if_(f"{wg} == {groups}"):  # the producer warpgroup
+        if groups > 1:
+            em.line(f'asm volatile("setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGISTERS};");')
+        with em.if_(f"{tid.name} == {128 * groups}"):
+            name = em.names.fresh("i")
+            i = Var(name, 0, kt)
+            with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+                c = replace(ctx, write_to=None).inside(p, Scope("seq", 0, i, kt))
+                with em.if_(f"{name} >= {stages}"):
+                    wait(bar(empty, name), f"({name} / {stages} + 1) & 1")
+                em.line(f'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {sbytes};" :: '
+                        f'"r"({bar(full, name)}) : "memory");')
+                a, b = operands(i, c)
+                (a_loc, a_st), (b_loc, b_st) = _tile_origin(g, a, True), _tile_origin(g, b, False)
+                a_org, a_stride, b_org, b_stride = (a_loc.offset.to_c(), a_st.to_c(),
+                                                    b_loc.offset.to_c(), b_st.to_c())
+                for atom in range(k // WGMMA_ROW):
+                    _copy(em, f"{slot(name)} + {atom * m * ROW_BYTES}u", map_a,
+                          f"({a_org}) % ({a_stride}) + {atom * WGMMA_ROW}", f"({a_org}) / ({a_stride})",
+                          bar(full, name))
+                _copy(em, f"{slot(name)} + {b_base}u", map_b, f"({b_org}) % ({b_stride})",
+                      f"({b_org}) / ({b_stride})", bar(full, name))
+    with em.if_(f"{wg} < {groups}"):  # the consumer warpgroups
+        if groups > 1:
+            em.line(f'asm volatile("setmaxnreg.inc.sync.aligned.u32 {consumer_registers(groups)};");')
+        _consume(g, p, init, dest, tid, wg, m, n, k, kt, stages, groups, nb, slot, bar, full, empty, wait, b_base)
+    em.line("__syncthreads();")  # every copy landed and was read: the barriers may go
+    with em.if_(f"{tid.name} == 0"):
+        for s in range(2 * stages):
+            em.line(f'asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"({full} + {8 * s}u) : "memory");')
+    return dest
+
+
+def _copy(em: object, dst: str, tmap: str, col: str, row: str, barrier: str) -> None:
+    em.line(f'asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes '  # type: ignore[attr-defined]
+            f'[%0], [%1, {{%2, %3}}], [%4];" :: "r"({dst}), "l"((unsigned long long)&{tmap}), '
+            f'"r"((int)({col})), "r"((int)({row})), "r"({barrier}) : "memory");')
+
+
+def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: Var, wg: str,
+             m: int, n: int, k: int, kt: ArithExpr, stages: int, groups: int, nb: int, slot, bar,
+             full: str, empty: str, wait, b_base: int) -> None:  # type: ignore[no-untyped-def]
+    """The consumer warpgroups' loop over the tiles and their stores of C."""
+    em = g.em
+    w4, gv, tv = (em.names.fresh(h) for h in ("lk_w4", "lk_g", "lk_t"))
+    em.line(f"int {w4} = ({tid.name} / 32) % 4, {gv} = ({tid.name} % 32) >> 2, {tv} = {tid.name} & 3;")
+    col = em.names.fresh("lk_col")  # the first of the lane's 2nb adjacent columns of B's tile
+    em.line(f"int {col} = {wg} * {64 * nb} + {w4} * {16 * nb} + {gv} * {2 * nb};")
+
+    # accumulators of block fb: D = B·Aᵀ, m64 (B's rows) × m (A's rows); register i is D's row
+    # 16·w4 + g + 8((i mod 4)/2) (column b_column(…, fb, h) of C) and column 8(i/4) + 2t + i mod 2
+    wgv, w4v, gvv, tvv = (Var(nm, 0, r) for nm, r in ((wg, groups), (w4, 4), (gv, 8), (tv, 4)))
+    colv = wgv * cst(64 * nb) + w4v * cst(16 * nb) + gvv * cst(2 * nb)
+
+    def c_view(view: View, fb: int, i: int) -> View:
+        return view.access(cst(8 * (i // 4)) + tvv * cst(2) + cst(i % 2)).access(
+            colv + cst(2 * fb + (i % 4) // 2))
+
+    regs_n = m // 2
+    acc: dict[tuple[int, int], str] = {}
+    for fb in range(nb):
+        for i in range(regs_n):
+            start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_view(init, fb, i))
+            acc[fb, i] = em.private_var(p.acc, f"c{fb}_{i}", start).name
+    keys = [(fb, kk, r) for fb in range(nb) for kk in range(k // 8) for r in range(4)]
+    pre = {key: em.names.fresh("lk_pre") for key in keys}
+    frag = {key: em.names.fresh("lk_frag") for key in keys}
+    em.line("unsigned " + ", ".join(list(pre.values()) + list(frag.values())) + ";")
+
+    def pin() -> None:  # the accumulators stay where the asynchronous products write them
+        for fb in range(nb):
+            regs = [acc[fb, i] for i in range(regs_n)]
+            em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
+
+    def fragments(i: str) -> None:
+        """B's rows of this lane from staged tile i into `pre` (truncated as the tensor cores
+        would read them)."""
+        w = 2 * nb
+        for kk in range(k // 8):
+            for hk in range(2):
+                words = [em.names.fresh("lk_bw") for _ in range(w)]
+                em.line("unsigned " + ", ".join(words) + ";")
+                addr = (f"{slot(i)} + {b_base + (8 * kk + 4 * hk) * n * 4}u + "
+                        f"(unsigned)({tv} * {n * 4} + {col} * 4)")
+                outs = ", ".join(f"%{x}" for x in range(w))
+                em.line(f'asm volatile("ld.shared.v{w}.b32 {{{outs}}}, [%{w}];" : '
+                        + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}));')
+                for x, word in enumerate(words):  # word x: block x/2, row half x mod 2
+                    em.line(f"{pre[x // 2, kk, 2 * hk + x % 2]} = "
+                            f"{_rounded(em, f'__uint_as_float({word})', p.rounding)};")
+
+    def products(at: str) -> None:
+        for key in keys:
+            em.line(f'asm volatile("mov.b32 %0, %1;" : "=r"({frag[key]}) : "r"({pre[key]}));')
+        pin()
+        em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+        body = ", ".join(f"%{r}" for r in range(regs_n))
+        for kk in range(k // 8):
+            atom, step = divmod(kk * 8, WGMMA_ROW)
+            a_desc = _desc_c(f"{at} + {atom * m * ROW_BYTES + step * 4}u")
+            for fb in range(nb):
+                outs = ", ".join(f'"+f"({acc[fb, i]})' for i in range(regs_n))
+                fr = ", ".join(f'"r"({frag[fb, kk, r]})' for r in range(4))
+                em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs_n + 5}, 0;\\n'
+                        f'wgmma.mma_async.sync.aligned.m64n{m}k8.f32.tf32.tf32 {{{body}}}, '
+                        f'{{%{regs_n}, %{regs_n + 1}, %{regs_n + 2}, %{regs_n + 3}}}, %{regs_n + 4}, p, 1, 1;\\n}}\\n" : '
+                        f'{outs} : {fr}, "l"({a_desc}), "r"(1));')
+        em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+
+    with em.if_(f"0 < {kt.to_c()}"):
+        wait(bar(full, "0"), "0")
+        fragments("0")
+    name = em.names.fresh("i")
+    with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+        products(slot(name))
+        with em.if_(f"{name} + 1 < {kt.to_c()}"):
+            wait(bar(full, f"{name} + 1"), f"(({name} + 1) / {stages}) & 1")
+            fragments(f"{name} + 1")
+        em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
+        pin()
+        em.line("__syncwarp();")
+        with em.if_(f"({tid.name} & 31) == 0"):
+            em.line(f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({bar(empty, name)}) : "memory");')
+
+    out = dest.access(cst(0))
+    w = 2 * nb
+    for i4 in range(regs_n // 4):
+        for lo in range(2):  # C's row 8·i4 + 2t + lo: the lane's w adjacent columns
+            vals = [acc[x // 2, 4 * i4 + 2 * (x % 2) + lo] for x in range(w)]
+            views = [c_view(out, x // 2, 4 * i4 + 2 * (x % 2) + lo) for x in range(w)]
+            vec = _vector_place(g, views)
+            if vec is not None:
+                em.line(f"{vec} = make_float{w}({', '.join(vals)});")
+            else:
+                for v, val in zip(views, vals):
+                    em.store(v, val)
+
+
+__all__ = ["b_column", "b_fragment_offset", "consumer_registers", "plan_error",
+           "reduce_wgmma_tma", "shared_bytes", "stage_bytes"]

@@ -1,0 +1,204 @@
+"""reduceWgmmaTmaTF32Z (ir/patterns/cuda.py, codegen/cuda_wgmma_tma.py) and the rule mm-wgmma-tma:
+meaning against the high-level product of truncated operands, type errors in words, printing;
+the kernel's tensor maps, mbarrier pipeline and fragment addresses; NVRTC's sm_90a build of every
+offered tiling without spills or serialised wgmma (no GPU); the host's tensor-map encoding and
+argument packing against a stubbed driver; refusals; with a GPU (`gpu` marker) every offered
+tiling bit for bit on integer-valued inputs over several k-tiles and pipeline wraps."""
+
+from __future__ import annotations
+
+import ctypes
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from liftkit.codegen import CompileOptions, compile_program
+from liftkit.codegen.cuda_wgmma_tma import b_column, b_fragment_offset, plan_error
+from liftkit.codegen.kernel import TensorMap
+from liftkit.codegen.views import CodegenError
+from liftkit.dsl import *  # noqa: F401,F403 - the papers' names
+from liftkit.ir.nodes import Lambda, Param
+from liftkit.ir.parser import parse_program
+from liftkit.ir.patterns.cuda import trunc_tf32
+from liftkit.ir.printer import show
+from liftkit.rewrite.rules.cuda import tensor_core_mm
+from liftkit.rewrite.rules.cuda_tma import WGMMA_TMA_STAGES, WGMMA_TMA_TILES
+from liftkit.semantics import interpret
+from liftkit.types import LiftTypeError
+
+CUDA = CompileOptions(dialect="cuda")
+M, N, K = size("M"), size("N"), size("K")
+OFFERED = [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
+           if plan_error(tm, tn, tk, w, s) is None]
+
+
+def low(tm: int = 128, tn: int = 256, tk: int = 32, warps: int = 8, stages: int = 4) -> Any:
+    return tensor_core_mm("tf32z", tm, tn, tk, warps, stages, wgmma=True, copy="tma").final
+
+
+def by_hand(tm: int, tn: int, tk: int, warps: int, stages: int) -> Lambda:
+    A, B = Param("A", float32[K][M]), Param("B", float32[N][K])
+    tiles = lambda t: compose(map(compose(transpose, map(split(tk)))), split(t))  # noqa: E731
+    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
+        lambda bc: join << reduceWgmmaTmaTF32Z(warps, stages, lambda p: p, 0.0) << zip(ar, bc))
+        << tiles(tn) << transpose << B) << tiles(tm) << A
+    return Lambda((A, B), body)
+
+
+def test_means_the_product_of_the_truncated_operands() -> None:
+    rng = np.random.default_rng(5)
+    p = low()
+    A, B = rng.integers(-8, 9, (256, 96)).astype(np.float32), rng.integers(-8, 9, (96, 512)).astype(np.float32)
+    np.testing.assert_array_equal(interpret(p, A, B), A @ B)
+    A, B = rng.standard_normal((128, 64)).astype(np.float32), rng.standard_normal((64, 256)).astype(np.float32)
+    want = trunc_tf32(A).astype(np.float64) @ trunc_tf32(B).astype(np.float64)
+    np.testing.assert_allclose(interpret(p, A, B), want, rtol=1e-5, atol=1e-4)
+    assert "reduceWgmmaTmaTF32Z 8 4" in show(p)
+    assert show(parse_program(show(p))) == show(p)
+
+
+def test_type_errors_and_rule_limits_in_words() -> None:
+    from liftkit.ir.typecheck import check_program as check
+
+    with pytest.raises(LiftTypeError, match="from 2 to 8"):
+        check(by_hand(128, 256, 32, 8, 9))
+    with pytest.raises(LiftTypeError, match="multiple of 4"):
+        check(by_hand(128, 256, 32, 6, 4))
+    with pytest.raises(LiftTypeError, match="one or two 64-row blocks"):
+        check(by_hand(128, 512, 32, 8, 4))
+    with pytest.raises(ValueError, match="'tma' \\(tf32z"):
+        tensor_core_mm("tf32", 128, 256, 32, 8, 4, wgmma=True, copy="tma")
+    assert plan_error(256, 256, 32, 8, 4) is not None  # 256 accumulators per lane
+    assert plan_error(128, 256, 32, 8, 5) is not None  # more than 227 KB of stages
+
+
+def test_fragment_columns_cover_every_column_once() -> None:
+    """Each column of B's tile is carried by exactly one (warpgroup, warp, lane group, block,
+    half), and a lane's 2nb columns are adjacent (one 8- or 16-byte load at b_fragment_offset)."""
+    for groups, nb in ((2, 2), (2, 1), (1, 2)):
+        cols = sorted(b_column(wg, w4, g, fb, h, nb) for wg in range(groups) for w4 in range(4)
+                      for g in range(8) for fb in range(nb) for h in range(2))
+        assert cols == list(range(64 * nb * groups))
+        for g in range(8):
+            first = b_column(0, 1, g, 0, 0, nb)
+            assert [b_column(0, 1, g, fb, h, nb) for fb in range(nb) for h in range(2)] == \
+                list(range(first, first + 2 * nb))
+            assert b_fragment_offset(8, 3, first, 256) % (8 * nb) == 0
+
+
+def test_cuda_code_tensor_maps_and_pipeline() -> None:
+    c = compile_program(low(), CUDA)
+    (k,) = c.kernels
+    maps = [a for a in k.args if a.kind == "tensormap"]
+    assert [(a.buffer, a.tensor_map.box, a.tensor_map.swizzle) for a in maps] == \
+        [("input:A", (32, 128), 128), ("input:B", (256, 32), 0)]
+    assert str(maps[0].tensor_map.row) == "K" and str(maps[1].tensor_map.row) == "N"
+    assert k.ndrange.local_size == (384, 1) and k.whole_grid
+    src = k.source
+    assert "struct __align__(64) lk_tensor_map" in src and "const __grid_constant__ lk_tensor_map lk_map_A" in src
+    assert "__launch_bounds__(384, 1) KERNEL(" in src
+    assert src.count("cp.async.bulk.tensor.2d") == 2 and "mbarrier.arrive.expect_tx" in src
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in src and "setmaxnreg.inc.sync.aligned.u32 232" in src
+    assert "for (int wg_id" not in src  # one block per work-group: no grid-stride loop
+    assert "fence.proxy.async" not in src and "cp.async.wait_group" not in src
+    # the producer waits for stage i mod s emptied by tile i-s; consumers for phase (i/s) mod 2
+    assert "(i / 4 + 1) & 1" in src and "((i_2 + 1) / 4) & 1" in src
+
+
+def test_every_offered_tiling_builds_for_sm90a_without_spills() -> None:
+    assert len(OFFERED) >= 6
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    for t in OFFERED:
+        (kern,) = compile_program(low(*t), CUDA).kernels
+        out = compile_cuda(kern.source, "sm_90a", ["-Xptxas=-v", *kern.build_options], name="tma.cu")
+        assert "cp.async.bulk.tensor.2d" in out.ptx and "wgmma.mma_async" in out.ptx
+        assert " 0 bytes spill stores" in out.log and "C75" not in out.log, (t, out.log)
+
+
+def test_refused_on_opencl_and_for_layouts_it_cannot_copy() -> None:
+    with pytest.raises(CodegenError, match=r"^reduceWgmmaTmaTF32Z needs the CUDA backend on a Hopper GPU"):
+        compile_program(low())
+    At, B = Param("A", float32[M][K]), Param("B", float32[N][K])  # A stored transposed (k-major rows of M)
+    tiles = lambda t: compose(map(compose(transpose, map(split(32)))), split(t))  # noqa: E731
+    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
+        lambda bc: join << reduceWgmmaTmaTF32Z(8, 4, lambda p: p, 0.0) << zip(ar, bc))
+        << tiles(256) << transpose << B) << tiles(128) << transpose << At
+    with pytest.raises(CodegenError, match="A must be contiguous along k"):
+        compile_program(Lambda((At, B), body), CUDA)
+
+
+class _Driver:
+    """The driver calls tensor_maps makes, recorded (no GPU)."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    class CUkernel:
+        pass
+
+    cuuint64_t = cuuint32_t = int
+    CUtensorMapDataType = SimpleNamespace(CU_TENSOR_MAP_DATA_TYPE_FLOAT32="f32")
+    CUtensorMapSwizzle = SimpleNamespace(CU_TENSOR_MAP_SWIZZLE_NONE="none", CU_TENSOR_MAP_SWIZZLE_128B="128B")
+    CUtensorMapInterleave = SimpleNamespace(CU_TENSOR_MAP_INTERLEAVE_NONE="none")
+    CUtensorMapL2promotion = SimpleNamespace(CU_TENSOR_MAP_L2_PROMOTION_L2_256B="l2")
+    CUtensorMapFloatOOBfill = SimpleNamespace(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE="none")
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self._map = (ctypes.c_ubyte * 128)(*range(128))
+
+    def cuTensorMapEncodeTiled(self, *args: Any) -> tuple[int, Any]:
+        self.calls.append(args)
+        return 0, SimpleNamespace(getPtr=lambda: ctypes.addressof(self._map))
+
+    def cuLaunchKernel(self, *args: Any) -> tuple[int]:
+        self.calls.append(args)
+        return (0,)
+
+
+def test_tensor_map_encoding_and_argument_packing_with_a_stubbed_driver() -> None:
+    from liftkit.backends.cuda import tensor_maps
+
+    d = _Driver()
+    spec = TensorMap(K, M * K, (32, 128), 128)
+    enc = tensor_maps.encode(d, spec, 0x10000, 4096, 4096 * 1024)
+    assert enc.data == bytes(range(128))
+    (_, rank, addr, dims, strides, box, estr, _, swz, *_), = d.calls
+    assert (rank, addr, dims, strides, box, estr, swz) == (2, 0x10000, [4096, 1024], [16384], [32, 128], [1, 1], "128B")
+    with pytest.raises(ValueError, match="not a multiple of 16 bytes"):
+        tensor_maps.encode(d, spec, 0x10004, 4096, 4096 * 1024)
+    with pytest.raises(ValueError, match="whole 32×128 boxes"):
+        tensor_maps.encode(d, spec, 0x10000, 4096, 4096 * 100)
+    with pytest.raises(ValueError, match="wider than the 128-byte swizzle"):
+        tensor_maps.encode(d, TensorMap(N, K * N, (64, 32), 128), 0x10000, 256, 256 * 64)
+    packed = tensor_maps.PackedParams([0x1234, np.int32(7), enc])
+    assert packed.argument_bytes(0, 8) == (0x1234).to_bytes(8, "little")
+    assert packed.argument_bytes(1, 4) == (7).to_bytes(4, "little")
+    assert packed.argument_bytes(2, 128) == bytes(range(128)) and packed.pointers[2] % 64 == 0
+    tensor_maps.launch(d, SimpleNamespace(handle="f"), (4, 2), (384, 1), 1000, "s", [0x1234, enc])
+    assert d.calls[-1][:10] == ("f", 4, 2, 1, 384, 1, 1, 1000, "s", d.calls[-1][9])
+
+
+@pytest.mark.gpu
+def test_every_offered_tiling_on_the_gpu_matches_the_interpreter() -> None:
+    """Integer-valued inputs exact over 1, s, s+1 and 2s+3 k-tiles (every pipeline wrap and
+    phase), several work-groups along M and N; B = I gives A truncated bit for bit."""
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices or devices[0].compute_capability < (9, 0):
+        pytest.skip("no Hopper GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    rng = np.random.default_rng(11)
+    for t in OFFERED:
+        tm, tn, tk, _, s = t
+        compiled = compile_program(low(*t), CUDA)
+        for kts in (1, s + 1, 2 * s + 3):
+            A = rng.integers(-8, 9, (2 * tm, kts * tk)).astype(np.float32)
+            B = rng.integers(-8, 9, (kts * tk, 2 * tn)).astype(np.float32)
+            np.testing.assert_array_equal(runner.run(compiled, A, B), A @ B, err_msg=f"{t} {kts} tiles")
+        A = rng.standard_normal((256, 256)).astype(np.float32)
+        np.testing.assert_array_equal(runner.run(compiled, A, np.eye(256, dtype=np.float32)), trunc_tf32(A))
