@@ -212,3 +212,28 @@ def test_huge_class_falls_back_to_large() -> None:
     prof.add([Entry(k, "huge", {"M": 4096}, big, 1.0, 2.0)])
     assert prof.choose(k, {"M": 4096, "N": 4096, "K": 4096}, multiples) == big
     assert prof.choose(k, {"M": 1024, "N": 1024, "K": 1024}, multiples) == small
+
+
+def test_giant_gemms_keep_their_own_winner() -> None:
+    """GEMMs from n = 6144 on are `giant` (the H100's split tail differs at 4096 and 8192):
+    without giant entries they run huge's choice; with them, each class its own, whatever the
+    rates (a higher rate at 8192 no longer serves 4096)."""
+    from liftkit.blas import Kind, Profile, Variant
+    from liftkit.blas.codelets import multiples
+    from liftkit.blas.profile import Entry, size_class
+    from liftkit.blas.tune import CLASSES, classes_of, sizes_for
+
+    k = Kind("mm", "float32", "NN")
+    four, eight = (Variant.of("tiles", tm=64, tn=64, tk=16, rm=8, rn=8),
+                   Variant.of("tiles", tm=64, tn=64, tk=32, rm=8, rn=8))
+    n4, n8 = ({"M": n, "N": n, "K": n} for n in (4096, 8192))
+    assert (size_class("mm", n4), size_class("mm", n8)) == ("huge", "giant")
+    assert size_class("gemv", {"M": 8192, "N": 8192}) == "huge"
+    prof = Profile("fp", "dev", "gpu")
+    prof.add([Entry(k, "huge", n4, four, 1.0, 1.0)])
+    assert prof.choose(k, n8, multiples) == four
+    prof.add([Entry(k, "giant", n8, eight, 1.0, 2.0)])
+    assert prof.choose(k, n8, multiples) == eight and prof.choose(k, n4, multiples) == four
+    assert sizes_for(k, "giant", "gpu") == n8
+    assert classes_of(k, CLASSES) == list(CLASSES)
+    assert "giant" not in classes_of(Kind("gemv", "float32", "N"), CLASSES)

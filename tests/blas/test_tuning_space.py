@@ -94,7 +94,8 @@ def test_the_split_tail_is_offered_where_the_last_wave_is_partial(h100: SMLimits
     assert {v.kw["slots"] for v in split_tail_space(SGEMM, huge, pcie)} == {342}
     # other kinds, backends, and no limits: none
     assert split_tail_space(DGEMM, huge, h100) == []
-    assert split_tail_space(Kind("mm", "float32", "NT"), huge, h100) == []
+    # NT and TN (tiles-async with the transposed operand tiled as stored) split as NN does
+    assert split_tail_space(Kind("mm", "float32", "NT"), huge, h100) == got
     assert space_at(SGEMM, "gpu", "opencl", huge, h100) == space(SGEMM, "gpu", "opencl")
     assert space_at(SGEMM, "gpu", "cuda", huge, None) == space(SGEMM, "gpu", "cuda")
 
@@ -113,10 +114,10 @@ def test_dmma_k8_variants_follow_the_m16n8k16_tilings() -> None:
 
 def test_class_gains(h100: SMLimits) -> None:
     """What each (kind, class) gains over the space before: DGEMM NN and TN 8 DMMA variants at
-    every class (in `space`), SGEMM NN 9 split-tail variants at `huge` only."""
+    every class (in `space`), SGEMM NN 9 split-tail variants at `huge` and `giant` only."""
     assert len([v for v in space(DGEMM, "gpu", "cuda") if v.codelet == "mma"]) == 12 + 8
-    for kind, gains in ((SGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 9}),
-                        (DGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 0})):
+    for kind, gains in ((SGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 9, "giant": 9}),
+                        (DGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 0, "giant": 0})):
         for cls, gain in gains.items():
             at = space_at(kind, "gpu", "cuda", sizes_for(kind, cls, "gpu"), h100)
             assert len(at) - len(space(kind, "gpu", "cuda")) == gain, (kind, cls)

@@ -189,6 +189,8 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     extra = {"rot": rot} if rot else {}  # rot=1: A's rows rotated in shared memory
+    if kind.layout != "NN":  # NT's Bᵀ, TN's Aᵀ tiled as stored (rules/mm_layouts.py)
+        extra["kt"] = 1
     tiles = rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
     if not (split or bound):
         return tiles
@@ -500,7 +502,8 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                     **({"rot": 1} if rot else {}),
                     **({"split": split, "slots": slots} if split or bound else {}),
                     **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
-            backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_tiles_async_rules),
+            backends=("cuda",), dtypes=("float32",), layouts=("NN", "NT", "TN"),
+            rules=_tiles_async_rules),
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
             "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "
             "(the mm-edge-tiles rule, rewrite.rules.mm_edges); with vectors of w, w must divide "

@@ -36,15 +36,22 @@ def file_name(fingerprint: str) -> str:
     return "profile-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16] + ".json"
 
 
-CLASS_ORDER = ("small", "medium", "large", "huge")
+CLASS_ORDER = ("small", "medium", "large", "huge", "giant")
+# GEMMs from this largest size on are `giant`: on the H100 the split tail wins at 4096³ in 5
+# parts and at 8192³ in 4 (results/issue12/sgemm22), one class for both ran 4096 at 0.94x
+# cuBLAS per call instead of 0.95x (results/issue15/sgemm23)
+GIANT_MM = 6144
 
 
 def size_class(op: str, sizes: Mapping[str, int]) -> str:
     """small / medium / large / huge by the operation's work (the profile's granularity; huge
-    separates GEMMs that fill a GPU many times over, n > 2048, from n ≈ 1024)."""
+    separates GEMMs that fill a GPU many times over, n > 2048, from n ≈ 1024; GEMMs also
+    giant, n ≥ GIANT_MM, whose tile grids end in other partial waves than n ≈ 4096's). A
+    profile without giant entries serves those sizes from huge (`Profile.choose`)."""
     if op == "mm":
         n = max(sizes.values())
-        return "small" if n <= 128 else "medium" if n <= 768 else "large" if n <= 2048 else "huge"
+        return "small" if n <= 128 else "medium" if n <= 768 else "large" if n <= 2048 \
+            else "huge" if n < GIANT_MM else "giant"
     work = 1
     for v in sizes.values():
         work *= v

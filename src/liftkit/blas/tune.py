@@ -28,17 +28,22 @@ DTYPES = ("float32", "float64", "complex64", "complex128")
 COMPLEX = ("complex64", "complex128")
 # representative sizes per size class and device kind (n: square matrices n×n, vectors n)
 SIZES = {
-    "cpu": {"mm": {"small": 64, "medium": 256, "large": 1024, "huge": 3072},
+    "cpu": {"mm": {"small": 64, "medium": 256, "large": 1024, "huge": 3072, "giant": 8192},
             "2d": {"small": 96, "medium": 512, "large": 2048, "huge": 8192},
             "1d": {"small": 4096, "medium": 1 << 18, "large": 1 << 22, "huge": 1 << 26}},
-    "gpu": {"mm": {"small": 128, "medium": 512, "large": 1024, "huge": 4096},
+    "gpu": {"mm": {"small": 128, "medium": 512, "large": 1024, "huge": 4096, "giant": 8192},
             "2d": {"small": 96, "medium": 1024, "large": 4096, "huge": 8192},
             "1d": {"small": 4096, "medium": 1 << 20, "large": 1 << 24, "huge": 1 << 26}},
 }
-CLASSES = ("small", "medium", "large", "huge")
-# what `liftkit blas tune` measures unless told: huge on GPUs only (on a CPU a huge GEMM
-# takes seconds per run and chooses what large chooses)
+CLASSES = ("small", "medium", "large", "huge", "giant")
+# what `liftkit blas tune` measures unless told: huge and giant on GPUs only (on a CPU a huge
+# GEMM takes seconds per run and chooses what large chooses); giant is a GEMM class only
 DEFAULT_CLASSES = {"cpu": ("small", "medium", "large"), "gpu": CLASSES}
+
+
+def classes_of(kind: Kind, classes: Sequence[str]) -> list[str]:
+    """The size classes of `classes` that `kind` has (giant: GEMMs only)."""
+    return [c for c in classes if c != "giant" or kind.op == "mm"]
 
 
 def kinds(ops: Sequence[str] = OPS, dtypes: Sequence[str] = DTYPES,
@@ -452,7 +457,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     failed = set(prof.notes["failed"])
     plan = []
     for kind in kinds_:
-        for cls in classes:
+        for cls in classes_of(kind, classes):
             variants = space_at(kind, session.device_kind, session.backend,
                                 sizes_for(kind, cls, session.device_kind), limits)[:max_variants]
             variants = built_slots(session, kind, variants, limits)

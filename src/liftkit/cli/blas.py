@@ -192,7 +192,9 @@ def _print_best(profile: Any, out: TextIO) -> None:
     table = Table(title=f"best derivations on {profile.label}")
     for col in ("kind", "class", "size", "derivation", "rate"):
         table.add_column(col, justify="right" if col == "rate" else "left")
-    order = {"small": 0, "medium": 1, "large": 2, "huge": 3}
+    from liftkit.blas.profile import CLASS_ORDER
+
+    order = {c: i for i, c in enumerate(CLASS_ORDER)}
     for (kind, cls), e in sorted(best.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 3))):
         size = "×".join(str(v) for v in e.sizes.values())
         table.add_row(kind, cls, size, str(e.variant), f"{e.rate:.2f} {e.unit}")

@@ -41,6 +41,9 @@ parameter, so the tiles and register blocks have constant sizes:
   of a tile a loop), or the same in two steps, `mm-tiles-work-items` (the blocks accumulated in
   place) then `mm-tiles-private` (in registers); `mm-tiles-unroll`: that loop unrolled
   (`reduceSeq` → `reduceSeqUnroll`).
+* `mm-local-tiles` kt=1 (rules/mm_layouts.py): NT's and TN's transposed operand (`transpose $
+  X`) tiled as X is stored, so every tile copy moves contiguous vectors (cp.async takes them:
+  NT and TN without a transpose pass); offered after all the others.
 
 All need the reduction to be the element type's `add` from 0 and the products its `mult`, over
 float, double, cfloat or cdouble (`Elem`; for complex types any one-expression product, e.g. the
@@ -371,6 +374,12 @@ def _choices_tiles(site: Site) -> Options:
            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
     if cm is None or cn is None or ck is None:  # the rotated A rows after all the others
         out += [{**o, "rot": 1} for o in out if o["tm"] in ROT_ROWS and _rot_ok(o["tk"], o["w"], parts.elem)]
+    # transposed operands tiled as stored (kt=1, rules/mm_layouts.py) after those; rot then
+    # rotates the tiles stored with K contiguous (A and NT's Bᵀ), so not for TN alone
+    if _kt_ok(parts.a, parts.b, 2):
+        out += [{**o, "kt": 1} for o in out if o["w"] > 1
+                and not (o.get("rot") and stored(parts.b) is None)
+                and not (stored(parts.a) is not None and o["rm"] % o["w"])]
     return out
 
 
@@ -384,9 +393,21 @@ def _symbolic_tiles(widths: tuple[int, ...]) -> list[tuple[int, ...]]:
     return out + list(SYMBOLIC_TILES_FLOAT4)
 
 
+def stored(x: Expr) -> Optional[Expr]:
+    """The stored operand X when x is the view `transpose $ X` (how mm_parts gives TN's A and
+    NT's B), None otherwise."""
+    return x.args[0] if isinstance(x, FunCall) and type(x.f) is P.Transpose else None
+
+
+def _kt_ok(a: Expr, b: Expr, w: int) -> bool:
+    """kt=1 applies: an operand is a transposed view, the tiles move vectors (w > 1)."""
+    return w > 1 and (stored(a) is not None or stored(b) is not None)
+
+
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                 unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True,
-                rot: int = 0, vectors: bool = False, scalar_copies: bool = False) -> Expr:
+                rot: int = 0, vectors: bool = False, scalar_copies: bool = False,
+                kt: int = 0) -> Expr:
     """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
     w = 1: scalar loads and register blocks instead of float4 (double2: w = 2). private=False:
     the work-items' blocks accumulate in place, without the register copies (toPrivate of the
@@ -395,7 +416,16 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     warp, which read one vector of K from each of several rows, hit different banks.
     vectors=True: a and b are given as rows of w-vectors (`mm_edges`' padded operands);
     scalar_copies=True: the tiles are copied into local memory element by element and read
-    from there as w-vectors (`mm_edges`' operands padded element by element)."""
+    from there as w-vectors (`mm_edges`' operands padded element by element).
+    kt=1: an operand given as the view `transpose $ X` (TN's A, NT's B) is tiled as X is
+    stored (`transposed_tiles`), so every tile copy moves contiguous vectors."""
+    if kt:
+        if not _kt_ok(a, b, w) or vectors or scalar_copies:
+            raise ValueError("kt=1 tiles a transposed operand (transpose $ X) as stored, with "
+                             f"vectors (w > 1); got w={w} for {e.t}")
+        from liftkit.rewrite.rules.mm_layouts import transposed_tiles  # builds on this module
+
+        return transposed_tiles(a, b, tm, tn, tk, rm, rn, unroll, w, e, private, rot)
     if (not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e))
             or (rot and (vectors or scalar_copies)) or (vectors and scalar_copies)):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
@@ -456,23 +486,24 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
 
 def lowered_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                  w: int = 4, e: Elem = FLOAT32, rot: int = 0) -> Expr:
+                  w: int = 4, e: Elem = FLOAT32, rot: int = 0, kt: int = 0) -> Expr:
     """What the small rules make of the tiled product in sequence: mm-tiles-stage-local (wx =
     tn/rn, wy = tm/rm), for w > 1 mm-tiles-vectorize (w), mm-tiles-blocks (the loop kernel
     `local_tiles` with unroll=0), then for unroll=1 mm-tiles-unroll (`unroll_k_steps`);
     test_mm_rules checks the steps give it."""
-    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e, rot=rot)
+    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e, rot=rot, kt=kt)
     return unroll_k_steps(kernel) if unroll else kernel
 
 
 def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                 w: int = 4, rot: int = 0) -> Expr:
+                 w: int = 4, rot: int = 0, kt: int = 0) -> Expr:
     """mm-tile-2d, then the small rules of `lowered_tiles`, in one step (rot: A's rows
-    rotated in local memory, `rotated_rows`)."""
+    rotated in local memory, `rotated_rows`; kt: transposed operands tiled as stored,
+    rules/mm_layouts.py)."""
     parts = mm_parts(site)
     assert parts is not None
     return lowered_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem,
-                         rot)
+                         rot, kt)
 
 
 MM_LOCAL_TILES = make_rule(

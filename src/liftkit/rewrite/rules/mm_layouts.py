@@ -1,0 +1,128 @@
+"""mm-local-tiles for transposed operands kept as stored (kt=1): NT and TN without a transpose pass.
+
+mm_parts gives TN's A as the view `transpose $ Aᵀ` (Aᵀ stored K×M) and NT's B as `transpose $ Bᵀ`
+(Bᵀ stored N×K). `local_tiles` tiles A·B through those views: its tile copies then read vectors
+across the stored rows (gathered element by element, and cp.async, which copies contiguous
+bytes, cannot take them at all). Here each operand is tiled as it is stored instead, so every
+copy into local memory moves whole 16-byte vectors of consecutive elements, and the reads from
+local memory and the register blocks are views over the other arrangement:
+
+* an operand stored with K contiguous (A in NN and NT, Bᵀ in NT) keeps tiles of t rows × tk
+  ([t][tk/w] vectors); a work-item owns the rows y, y + lanes, …, reads a vector of w K steps
+  of each, and uses its elements as scalars (A's broadcast factor) or, for Bᵀ, regroups the w
+  elements of w rows into vectors over its columns (a transposed view of its registers);
+  rot=1 rotates these tiles' rows in local memory (`rotated_rows`) against bank conflicts;
+* an operand stored with K outermost (B in NN and TN, Aᵀ in TN) keeps tiles of tk rows × t
+  ([tk][t/w] vectors); a work-item owns the vectors x, x + lanes, … of each row; for Aᵀ the
+  w rows of a vector are w rows of C, used as scalars (the transposed view of its registers).
+
+The products are the same products added in the same order as `local_tiles` at these
+parameters; only where C's elements live in the work-items differs (TN: rows in groups of w;
+NT: columns one by one, stored as scalars), which the result's view undoes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from liftkit import dsl as D
+from liftkit.ir.nodes import Expr
+from liftkit.rewrite.rules.mm import (
+    Elem, _block_update, _private_copy4, _rot_ok, _tiles_ok, _zeros4, rotated_rows, stored,
+)
+
+
+def _tiling(k_inner: bool, t: int, tk: int) -> Any:
+    """The tile pairs' tiling of a stored operand: [[x]_K]_R → [[[[x]_tk]_t]_(K/tk)]_(R/t)
+    (k_inner: K contiguous) or [[x]_R]_K → [[[[x]_t]_tk]_(K/tk)]_(R/t)."""
+    if k_inner:
+        return D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))
+    return D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(t))), D.split(tk))
+
+
+def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
+                     unroll: int, w: int, e: Elem, private: bool = True, rot: int = 0) -> Expr:
+    """C = A·B as `local_tiles` computes it, TN's Aᵀ and NT's Bᵀ tiled as stored (see the
+    module docstring); a or b (or both) is `transpose $ X`."""
+    at, bt = stored(a), stored(b)
+    ta, tb = at is not None, bt is not None
+    if (not (ta or tb) or w < 2 or not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)
+            or (ta and rm % w) or (rot and not _rot_ok(tk, w, e))):
+        raise ValueError(f"inconsistent transposed tiles tm={tm} tn={tn} tk={tk} rm={rm} "
+                         f"rn={rn} w={w} rot={rot} for {e.t}")
+    x = at if at is not None else a
+    y = bt if bt is not None else b
+    wy, wx = tm // rm, tn // rn
+    idw = e.id(w)
+    vec = D.map(D.asVector(w))
+    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, vec)
+    from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
+
+    def k_inner(lanes: int) -> tuple[Any, Any]:
+        """(copy rounds, work-items' rows) of a tile [t][tk]: work-item l owns rows l + lanes·i."""
+        if not rot:
+            return rounds, D.compose(D.transpose, D.split(lanes), from_local(tk // w))
+        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w)
+        return (D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join, vec),
+                D.compose(D.transpose, D.split(lanes), D.split(tk // w), to_chunk, D.join,
+                          D.map(D.join)))
+
+    def k_outer(t: int, lanes: int) -> tuple[Any, Any]:
+        """(copy rounds, work-items' vectors) of a tile [tk][t]: work-item l owns vectors
+        l + lanes·j of each row."""
+        return rounds, D.compose(D.transpose, D.map(D.transpose), D.map(D.split(lanes)),
+                                 from_local(t // w))
+
+    a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy)
+    b_rounds, b_threads = k_inner(wx) if tb else k_outer(tn, wx)
+    scalars = D.compose(D.map(D.asScalar), D.split(1))  # [v]_r → [[t]_w]_r
+    # a K step's values as the block update takes them: A's [rm][w] scalars, B's [w][rn/w]
+    a_cols = D.compose(D.transpose, D.map(D.asScalar)) if ta else scalars
+    b_rows = (lambda v: D.map(D.asVector(w)) << D.transpose << scalars << v) if tb \
+        else (lambda v: v)
+    a_steps = (lambda t: D.split(w) << t) if ta else (lambda t: D.transpose << t)
+    b_steps = (lambda t: D.transpose << t) if tb else (lambda t: D.split(w) << t)
+    a_depth, b_depth = (2 if ta else 1), (1 if tb else 2)
+    over_k = D.reduceSeqUnroll if unroll else D.reduceSeq
+
+    def thread(acc: Any, a_t: Any, b_t: Any) -> Any:
+        def chunk(regs: Any, ab: Any) -> Any:
+            if not private:
+                return _block_update(regs, a_cols << ab[0], b_rows(ab[1]), w, e)
+            return D.let(_private_copy4(a_depth, w, e) << ab[0],
+                         _private_copy4(b_depth, w, e) << ab[1],
+                         lambda aP, bP: _block_update(regs, a_cols << aP, b_rows(bP), w, e))
+
+        steps = D.zip(a_steps(a_t), b_steps(b_t))
+        if not private:
+            return D.join << over_k(chunk, acc) << steps
+        return (D.mapSeqUnroll(D.mapSeqUnroll(idw)) << D.join
+                << over_k(chunk, _private_copy4(2, w, e) << acc) << steps)
+
+    def step(acc: Any, tiles: Any) -> Any:
+        copy = lambda: D.toLocal(D.mapSeqUnroll(D.mapLcl(1)(D.mapLcl(0)(idw))))  # noqa: E731
+        return D.let(copy() << a_rounds(tiles[0]), copy() << b_rounds(tiles[1]), lambda lA, lB:
+                     D.mapLcl(1)(lambda acc_a: D.mapLcl(0)(
+                         lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
+                         << D.zip(acc_a[0], b_threads(lB))) << D.zip(acc, a_threads(lA)))
+
+    init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
+    out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
+    zeros = _zeros4((wy, wx, rm, rn // w), w, e)
+    # the result [wy][wx][rm][rn/w] of vectors as the tile's rows: a work-item's columns are
+    # the vectors x + wx·j (B as stored K-outer) or the columns x + wx·j (Bᵀ), its rows the
+    # rows y + wy·i (A) or the rows of the vectors y + wy·g (Aᵀ)
+    cols = D.compose(D.join, D.transpose, D.map(D.asScalar)) if tb \
+        else D.compose(D.asScalar, D.join, D.transpose)
+    rows = D.compose(D.join, D.join, D.transpose, D.map(D.split(w))) if ta \
+        else D.compose(D.join, D.transpose)
+    wg_rows = D.compose(rows, D.map(D.map(cols)), D.map(D.transpose))
+
+    def tile(a_row: Any, b_col: Any) -> Any:
+        if not private:
+            return D.join << D.reduceSeq(step, zeros) << D.zip(a_row, b_col)
+        return out << D.join << D.reduceSeq(step, init << zeros) << D.zip(a_row, b_col)
+
+    return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.map(wg_rows)
+                                  << D.mapWrg(0)(lambda b_col: tile(a_row, b_col))
+                                  << _tiling(tb, tn, tk)(y)) << _tiling(not ta, tm, tk)(x))
