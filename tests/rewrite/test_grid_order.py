@@ -111,3 +111,19 @@ def test_dmma_row_groups_in_liftkit_blas_compile() -> None:
     from liftkit.backends.cuda import compile_cuda
 
     compile_cuda(k.source, "sm_90a", list(k.build_options))
+
+
+@pytest.mark.gpu
+def test_dmma_row_groups_on_the_gpu() -> None:
+    """The DMMA kernel (128×64 tiles, ik=8 ahead=2) in groups of 2 and 8 row tiles, 16 row
+    tiles × 3 column tiles, equal to NumPy's product on integers."""
+    cuda = pytest.importorskip("liftkit.backends.cuda")
+    devices = cuda.list_devices()
+    if not devices:
+        pytest.skip("no CUDA GPU")
+    runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
+    low = normal_form(tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=2).final)
+    A, B = _ints((16 * 128, 80), np.float64, 7), _ints((80, 3 * 64), np.float64, 8)
+    for g in (2, 8):
+        compiled = compile_program(_grouped(low, g), CompileOptions(dialect="cuda"))
+        np.testing.assert_array_equal(runner.run(compiled, A, B), A @ B)
