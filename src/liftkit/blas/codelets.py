@@ -184,14 +184,21 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
 
 
 def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
-                    rot: int = 0, split: int = 0, slots: int = 0, bound: int = 0) -> Strategy:
+                    rot: int = 0, split: int = 0, slots: int = 0, bound: int = 0,
+                    group: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
+    from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     extra = {"rot": rot} if rot else {}  # rot=1: A's rows rotated in shared memory
     if kind.layout != "NN":  # NT's Bᵀ, TN's Aᵀ tiled as stored (rules/mm_layouts.py)
         extra["kt"] = 1
     tiles = rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
+    if group:  # the blocks started `group` rows of tiles at a time (wrg-row-groups, grid z)
+        if split or bound:
+            raise CodeletError("tiles-async: group (the grid's z) and split (its z too) exclude "
+                               "each other")
+        return seq(tiles, topdown(rule(WRG_ROW_GROUPS, g=group)))
     if not (split or bound):
         return tiles
     if not slots:
@@ -205,8 +212,10 @@ def _tiles_async_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, MM_TILES_ASYNC
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
+    from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
+
     return {**CUDA_RULES_BY_NAME, MM_TILES_ASYNC.name: MM_TILES_ASYNC,
-            MM_SPLIT_TAIL.name: MM_SPLIT_TAIL}
+            MM_SPLIT_TAIL.name: MM_SPLIT_TAIL, WRG_ROW_GROUPS.name: WRG_ROW_GROUPS}
 
 
 def _edge_rules() -> Mapping[str, Any]:
@@ -496,12 +505,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             _mm_tiles_async,
             lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn", "stages"), p))
                          for p in TILES_ASYNC_SPACE] if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, rm, rn, stages, rot=0, split=0, slots=0, bound=0:
+            lambda kind, tm, tn, tk, rm, rn, stages, rot=0, split=0, slots=0, bound=0, group=0:
                 _tiled_multiples(kind, Variant.of(
                     "tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
                     **({"rot": 1} if rot else {}),
                     **({"split": split, "slots": slots} if split or bound else {}),
-                    **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
+                    **({"bound": bound} if bound else {}), **({"group": group} if group else {})),
+                {"M": tm * max(group, 1), "N": tn, "K": tk}),  # group: whole groups of row tiles
             backends=("cuda",), dtypes=("float32",), layouts=("NN", "NT", "TN"),
             rules=_tiles_async_rules),
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
