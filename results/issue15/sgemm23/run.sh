@@ -15,6 +15,9 @@ set -o pipefail
 export PYTHONUNBUFFERED=1 LIFTKIT_CACHE_DIR=/tmp/lk-kernels-sgemm23
 [ -d .device-extra ] && python3 -m pip install -q --no-index --no-deps --target /tmp/device-site .device-extra/*.whl
 OUT=${OUT:-.}
+# the committed sources (git archive HEAD src | tar -x -C .clean-h3, carried) where present
+[ -d .clean-h3/src ] && export PYTHONPATH="$PWD/.clean-h3/src:$PYTHONPATH"
+python3 -c "import liftkit; print('liftkit from', liftkit.__file__)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/card.txt
 S=tm=128,tn=64,tk=32,rm=8,rn=8,stages=2
 T=tm=64,tn=64,tk=16,rm=8,rn=8,stages=2
