@@ -373,6 +373,12 @@ def _gemv_groups(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
                 w=w)
 
 
+def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_SPLIT
+
+    return rule(GEMV_LANE_COLUMNS_SPLIT, lanes=lanes, g=g, w=w, r=r)
+
+
 def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
     from liftkit.rewrite.rules.transpose import TRANSPOSE_LOCAL_TILES
 
@@ -395,6 +401,12 @@ GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32,
                      "T": ((4, 64, 8), (2, 128, 8), (4, 32, 8), (2, 128, 4), (4, 64, 4),
                            (8, 64, 4), (8, 128, 4), (4, 32, 4), (8, 32, 4), (4, 64, 2),
                            (16, 32, 2), (8, 128, 2), (16, 64, 2), (32, 32, 1), (16, 32, 4))}
+
+
+# GEMV T in two passes (lanes, g, w, r): the lane-column work-groups that read 128 bytes of a
+# row per warp row, r times as many (results/issue15/gemv23)
+GEMV_SPLIT_SPACE = ((4, 64, 8, 2), (4, 64, 4, 2), (4, 32, 8, 4), (4, 64, 8, 4), (4, 64, 4, 4),
+                    (2, 64, 8, 4))
 
 
 def _cuda_rules() -> Mapping[str, Any]:
@@ -583,6 +595,15 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["T"]]
             if dev == "gpu" else [],
             lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
+            dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
+    Codelet("column-groups-split", ("gemv",), "GEMV T in two kernels: column-groups' work-groups "
+            "over r row chunks (rows ≡ j mod g·r), r times as many, their sums in an [r][N] "
+            "workspace, then one work-item per column sums its r partials in order (the "
+            "gemv-lane-columns-split rule, rewrite.rules.gemv); real types",
+            _gemv_groups_split,
+            lambda dev: [dict(zip(("lanes", "g", "w", "r"), p)) for p in GEMV_SPLIT_SPACE]
+            if dev == "gpu" else [],
+            lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
             dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",

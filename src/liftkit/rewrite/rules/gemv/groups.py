@@ -74,6 +74,10 @@ GPU_WIDTHS = (4, 2, 1)
 # float32 variant of 16 bytes per step stalled at 2.73 TB/s at 8192² while float64's 32-byte
 # double4 steps reached 3.0 TB/s (results/issue15/cuda/run_final)
 T_WIDTHS = (8, 4, 2, 1)
+# row chunks of gemv-lane-columns-split: r times the work-groups (a 4096-column float32 A gives
+# lane-columns only 128 groups of 32 columns on 132 SMs; float64's 8192² with 512 groups of
+# 16 columns ran at cuBLAS's rate, results/issue15/gemv23)
+SPLIT_PARTS = (2, 4, 8)
 
 
 def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
@@ -164,16 +168,8 @@ def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr
     vop, vm, ev = vector_ops(op, m, t, w)
     c = lanes * w
 
-    def step(acc: Any, st: Any) -> Any:
-        if w == 1:
-            return vop(acc, m(st[0], st[1]))
-        return D.let(st[1], lambda xi: vop(acc, D.mapVec(lambda v: m(v, xi)) << st[0]))
-
     def block(b: Any) -> Any:
-        groups = every_rth_row(b[0], fresh(x), g)
-        partial = D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(
-            lambda colv: D.reduceSeq(step, ev) << D.zip(colv, rx[1]))
-            << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups  # [g][lanes][1]
+        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g))
 
         def total(ps: Any) -> Any:
             per_lane = D.zip(D.transpose << D.map(D.join) << ps, D.split(w) << b[1])
@@ -185,6 +181,60 @@ def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr
 
     cols = D.transpose << D.map(D.split(c)) << fresh(a)
     return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+
+
+def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any) -> Any:
+    """toLocal [g][lanes][1]: work-item (l, j) sums ⊕⟨w⟩ m(a, x_i) over row group j's w-vectors
+    of lane l (`groups`: [g] pairs of a block's rows [·][lanes·w] and their x elements)."""
+    from liftkit import dsl as D
+
+    def step(acc: Any, st: Any) -> Any:
+        if w == 1:
+            return vop(acc, m(st[0], st[1]))
+        return D.let(st[1], lambda xi: vop(acc, D.mapVec(lambda v: m(v, xi)) << st[0]))
+
+    return D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(
+        lambda colv: D.reduceSeq(step, ev) << D.zip(colv, rx[1]))
+        << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups
+
+
+def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int) -> Expr:
+    """gemv T's body in two kernels: work-groups of lanes×g work-items over lanes·w columns ×
+    one of r row chunks (rows ≡ j mod g·r in chunk ⌊j/g⌋ mod r: r times the work-groups of
+    `lane_columns`, each reading a run of lanes·w columns of a row), whose sums over their g
+    row groups go to an [r][N] intermediate; then one work-item per column sums its r partials
+    in order and applies h, s, g."""
+    from liftkit import dsl as D
+
+    op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
+    vop, vm, ev = vector_ops(op, m, t, w)
+    c, big = lanes * w, g * r
+
+    def block(cols: Any, xs: Any) -> Any:  # cols [g][M/(g·r)][c], xs [g][M/(g·r)]
+        partial = _column_partials(vop, m, ev, w, D.zip(cols, xs))
+
+        def total(ps: Any) -> Any:  # one work-item per lane: Σ over the g groups, w columns
+            per_lane = D.transpose << D.map(D.join) << ps  # [lanes][g]
+
+            def lane(q: Any) -> Any:
+                tot = D.reduceSeq(vop, ev) << q
+                return D.mapSeq(D.id_of(t)) << (D.asScalar << tot if w > 1 else tot)
+
+            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(lane) << one) \
+                << D.split(lanes) << per_lane
+
+        return D.let(partial, total)
+
+    def chunk(ch: Any) -> Any:  # this chunk's g row groups of A and x
+        strips = D.transpose << D.map(D.transpose) << D.map(D.map(D.split(c))) << ch[0]
+        return D.join << D.mapWrg(0)(lambda cols: block(cols, ch[1])) << strips
+
+    rows = D.split(g) << D.transpose << D.split(big) << fresh(a)  # [r][g][M/(g·r)][N]
+    xs = D.split(g) << D.transpose << D.split(big) << fresh(x)
+    partials = D.mapWrg(1)(chunk) << D.zip(rows, xs)  # [r][N]
+    return D.join << D.mapGlb(0)(lambda q: alpha_beta(parts, D.reduceSeq(parts.op, fresh(parts.z))
+                                                      << q[0], q[1])) \
+        << D.zip(D.transpose << partials, D.split(1) << D.join << D.split(c) << fresh(y))
 
 
 GEMV_T_GROUPS = site_rule(
@@ -209,6 +259,21 @@ GEMV_LANE_COLUMNS = site_rule(
     lambda site: gemv_at(site, True),
     lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS),
     lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
+
+
+GEMV_LANE_COLUMNS_SPLIT = site_rule(
+    "gemv-lane-columns-split",
+    "map(h) $ zip(join ∘ map(λcol. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(col, x)) ∘ transpose $ A, "
+    "map(g) $ y) → join ∘ mapGlb(0)(λ(p, yj). h(s(reduce(⊕, z) $ p), g(yj))) $ zip(transpose $ P, "
+    "split 1 $ y) where P = mapWrg(1)(λchunk. join ∘ mapWrg(0)(the g row groups' sums of lanes·w "
+    "columns, as gemv-lane-columns, without h, s, g)) over r chunks of rows ≡ j mod g·r",
+    "liftkit.blas GPU GEMV T (issue 15): the split reduction over r·g row groups in two passes, "
+    "r times the work-groups of gemv-lane-columns (CUDA's split-k GEMV)",
+    lambda site: gemv_at(site, True),
+    lambda parts, t, rows, cols: [dict(o, r=r) for o in _lane_offers(parts, t, rows, cols, T_LANES,
+                                                                      T_WIDTHS)
+                                  for r in SPLIT_PARTS if fits(rows, o["g"] * r)],
+    lambda parts, t, rows, cols, lanes, g, w, r: lane_columns_split(parts, t, lanes, g, w, r))
 
 
 # ---------------------------------------------------------------------------------------------
