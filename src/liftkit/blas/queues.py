@@ -15,7 +15,6 @@ same code runs on both backends; only the kernels' C dialect and these classes d
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
 import sys
@@ -268,13 +267,9 @@ class CUDAQueue:
     return no event; `marker()` records one where a future or a timing needs it."""
 
     backend = "cuda"
-    # the driver's record, wait and launch through ctypes (`DirectCalls`; None: cuda.bindings
-    # and cuda.core's launch, as a stubbed runner or a missing libcuda leaves it)
-    direct: Optional["DirectCalls"] = None
 
     def __init__(self, device: Any = None) -> None:
         from liftkit.backends.cuda import CUDARunner
-        from liftkit.backends.cuda.runner import CUDARunner as RealRunner
 
         try:
             self.runner = CUDARunner(device)
@@ -297,8 +292,6 @@ class CUDAQueue:
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
-        self._packed: dict[int, Any] = {}  # id of a plan's Launch -> its PackedLaunch or None
-        self._real = type(self.runner) is RealRunner  # (not a stubbed runner)
 
     def _drv(self) -> Any:
         return _driver_module()
@@ -428,13 +421,8 @@ class CUDAQueue:
         if self._in_call and handle == self._waited:
             return
         self._waited = handle if self._in_call else None
-        d = self.direct
-        if d is not None:  # one event, re-recorded: the wait takes the work recorded now
-            ev = int(self._order_event)
-            self._direct_ok(d.record(ev, handle), "event record")
-            self._direct_ok(d.wait(int(self.stream.handle), ev, 0), "stream wait")
-            return
         drv = self._drv()
+        # one event, re-recorded: the wait takes the work recorded at the time of the call
         self._check(drv.cuEventRecord(self._order_event, handle), "event record")
         self._check(drv.cuStreamWaitEvent(self.stream.handle, self._order_event, 0), "stream wait")
 
@@ -472,26 +460,8 @@ class CUDAQueue:
             ring.append(DriverEvent(self, self._check(drv.cuEventCreate(
                 drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")))
         ev = ring[i]
-        d = self.direct
-        if d is not None:
-            self._direct_ok(d.record(int(ev.handle), int(self.stream.handle)), "event record")
-        else:
-            self._check(self._drv().cuEventRecord(ev.handle, self.stream.handle), "event record")
+        self._check(self._drv().cuEventRecord(ev.handle, self.stream.handle), "event record")
         return ev
-
-    def use_direct_calls(self, on: bool = True) -> bool:
-        """Record, wait and launch planned kernels through ctypes (`DirectCalls`) or through
-        cuda.bindings and cuda.core (off); False where ctypes cannot open libcuda."""
-        self.direct = DirectCalls.open() if on and getattr(self, "_real", False) else None
-        self._packed = {}
-        return self.direct is not None
-
-    def _direct_ok(self, err: int, what: str) -> None:
-        """A ctypes driver call's result: nothing on success, else one line naming the call."""
-        if err:
-            from liftkit.backends.cuda.driver_calls import error_name
-
-            raise BlasError(f"{self.device.label}: CUDA {what} failed ({error_name(int(err))})")
 
     def wait(self, events: Sequence[Any]) -> None:
         if events:
@@ -547,7 +517,7 @@ class CUDAQueue:
     def launch_all(self, steps: Sequence[Any], values: Sequence[Any]) -> None:
         """Enqueue a call plan's steps (`liftkit.blas.calls`: a Launch's argument list filled
         from `values` by slot; Clear and Copy on the slots' addresses)."""
-        launch, stream, d = self._core.launch, self.stream, self.direct
+        launch, stream = self._core.launch, self.stream
         for ln in steps:
             if ln.step != "launch":
                 if ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
@@ -558,17 +528,6 @@ class CUDAQueue:
                 else:
                     self.zero(values[ln.slot], ln.nbytes)
                 continue
-            if d is not None:
-                pk = self._packed.get(id(ln), False)
-                if pk is False or (pk is not None and pk.launch is not ln):
-                    pk = self._pack(ln, values)
-                if pk is not None:  # the arguments' slots set in place, one driver call
-                    slots = pk.slots
-                    for pos, slot in ln.slots:
-                        slots[pos].value = values[slot]
-                    self._direct_ok(d.launch(pk.func, *pk.dims, int(stream.handle), pk.params,
-                                             None), f"launch of kernel {ln.name}")
-                    continue
             args = list(ln.args)
             for pos, slot in ln.slots:
                 args[pos] = values[slot]
@@ -577,15 +536,6 @@ class CUDAQueue:
             except Exception as err:  # noqa: BLE001 - cuda.core's own error type
                 raise BlasError(f"kernel {ln.name}: the launch failed on {self.device.label} "
                                 f"({err})") from None
-
-    def _pack(self, ln: Any, values: Sequence[Any]) -> Optional["PackedLaunch"]:
-        """A plan's Launch packed for `cuLaunchKernel` once (kept by the Launch's id), or None
-        where an argument has no fixed C type (a complex scalar), the launch has a cluster or
-        the kernel no function handle: it then launches through cuda.core."""
-        if len(self._packed) > 512:
-            self._packed.clear()
-        self._packed[id(ln)] = pk = _packed_launch(self._drv(), ln, values)
-        return pk
 
     def _plan(self, handle: Any, kernel: Any, glob: tuple[int, ...],
               local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
@@ -605,80 +555,6 @@ class CUDAQueue:
 
 
 _RING = 64  # events in a CUDA queue's ring of futures' events
-
-
-class DirectCalls:
-    """cuEventRecord, cuStreamWaitEvent and cuLaunchKernel through ctypes on the process's
-    libcuda: cuda.bindings' Python layer makes a result enum per call (about 2 us a call on the
-    H100 machine's host, the task runtime's run 7) and cuda.core's launch packs its arguments
-    at each call, where a call plan's launch changes only its slots. Handles and addresses are
-    Python ints; each call returns the CUresult as an int (0: success)."""
-
-    __slots__ = ("record", "wait", "launch")
-
-    @staticmethod
-    def open() -> Optional["DirectCalls"]:
-        """The calls, or None where ctypes cannot open libcuda."""
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            d = DirectCalls()
-            d.record, d.wait, d.launch = lib.cuEventRecord, lib.cuStreamWaitEvent, lib.cuLaunchKernel
-        except (OSError, AttributeError):
-            return None
-        p, u = ctypes.c_void_p, ctypes.c_uint
-        d.record.argtypes = [p, p]
-        d.wait.argtypes = [p, p, u]
-        d.launch.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
-        for f in (d.record, d.wait, d.launch):
-            f.restype = ctypes.c_int
-        return d
-
-
-# the C type of a kernel argument by its value's type (an int is a device address)
-_CTYPES = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64, np.float32: ctypes.c_float,
-           np.float64: ctypes.c_double, int: ctypes.c_uint64}
-
-
-class PackedLaunch:
-    """A call plan's Launch as `cuLaunchKernel` takes it: the function, grid, block and shared
-    memory, one ctypes slot per argument (the Launch's slots are set in place per call) and the
-    array of their addresses."""
-
-    __slots__ = ("launch", "func", "dims", "slots", "_addrs", "params")
-
-    def __init__(self, launch: Any, func: int, dims: tuple[int, ...], slots: list[Any]) -> None:
-        self.launch, self.func, self.dims, self.slots = launch, func, dims, slots
-        self._addrs = (ctypes.c_void_p * max(1, len(slots)))(
-            *[ctypes.addressof(x) for x in slots])
-        self.params = ctypes.addressof(self._addrs)
-
-
-def _packed_launch(drv: Any, ln: Any, values: Sequence[Any]) -> Optional[PackedLaunch]:
-    """`ln` packed with this call's values in its slots (see `CUDAQueue._pack`)."""
-    vals = list(ln.args)
-    for pos, slot in ln.slots:
-        vals[pos] = values[slot]
-    slots = []
-    for v in vals:
-        t = _CTYPES.get(type(v))
-        if t is None:
-            return None
-        slots.append(t(v))
-    cfg = ln.config
-    if getattr(cfg, "cluster", None):
-        return None
-    try:
-        h = getattr(ln.handle, "handle", None) or ln.handle._handle
-        if isinstance(h, drv.CUkernel):  # a library's kernel: its function in this context
-            err, h = drv.cuKernelGetFunction(h)
-            if err != drv.CUresult.CUDA_SUCCESS:
-                return None
-        grid, block = tuple(cfg.grid), tuple(cfg.block)
-        dims = (*grid, *(1,) * (3 - len(grid)), *block, *(1,) * (3 - len(block)),
-                int(getattr(cfg, "shmem_size", 0) or 0))
-        return PackedLaunch(ln, int(h), tuple(int(x) for x in dims), slots)
-    except Exception:  # noqa: BLE001 - no handle or geometry the driver takes: cuda.core's launch
-        return None
 
 
 class DriverEvent:
