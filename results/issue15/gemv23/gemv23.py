@@ -52,6 +52,24 @@ VARIANTS = {
                        "row-groups(lanes=16,g=16,w=4)"],
 }
 
+# run 2: GEMV T in two passes (column-groups-split(lanes, g, w, r)), more float64 N shapes
+VARIANTS2 = {
+    ("float32", "T"): ["column-groups(lanes=4,g=64,w=8)", "column-groups(lanes=2,g=128,w=8)"] + [
+        f"column-groups-split(lanes={a},g={b},w={c},r={d})" for a, b, c, d in (
+            (4, 64, 8, 2), (4, 64, 8, 4), (4, 32, 8, 4), (4, 32, 8, 2), (4, 64, 4, 2),
+            (4, 64, 4, 4), (2, 64, 8, 4), (2, 128, 8, 2), (4, 128, 8, 2), (4, 16, 8, 8),
+            (8, 64, 4, 2), (4, 32, 4, 8))],
+    ("float64", "T"): ["column-groups(lanes=4,g=64,w=4)", "column-groups(lanes=2,g=128,w=4)"] + [
+        f"column-groups-split(lanes={a},g={b},w={c},r={d})" for a, b, c, d in (
+            (4, 64, 4, 2), (4, 64, 4, 4), (4, 32, 4, 4), (4, 32, 4, 2), (2, 64, 8, 2),
+            (2, 128, 4, 2), (4, 16, 4, 8), (2, 64, 4, 4))],
+    ("float32", "N"): ["group-rows(L=64,w=4)", "group-rows(L=256,w=4)", "group-rows(L=128,w=2)"],
+    ("float64", "N"): ["group-rows(L=64,w=2)", "group-rows(L=32,w=2)", "group-rows(L=128,w=2)",
+                       "group-rows(L=256,w=2)", "group-rows(L=64,w=1)", "group-rows(L=128,w=1)",
+                       "group-rows(L=256,w=1)", "row-groups(lanes=32,g=4,w=2)",
+                       "row-groups(lanes=32,g=16,w=2)"],
+}
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
@@ -62,8 +80,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=3, help="direct on/off rounds per kind")
     p.add_argument("--max-variants", type=int, default=99)
     p.add_argument("--out", default=".")
+    p.add_argument("--set", type=int, default=1, help="1: run 1's variants, 2: run 2's")
+    p.add_argument("--no-host", action="store_true", help="no host pieces or cProfile")
     args = p.parse_args(argv)
     out_dir = Path(args.out)
+    lists = VARIANTS2 if args.set == 2 else VARIANTS
     out_dir.mkdir(parents=True, exist_ok=True)
 
     import cupy as cp
@@ -72,9 +93,12 @@ def main(argv: list[str]) -> int:
     from liftkit.blas.codelets import Kind, lookup_variant
 
     s = Session("gpu", warn=False)
-    if os.environ.get("DIRECT", "1") == "1":
-        s.q.use_direct_calls(True)
-    direct = s.q.direct
+    # run 1 (commit a2ebe8c) timed the CUDA queue's ctypes driver calls (`use_direct_calls`)
+    # against cuda.bindings/cuda.core here; they gained nothing per call and were removed
+    use = getattr(s.q, "use_direct_calls", None)
+    if use is not None and os.environ.get("DIRECT", "1") == "1":
+        use(True)
+    direct = getattr(s.q, "direct", None)
     print(f"liftkit.blas on {s.device.label}; CuPy {cp.__version__}; direct driver calls: "
           f"{'yes' if direct is not None else 'NO (libcuda not opened)'}", flush=True)
     busy = cp.ones((6144, 6144), cp.float32)
@@ -144,7 +168,7 @@ def main(argv: list[str]) -> int:
                 kind = Kind("gemv", dt_name, lay)
                 s.calls.clear()
                 profile_choice = default_choose(kind, {"M": n, "N": n})
-                todo = [str(profile_choice)] + [v for v in VARIANTS[(dt_name, lay)]
+                todo = [str(profile_choice)] + [v for v in lists[(dt_name, lay)]
                                                 if v != str(profile_choice)][:args.max_variants]
                 best: dict[str, Any] = {}
                 for i, vtext in enumerate(todo):
@@ -213,18 +237,20 @@ def main(argv: list[str]) -> int:
 
     # what a planned call's pieces cost on this host (µs each, median of 5 × 2000)
     try:
-        pieces(cp, s, out_dir, emit)
+        if not args.no_host:
+            pieces(cp, s, out_dir, emit)
     except Exception as err:  # noqa: BLE001 - the rows above stand
         print(f"host pieces: {type(err).__name__}: {err}", flush=True)
-    with open(out_dir / "host_profile.txt", "w") as report:
-        A, x, y = rand((4096, 4096), np.float32), rand((4096,), np.float32), cp.empty(4096, np.float32)
-        for mode in ("on", "off"):
-            s.q.direct = direct if mode == "on" else None
-            s.calls.clear()
-            s.gemv(A, x, y).result()
-            _profile_calls(cp, lambda: s.gemv(A, x, y), f"gemv float32 N 4096, direct {mode}",
-                           report, 22)
-        s.q.direct = direct
+    if not args.no_host:
+        with open(out_dir / "host_profile.txt", "w") as report:
+            A, x, y = rand((4096, 4096), np.float32), rand((4096,), np.float32), cp.empty(4096, np.float32)
+            for mode in ("on", "off"):
+                s.q.direct = direct if mode == "on" else None
+                s.calls.clear()
+                s.gemv(A, x, y).result()
+                _profile_calls(cp, lambda: s.gemv(A, x, y), f"gemv float32 N 4096, direct {mode}",
+                               report, 22)
+            s.q.direct = direct
 
     print("\nsummary (best kernel per kind; per call of the profile's choice):", flush=True)
     for r in summary:
@@ -259,7 +285,7 @@ def pieces(cp: Any, s: Any, out_dir: Path, emit: Callable[[dict[str, Any]], None
     ev = q._order_event
     evp = int(ev)
     shp = int(sh)
-    d = q.direct
+    d = getattr(q, "direct", None)
     k = 2000
 
     def t(fn: Callable[[], Any]) -> float:
