@@ -17,7 +17,8 @@ from .test_properties import _mat
 
 SPLIT = [Variant.of("column-groups-split", lanes=4, g=8, w=4, r=2),
          Variant.of("column-groups-split", lanes=2, g=4, w=8, r=4),  # float8 / double8 steps
-         Variant.of("column-groups-split", lanes=8, g=4, w=1, r=8)]
+         Variant.of("column-groups-split", lanes=8, g=4, w=1, r=8),
+         Variant.of("column-groups-split", lanes=4, g=4, w=2, r=16)]
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])

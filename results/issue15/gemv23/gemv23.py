@@ -70,6 +70,21 @@ VARIANTS2 = {
                        "row-groups(lanes=32,g=16,w=2)"],
 }
 
+# run 3: the two-pass form with more, smaller work-groups (run 2's best had g = 16, r = 8)
+VARIANTS3 = {
+    ("float32", "T"): ["column-groups-split(lanes=4,g=16,w=8,r=8)"] + [
+        f"column-groups-split(lanes={a},g={b},w={c},r={d})" for a, b, c, d in (
+            (4, 16, 8, 16), (4, 8, 8, 16), (4, 32, 8, 8), (4, 16, 8, 4), (8, 16, 4, 8),
+            (4, 16, 4, 16), (2, 32, 8, 8), (4, 8, 8, 8), (2, 16, 8, 16), (8, 8, 4, 16))],
+    ("float64", "T"): ["column-groups(lanes=4,g=64,w=4)", "column-groups-split(lanes=4,g=16,w=4,r=8)"] + [
+        f"column-groups-split(lanes={a},g={b},w={c},r={d})" for a, b, c, d in (
+            (4, 16, 4, 16), (4, 8, 4, 16), (4, 32, 4, 8), (2, 32, 8, 8), (4, 8, 4, 8),
+            (2, 16, 8, 16), (8, 16, 2, 8))],
+    ("float32", "N"): ["group-rows(L=256,w=4)", "group-rows(L=128,w=4)"],
+    ("float64", "N"): ["group-rows(L=128,w=2)", "group-rows(L=256,w=2)", "group-rows(L=512,w=2)",
+                       "group-rows(L=512,w=1)"],
+}
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
@@ -80,11 +95,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=3, help="direct on/off rounds per kind")
     p.add_argument("--max-variants", type=int, default=99)
     p.add_argument("--out", default=".")
-    p.add_argument("--set", type=int, default=1, help="1: run 1's variants, 2: run 2's")
+    p.add_argument("--set", type=int, default=1, help="the variants of run 1, 2 or 3")
     p.add_argument("--no-host", action="store_true", help="no host pieces or cProfile")
     args = p.parse_args(argv)
     out_dir = Path(args.out)
-    lists = VARIANTS2 if args.set == 2 else VARIANTS
+    lists = {1: VARIANTS, 2: VARIANTS2, 3: VARIANTS3}[args.set]
     out_dir.mkdir(parents=True, exist_ok=True)
 
     import cupy as cp

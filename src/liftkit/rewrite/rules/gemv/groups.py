@@ -77,7 +77,7 @@ T_WIDTHS = (8, 4, 2, 1)
 # row chunks of gemv-lane-columns-split: r times the work-groups (a 4096-column float32 A gives
 # lane-columns only 128 groups of 32 columns on 132 SMs; float64's 8192² with 512 groups of
 # 16 columns ran at cuBLAS's rate, results/issue15/gemv23)
-SPLIT_PARTS = (2, 4, 8)
+SPLIT_PARTS = (2, 4, 8, 16)
 
 
 def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
