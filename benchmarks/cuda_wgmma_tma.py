@@ -38,11 +38,11 @@ TOL, TOL_TRUNC = 2e-3, 1e-5
 BATCH = 10
 
 
-def offered() -> list[tuple[int, int, int, int, int]]:
+def offered(pair: bool = False) -> list[tuple[int, int, int, int, int]]:
     from liftkit.codegen.cuda_wgmma_tma import plan_error
 
     return [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
-            if plan_error(tm, tn, tk, w, s) is None]
+            if plan_error(tm, tn, tk, w, s, pair=pair) is None]
 
 
 def trunc(x: Any) -> Any:
@@ -99,14 +99,14 @@ def batched_ms(launch: Any, stream: Any, repeat: int) -> float:
     return float(np.median(times))
 
 
-def check(runner: Any, compiled: Any, tiles: tuple[int, ...], rng: Any) -> str:
-    """'' when every exact check passes, else what failed."""
+def check(runner: Any, compiled: Any, tiles: tuple[int, ...], rng: Any, pair: bool = False) -> str:
+    """'' when every exact check passes, else what failed (pair: an even number of row tiles)."""
     import cupy as cp
 
     tm, tn, tk, _, s = tiles
     bad = []
     for kts in sorted({1, s, s + 1, 2 * s + 3}):
-        for mt, nt in ((2, 2), (3, 1), (1, 3)):
+        for mt, nt in (((2, 2), (4, 1), (2, 3)) if pair else ((2, 2), (3, 1), (1, 3))):
             m, n, k = mt * tm, nt * tn, kts * tk
             A = cp.asarray(rng.integers(-8, 9, (m, k)).astype(np.float32))
             B = cp.asarray(rng.integers(-8, 9, (k, n)).astype(np.float32))
@@ -138,6 +138,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--only", default="")
+    ap.add_argument("--schedules", default="after", help="consumer schedules: after,ahead,inflight")
+    ap.add_argument("--copies", default="tma,tma-pair", help="rules: tma (mm-wgmma-tma), tma-pair")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "tma.json"))
     args = ap.parse_args()
     dev = list_devices()[0]
@@ -190,17 +192,24 @@ def main() -> None:
         print(rows[-2], rows[-1], flush=True)
 
     cublas("before")
-    todo = offered()
-    if args.only:
-        want = set(args.only.split(","))
-        todo = [t for t in todo if "{}x{}x{}w{}s{}".format(*t) in want]
-    for t in todo:
-        label = "wgmma TMA Z {}x{}x{} w{} s{}".format(*t)
+    from liftkit.codegen import cuda_wgmma_tma as gen
+
+    schedules = [gen.Schedule(x) for x in args.schedules.split(",")]
+    want = set(args.only.split(",")) if args.only else None
+    todo = []
+    for copy in args.copies.split(","):
+        for sch in schedules:
+            gen.SCHEDULE = sch  # what plan_error (the offered tilings) and the code generator use
+            todo += [(copy, sch, t) for t in offered(copy == "tma-pair")
+                     if want is None or "{}x{}x{}w{}s{}".format(*t) in want]
+    for copy, sch, t in todo:
+        label = f"wgmma {copy} Z " + "{}x{}x{} w{} s{}".format(*t) + f" {sch.mode}"
         t0 = time.time()
         try:
-            compiled = compile_program(tensor_core_mm("tf32z", *t, wgmma=True, copy="tma").final,
+            gen.SCHEDULE = sch  # the experiment's schedule (the module's default is the checked one)
+            compiled = compile_program(tensor_core_mm("tf32z", *t, wgmma=True, copy=copy).final,
                                        CompileOptions(dialect="cuda"))
-            wrong = check(runner, compiled, t, rng)
+            wrong = check(runner, compiled, t, rng, copy == "tma-pair")
             if wrong:
                 rows.append({"version": label, "ms": float("nan"), "error": "WRONG " + wrong})
                 print(label, "WRONG", wrong, flush=True)
@@ -228,12 +237,12 @@ def main() -> None:
     with open(args.json, "w") as f:
         json.dump({"device": dev.label, "size": n, "rows": rows}, f, indent=1)
     print(f"\n{n}³ on {dev.label}; × = cuBLAS TF32 (torch, best of before/after) ms / ms")
-    print(f"{'version':58s} {'ms':>8s} {'TFLOP/s':>8s} {'×':>6s} {'rel err':>9s}")
+    print(f"{'version':72s} {'ms':>8s} {'TFLOP/s':>8s} {'×':>6s} {'rel err':>9s}")
     for r in rows:
         if r.get("error"):
-            print(f"{r['version']:58s} {r['error']}")
+            print(f"{r['version']:72s} {r['error'][:150]}")
         else:
-            print(f"{r['version']:58s} {r['ms']:8.3f} {r['tflops']:8.1f} {base / r['ms']:6.2f} {r['rel_err']:9.2e}")
+            print(f"{r['version']:72s} {r['ms']:8.3f} {r['tflops']:8.1f} {base / r['ms']:6.2f} {r['rel_err']:9.2e}")
     if any(r.get("error") for r in rows):
         sys.exit(1)
 

@@ -32,10 +32,13 @@ CUDA = CompileOptions(dialect="cuda")
 M, N, K = size("M"), size("N"), size("K")
 OFFERED = [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
            if plan_error(tm, tn, tk, w, s) is None]
+OFFERED_PAIRS = [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
+                 if plan_error(tm, tn, tk, w, s, pair=True) is None]
 
 
-def low(tm: int = 128, tn: int = 256, tk: int = 32, warps: int = 8, stages: int = 4) -> Any:
-    return tensor_core_mm("tf32z", tm, tn, tk, warps, stages, wgmma=True, copy="tma").final
+def low(tm: int = 128, tn: int = 256, tk: int = 32, warps: int = 8, stages: int = 4,
+        copy: str = "tma") -> Any:
+    return tensor_core_mm("tf32z", tm, tn, tk, warps, stages, wgmma=True, copy=copy).final
 
 
 def by_hand(tm: int, tn: int, tk: int, warps: int, stages: int) -> Lambda:
@@ -68,7 +71,7 @@ def test_type_errors_and_rule_limits_in_words() -> None:
         check(by_hand(128, 256, 32, 6, 4))
     with pytest.raises(LiftTypeError, match="one or two 64-row blocks"):
         check(by_hand(128, 512, 32, 8, 4))
-    with pytest.raises(ValueError, match="'tma' \\(tf32z"):
+    with pytest.raises(ValueError, match="'tma' or 'tma-pair' \\(tf32z"):
         tensor_core_mm("tf32", 128, 256, 32, 8, 4, wgmma=True, copy="tma")
     assert plan_error(256, 256, 32, 8, 4) is not None  # 256 accumulators per lane
     assert plan_error(128, 256, 32, 8, 5) is not None  # more than 227 KB of stages
@@ -107,13 +110,34 @@ def test_cuda_code_tensor_maps_and_pipeline() -> None:
     assert "(i / 4 + 1) & 1" in src and "((i_2 + 1) / 4) & 1" in src
 
 
+def test_pair_cuda_code_multicasts_half_of_b_to_both_blocks() -> None:
+    (k,) = compile_program(low(copy="tma-pair"), CUDA).kernels
+    src = k.source
+    assert "__cluster_dims__(1, 2, 1) KERNEL(" in src and src.count("multicast::cluster") == 1
+    assert [a.tensor_map.box for a in k.args if a.kind == "tensormap"] == [(32, 128), (256, 16)]
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in src
+    assert "mbarrier.try_wait.parity.acquire.cluster" in src
+    assert src.count("barrier.cluster.arrive.release.aligned") == 2  # after the init, before leaving
+    with pytest.raises(CodegenError, match="must be known even"):
+        compile_program(by_hand_pair(), CUDA)
+
+
+def by_hand_pair() -> Lambda:
+    A, B = Param("A", float32[K][M]), Param("B", float32[N][K])
+    tiles = lambda t: compose(map(compose(transpose, map(split(32)))), split(t))  # noqa: E731
+    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
+        lambda bc: join << reduceWgmmaTmaPairTF32Z(8, 4, lambda p: p, 0.0) << zip(ar, bc))
+        << tiles(256) << transpose << B) << tiles(128) << A
+    return Lambda((A, B), body)
+
+
 def test_every_offered_tiling_builds_for_sm90a_without_spills() -> None:
     assert len(OFFERED) >= 6
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda import compile_cuda
 
-    for t in OFFERED:
-        (kern,) = compile_program(low(*t), CUDA).kernels
+    for t, copy in [(t, "tma") for t in OFFERED] + [(t, "tma-pair") for t in OFFERED_PAIRS]:
+        (kern,) = compile_program(low(*t, copy=copy), CUDA).kernels
         out = compile_cuda(kern.source, "sm_90a", ["-Xptxas=-v", *kern.build_options], name="tma.cu")
         assert "cp.async.bulk.tensor.2d" in out.ptx and "wgmma.mma_async" in out.ptx
         assert " 0 bytes spill stores" in out.log and "C75" not in out.log, (t, out.log)
@@ -193,12 +217,12 @@ def test_every_offered_tiling_on_the_gpu_matches_the_interpreter() -> None:
         pytest.skip("no Hopper GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
     rng = np.random.default_rng(11)
-    for t in OFFERED:
+    for t, copy in [(t, "tma") for t in OFFERED] + [(t, "tma-pair") for t in OFFERED_PAIRS]:
         tm, tn, tk, _, s = t
-        compiled = compile_program(low(*t), CUDA)
+        compiled = compile_program(low(*t, copy=copy), CUDA)
         for kts in (1, s + 1, 2 * s + 3):
             A = rng.integers(-8, 9, (2 * tm, kts * tk)).astype(np.float32)
             B = rng.integers(-8, 9, (kts * tk, 2 * tn)).astype(np.float32)
             np.testing.assert_array_equal(runner.run(compiled, A, B), A @ B, err_msg=f"{t} {kts} tiles")
-        A = rng.standard_normal((256, 256)).astype(np.float32)
+        A = rng.standard_normal((512, 256)).astype(np.float32)
         np.testing.assert_array_equal(runner.run(compiled, A, np.eye(256, dtype=np.float32)), trunc_tf32(A))

@@ -31,14 +31,14 @@ over several k-tiles and pipeline wraps before any is offered to the search.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
 from liftkit.codegen.cuda_wgmma import (ALIGN, ROW_BYTES, SHARED_LIMIT, _desc_c, _rounded,
                                         global_element, hopper_prologue, tile_direction)
-from liftkit.codegen.cuda_wgmma_async import _vector_place
+from liftkit.codegen.cuda_wgmma_async import _pair_cluster, _vector_place
 from liftkit.codegen.kernel import TensorMap
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
@@ -54,7 +54,30 @@ REGISTER_FILE = 65536  # 32-bit registers of an SM, all for one block
 MAX_CONSUMER_REGISTERS = 192  # accumulators + both fragment sets, leaving room for addresses
 
 
-def plan_error(m: int, n: int, k: int, warps: int, stages: int) -> Optional[str]:
+@dataclass(frozen=True)
+class Schedule:
+    """How the consumers order a tile's steps (benchmarks/cuda_wgmma_tma.py compares them on
+    the GPU). `after`: the products of tile i, `wgmma.wait_group 0`, then B's fragments of tile
+    i+1 into the one register set. `ahead`: tile i+1's fragments loaded into a second set while
+    tile i's products run, moved into the first after `wait_group 0`. `inflight`: two sets used
+    in turn (the loop unrolled by two), `wait_group 1`, so one tile's products stay in flight
+    while the next tile's fragments load. In `ahead` and `inflight` an empty asm reads each set
+    once the products reading it are known done: ptxas does not keep a register an in-flight
+    warpgroup MMA reads from being reused (run 2: `ahead` without it, wrong on every tiling
+    with two consumer warpgroups)."""
+
+    mode: str = "after"
+
+    @property
+    def sets(self) -> int:
+        return 1 if self.mode == "after" else 2
+
+
+SCHEDULE = Schedule()  # the one the GPU check passed (results/issue12/tma/)
+
+
+def plan_error(m: int, n: int, k: int, warps: int, stages: int,
+               schedule: Optional["Schedule"] = None, pair: bool = False) -> Optional[str]:
     """Why `warps` consumer warps (and a producer warpgroup) cannot run an m×n×k tile with TMA
     copies `stages` deep, in words, or None."""
     groups = warps // 4
@@ -64,13 +87,16 @@ def plan_error(m: int, n: int, k: int, warps: int, stages: int) -> Optional[str]
     if n % (64 * groups) or n // (64 * groups) not in (1, 2):
         return f"n = {n} is not one or two 64-row blocks of B per consumer warpgroup ({groups})"
     nb = n // (64 * groups)
-    regs = nb * m // 2 + 2 * nb * k // 2  # accumulators, fragments in use and loaded ahead
+    sets = (schedule or SCHEDULE).sets  # fragment register sets
+    regs = nb * m // 2 + sets * nb * k // 2
     if regs > MAX_CONSUMER_REGISTERS:
         return f"{regs} accumulator and fragment registers per lane (at most {MAX_CONSUMER_REGISTERS})"
     if n > 256 or k > 256:
         return f"a {n}×{k} box of B (a tensor map's box has at most 256 elements a side)"
     if not 2 <= stages <= 8:
         return f"{stages} stages (2 to 8)"
+    if pair and k % 16:
+        return f"k = {k}: a pair's blocks copy half of B's k-rows each (k a multiple of 16)"
     if shared_bytes(m, n, k, stages) > SHARED_LIMIT:
         return f"{stages} staged {m}×{n}×{k} tiles need more than {SHARED_LIMIT // 1024} KB of shared memory"
     return None
@@ -126,7 +152,8 @@ def _tile_map(g: "Generator", x: View, along_k: bool, box: tuple[int, int], swiz
 
 
 def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
-                     env: dict["Param", View], ctx: "Ctx", dest: Optional[View]) -> View:
+                     env: dict["Param", View], ctx: "Ctx", dest: Optional[View],
+                     schedule: Optional[Schedule] = None) -> View:
     """See the module docstring."""
     from liftkit.codegen.generator import Scope
 
@@ -144,7 +171,7 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     m, n, k, _ = p.check_tiles(g.result_type(p.f, [tt.elem], env, ctx.inside(p)))
-    why = plan_error(m, n, k, warps, stages)
+    why = plan_error(m, n, k, warps, stages, schedule, isinstance(p, P.ReduceWgmmaTmaPair))
     if why is not None:
         raise CodegenError(f"{p.name} {warps} {stages}: {why}")
     kt, nb = tt.length, n // (64 * groups)
@@ -165,7 +192,11 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
                            "B's as it lies: A must be contiguous along k and B along its rows (a "
                            "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
     map_a = _tile_map(g, a0, True, (WGMMA_ROW, m), 128, "A")
-    map_b = _tile_map(g, b0, False, (n, k), 0, "B")
+    pair = isinstance(p, P.ReduceWgmmaTmaPair)
+    if pair:
+        _pair_cluster(g, p, ctx)  # __cluster_dims__(1, 2, 1), the row tiles known even
+    # B: one box of its k rows, or (a pair) each block's half of them, multicast to both
+    map_b = _tile_map(g, b0, False, (n, k // 2 if pair else k), 0, "B")
 
     sbytes, b_base = stage_bytes(m, n, k), m * k * 4
     nbytes = shared_bytes(m, n, k, stages)
@@ -176,10 +207,10 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
     slot = lambda i: f"{smem} + (unsigned)(({i}) % {stages}) * {sbytes}u"  # noqa: E731
     bar = lambda b, i: f"{b} + (unsigned)(({i}) % {stages}) * 8u"  # noqa: E731
 
-    def wait(barrier: str, parity: str) -> None:
+    def wait(barrier: str, parity: str, scope: str = "") -> None:
         ok = em.names.fresh("lk_ok")
         em.line(f"unsigned {ok} = 0;")
-        em.line(f'do {{ asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, '
+        em.line(f'do {{ asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity{scope}.shared::cta.b64 p, '
                 f'[%1], %2;\\nselp.u32 %0, 1, 0, p;\\n}}\\n" : "=r"({ok}) : "r"({barrier}), '
                 f'"r"((unsigned)({parity})) : "memory"); }} while (!{ok});')
 
@@ -189,9 +220,15 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
     with em.if_(f"{tid.name} == 0"):
         for s in range(stages):
             em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"({full} + {8 * s}u) : "memory");')
-            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {warps};" :: "r"({empty} + {8 * s}u) : "memory");')
+            em.line(f'asm volatile("mbarrier.init.shared::cta.b64 [%0], {warps * (2 if pair else 1)};" :: '
+                    f'"r"({empty} + {8 * s}u) : "memory");')
         em.line('asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");')
     em.line("__syncthreads();")
+    rank = "0"
+    if pair:  # the partner's barriers exist before any copy or arrive reaches them
+        em.line(_CLUSTER_SYNC)
+        rank = em.names.fresh("lk_rank")
+        em.line(f'unsigned {rank}; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"({rank}));')
 
     wg = em.names.fresh("lk_wg")
     em.line(f"int {wg} = {tid.name} / 128;")
@@ -203,8 +240,8 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
             i = Var(name, 0, kt)
             with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
                 c = replace(ctx, write_to=None).inside(p, Scope("seq", 0, i, kt))
-                with em.if_(f"{name} >= {stages}"):
-                    wait(bar(empty, name), f"({name} / {stages} + 1) & 1")
+                with em.if_(f"{name} >= {stages}"):  # (a pair: both blocks' consumers are done)
+                    wait(bar(empty, name), f"({name} / {stages} + 1) & 1", ".acquire.cluster" if pair else "")
                 em.line(f'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {sbytes};" :: '
                         f'"r"({bar(full, name)}) : "memory");')
                 a, b = operands(i, c)
@@ -215,28 +252,45 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
                     _copy(em, f"{slot(name)} + {atom * m * ROW_BYTES}u", map_a,
                           f"({a_org}) % ({a_stride}) + {atom * WGMMA_ROW}", f"({a_org}) / ({a_stride})",
                           bar(full, name))
-                _copy(em, f"{slot(name)} + {b_base}u", map_b, f"({b_org}) % ({b_stride})",
-                      f"({b_org}) / ({b_stride})", bar(full, name))
+                if pair:  # k-rows [rank·k/2, (rank+1)·k/2) of B, to both blocks
+                    _copy(em, f"{slot(name)} + {b_base}u + {rank} * {k // 2 * n * 4}u", map_b,
+                          f"({b_org}) % ({b_stride})", f"({b_org}) / ({b_stride}) + (int){rank} * {k // 2}",
+                          bar(full, name), multicast=True)
+                else:
+                    _copy(em, f"{slot(name)} + {b_base}u", map_b, f"({b_org}) % ({b_stride})",
+                          f"({b_org}) / ({b_stride})", bar(full, name))
+        em.line("__syncwarp();")  # the producer warp whole again before any block barrier
     with em.if_(f"{wg} < {groups}"):  # the consumer warpgroups
         if groups > 1:
             em.line(f'asm volatile("setmaxnreg.inc.sync.aligned.u32 {consumer_registers(groups)};");')
-        _consume(g, p, init, dest, tid, wg, m, n, k, kt, stages, groups, nb, slot, bar, full, empty, wait, b_base)
-    em.line("__syncthreads();")  # every copy landed and was read: the barriers may go
+        _consume(g, p, init, dest, tid, wg, m, n, k, kt, stages, groups, nb, slot, bar, full, empty, wait, b_base,
+                 schedule or SCHEDULE, pair)
+    # every copy landed and was read, in both blocks of a pair: the barriers may go
+    em.line(_CLUSTER_SYNC if pair else "__syncthreads();")
     with em.if_(f"{tid.name} == 0"):
         for s in range(2 * stages):
             em.line(f'asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"({full} + {8 * s}u) : "memory");')
     return dest
 
 
-def _copy(em: object, dst: str, tmap: str, col: str, row: str, barrier: str) -> None:
-    em.line(f'asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes '  # type: ignore[attr-defined]
-            f'[%0], [%1, {{%2, %3}}], [%4];" :: "r"({dst}), "l"((unsigned long long)&{tmap}), '
-            f'"r"((int)({col})), "r"((int)({row})), "r"({barrier}) : "memory");')
+_CLUSTER_SYNC = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+                 'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
+
+
+def _copy(em: object, dst: str, tmap: str, col: str, row: str, barrier: str,
+          multicast: bool = False) -> None:
+    """One box of a tensor map into shared memory at dst, completing on `barrier`; multicast:
+    into both blocks of the cluster (the same offsets, each block's own barrier)."""
+    mc, mask = (".multicast::cluster", ', "h"((unsigned short)3)') if multicast else ("", "")
+    em.line(f'asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes{mc} '  # type: ignore[attr-defined]
+            f'[%0], [%1, {{%2, %3}}], [%4]{", %5" if multicast else ""};" :: "r"({dst}), '
+            f'"l"((unsigned long long)&{tmap}), "r"((int)({col})), "r"((int)({row})), "r"({barrier}){mask} : "memory");')
 
 
 def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: Var, wg: str,
              m: int, n: int, k: int, kt: ArithExpr, stages: int, groups: int, nb: int, slot, bar,
-             full: str, empty: str, wait, b_base: int) -> None:  # type: ignore[no-untyped-def]
+             full: str, empty: str, wait, b_base: int, sch: Schedule,  # type: ignore[no-untyped-def]
+             pair: bool = False) -> None:
     """The consumer warpgroups' loop over the tiles and their stores of C."""
     em = g.em
     w4, gv, tv = (em.names.fresh(h) for h in ("lk_w4", "lk_g", "lk_t"))
@@ -260,18 +314,24 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
             start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_view(init, fb, i))
             acc[fb, i] = em.private_var(p.acc, f"c{fb}_{i}", start).name
     keys = [(fb, kk, r) for fb in range(nb) for kk in range(k // 8) for r in range(4)]
-    pre = {key: em.names.fresh("lk_pre") for key in keys}
-    frag = {key: em.names.fresh("lk_frag") for key in keys}
-    em.line("unsigned " + ", ".join(list(pre.values()) + list(frag.values())) + ";")
+    sets = [{key: em.names.fresh(f"lk_frag{x}_") for key in keys} for x in range(sch.sets)]
+    em.line("unsigned " + ", ".join(r for st in sets for r in st.values()) + ";")
 
     def pin() -> None:  # the accumulators stay where the asynchronous products write them
         for fb in range(nb):
             regs = [acc[fb, i] for i in range(regs_n)]
             em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
 
-    def fragments(i: str) -> None:
-        """B's rows of this lane from staged tile i into `pre` (truncated as the tensor cores
-        would read them)."""
+    def keep(st: dict) -> None:  # type: ignore[type-arg]
+        """A read of every register of a fragment set: its products are done by now, and until
+        here no other value may take its registers."""
+        regs = list(st.values())
+        for x in range(0, len(regs), 16):
+            em.line('asm volatile("" :: ' + ", ".join(f'"r"({r})' for r in regs[x:x + 16]) + ");")
+
+    def fragments(i: str, st: dict) -> None:  # type: ignore[type-arg]
+        """B's rows of this lane from staged tile i into the set st (truncated as the tensor
+        cores would read them)."""
         w = 2 * nb
         for kk in range(k // 8):
             for hk in range(2):
@@ -281,15 +341,12 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
                         f"(unsigned)({tv} * {n * 4} + {col} * 4)")
                 outs = ", ".join(f"%{x}" for x in range(w))
                 em.line(f'asm volatile("ld.shared.v{w}.b32 {{{outs}}}, [%{w}];" : '
-                        + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}));')
+                        + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}) : "memory");')
                 for x, word in enumerate(words):  # word x: block x/2, row half x mod 2
-                    em.line(f"{pre[x // 2, kk, 2 * hk + x % 2]} = "
+                    em.line(f"{st[x // 2, kk, 2 * hk + x % 2]} = "
                             f"{_rounded(em, f'__uint_as_float({word})', p.rounding)};")
 
-    def products(at: str) -> None:
-        for key in keys:
-            em.line(f'asm volatile("mov.b32 %0, %1;" : "=r"({frag[key]}) : "r"({pre[key]}));')
-        pin()
+    def products(at: str, st: dict) -> None:  # type: ignore[type-arg]
         em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
         body = ", ".join(f"%{r}" for r in range(regs_n))
         for kk in range(k // 8):
@@ -297,27 +354,67 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
             a_desc = _desc_c(f"{at} + {atom * m * ROW_BYTES + step * 4}u")
             for fb in range(nb):
                 outs = ", ".join(f'"+f"({acc[fb, i]})' for i in range(regs_n))
-                fr = ", ".join(f'"r"({frag[fb, kk, r]})' for r in range(4))
+                fr = ", ".join(f'"r"({st[fb, kk, r]})' for r in range(4))
                 em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs_n + 5}, 0;\\n'
                         f'wgmma.mma_async.sync.aligned.m64n{m}k8.f32.tf32.tf32 {{{body}}}, '
                         f'{{%{regs_n}, %{regs_n + 1}, %{regs_n + 2}, %{regs_n + 3}}}, %{regs_n + 4}, p, 1, 1;\\n}}\\n" : '
                         f'{outs} : {fr}, "l"({a_desc}), "r"(1));')
         em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
 
-    with em.if_(f"0 < {kt.to_c()}"):
-        wait(bar(full, "0"), "0")
-        fragments("0")
-    name = em.names.fresh("i")
-    with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
-        products(slot(name))
-        with em.if_(f"{name} + 1 < {kt.to_c()}"):
-            wait(bar(full, f"{name} + 1"), f"(({name} + 1) / {stages}) & 1")
-            fragments(f"{name} + 1")
-        em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
-        pin()
+    def release(i: str) -> None:
+        """This warp is done with stage i: one arrive on its empty barrier (a pair: on both
+        blocks', whose producers both write this block's stage)."""
         em.line("__syncwarp();")
         with em.if_(f"({tid.name} & 31) == 0"):
-            em.line(f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({bar(empty, name)}) : "memory");')
+            if not pair:
+                em.line(f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({bar(empty, i)}) : "memory");')
+                return
+            for r in range(2):
+                em.line(f'{{ unsigned lk_rb; asm volatile("mapa.shared::cluster.u32 %0, %1, {r};" : "=r"(lk_rb) : '
+                        f'"r"({bar(empty, i)})); asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, '
+                        f'[%0];" :: "r"(lk_rb) : "memory"); }}')
+
+    def load_next(i: str, st: dict) -> None:  # type: ignore[type-arg]
+        with em.if_(f"{i} + 1 < {kt.to_c()}"):
+            wait(bar(full, f"{i} + 1"), f"(({i} + 1) / {stages}) & 1")
+            fragments(f"{i} + 1", st)
+
+    with em.if_(f"0 < {kt.to_c()}"):
+        wait(bar(full, "0"), "0")
+        fragments("0", sets[-1] if sch.mode == "ahead" else sets[0])
+    name = em.names.fresh("i")
+    if sch.mode == "inflight":  # tile i on set i mod 2; tile i-1's products done at wait_group 1
+        with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 2"):
+            for half in range(2):
+                i, cur, nxt = f"({name} + {half})", sets[half], sets[1 - half]
+                with em.if_(f"{i} < {kt.to_c()}"):  # (no pin here: the products of i-1 still run)
+                    products(slot(i), cur)
+                    em.line('asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");')
+                    keep(nxt)
+                    with em.if_(f"{i} > 0"):
+                        release(f"{i} - 1")
+                    load_next(i, nxt)
+        em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
+        pin()
+        keep(sets[0])
+        keep(sets[1])
+    else:
+        with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+            if sch.mode == "ahead":
+                for key in keys:
+                    em.line(f'asm volatile("mov.b32 %0, %1;" : "=r"({sets[0][key]}) : "r"({sets[1][key]}));')
+            pin()
+            products(slot(name), sets[0])
+            if sch.mode == "ahead":
+                load_next(name, sets[1])
+            em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
+            pin()
+            if sch.mode == "ahead":
+                keep(sets[0])
+                release(name)
+            else:
+                release(name)  # the stage goes back to the producer before the next wait
+                load_next(name, sets[0])
 
     out = dest.access(cst(0))
     w = 2 * nb

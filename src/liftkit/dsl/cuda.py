@@ -51,6 +51,7 @@ reduceWgmmaAsyncTF32Z = _wgmma(P.ReduceWgmmaAsyncTF32Z)
 reduceWgmmaPairTF32 = _wgmma(P.ReduceWgmmaPairTF32)
 reduceWgmmaPairTF32Z = _wgmma(P.ReduceWgmmaPairTF32Z)
 reduceWgmmaTmaTF32Z = _wgmma(P.ReduceWgmmaTmaTF32Z)
+reduceWgmmaTmaPairTF32Z = _wgmma(P.ReduceWgmmaTmaPairTF32Z)
 
 
 def toLocalAsync(stages: int, f: FunLike) -> P.ToLocalAsync:
@@ -69,4 +70,5 @@ def reduceSplitTail(parts: int, slots: int, bound: int, f: FunLike, init: Any = 
 __all__ = ["reduceSplitTail", "reduceWarp", "reduceMmaTF32", "reduceMmaBF16", "reduceMmaF64", "reduceMmaF64K8",
            "toLocalAsync", "toTF32", "toBF16", "reduceWgmmaTF32", "reduceWgmmaTF32Z",
            "reduceWgmmaAsyncTF32", "reduceWgmmaAsyncTF32Z", "reduceWgmmaPairTF32",
-           "reduceWgmmaPairTF32Z", "reduceWgmmaTmaTF32Z", "truncTF32"]
+           "reduceWgmmaPairTF32Z", "reduceWgmmaTmaTF32Z", "reduceWgmmaTmaPairTF32Z",
+           "truncTF32"]

@@ -14,7 +14,7 @@ from liftkit.ir.patterns.cuda import (
     ReduceMmaTF32, ReduceWarp,
     ReduceWgmma, ReduceWgmmaAsync, ReduceWgmmaAsyncTF32, ReduceWgmmaAsyncTF32Z, ReduceWgmmaPair,
     ReduceWgmmaPairTF32, ReduceWgmmaPairTF32Z, ReduceWgmmaTF32, ReduceWgmmaTF32Z, ReduceWgmmaTma,
-    ReduceWgmmaTmaTF32Z, ToLocalAsync,
+    ReduceWgmmaTmaPair, ReduceWgmmaTmaPairTF32Z, ReduceWgmmaTmaTF32Z, ToLocalAsync,
 )
 from liftkit.ir.patterns.layout import (
     LAYOUT_PATTERNS,
@@ -75,5 +75,5 @@ __all__ = [
     "ReduceWgmmaTF32",
     "ReduceWgmmaTF32Z", "ReduceWgmmaAsync", "ReduceWgmmaAsyncTF32", "ReduceWgmmaAsyncTF32Z",
     "ReduceWgmmaPair", "ReduceWgmmaPairTF32", "ReduceWgmmaPairTF32Z", "ReduceWgmmaTma",
-    "ReduceWgmmaTmaTF32Z", "ToLocalAsync",
+    "ReduceWgmmaTmaPair", "ReduceWgmmaTmaPairTF32Z", "ReduceWgmmaTmaTF32Z", "ToLocalAsync",
 ]

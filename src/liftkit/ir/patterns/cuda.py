@@ -37,6 +37,8 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
 - `reduceWgmmaTmaTF32Z w s (f, z)`: the same meaning once more, the tiles copied raw by the bulk
   tensor copy engine (TMA) on mbarriers, `s` stages, by a producer warpgroup beside w/4 consumer
   warpgroups; truncation only (the tensor cores read the copied float32 bits truncated).
+- `reduceWgmmaTmaPairTF32Z w s (f, z)`: reduceWgmmaTma run by the two blocks of a 2-block
+  cluster along the row tiles, each copying half of their common B tile to both (TMA multicast).
 - `toLocalAsync s (copy)`: toLocal for a copy (nested mapSeqUnroll/mapSeq/mapLcl of id) that
   is pipelined `s` deep over the tile loop of the reduceMma whose staging function holds it, or
   of the reduceSeq whose function starts with it (`λ(acc, t). (λ(x, y). …)(… toLocalAsync s
@@ -557,9 +559,34 @@ class ReduceWgmmaTmaTF32Z(ReduceWgmmaTma):
     rounding = "truncTF32"
 
 
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaTmaPair(ReduceWgmmaTma):
+    """reduceWgmmaTmaPair<P> w s (f, z): the meaning of reduceWgmmaTma<P> w s (f, z), run by the
+    two work-groups of a 2-block cluster along dimension 1 (consecutive row tiles, the same
+    column tile): each copies half of B's tile (its k-rows) to both blocks at once (TMA
+    multicast), so B crosses from L2 once per pair. The number of work-groups along dimension
+    1 must be even."""
+
+    @property
+    def refusal(self) -> str:  # type: ignore[override]
+        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, the bulk tensor "
+                "copy with multicast and 2-block clusters, sm_90a); OpenCL C has none of them: compile "
+                "with --backend cuda, or multiply the tiles with reduceMmaTF32 (mma.sync) or "
+                "reduceSeq(add) ∘ mapSeq(mult)")
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceWgmmaTmaPairTF32Z(ReduceWgmmaTmaPair):
+    """Operands truncated to TF32 (as truncTF32)."""
+
+    name = "reduceWgmmaTmaPairTF32Z"
+    rounding = "truncTF32"
+
+
 WGMMA_PATTERNS: tuple[type[ReduceWgmma], ...] = (ReduceWgmmaTF32, ReduceWgmmaTF32Z, ReduceWgmmaAsyncTF32,
                                                  ReduceWgmmaAsyncTF32Z, ReduceWgmmaPairTF32,
-                                                 ReduceWgmmaPairTF32Z, ReduceWgmmaTmaTF32Z)
+                                                 ReduceWgmmaPairTF32Z, ReduceWgmmaTmaTF32Z,
+                                                 ReduceWgmmaTmaPairTF32Z)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from liftkit.ir.patterns.cuda import SHUFFLE_TYPES, WARP
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import assoc_comm, call, const, fresh, is_identity, lam, type_checks
-from liftkit.rewrite.rules.cuda_tma import MM_WGMMA_TMA
+from liftkit.rewrite.rules.cuda_tma import MM_WGMMA_TMA, MM_WGMMA_TMA_PAIR
 from liftkit.types import ArrayType, ScalarType, float32, float64, same_type
 
 Options = list[dict[str, Any]]
@@ -503,7 +503,7 @@ def mm_wgmma(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
     mma = cls(warps=cst(warps), stages=cst(stages), f=D.fn(lambda pair: pair))
     zero = Lit(0.0, cls.acc)
     rows = tiles(tm)
-    if issubclass(cls, P.ReduceWgmmaPair):  # the row tiles in pairs (2-block clusters): join ∘
+    if issubclass(cls, (P.ReduceWgmmaPair, P.ReduceWgmmaTmaPair)):  # the row tiles in pairs (2-block clusters): join ∘
         # split 2 means the identity, and makes the runtime check that their number is even
         rows = D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.join, D.split(2), D.split(tm))
     return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.mapWrg(0)(
@@ -519,9 +519,11 @@ def _wgmma_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int)
 def _wgmma_plan(cls: type) -> Any:
     """The code generator's plan check of a reduceWgmma class (why a tiling cannot run)."""
     if issubclass(cls, P.ReduceWgmmaTma):
+        from functools import partial
+
         from liftkit.codegen.cuda_wgmma_tma import plan_error as tma_plan
 
-        return tma_plan
+        return partial(tma_plan, pair=issubclass(cls, P.ReduceWgmmaTmaPair))
     if issubclass(cls, P.ReduceWgmmaAsync):
         from functools import partial
 
@@ -686,7 +688,7 @@ TILES_ASYNC = make_rule(
 
 
 CUDA_RULES: tuple[Rule, ...] = (TREE_CHUNKS_32, REDUCE_WARP, MM_TENSOR_CORES, MM_WGMMA, MM_WGMMA_ASYNC,
-                                MM_WGMMA_PAIR, MM_WGMMA_TMA, TILES_ASYNC)
+                                MM_WGMMA_PAIR, MM_WGMMA_TMA, MM_WGMMA_TMA_PAIR, TILES_ASYNC)
 CUDA_RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in CUDA_RULES}
 
 
@@ -714,7 +716,8 @@ def _search_rules() -> tuple[Rule, ...]:
     # mm-wgmma-async is left out: its kernel gave wrong products on the H100 for some tilings
     # (results/final22/runB/wgmma.log), so the code generator refuses it until that is found
     # mm-wgmma-tma joins once its tilings are checked on a GPU (results/issue12/tma/)
-    return tuple(SEARCH_RULES) + tuple(r for r in CUDA_RULES if r not in (MM_WGMMA_ASYNC, MM_WGMMA_TMA)) + \
+    return tuple(SEARCH_RULES) + tuple(r for r in CUDA_RULES
+                                       if r not in (MM_WGMMA_ASYNC, MM_WGMMA_TMA, MM_WGMMA_TMA_PAIR)) + \
         SCHEDULE_RULES
 
 
@@ -733,7 +736,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
     (the tiles copied raw by cp.async, B through registers); `copy="pair"`, mm-wgmma-pair (the
     same in 2-block clusters sharing B); `copy="tma"`, mm-wgmma-tma (tf32z: the bulk tensor
-    copy, a producer warpgroup, `warps` consumer warps). `ik=8` (f64): DMMA m16n8k8 throughout
+    copy, a producer warpgroup, `warps` consumer warps); `copy="tma-pair"`, mm-wgmma-tma-pair
+    (the same in 2-block clusters, B multicast). `ik=8` (f64): DMMA m16n8k8 throughout
     (reduceMmaF64K8); with `ahead=1` too, each k-step's fragments read one step ahead, across
     tiles (reduceMmaF64K8Ahead; staged > 1); `ahead=2`, also the next tile's copies issued among
     the last products (reduceMmaF64K8AheadSpread)."""
@@ -755,11 +759,11 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         lambda colB: D.reduce(add_, D.lit(0.0, T)) << D.map(mult_) << D.zip(rowA, colB))
         << D.transpose << rows(B)) << rows(A))
     rules = {"registers": (MM_WGMMA, ""), "cp.async": (MM_WGMMA_ASYNC, "-async"), "pair": (MM_WGMMA_PAIR, "-pair"),
-             "tma": (MM_WGMMA_TMA, "-tma")}
-    if copy not in rules or (copy != "registers" and not wgmma) or (copy == "tma" and kind != "tf32z"):
+             "tma": (MM_WGMMA_TMA, "-tma"), "tma-pair": (MM_WGMMA_TMA_PAIR, "-tma-pair")}
+    if copy not in rules or (copy != "registers" and not wgmma) or (copy.startswith("tma") and kind != "tf32z"):
         raise ValueError(f"tensor-core product copying its tiles by {copy!r}: 'registers', or "
-                         "'cp.async', 'pair' (2-block clusters sharing B) or 'tma' (tf32z: the bulk "
-                         "tensor copy) with the warpgroup MMA (wgmma)")
+                         "'cp.async', 'pair' (2-block clusters sharing B), 'tma' or 'tma-pair' (tf32z: "
+                         "the bulk tensor copy) with the warpgroup MMA (wgmma)")
     if wgmma:
         which, tag = rules[copy]
         step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)

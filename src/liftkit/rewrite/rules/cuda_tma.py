@@ -19,16 +19,19 @@ from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
 
 # (tm, tn, tk, consumer warps) offered, largest first, and the stages
-WGMMA_TMA_TILES = ((128, 256, 32, 8), (256, 128, 32, 8), (128, 128, 32, 4))
+WGMMA_TMA_TILES = ((128, 256, 32, 8), (256, 128, 32, 8), (128, 256, 64, 8), (256, 128, 64, 8),
+                   (128, 128, 32, 4))
 WGMMA_TMA_STAGES = (4, 3, 2)
 _CASTS = {"truncTF32": P.ReduceWgmmaTmaTF32Z}
+_PAIR_CASTS = {"truncTF32": P.ReduceWgmmaTmaPairTF32Z}
 
 
-def _choices(site: Site) -> list[dict[str, Any]]:
+def _choices(site: Site, casts: dict[str, type] = _CASTS) -> list[dict[str, Any]]:
     from liftkit.codegen.cuda_wgmma_tma import plan_error
     from liftkit.rewrite.rules.cuda import mm_nest
 
-    found = mm_nest(site, _CASTS, None)
+    pair = casts is _PAIR_CASTS
+    found = mm_nest(site, casts, None)
     if found is None:
         return []
     _, _, m, n, k, _ = found
@@ -36,13 +39,15 @@ def _choices(site: Site) -> list[dict[str, Any]]:
     return [{"tm": tm, "tn": tn, "tk": tk, "warps": w, "stages": s}
             for tm, tn, tk, w in WGMMA_TMA_TILES
             if all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk)))
-            for s in WGMMA_TMA_STAGES if plan_error(tm, tn, tk, w, s) is None]
+            and not (pair and cm is not None and cm // tm % 2)
+            for s in WGMMA_TMA_STAGES if plan_error(tm, tn, tk, w, s, pair=pair) is None]
 
 
-def _build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int) -> Any:
+def _build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int,
+           casts: dict[str, type] = _CASTS) -> Any:
     from liftkit.rewrite.rules.cuda import mm_nest, mm_wgmma
 
-    a, b, _, _, _, cls = mm_nest(site, _CASTS, None)  # type: ignore[misc]
+    a, b, _, _, _, cls = mm_nest(site, casts, None)  # type: ignore[misc]
     return mm_wgmma(fresh(a), fresh(b), cls, tm, tn, tk, warps, stages)
 
 
@@ -52,4 +57,13 @@ MM_WGMMA_TMA = make_rule(
     "raw by the bulk tensor copy engine (TMA) on mbarriers, s stages, by a producer warpgroup "
     "beside w/4 consumer warpgroups",
     "issue 12 (Hopper warpgroup MMA fed by TMA)", _choices, _build,
+    lowering=True, reshapes=True, opaque=False)
+
+MM_WGMMA_TMA_PAIR = make_rule(
+    "mm-wgmma-tma-pair",
+    "as mm-wgmma-tma, with reduceWgmmaTmaPairTF32Z w s (id, 0): the work-groups of consecutive row "
+    "tiles run as 2-block clusters, each copying half of their common B tile to both (TMA multicast)",
+    "issue 12 (Hopper warpgroup MMA fed by TMA, 2-block clusters)",
+    lambda site: _choices(site, _PAIR_CASTS),
+    lambda site, **kw: _build(site, casts=_PAIR_CASTS, **kw),
     lowering=True, reshapes=True, opaque=False)
