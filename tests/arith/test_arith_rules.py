@@ -185,6 +185,20 @@ def test_nested_division_and_mod_of_mod() -> None:
     assert (X % (4 * N) + y) % N == (X + y) % N
 
 
+def test_small_addend_below_the_common_factor_is_dropped() -> None:
+    """(g·x + b)/(g·c) = x/c and (g·x + b) % (g·c) = g·(x % c) + b for 0 <= b < g: the lanes of
+    a vector read through nested splits are then seen to be consecutive."""
+    lid, j = index_var("l", 8), index_var("j", 4)
+    assert (16 * lid + j) // 64 == lid // 4
+    assert (16 * lid + j) % 64 == 16 * (lid % 4) + j
+    assert (4 * X + j) // 8 == X // 2 and (4 * X + j) % 8 == 4 * (X % 2) + j
+    f = 16 * lid + j  # flattened [r][y][x] = [·][8][8] of a vector lane: the identity
+    assert prove_eq((f // 64) * 64 + ((f % 64) // 8) * 8 + f % 8, f)
+    # b not provably below g: kept
+    assert isinstance(4 * X + j + 1, ArithExpr) and (4 * X + j + 1) // 8 != X // 2
+    assert (4 * X + 5) // 8 != X // 2
+
+
 def test_remainder_and_common_factors_in_mod() -> None:
     lid = index_var("l", 64)
     assert X - (X // 4) * 4 == X % 4

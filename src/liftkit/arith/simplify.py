@@ -228,6 +228,25 @@ def _split_checked(n: ArithExpr, d: ArithExpr) -> tuple[Poly, ArithExpr]:
     return {}, n
 
 
+
+def _drop_small(n: ArithExpr, d: ArithExpr) -> tuple[ArithExpr, ArithExpr] | None:
+    """n = a + b with a a multiple of g, g | d (d a positive constant) and 0 <= b < g proven:
+    then n/d = a/d and n%d = a%d + b (a = n - b > -g is a multiple of g, so a >= 0 in C's
+    domain). Returns (a, b), or None. Lets (16*l + j)/64 with j < 4 become l/4, so that the
+    lanes of a vector read through nested splits are seen to be consecutive."""
+    if type(d) is not Cst or d.v <= 1:
+        return None
+    p = dict(term_list(n))
+    for g in sorted({gcd(d.v, c) for c in p.values()} - {1}, reverse=True):
+        small = {m: c for m, c in p.items() if c % g}
+        if not small or len(small) == len(p):
+            continue
+        b = build(small)
+        if _R.nonneg(b) and _R.prove_lt(b, Cst(g)):
+            return build({m: c for m, c in p.items() if not c % g}), b
+    return None
+
+
 def intdiv(n: Any, d: Any) -> ArithExpr:
     """Integer division n/d, simplified (rules 1 and 2, gcd, nesting)."""
     n, d = to_expr(n), to_expr(d)
@@ -252,6 +271,9 @@ def intdiv(n: Any, d: Any) -> ArithExpr:
     q, r = _split_checked(n, d)
     if q:  # rule 2: (x*y + z)/y = x + z/y with z >= 0 proven
         return add(build(q), intdiv(r, d))
+    dropped = _drop_small(n, d)
+    if dropped is not None:  # (g*x + b)/(g*c) = x/c for 0 <= b < g
+        return intdiv(dropped[0], d)
     if _R.prove_lt(n, d):  # rule 1 (n >= 0 is C's domain)
         return ZERO
     return IntDiv(n, d, True)
@@ -281,6 +303,9 @@ def mod(n: Any, d: Any) -> ArithExpr:
         return ZERO
     if type(r) is Mod and divides(d, r.b) is True:  # (x % (a*b)) % b = x % b
         return mod(r.a, d)
+    dropped = _drop_small(r, d)
+    if dropped is not None:  # (g*x + b) % (g*c) = (g*x) % (g*c) + b for 0 <= b < g
+        return add(mod(dropped[0], d), dropped[1])
     if type(r) is Sum:
         # (x % (a*d) + y) % d = (x + y) % d: x >= x % (a*d), so the
         # numerator stays >= 0; applied to terms +c*(x % (a*d)), c > 0
