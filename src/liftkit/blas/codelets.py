@@ -235,39 +235,29 @@ def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unro
 
 
 def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
-                 lines: int = 0, ik: int = 0, ahead: int = 0) -> Strategy:
+                 lines: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TENSOR_CORES
 
     extra: dict[str, Any] = {"lines": True} if lines else {}
-    if ik:  # DMMA m16n8k8 (its fragments read `ahead` k-steps early)
-        extra.update(ik=ik, **({"ahead": ahead} if ahead else {}))
     return rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
 def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
-                         stages: int, elems: int = 0, split: int = 0, slots: int = 0,
-                         bound: int = 0) -> Strategy:
+                         stages: int, elems: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES_ASYNC
-    from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     extra = {"elems": 1} if elems else {}
-    tiles = rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
-    if not (split or bound):
-        return tiles
-    if not slots:
-        raise CodeletError("edge-tiles-async split into parts needs the GPU's slots")
-    # the guarded tile loop's last partial wave split along K too (its K tiles zero-filled past K)
-    return seq(tiles, topdown(rule(MM_SPLIT_TAIL, parts=split or 1, slots=slots, bound=bound)))
+    return rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
 
 
 # a tiled codelet's guarded form (rewrite.rules.mm_edges: the same kernel over padded views of
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
-EDGE_CODELETS = frozenset(EDGE_FORMS.values())  # (a profile's entries of them rank guarded forms)
-# what the guarded forms do not offer: A's rows rotated in local memory, the grouped block
-# order (its grid of row groups needs whole groups of row tiles)
-_NOT_GUARDED = ("rot", "group")
+# what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8 (and
+# its fragments read ahead), the SGEMM tail split along K, the grouped block order (its grid
+# of row groups needs whole groups of row tiles)
+_NOT_GUARDED = ("rot", "ik", "ahead", "split", "slots", "bound", "group")
 def fit_groups(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Variant":
     """`variant` without its grouped block order (`group`, whose grid takes whole groups of
     row tiles) where the groups would pad these sizes beyond what its tiles pad (4097 rows:
