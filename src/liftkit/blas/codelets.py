@@ -416,9 +416,10 @@ GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32,
 
 
 # GEMV T in two passes (lanes, g, w, r): the lane-column work-groups that read 128 bytes of a
-# row per warp row, r times as many (results/issue15/gemv23)
-GEMV_SPLIT_SPACE = ((4, 64, 8, 2), (4, 64, 4, 2), (4, 32, 8, 4), (4, 64, 8, 4), (4, 64, 4, 4),
-                    (2, 64, 8, 4))
+# row per warp row, r times as many; the H100's fastest first (results/issue15/gemv23 runs 2-3:
+# float32 8192² (4,16,8,8) 0.99x cuBLAS by kernel, float64 4096² (4,16,4,8) 0.96x)
+GEMV_SPLIT_SPACE = ((4, 16, 8, 8), (4, 32, 8, 4), (4, 16, 8, 16), (4, 32, 8, 8), (4, 16, 4, 8),
+                    (4, 32, 4, 8), (8, 16, 2, 8), (4, 64, 8, 2))
 
 
 def _cuda_rules() -> Mapping[str, Any]:
