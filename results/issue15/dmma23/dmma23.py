@@ -62,10 +62,25 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rows", default="float64/NN,complex128/NN,float64/TN,float64/NT",
                    help="DTYPE/LAYOUT,...: the GEMMs timed, in this order")
     p.add_argument("--jsonl", default=os.path.join(os.environ.get("OUT", "."), "dmma23.jsonl"))
+    p.add_argument("--set", action="append", default=[], metavar="LAYOUT/CLASS=V|V",
+                   help="replace the variants of one (layout, class) of VARIANTS ('|'-separated)")
+    p.add_argument("--verify", type=int, default=0, metavar="ROUNDS",
+                   help="time what the session chooses (the shipped profile, nothing forced) "
+                        "in ROUNDS alternating rounds of cuBLAS and liftkit, and stop")
     p.add_argument("--dry", action="store_true", help="derive and NVRTC-compile every variant here "
                    "(no GPU), print registers and spills, and stop")
     a = p.parse_args(argv)
     from liftkit.blas.codelets import Kind, lookup_variant
+
+    for spec in a.set:
+        key, _, texts = spec.partition("=")
+        lay, cls = key.split("/")
+        VARIANTS[lay, cls] = [t for t in texts.split("|") if t]
+    if a.set:  # only the (layout, class) pairs named
+        named = {tuple(x.partition("=")[0].split("/")) for x in a.set}
+        for key in list(VARIANTS):
+            if key not in named:
+                del VARIANTS[key]
 
     if a.dry:
         return _dry()
@@ -78,6 +93,17 @@ def main(argv: list[str]) -> int:
     s = Session("gpu", warn=False)
     print(f"liftkit.blas on {s.device.label} ({s.backend}), profile: {'yes' if s.profile else 'none'}",
           flush=True)
+    if a.verify:  # the chosen kernels built first in the pool (the packing kernels by the session)
+        VARIANTS.clear()
+        for spec in a.rows.split(","):
+            dt_name, lay = spec.split("/")
+            kind = Kind("mm", "float64", "TN" if lay == "TN" and dt_name == "float64" else "NN")
+            for n in (int(x) for x in a.sizes.split(",") if x):
+                w = 2 if dt_name.startswith("complex") else 1
+                v = str(s.choose(kind, {"M": n, "N": w * n, "K": w * n}))
+                VARIANTS.setdefault((kind.layout, "chosen"), []).append(v)
+        _prebuild()
+        return _verify(cp, s, a, busy)
     t0 = time.time()
     attrs = _prebuild()  # NVRTC in a pool of processes, cubins into the kernel cache on disk
     for (lay, text), (regs, spill) in attrs.items():  # then loaded (disk hits) by the session
@@ -103,6 +129,8 @@ def main(argv: list[str]) -> int:
         kind = Kind("mm", "float64", "TN" if lay == "TN" and dt.kind != "c" else "NN")
         for n in (int(x) for x in a.sizes.split(",") if x):
             cls = "large" if n <= 2048 else "huge"
+            if not VARIANTS.get((lay, cls)):
+                continue
             flops = (8.0 if dt.kind == "c" else 2.0) * n ** 3
             unit_ms = flops / 50e12 * 1e3  # about a call at 50 TFLOP/s
             repeat = 20 if unit_ms < 1 else max(2, int(30 / unit_ms))
@@ -114,7 +142,7 @@ def main(argv: list[str]) -> int:
             scale = float(cp.max(cp.abs(ref)))
             t_ref = [_time(cp, lambda: cp.matmul(opA, opB, out=C), repeat, batches)]
             got = []
-            for text in VARIANTS[lay, cls]:
+            for text in VARIANTS.get((lay, cls), []):
                 v = lookup_variant(kind, text)
                 forced[("mm", "float64", kind.layout)] = v
                 s.forget_choices()
@@ -171,6 +199,74 @@ def main(argv: list[str]) -> int:
         print(f"{what:13} {r['size']:>5} {r['variant']:78} {r['regs']:>4} {r['local']:>4} "
               f"{r['call_s'] * 1e3:9.3f} {r['call_ratio']:8.3f} {r['kernel_s'] * 1e3:9.3f} "
               f"{r['kernel_ratio']:8.3f} {r['cublas_s'] * 1e3:9.3f}")
+    return 0
+
+
+def _verify(cp: Any, s: Any, a: Any, busy: Any) -> int:
+    """The session's own choices (no variant forced) per GEMM, checked against cuBLAS's product
+    first, then `a.verify` alternating rounds (cuBLAS, liftkit) of per-call timing; the ratio
+    of each round's pair, their median and spread; liftkit's device work once at the end."""
+    import statistics
+
+    out = open(a.jsonl, "a")
+    table = []
+    for spec in a.rows.split(","):
+        dt_name, lay = spec.split("/")
+        dt = np.dtype(dt_name)
+        ta, tb = lay[0] == "T", lay[1] == "T"
+        for n in (int(x) for x in a.sizes.split(",") if x):
+            flops = (8.0 if dt.kind == "c" else 2.0) * n ** 3
+            unit_ms = flops / 50e12 * 1e3
+            repeat = 20 if unit_ms < 1 else max(2, int(30 / unit_ms))
+            batches = 5 if unit_ms < 5 else 3
+            A, B = _rand_gpu(cp, (n, n), dt), _rand_gpu(cp, (n, n), dt)
+            opA, opB = (A.T if ta else A), (B.T if tb else B)
+            C, ref = cp.full((n, n), np.nan, dt), cp.empty((n, n), dt)
+            cp.matmul(opA, opB, out=ref)
+            s.gemm(A, B, C, trans_a=ta, trans_b=tb).result()
+            err = float(cp.max(cp.abs(C - ref))) / float(cp.max(cp.abs(ref)))
+            plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
+            ran = plan.embed.real.variant if plan.embed is not None else plan.built.variant
+            what = f"{plan.variant} on {ran}" if plan.embed is not None else str(ran)
+            if not err < TOL:
+                print(f"{spec} {n} {what}: WRONG (max rel error {err:.1e})", flush=True)
+                table.append((spec, n, what, None))
+                continue
+            call = lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb)  # noqa: E731
+            blas = lambda: cp.matmul(opA, opB, out=C)  # noqa: E731
+            pairs = [(_time(cp, blas, repeat, batches), _time(cp, call, repeat, batches))
+                     for _ in range(a.verify)]
+            t_k, t_h = _kernel_and_host(cp, s, call, repeat, busy)
+            ratios = sorted(r / l for r, l in pairs)
+            row = {"verify": True, "dtype": dt_name, "layout": lay, "size": n, "variant": what,
+                   "err": err, "pairs_s": pairs, "ratio_median": statistics.median(ratios),
+                   "ratio_min": ratios[0], "ratio_max": ratios[-1], "kernel_s": t_k,
+                   "host_us": t_h * 1e6, "cublas_median_s": statistics.median(p[0] for p in pairs),
+                   "call_median_s": statistics.median(p[1] for p in pairs), "repeat": repeat,
+                   "batches": batches}
+            row["kernel_ratio"] = row["cublas_median_s"] / t_k
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            table.append((spec, n, what, row))
+            print(f"  {spec} {n} {what}: per call x{row['ratio_median']:.3f} "
+                  f"({row['ratio_min']:.3f}-{row['ratio_max']:.3f}), cuBLAS "
+                  f"{row['cublas_median_s'] * 1e3:.3f} ms, liftkit {row['call_median_s'] * 1e3:.3f} "
+                  f"ms, device work {t_k * 1e3:.3f} ms (err {err:.1e})", flush=True)
+            del A, B, C, ref, opA, opB
+            cp.get_default_memory_pool().free_all_blocks()
+    out.close()
+    print(f"\ndevice: {s.device.label}; {a.verify} alternating rounds (cuBLAS, liftkit) of per-call "
+          "timing, the median of the rounds' ratios (spread); device work: calls queued behind a "
+          "long product, fastest of 3")
+    print(f"{'gemm':13} {'n':>5} {'x cuBLAS':>8} {'spread':>13} {'cuBLAS ms':>9} {'liftkit ms':>10} "
+          f"{'device ms':>9}  derivation")
+    for spec, n, what, r in table:
+        if r is None:
+            print(f"{spec:13} {n:>5} WRONG {what}")
+            continue
+        print(f"{spec:13} {n:>5} {r['ratio_median']:8.3f} {r['ratio_min']:6.3f}-{r['ratio_max']:.3f} "
+              f"{r['cublas_median_s'] * 1e3:9.3f} {r['call_median_s'] * 1e3:10.3f} "
+              f"{r['kernel_s'] * 1e3:9.3f}  {what}")
     return 0
 
 
