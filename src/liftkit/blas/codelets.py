@@ -381,7 +381,7 @@ def _gemv_column_blocks(kind: Kind, k: int, w: int) -> Strategy:
 def _gemv_groups(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS, GEMV_LANE_ROWS
 
-    return rule(GEMV_LANE_COLUMNS if kind.layout == "T" else GEMV_LANE_ROWS, lanes=lanes, g=g,
+    return rule(GEMV_LANE_COLUMNS if kind.layout in "TC" else GEMV_LANE_ROWS, lanes=lanes, g=g,
                 w=w)
 
 
@@ -594,30 +594,30 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
             "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "
             "memory summed by one work-item per row (the gemv-lane-rows rule, "
-            "rewrite.rules.gemv); real types",
+            "rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups,
             lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["N"]]
             if dev == "gpu" else [],
             lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
-            dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
+            dtypes=tuple(bp.DTYPES), layouts=("N", "R"), rules=_gemv_rules),
     Codelet("column-groups", ("gemv",), "GEMV T: lanes·w columns per work-group of lanes×g "
             "work-items, each summing every g-th row of its w columns (A's rows read coalesced, "
             "x broadcast), the g partials per column summed from local memory (the "
-            "gemv-lane-columns rule, rewrite.rules.gemv); real types",
+            "gemv-lane-columns rule, rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups,
             lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["T"]]
             if dev == "gpu" else [],
             lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
-            dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
+            dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-split", ("gemv",), "GEMV T in two kernels: column-groups' work-groups "
             "over r row chunks (rows ≡ j mod g·r), r times as many, their sums in an [r][N] "
             "workspace, then one work-item per column sums its r partials in order (the "
-            "gemv-lane-columns-split rule, rewrite.rules.gemv); real types",
+            "gemv-lane-columns-split rule, rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups_split,
             lambda dev: [dict(zip(("lanes", "g", "w", "r"), p)) for p in GEMV_SPLIT_SPACE]
             if dev == "gpu" else [],
             lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
-            dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
+            dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
             lambda kind, w: rule(mc.CPU_ROWS, w=w),

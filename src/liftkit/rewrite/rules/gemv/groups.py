@@ -92,9 +92,10 @@ def _lane_offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any,
                  lanes_: tuple[int, ...] = LANES, widths: tuple[int, ...] = GPU_WIDTHS
                  ) -> list[dict[str, Any]]:
     """The BLAS form's work-groups (both directions): lanes × g ≤ 1024 work-items, each
-    warp's run of a row at least 8 elements (a 32-byte sector of float32)."""
+    warp's run of a row at least 8 elements (a 32-byte sector of float32); complex elements
+    one at a time (they have no vectors)."""
     return [{"lanes": lanes, "g": grp, "w": w}
-            for w in vector_widths(parts.op, parts.m, widths, True)
+            for w in ((1,) if t.is_complex else vector_widths(parts.op, parts.m, widths, True))
             for lanes in lanes_ for grp in GROUPS
             if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024
             and lanes * w >= 8]
@@ -256,7 +257,7 @@ GEMV_LANE_COLUMNS = site_rule(
     "m⟨w⟩(A's row segment, x_i))))(row groups j, j+g, … of b's lanes·w columns) in h, s, g of Σ "
     "over the groups of P) $ zip(transpose ∘ map(split lanes·w) $ A, split lanes·w $ y)",
     "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows",
-    lambda site: gemv_at(site, True),
+    lambda site: gemv_at(site, True, complex_ok=True),
     lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS),
     lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
 
@@ -269,7 +270,7 @@ GEMV_LANE_COLUMNS_SPLIT = site_rule(
     "columns, as gemv-lane-columns, without h, s, g)) over r chunks of rows ≡ j mod g·r",
     "liftkit.blas GPU GEMV T (issue 15): the split reduction over r·g row groups in two passes, "
     "r times the work-groups of gemv-lane-columns (CUDA's split-k GEMV)",
-    lambda site: gemv_at(site, True),
+    lambda site: gemv_at(site, True, complex_ok=True),
     lambda parts, t, rows, cols: [dict(o, r=r) for o in _lane_offers(parts, t, rows, cols, T_LANES,
                                                                       T_WIDTHS)
                                   for r in SPLIT_PARTS if fits(rows, o["g"] * r)],
@@ -437,7 +438,7 @@ GEMV_LANE_ROWS = site_rule(
     "(lane l of each of blk's g rows: its vectors l, l+lanes, …) in one work-item per row: h, s, "
     "g of Σ over the lanes of P) ∘ split g $ zip(A, y)",
     "liftkit.blas GPU GEMV N (issue 15): a row per g work-items' warp, partials in local memory",
-    lambda site: gemv_at(site, False), _lane_offers,
+    lambda site: gemv_at(site, False, complex_ok=True), _lane_offers,
     lambda parts, t, rows, cols, lanes, g, w: lane_rows(parts, t, lanes, g, w))
 
 GEMV_GROUP_RULES: tuple[Rule, ...] = (GEMV_T_GROUPS, GEMV_ROW_GROUPS)

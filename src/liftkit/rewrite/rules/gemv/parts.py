@@ -21,13 +21,15 @@ def fits(n: Any, k: int) -> bool:
     return divides(cst(k), n) is not False
 
 
-def real_matrix(site: Site, a: Expr) -> Optional[tuple[ScalarType, Any, Any]]:
-    """(element type, rows, row length) of a matrix of a real scalar type."""
+def real_matrix(site: Site, a: Expr, complex_ok: bool = False
+                ) -> Optional[tuple[ScalarType, Any, Any]]:
+    """(element type, rows, row length) of a matrix of a real scalar type (or a complex one,
+    `complex_ok`)."""
     at = site.type_of(a)
     if not (isinstance(at, ArrayType) and isinstance(at.elem, ArrayType)):
         return None
     t = at.elem.elem
-    if not (isinstance(t, ScalarType) and t != bool_ and not t.is_complex):
+    if not (isinstance(t, ScalarType) and t != bool_ and (complex_ok or not t.is_complex)):
         return None
     return t, at.length, at.elem.length
 
@@ -112,15 +114,16 @@ def gemv_parts(f: Any, call: FunCall, transposed: bool) -> Optional[Gemv]:
     return Gemv(f.f, d.s, d.op, d.m, d.z, a, d.x, gy.f.f, gy.args[0])
 
 
-def gemv_at(site: Site, transposed: bool) -> Optional[tuple[Gemv, ScalarType, Any, Any]]:
+def gemv_at(site: Site, transposed: bool, complex_ok: bool = False
+            ) -> Optional[tuple[Gemv, ScalarType, Any, Any]]:
     """(parts, element type, M, N) where the site is gemv's body outside any other map, A a
-    matrix and x a vector of one real scalar type."""
+    matrix and x a vector of one real scalar type (or complex, `complex_ok`)."""
     if site.enclosing:
         return None
     parts = gemv_parts(site.f, site.call, transposed)
     if parts is None:
         return None
-    shape = real_matrix(site, parts.a)
+    shape = real_matrix(site, parts.a, complex_ok)
     xt = site.type_of(parts.x)
     if shape is None or not (isinstance(xt, ArrayType) and xt.elem == shape[0]):
         return None
