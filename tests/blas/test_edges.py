@@ -109,8 +109,8 @@ def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only(
     """DMMA tiles staged over whole lines (lines=1): the guarded form with lines where 2
     divides the chunks' dimensions (K and N), else the one without lines, which runs only where
     the padded copies would take a large share of the call (volume below EDGE_LOSSY_VOLUME);
-    m16n8k8 (ik=8) has no guarded form, so it too is dropped only below that volume; sizes the
-    tiles divide keep the variant."""
+    m16n8k8 (ik=8, ahead) has a guarded form with lines, which loses nothing; sizes the tiles
+    divide keep the variant."""
     import importlib
     from types import SimpleNamespace
 
@@ -129,8 +129,8 @@ def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only(
     e_lines, e_plain = Variant.of("edge-mma", lines=1, **tiles), Variant.of("edge-mma", **tiles)
     assert edge_forms(lines) == [e_lines, e_plain] and edge_forms(plain) == [e_plain]
     tiles16 = {**tiles, "tk": 16}  # (m16n8k8 takes 16-deep tiles)
-    k8, k8_lines = Variant.of("mma", lines=1, ik=8, **tiles16), Variant.of("edge-mma", lines=1,
-                                                                          **tiles16)
+    k8, k8_lines = (Variant.of("mma", lines=1, ik=8, ahead=2, **tiles16),
+                    Variant.of("edge-mma", lines=1, ik=8, ahead=2, **tiles16))
     assert edge_forms(k8) == [k8_lines, Variant.of("edge-mma", **tiles16)]
 
     def pick(v: Variant, m: int, n: int, k: int) -> Variant:
@@ -140,7 +140,8 @@ def test_a_guarded_form_lacking_the_variants_speed_ups_runs_below_a_volume_only(
     assert pick(lines, 1023, 1025, 999) == e_plain  # below the volume: without lines
     assert pick(lines, 4097, 4094, 4094) == e_lines  # nothing lost
     assert pick(lines, 4097, 4095, 4095) == lines  # above it: padded, with lines
-    assert pick(k8, 4097, 4094, 4094) == k8 and pick(k8, 1000, 1000, 1000) == k8_lines
+    assert pick(k8, 4097, 4094, 4094) == k8_lines and pick(k8, 1000, 1000, 1000) == k8_lines
+    assert pick(k8, 4097, 4095, 4095) == k8  # K, N odd: padded, with m16n8k8
     assert pick(plain, 4097, 4095, 4095) == e_plain
     assert pick(lines, 1024, 1024, 1024) == lines
     assert 1023 * 1025 * 999 < g.EDGE_LOSSY_VOLUME <= 4097 * 4095 * 4095
@@ -167,11 +168,13 @@ def test_guarded_kernels_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no
             np.testing.assert_allclose(cp.asnumpy(c), a.astype(wide) @ b, rtol=tol, atol=tol * k)
 
 
-def test_a_guarded_form_without_vector_copies_or_the_split_runs_below_a_smaller_volume() -> None:
-    """The shipped H100 SGEMM variant splits its tail: its guarded forms drop the split (and,
-    at N, K off 4, copy element by element), which ran 2x slower than the padded kernel at
-    4.2·10⁹ (CGEMM 1023×1025×999's real product on the H100), so they run only below
-    EDGE_COPY_VOLUME; DMMA forms keep the larger EDGE_LOSSY_VOLUME."""
+def test_a_guarded_form_copying_elements_runs_below_a_smaller_volume() -> None:
+    """The shipped H100 SGEMM variant splits its tail: its guarded forms keep the split (the
+    split's K tiles zero-filled past K), and at N, K off 4 copy element by element, which ran
+    slower than the padded kernel at 4.2·10⁹ and above (CGEMM 1023×1025×999's real product on
+    the H100: 0.64x against 0.63x padded, 4097×4095²: 0.76x against 0.85x; odd23/run2), so
+    without a profile entry they run only below EDGE_COPY_VOLUME; DMMA forms keep the larger
+    EDGE_LOSSY_VOLUME."""
     import importlib
     from types import SimpleNamespace
 
@@ -189,6 +192,89 @@ def test_a_guarded_form_without_vector_copies_or_the_split_runs_below_a_smaller_
         return g.mm_kernel(Stub(), kind, {"M": m, "N": n, "K": k}, split).variant
 
     assert pick(1023, 2050, 1998) == split  # 4.2·10⁹: padded, split
-    small = pick(1023, 1025, 999)  # 1.0·10⁹: a guarded form, no copies
-    assert small.codelet == "edge-tiles-async" and not small.kw.get("split")
+    small = pick(1023, 1025, 999)  # 1.0·10⁹: a guarded form, no copies, split kept
+    assert small == Variant.of("edge-tiles-async", elems=1, **{
+        k: v for k, v in split.kw.items()})
+    assert pick(4096, 4096, 4100) == Variant.of("edge-tiles-async", **split.kw)  # nothing lost
     assert g.EDGE_COPY_VOLUME <= 1023 * 2050 * 1998 < g.EDGE_LOSSY_VOLUME
+
+
+def test_profile_entries_of_guarded_forms_choose_them_where_the_tiles_do_not_divide() -> None:
+    """A profile's `edge-*` entries (measured at odd sizes) are never the choice where the
+    tiles divide (Profile.choose skips them); where they do not, the entry that fits is used:
+    vector forms before element forms, then the one measured nearest the sizes, then the
+    fastest (gemm.profiled_edge)."""
+    import importlib
+    from types import SimpleNamespace
+
+    from liftkit.blas.codelets import multiples
+    from liftkit.blas.profile import Entry, Profile
+
+    g = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
+    kind = Kind("mm", "float32", "NN")
+    tiles = dict(tm=64, tn=64, tk=16, rm=8, rn=8, stages=2)
+    plain = Variant.of("tiles-async", **tiles)
+    near_s = Variant.of("edge-tiles-async", **tiles, split=2, slots=924)
+    near_c = Variant.of("edge-tiles-async", **{**tiles, "stages": 4})
+    elems = Variant.of("edge-tiles-async", **{**tiles, "tm": 128}, elems=1)
+    p = Profile("dev", "dev", "gpu")
+
+    def entry(v: Variant, m: int, n: int, k: int, rate: float) -> Entry:
+        return Entry(kind, "large", {"M": m, "N": n, "K": k}, v, 1.0, rate)
+
+    p.add([entry(plain, 1024, 1024, 1024, 30000), entry(near_s, 1000, 1000, 1000, 31000),
+           entry(near_c, 1000, 2000, 2000, 37000), entry(elems, 1999, 1999, 1999, 99000)])
+
+    class Stub:
+        profile = p
+
+        def choose(self, kind, sizes):  # type: ignore[no-untyped-def]
+            return p.choose(kind, sizes, multiples)
+
+        def kernel(self, kind, sizes, variant=None):  # type: ignore[no-untyped-def]
+            return SimpleNamespace(variant=variant)
+
+    def pick(m: int, n: int, k: int) -> Variant:
+        return g.mm_kernel(Stub(), kind, {"M": m, "N": n, "K": k}).variant
+
+    assert pick(1024, 1024, 1024) == plain  # the tiles divide: the ranked choice
+    assert Stub().choose(kind, {"M": 1024, "N": 1024, "K": 1024}) == plain
+    assert pick(1000, 1000, 1000) == near_s and pick(1000, 2000, 2000) == near_c
+    assert pick(1100, 1000, 1000) == near_s  # nearest measured shape
+    assert pick(1023, 1025, 999) == elems  # (N, K off 4: only the element form fits)
+    assert pick(4000, 4000, 4000).codelet != "edge-tiles-async" or pick(
+        4000, 4000, 4000) == Variant.of("edge-tiles-async", **tiles)  # huge: no entries
+
+
+@pytest.mark.gpu
+def test_guarded_dmma_k8_ahead_and_element_copies_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no-untyped-def]
+    """The guarded forms session 23 added or changed, forced at ragged sizes (every edge, K
+    over several tiles), CuPy operands, NaN-poisoned C, against NumPy: DMMA m16n8k8 with
+    fragments read ahead over padded views (edge-mma ik=8, ahead 0-2: K, N even for lines),
+    the FFMA tiles copied element by element read back as float4 (elems=1, N and K odd), and
+    the guarded FFMA tiles with the tail split along K (the whole grid one partial wave here:
+    every tile split, the zero-filled K tiles included)."""
+    cp = pytest.importorskip("cupy")
+    g = np.random.default_rng(23)
+    mma = dict(tm=64, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8)
+    cases = [("float64", (131, 98, 70), Variant.of("edge-mma", ahead=a, **mma)) for a in (0, 1, 2)]
+    cases += [("float64", (67, 130, 200), Variant.of("edge-mma", ahead=2, **{**mma, "tm": 128})),
+              ("float32", (131, 67, 133), Variant.of("edge-tiles-async", tm=64, tn=64, tk=16,
+                                                      rm=8, rn=8, stages=2, elems=1)),
+              ("float32", (70, 129, 99), Variant.of("edge-tiles-async", tm=128, tn=64, tk=32,
+                                                     rm=8, rn=8, stages=2, elems=1)),
+              ("float32", (131, 67, 133), Variant.of("edge-tiles-async", tm=64, tn=64, tk=16,
+                                                      rm=8, rn=8, stages=2, elems=1, split=2,
+                                                      slots=924)),
+              ("float32", (300, 132, 260), Variant.of("edge-tiles-async", tm=128, tn=64, tk=32,
+                                                       rm=8, rn=8, stages=2, split=4, slots=396,
+                                                       bound=3))]
+    for dt, (m, n, k), v in cases:
+        plan = plan_gemm(cuda_session, (m, k), (k, n), dt, variant=v)
+        assert plan.built.variant == v and plan.padded == plan.sizes
+        a, b = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
+        c = cp.full((m, n), np.nan, dt)
+        cuda_session.gemm(cp.asarray(a), cp.asarray(b), c).result()
+        tol = 1e-4 if dt == "float32" else 1e-10
+        np.testing.assert_allclose(cp.asnumpy(c), a.astype(np.float64) @ b, rtol=tol,
+                                   atol=tol * k, err_msg=f"{dt} {m}x{n}x{k} {v}")

@@ -271,3 +271,49 @@ def test_blas1(dev_session: Session, padded_session: Session, padded: bool) -> N
                 failures.append(f"{what}: nrm2 is {got.dtype}, expected {real}")
             _check(failures, what, got, np.linalg.norm(x64), **tol)
     assert not failures, "\n".join(failures)
+
+
+def test_gemm_on_profiled_guarded_forms_at_any_size(dev_session: Session) -> None:
+    """40 random float32/float64 GEMMs (every op flag and order, sizes 1…300) in a session
+    whose profile ranks a tiled variant first and holds guarded forms (`edge-tiles` entries,
+    vector and element by element): where the tiles do not divide the sizes the plan runs the
+    guarded entry that fits (gemm.profiled_edge), no padded copies."""
+    import liftkit.blas.profile as pm
+    from liftkit.blas.gemm import plan_gemm
+
+    tiles = dict(tm=32, tn=32, tk=16, rm=4, rn=4)
+    prof = Profile(dev_session.device.fingerprint, dev_session.device.label,
+                   dev_session.device_kind)
+    for dt, w in (("float32", 4), ("float64", 2)):
+        kind = Kind("mm", dt, "NN")
+        for cls in ("small", "medium"):
+            prof.add([Entry(kind, cls, {"N": 64}, Variant.of("tiles", **tiles), 1.0, 1e9),
+                      Entry(kind, cls, {"M": 100, "N": 100, "K": 100},
+                            Variant.of("edge-tiles", **tiles, w=w), 1.0, 1e9),
+                      Entry(kind, cls, {"M": 99, "N": 99, "K": 99},
+                            Variant.of("edge-tiles", **tiles, w=w, elems=1), 1.0, 2e9)])
+    s = Session(dev_session.device, profile=prof)
+    s.profile.choose = lambda kind, sizes, mult: next(  # type: ignore[method-assign]
+        (e.variant for e in prof.ranked(kind, pm.size_class(kind.op, sizes))), None)
+    rng = np.random.default_rng(15)
+    failures: list[str] = []
+    seen: set[str] = set()
+    for case in range(40):
+        dt = (np.float32, np.float64)[case % 2]
+        ta, tb = _flag(rng), _flag(rng)
+        oa, ob, oc = (str(rng.choice(["C", "F"])) for _ in range(3))
+        m, n, k = _size(rng), _size(rng), _size(rng)
+        A = _mat(rng, (m, k) if ta in (False, "N") else (k, m), dt, oa)
+        B = _mat(rng, (k, n) if tb in (False, "N") else (n, k), dt, ob)
+        C0 = _mat(rng, (m, n), dt, oc)
+        plan = plan_gemm(s, A.shape, B.shape, dt, trans_a=ta, trans_b=tb, order_a=oa,
+                         order_b=ob, order_c=oc)
+        seen.add(plan.built.variant.codelet + ("/elems" if plan.built.variant.kw.get("elems")
+                                               else ""))
+        got = s.gemm(A, B, C0.copy(order=oc), alpha=-0.5, beta=0.25, trans_a=ta,
+                     trans_b=tb).result()
+        want = -0.5 * _op(A, ta) @ _op(B, tb) + 0.25 * _wide(C0)
+        _check(failures, f"case {case}: {np.dtype(dt).name} {m}x{n}x{k} ta={ta} tb={tb} "
+               f"orders={oa}{ob}{oc} [{plan.built.variant}]", got, want, **_tol(dt, k))
+    assert not failures, "\n".join(failures)
+    assert {"edge-tiles", "edge-tiles/elems"} <= seen, seen

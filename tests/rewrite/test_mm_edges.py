@@ -199,3 +199,44 @@ def test_the_dmma_form_stages_with_source_sizes_and_builds_with_nvrtc(layout, li
             raise
         pytest.skip(f"NVRTC unavailable: {err}")
     assert "mma.sync.aligned.m8n8k4" in out.ptx or "mma.sync" in out.ptx
+
+
+@pytest.mark.parametrize("layout,sizes,tiles,ahead", [
+    ("NN", (70, 34, 14), (64, 64, 16, 4, 4), 0), ("NN", (130, 66, 34), (128, 64, 16, 4, 4), 2),
+    ("TN", (70, 34, 18), (64, 64, 16, 4, 4), 1), ("NN", (5, 2, 2), (128, 64, 16, 4, 4), 2)])
+def test_the_dmma_form_on_m16n8k8_reading_ahead_computes_the_product(layout, sizes, tiles, ahead) -> None:  # type: ignore[no-untyped-def]
+    """mm-edge-tensor-cores with lines on m16n8k8 (ik=8), fragments read `ahead` k-steps early:
+    the padded K steps are zeros in shared memory whatever instruction reads them; exact in
+    the interpreter, and its CUDA source issues m16n8k8."""
+    from liftkit.rewrite.rules.mm_edges import MM_EDGE_TENSOR_CORES
+
+    tm, tn, tk, warps, staged = tiles
+    d = Derivation(bp.mm("float64", layout), name="edges-k8").then(
+        rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, lines=True,
+             ik=8, **({"ahead": ahead} if ahead else {})), (0,), rules=RULES)
+    m, n, k = sizes
+    a, b = _operands("float64", layout, m, n, k, 5)
+    got = np.asarray(run(d.final, [a, b], {"M": m, "N": n, "K": k}))
+    np.testing.assert_array_equal(got, _expected("float64", layout, a, b))
+    src = compile_program(d.final, CompileOptions(dialect="cuda")).kernels[0].source
+    assert "m16n8k8" in src and re.search(r"if \([^)]*< N\)", src)
+
+
+@pytest.mark.parametrize("elems,sizes", [(0, (70, 36, 52)), (0, (5, 4, 4)), (1, (70, 37, 51)),
+                                         (1, (33, 41, 99))])
+def test_the_async_form_with_its_tail_split_along_k_computes_the_product(elems, sizes) -> None:  # type: ignore[no-untyped-def]
+    """mm-split-tail applies to the guarded tile loop (slots 396: every tile of these small
+    grids in the partial wave, split in 2 along K, the zero-filled K tiles included): exact."""
+    from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
+    from liftkit.rewrite.strategies import topdown
+
+    rules = {**RULES, MM_EDGE_TILES_ASYNC.name: MM_EDGE_TILES_ASYNC,
+             MM_SPLIT_TAIL.name: MM_SPLIT_TAIL}
+    d = Derivation(bp.mm("float32", "NN"), name="edges-split").then(
+        rule(MM_EDGE_TILES_ASYNC, tm=32, tn=32, tk=16, rm=4, rn=4, stages=2,
+             **({"elems": 1} if elems else {})), (0,), rules=rules)
+    d = d.then(topdown(rule(MM_SPLIT_TAIL, parts=2, slots=396, bound=0)), (), rules=rules)
+    m, n, k = sizes
+    a, b = _operands("float32", "NN", m, n, k, 3)
+    got = np.asarray(run(d.final, [a, b], {"M": m, "N": n, "K": k}))
+    np.testing.assert_array_equal(got, _expected("float32", "NN", a, b))

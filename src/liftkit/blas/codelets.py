@@ -235,29 +235,39 @@ def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unro
 
 
 def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
-                 lines: int = 0) -> Strategy:
+                 lines: int = 0, ik: int = 0, ahead: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TENSOR_CORES
 
     extra: dict[str, Any] = {"lines": True} if lines else {}
+    if ik:  # DMMA m16n8k8 (its fragments read `ahead` k-steps early)
+        extra.update(ik=ik, **({"ahead": ahead} if ahead else {}))
     return rule(MM_EDGE_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
 
 
 def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
-                         stages: int, elems: int = 0) -> Strategy:
+                         stages: int, elems: int = 0, split: int = 0, slots: int = 0,
+                         bound: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES_ASYNC
+    from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     extra = {"elems": 1} if elems else {}
-    return rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
+    tiles = rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
+    if not (split or bound):
+        return tiles
+    if not slots:
+        raise CodeletError("edge-tiles-async split into parts needs the GPU's slots")
+    # the guarded tile loop's last partial wave split along K too (its K tiles zero-filled past K)
+    return seq(tiles, topdown(rule(MM_SPLIT_TAIL, parts=split or 1, slots=slots, bound=bound)))
 
 
 # a tiled codelet's guarded form (rewrite.rules.mm_edges: the same kernel over padded views of
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
-# what the guarded forms do not offer: A's rows rotated in local memory, DMMA m16n8k8 (and
-# its fragments read ahead), the SGEMM tail split along K, the grouped block order (its grid
-# of row groups needs whole groups of row tiles)
-_NOT_GUARDED = ("rot", "ik", "ahead", "split", "slots", "bound", "group")
+EDGE_CODELETS = frozenset(EDGE_FORMS.values())  # (a profile's entries of them rank guarded forms)
+# what the guarded forms do not offer: A's rows rotated in local memory, the grouped block
+# order (its grid of row groups needs whole groups of row tiles)
+_NOT_GUARDED = ("rot", "group")
 def fit_groups(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Variant":
     """`variant` without its grouped block order (`group`, whose grid takes whole groups of
     row tiles) where the groups would pad these sizes beyond what its tiles pad (4097 rows:
@@ -280,8 +290,8 @@ def edge_forms(variant: "Variant") -> list["Variant"]:
         return []
     kept = tuple(p for p in variant.params if p[0] not in _NOT_GUARDED)
     out = [Variant(name, kept)]
-    if variant.kw.get("lines"):
-        out.append(Variant(name, tuple(p for p in kept if p[0] != "lines")))
+    if variant.kw.get("lines"):  # (m16n8k8 only with lines)
+        out.append(Variant(name, tuple(p for p in kept if p[0] not in ("lines", "ik", "ahead"))))
     elif name != "edge-mma" and variant.kw.get("w", 4) > 1:  # tiles-async: float4 always
         out.append(Variant(name, tuple(sorted(kept + (("elems", 1),)))))
     return out
@@ -550,21 +560,27 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             rules=_edge_rules),
     Codelet("edge-tiles-async", ("mm",), "tiles-async for any M (N, K multiples of 4; elems=1: "
             "any sizes, 4-byte copies): the mm-edge-tiles-async macro, cp.async zero-filling the "
-            "padding (source size 0) and the ragged edge's stores guarded; CUDA only, float32 NN",
+            "padding (source size 0) and the ragged edge's stores guarded (split/slots/bound: "
+            "then mm-split-tail, as tiles-async); CUDA only, float32 NN",
             _mm_edge_tiles_async, lambda dev: [],
-            lambda kind, tm, tn, tk, rm, rn, stages, elems=0: _tiled_multiples(
-                kind, Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
-                                 stages=stages, **({"elems": 1} if elems else {})), {}),
+            lambda kind, tm, tn, tk, rm, rn, stages, elems=0, split=0, slots=0, bound=0:
+                _tiled_multiples(kind, Variant.of(
+                    "edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
+                    **({"elems": 1} if elems else {}),
+                    **({"split": split, "slots": slots} if split or bound else {}),
+                    **({"bound": bound} if bound else {})), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
     Codelet("edge-mma", ("mm",), "mma for any M, N, K: the DMMA kernel over padded views of A "
             "and B, its tiles staged by cp.async element by element, or with lines=1 in 16-byte "
-            "chunks (then 2 divides the chunks' dimensions), zero-filled past K, the "
-            "ragged edge's stores guarded (the mm-edge-tensor-cores rule, rewrite.rules."
+            "chunks (then 2 divides the chunks' dimensions; with them also on m16n8k8, ik=8, "
+            "fragments read `ahead` steps early), zero-filled past K, the ragged edge's stores "
+            "guarded (the mm-edge-tensor-cores rule, rewrite.rules."
             "mm_edges); CUDA only, float64",
             _mm_edge_mma, lambda dev: [],
-            lambda kind, tm, tn, tk, warps, staged, lines=0: _tiled_multiples(
+            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0: _tiled_multiples(
                 kind, Variant.of("edge-mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
-                                 **({"lines": 1} if lines else {})), {}),
+                                 **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
+                                 **({"ahead": ahead} if ahead else {})), {}),
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_edge_rules),
     Codelet("real", ("mm",), "a complex GEMM as one real GEMM of twice the depth and width (the "
             "4M form): A's complex rows read as reals, B embedded as [[Br, Bi], [-Bi, Br]] by the "
@@ -695,6 +711,10 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
     if c.dtypes is not None and kind.dtype not in c.dtypes:
         raise CodeletError(f"codelet {c.name} derives {', '.join(c.dtypes)} only, not "
                            f"{kind.dtype}")
+    if c.layouts is not None and kind.op == "mm" and kind.layout not in c.layouts:
+        # (e.g. edge-tiles-async over NT's transposed view: cp.async of vectors across rows)
+        raise CodeletError(f"codelet {c.name} derives the layouts {', '.join(c.layouts)} only, "
+                           f"not {kind.layout}")
     if not fits(kind, variant):
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from liftkit.blas.codelets import (
     CodeletError, Kind, Variant, edge_forms, edge_lossy, multiples, pad_to, padded_sizes,
 )
 from liftkit.blas.kernels import BlasError, Built
+from liftkit.blas.profile import size_class
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
 
 
@@ -108,15 +109,52 @@ def _loss_volume(chosen: Variant, edge: Variant) -> int:
     return EDGE_LOSSY_VOLUME
 
 
+def _element_wise(v: Variant) -> bool:
+    """A guarded form whose tiles are copied element by element (FFMA `elems`, DMMA without
+    `lines`): it takes any sizes, and is slower than the vector form where that fits."""
+    return bool(v.kw.get("elems")) or (v.codelet == "edge-mma" and not v.kw.get("lines"))
+
+
+def _distance(a: Mapping[str, int], b: Mapping[str, int]) -> float:
+    """How far apart two GEMM shapes are: the sum of |log(a_d / b_d)| over M, N, K."""
+    return sum(abs(math.log(max(a.get(d, 1), 1) / max(b.get(d, 1), 1))) for d in "MNK")
+
+
+def profiled_edge(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[Variant]:
+    """The device profile's guarded form (`edge-*` entries, measured at sizes off the tiles)
+    for these sizes' class that needs no padding at them: forms copying whole vectors before
+    those copying elements, then the one measured at the shape nearest these sizes (a guarded
+    kernel's speed turns on how its tile grid fills the GPU: SGEMM 1000³ and CGEMM 1000³'s real
+    1000×2000×2000 were fastest on different tilings), then the fastest; None where none fits."""
+    prof = getattr(session, "profile", None)
+    if prof is None:
+        return None
+    ranked = prof.guarded(kind, size_class(kind.op, sizes))  # (fastest first)
+    for e in sorted(ranked, key=lambda e: (_element_wise(e.variant),
+                                           round(_distance(e.sizes, sizes), 6))):
+        try:
+            need = multiples(kind, e.variant)
+        except (CodeletError, ValueError):  # a codelet this liftkit does not know
+            continue
+        if padded_sizes(sizes, need) == sizes:
+            return e.variant
+    return None
+
+
 def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
               variant: Optional[Variant] = None) -> Built:
     """The mm kernel for these sizes: the chosen variant (the profile's best or `variant`), or,
-    where its tiles do not divide the sizes, its closest guarded form (`codelets.edge_forms`:
-    the same tiles over padded views, the ragged edge's stores guarded) that needs no padding at
-    all, so the call makes no padded copies; otherwise the chosen variant, padded."""
+    where its tiles do not divide the sizes, the profile's fastest guarded form measured for
+    this class (`profiled_edge`), else the chosen variant's closest guarded form
+    (`codelets.edge_forms`: the same tiles over padded views, the ragged edge's stores guarded)
+    that needs no padding at all, so the call makes no padded copies; otherwise the chosen
+    variant, padded."""
     chosen = variant or session.choose(kind, sizes)
     if padded_sizes(sizes, multiples(kind, chosen)) == sizes:
         return session.kernel(kind, sizes, chosen)
+    edge = None if variant is not None else profiled_edge(session, kind, sizes)
+    if edge is not None:
+        return session.kernel(kind, sizes, edge)
     volume = math.prod(sizes.values())
     for edge in edge_forms(chosen):
         if edge_lossy(chosen, edge) and volume >= _loss_volume(chosen, edge):
@@ -428,7 +466,7 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
         embed = _embedding(session, dt, layout, sizes)
         built = embed.real
     else:
-        built = mm_kernel(session, kind, sizes, chosen)
+        built = mm_kernel(session, kind, sizes, variant)  # (variant None: its own choice)
     return GemmPlan(session, dt, m, n, ka, bool(trans_a), bool(trans_b),
                     (order_a, order_b, order_c), layout, first, transposed, sizes, built, embed)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from liftkit.backends.store import user_dir
-from liftkit.blas.codelets import Kind, Variant, padding_ratio
+from liftkit.blas.codelets import EDGE_CODELETS, Kind, Variant, padding_ratio
 
 FORMAT = "liftkit-blas-profile/2"  # 2: the peak-rate micro-benchmarks (`peaks`)
 READABLE = ("liftkit-blas-profile/1", FORMAT)  # version 1 loads with no peaks
@@ -123,7 +123,17 @@ class Profile:
     peaks: Optional[Peaks] = None
 
     def ranked(self, kind: Kind, cls: str) -> list[Entry]:
-        out = [e for e in self.entries if e.kind == kind and e.size_class == cls]
+        """The class's measured variants, fastest first (guarded forms apart: `guarded`)."""
+        out = [e for e in self.entries if e.kind == kind and e.size_class == cls
+               and e.variant.codelet not in EDGE_CODELETS]
+        return sorted(out, key=lambda e: -e.rate)
+
+    def guarded(self, kind: Kind, cls: str) -> list[Entry]:
+        """The class's measured guarded forms (`edge-*`, timed at sizes its tiles do not
+        divide), fastest first: liftkit.blas ranks them only where the chosen variant's tiles
+        do not divide the sizes (gemm.profiled_edge)."""
+        out = [e for e in self.entries if e.kind == kind and e.size_class == cls
+               and e.variant.codelet in EDGE_CODELETS]
         return sorted(out, key=lambda e: -e.rate)
 
     def choose(self, kind: Kind, sizes: Mapping[str, int],

@@ -175,17 +175,18 @@ MM_EDGE_TILES_ASYNC = _edge_tiles_async_macro()
 
 
 def _mma_choices(site: Site) -> Options:
-    """mm-tensor-cores' double tilings (m16n8k8, `ik`, excepted): staged element by element
-    (8-byte cp.async, each with its own source size: any sizes), or with `lines` in 16-byte
-    chunks of two doubles (the padding then by whole chunks: 2 divides the chunks' dimensions,
-    K and N for NN, M and N for TN)."""
+    """mm-tensor-cores' double tilings: staged element by element (8-byte cp.async, each with
+    its own source size: any sizes), or with `lines` in 16-byte chunks of two doubles (the
+    padding then by whole chunks: 2 divides the chunks' dimensions, K and N for NN, M and N for
+    TN); those with lines also on m16n8k8 (`ik=8`, fragments read `ahead` 0-2 k-steps early):
+    the padded K steps are zeros in shared memory, whatever instruction reads them."""
     from liftkit.ir import patterns as P
     from liftkit.rewrite.rules.cuda import _mma_choices as tensor_choices, mm_nest
 
     found = mm_nest(site)
     if found is None or found[5] is not P.ReduceMmaF64:
         return []
-    return [o for o in tensor_choices(site) if not o.get("ik")]
+    return tensor_choices(site)
 
 
 def _rows_padded(x: Any, rows: ArithExpr, cols: ArithExpr, rows_to: ArithExpr,
@@ -207,11 +208,16 @@ def _rows_padded(x: Any, rows: ArithExpr, cols: ArithExpr, rows_to: ArithExpr,
 
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
-               lines: bool = False) -> Expr:
+               lines: bool = False, ik: int = 0, ahead: int = 0) -> Expr:
+    from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
+    from liftkit.ir import patterns as P
     from liftkit.rewrite.rules.cuda import _transposed_view, mm_nest, mm_tensor_cores
     from liftkit.types import float64, vector
 
     a, b, m, n, k, cls = mm_nest(site)  # type: ignore[misc]
+    if ik == 8:  # m16n8k8 throughout, as mm-tensor-cores builds it
+        cls = ({1: ReduceMmaF64K8Ahead, 2: ReduceMmaF64K8AheadSpread}.get(ahead, P.ReduceMmaF64K8)
+               if staged > 1 else P.ReduceMmaF64K8)
     pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
     zero = D.lit(0.0, float64)
     w = 2 if lines else 1  # `lines` copies 16-byte chunks along each operand's stored rows
