@@ -85,6 +85,18 @@ VARIANTS3 = {
                        "group-rows(L=512,w=1)"],
 }
 
+# run 4: complex GEMV on the work-group rules (one element per step) beside cuBLAS's cgemv/zgemv
+_CN = ["group-rows(L=64,w=1)", "group-rows(L=32,w=1)", "group-rows(L=128,w=1)",
+       "group-rows(L=256,w=1)", "row-groups(lanes=32,g=8,w=1)", "row-groups(lanes=32,g=4,w=1)",
+       "row-groups(lanes=16,g=16,w=1)", "row-groups(lanes=8,g=32,w=1)"]
+_CT = ["column-groups(lanes=32,g=32,w=1)", "column-groups(lanes=16,g=32,w=1)",
+       "column-groups(lanes=8,g=64,w=1)", "column-groups(lanes=8,g=128,w=1)",
+       "column-groups(lanes=16,g=64,w=1)", "column-groups(lanes=8,g=32,w=1)",
+       "column-groups-split(lanes=8,g=16,w=1,r=8)", "column-groups-split(lanes=8,g=32,w=1,r=4)",
+       "column-groups-split(lanes=16,g=16,w=1,r=8)", "column-groups-split(lanes=8,g=64,w=1,r=2)"]
+VARIANTS4 = {(dt, lay): (_CN if lay == "N" else _CT) for dt in ("complex64", "complex128")
+             for lay in "NT"}
+
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
@@ -99,7 +111,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--no-host", action="store_true", help="no host pieces or cProfile")
     args = p.parse_args(argv)
     out_dir = Path(args.out)
-    lists = {1: VARIANTS, 2: VARIANTS2, 3: VARIANTS3}[args.set]
+    lists = {1: VARIANTS, 2: VARIANTS2, 3: VARIANTS3, 4: VARIANTS4}[args.set]
     out_dir.mkdir(parents=True, exist_ok=True)
 
     import cupy as cp
@@ -121,7 +133,10 @@ def main(argv: list[str]) -> int:
     cp.random.seed(23)
 
     def rand(shape: Any, dt: Any) -> Any:
-        return (cp.random.random_sample(shape, dtype=cp.float64) * 2 - 1).astype(dt)
+        r = cp.random.random_sample(shape, dtype=cp.float64) * 2 - 1
+        if np.dtype(dt).kind == "c":
+            r = r + 1j * (cp.random.random_sample(shape, dtype=cp.float64) * 2 - 1)
+        return r.astype(dt)
 
     def emit(row: dict[str, Any]) -> None:
         rows.write(json.dumps(row) + "\n")
@@ -168,11 +183,12 @@ def main(argv: list[str]) -> int:
             A, x = rand((n, n), dt), rand((n,), dt)
             y = cp.full((n,), np.nan, dt)
             nbytes = (n * n + 2 * n) * dt.itemsize
-            tol = 1e-4 if dt == np.float32 else 1e-12
+            tol = 1e-4 if dt in (np.float32, np.complex64) else 1e-12
+            wide = cp.complex128 if dt.kind == "c" else cp.float64
             for lay in args.layouts.split(","):
                 trans = lay == "T"
                 opA = A.T if trans else A
-                want = opA.astype(cp.float64) @ x.astype(cp.float64)
+                want = opA.astype(wide) @ x.astype(wide)
                 scale = float(cp.max(cp.abs(want)))
                 ref = lambda: cp.matmul(opA, x, out=y)  # noqa: E731
                 y.fill(np.nan)
