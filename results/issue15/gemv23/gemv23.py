@@ -86,14 +86,11 @@ VARIANTS3 = {
 }
 
 # run 4: complex GEMV on the work-group rules (one element per step) beside cuBLAS's cgemv/zgemv
-_CN = ["group-rows(L=64,w=1)", "group-rows(L=32,w=1)", "group-rows(L=128,w=1)",
-       "group-rows(L=256,w=1)", "row-groups(lanes=32,g=8,w=1)", "row-groups(lanes=32,g=4,w=1)",
-       "row-groups(lanes=16,g=16,w=1)", "row-groups(lanes=8,g=32,w=1)"]
-_CT = ["column-groups(lanes=32,g=32,w=1)", "column-groups(lanes=16,g=32,w=1)",
-       "column-groups(lanes=8,g=64,w=1)", "column-groups(lanes=8,g=128,w=1)",
-       "column-groups(lanes=16,g=64,w=1)", "column-groups(lanes=8,g=32,w=1)",
+_CN = ["group-rows(L=64,w=1)", "group-rows(L=128,w=1)", "row-groups(lanes=32,g=8,w=1)",
+       "row-groups(lanes=16,g=16,w=1)"]
+_CT = ["column-groups(lanes=16,g=32,w=1)", "column-groups(lanes=8,g=64,w=1)",
        "column-groups-split(lanes=8,g=16,w=1,r=8)", "column-groups-split(lanes=8,g=32,w=1,r=4)",
-       "column-groups-split(lanes=16,g=16,w=1,r=8)", "column-groups-split(lanes=8,g=64,w=1,r=2)"]
+       "column-groups-split(lanes=16,g=16,w=1,r=8)"]
 VARIANTS4 = {(dt, lay): (_CN if lay == "N" else _CT) for dt in ("complex64", "complex128")
              for lay in "NT"}
 
