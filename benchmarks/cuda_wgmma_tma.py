@@ -138,7 +138,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--only", default="")
-    ap.add_argument("--schedules", default="after", help="consumer schedules: after,ahead,inflight")
+    ap.add_argument("--schedules", default="default",
+                    help="consumer schedules: default (by stages), after, inflight")
     ap.add_argument("--copies", default="tma,tma-pair", help="rules: tma (mm-wgmma-tma), tma-pair")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "tma.json"))
     args = ap.parse_args()
@@ -194,7 +195,7 @@ def main() -> None:
     cublas("before")
     from liftkit.codegen import cuda_wgmma_tma as gen
 
-    schedules = [gen.Schedule(x) for x in args.schedules.split(",")]
+    schedules = [None if x == "default" else gen.Schedule(x) for x in args.schedules.split(",")]
     want = set(args.only.split(",")) if args.only else None
     todo = []
     for copy in args.copies.split(","):
@@ -203,7 +204,8 @@ def main() -> None:
             todo += [(copy, sch, t) for t in offered(copy == "tma-pair")
                      if want is None or "{}x{}x{}w{}s{}".format(*t) in want]
     for copy, sch, t in todo:
-        label = f"wgmma {copy} Z " + "{}x{}x{} w{} s{}".format(*t) + f" {sch.mode}"
+        mode = (sch or gen.default_schedule(t[4])).mode
+        label = f"wgmma {copy} Z " + "{}x{}x{} w{} s{}".format(*t) + f" {mode}"
         t0 = time.time()
         try:
             gen.SCHEDULE = sch  # the experiment's schedule (the module's default is the checked one)

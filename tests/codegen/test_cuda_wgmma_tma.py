@@ -77,6 +77,26 @@ def test_type_errors_and_rule_limits_in_words() -> None:
     assert plan_error(128, 256, 32, 8, 5) is not None  # more than 227 KB of stages
 
 
+def test_the_rules_offer_only_checked_tilings_of_truncating_programs() -> None:
+    from liftkit.rewrite import enumerate_choices
+    from liftkit.rewrite.rules import normal_form
+    from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, CUDA_SEARCH_RULES
+
+    tma, pair = CUDA_RULES_BY_NAME["mm-wgmma-tma"], CUDA_RULES_BY_NAME["mm-wgmma-tma-pair"]
+
+    def mm(cast: Any) -> Any:
+        return normal_form(fun([float32[512][512], float32[512][512]], lambda A, B: map(lambda rowA: join << map(
+            lambda colB: reduce(add, 0.0) << map(mult) << zip(rowA, colB)) << transpose
+            << map(map(cast)) << B) << map(map(cast)) << A))
+
+    assert not enumerate_choices(mm(toTF32), [tma, pair])  # rounding: the copies carry raw bits
+    for rule, offered in ((tma, OFFERED), (pair, OFFERED_PAIRS)):
+        got = {(c.params["tm"], c.params["tn"], c.params["tk"], c.params["warps"], c.params["stages"])
+               for c in enumerate_choices(mm(truncTF32), [rule])}
+        assert got == set(offered)
+    assert tma in CUDA_SEARCH_RULES and pair not in CUDA_SEARCH_RULES
+
+
 def test_fragment_columns_cover_every_column_once() -> None:
     """Each column of B's tile is carried by exactly one (warpgroup, warp, lane group, block,
     half), and a lane's 2nb columns are adjacent (one 8- or 16-byte load at b_fragment_offset)."""
@@ -106,8 +126,12 @@ def test_cuda_code_tensor_maps_and_pipeline() -> None:
     assert "setmaxnreg.dec.sync.aligned.u32 40" in src and "setmaxnreg.inc.sync.aligned.u32 232" in src
     assert "for (int wg_id" not in src  # one block per work-group: no grid-stride loop
     assert "fence.proxy.async" not in src and "cp.async.wait_group" not in src
-    # the producer waits for stage i mod s emptied by tile i-s; consumers for phase (i/s) mod 2
-    assert "(i / 4 + 1) & 1" in src and "((i_2 + 1) / 4) & 1" in src
+    # the producer waits for stage i mod s emptied by tile i-s; consumers for phase (i/s) mod 2;
+    # from 4 stages one tile's products stay in flight (two fragment sets, the loop unrolled)
+    assert "(i / 4 + 1) & 1" in src and "(((i_2 + 1) + 1) / 4) & 1" in src
+    assert src.count("wgmma.wait_group.sync.aligned 1;") == 2
+    after = compile_program(low(stages=3), CUDA).source
+    assert "((i_2 + 1) / 3) & 1" in after and "wgmma.wait_group.sync.aligned 1;" not in after
 
 
 def test_pair_cuda_code_multicasts_half_of_b_to_both_blocks() -> None:

@@ -19,11 +19,17 @@ What differs is how the tiles arrive:
   (`cp.async.bulk.tensor.2d…mbarrier::complete_tx::bytes`), which complete on it. The copy
   engine writes through the async proxy, which the tensor cores read as well: no fence, no
   block barrier per tile.
-- The consumer warpgroups (`setmaxnreg.inc`, with two of them) per tile i: B's fragments move
-  from `pre` into the registers the products read, wgmma.fence, the products of tile i, commit;
-  while they run, wait for tile i+1's full barrier (`mbarrier.try_wait.parity`, phase (i+1)/s
-  mod 2) and load its fragments into `pre`; `wgmma.wait_group 0`; one arrive per warp on tile
-  i's empty barrier (its A and B are no longer read).
+- The consumer warpgroups (`setmaxnreg.inc`, with two of them) per tile i: wgmma.fence, the
+  products of tile i, commit; `wgmma.wait_group` (0, or 1 with a tile in flight: `Schedule`);
+  one arrive per warp on the empty barrier of the tile whose products are done; wait for tile
+  i+1's full barrier (`mbarrier.try_wait.parity`, phase (i+1)/s mod 2) and load its B
+  fragments into a register set no running product reads.
+- reduceWgmmaTmaPair…: 2-block clusters along the row tiles; each block copies half of their
+  common B tile's k-rows to both (`.multicast::cluster`), so each stage's empty barrier counts
+  the consumer warps of both blocks (remote arrives through `mapa`), and the blocks meet at a
+  cluster barrier after the barriers' initialisation and before leaving.
+- One block per work-group (`whole_grid`: the mapWrg's are `if`s): ptxas gives the consumers
+  setmaxnreg's registers only outside loops.
 
 Every tiling the rule offers passes `plan_error`; the GPU check (results/issue12/tma/) runs each
 over several k-tiles and pipeline wraps before any is offered to the search.
@@ -56,15 +62,15 @@ MAX_CONSUMER_REGISTERS = 192  # accumulators + both fragment sets, leaving room 
 
 @dataclass(frozen=True)
 class Schedule:
-    """How the consumers order a tile's steps (benchmarks/cuda_wgmma_tma.py compares them on
-    the GPU). `after`: the products of tile i, `wgmma.wait_group 0`, then B's fragments of tile
-    i+1 into the one register set. `ahead`: tile i+1's fragments loaded into a second set while
-    tile i's products run, moved into the first after `wait_group 0`. `inflight`: two sets used
-    in turn (the loop unrolled by two), `wait_group 1`, so one tile's products stay in flight
-    while the next tile's fragments load. In `ahead` and `inflight` an empty asm reads each set
-    once the products reading it are known done: ptxas does not keep a register an in-flight
-    warpgroup MMA reads from being reused (run 2: `ahead` without it, wrong on every tiling
-    with two consumer warpgroups)."""
+    """How the consumers order a tile's steps (both checked on an H100 for every offered tiling,
+    results/issue12/tma/run3). `after`: the products of tile i, `wgmma.wait_group 0`, then B's
+    fragments of tile i+1 into the one register set. `inflight`: two sets used in turn (the
+    loop unrolled by two), `wait_group 1`, so one tile's products stay in flight while the next
+    tile's fragments load; an empty asm reads each set once the products reading it are known
+    done, so that no other value takes its registers before. (A third order, the next
+    fragments loaded into a second set during `wait_group 0`'s products and moved over after
+    it, was wrong on the H100 on every two-warpgroup tiling, run 2, though its SASS kept the
+    sets apart; it is not generated.)"""
 
     mode: str = "after"
 
@@ -73,7 +79,15 @@ class Schedule:
         return 1 if self.mode == "after" else 2
 
 
-SCHEDULE = Schedule()  # the one the GPU check passed (results/issue12/tma/)
+def default_schedule(stages: int) -> Schedule:
+    """inflight from 4 stages (run 3: 256x128x32 s4 0.377 ms against 0.440 after), after below
+    (with 2 or 3 stages a tile in flight holds back the release the producer waits for: s2
+    0.734 against 0.518 ms)."""
+    return Schedule("inflight" if stages >= 4 else "after")
+
+
+# benchmarks/cuda_wgmma_tma.py sets this to compare the schedules; None: default_schedule
+SCHEDULE: Optional[Schedule] = None
 
 
 def plan_error(m: int, n: int, k: int, warps: int, stages: int,
@@ -87,7 +101,7 @@ def plan_error(m: int, n: int, k: int, warps: int, stages: int,
     if n % (64 * groups) or n // (64 * groups) not in (1, 2):
         return f"n = {n} is not one or two 64-row blocks of B per consumer warpgroup ({groups})"
     nb = n // (64 * groups)
-    sets = (schedule or SCHEDULE).sets  # fragment register sets
+    sets = (schedule or SCHEDULE or default_schedule(stages)).sets  # fragment register sets
     regs = nb * m // 2 + sets * nb * k // 2
     if regs > MAX_CONSUMER_REGISTERS:
         return f"{regs} accumulator and fragment registers per lane (at most {MAX_CONSUMER_REGISTERS})"
@@ -264,7 +278,7 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
         if groups > 1:
             em.line(f'asm volatile("setmaxnreg.inc.sync.aligned.u32 {consumer_registers(groups)};");')
         _consume(g, p, init, dest, tid, wg, m, n, k, kt, stages, groups, nb, slot, bar, full, empty, wait, b_base,
-                 schedule or SCHEDULE, pair)
+                 schedule or SCHEDULE or default_schedule(stages), pair)
     # every copy landed and was read, in both blocks of a pair: the barriers may go
     em.line(_CLUSTER_SYNC if pair else "__syncthreads();")
     with em.if_(f"{tid.name} == 0"):
@@ -381,7 +395,7 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
 
     with em.if_(f"0 < {kt.to_c()}"):
         wait(bar(full, "0"), "0")
-        fragments("0", sets[-1] if sch.mode == "ahead" else sets[0])
+        fragments("0", sets[0])
     name = em.names.fresh("i")
     if sch.mode == "inflight":  # tile i on set i mod 2; tile i-1's products done at wait_group 1
         with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 2"):
@@ -398,23 +412,16 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
         pin()
         keep(sets[0])
         keep(sets[1])
-    else:
+    elif sch.mode == "after":
         with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
-            if sch.mode == "ahead":
-                for key in keys:
-                    em.line(f'asm volatile("mov.b32 %0, %1;" : "=r"({sets[0][key]}) : "r"({sets[1][key]}));')
             pin()
             products(slot(name), sets[0])
-            if sch.mode == "ahead":
-                load_next(name, sets[1])
             em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
             pin()
-            if sch.mode == "ahead":
-                keep(sets[0])
-                release(name)
-            else:
-                release(name)  # the stage goes back to the producer before the next wait
-                load_next(name, sets[0])
+            release(name)  # the stage goes back to the producer before the next wait
+            load_next(name, sets[0])
+    else:
+        raise CodegenError(f"{p.name}: unknown consumer schedule {sch.mode!r} (after, inflight)")
 
     out = dest.access(cst(0))
     w = 2 * nb
