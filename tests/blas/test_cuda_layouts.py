@@ -40,6 +40,7 @@ def test_nt_and_tn_on_tiles_async(cuda_session: Session, variant: Variant) -> No
         B = rng.uniform(-1, 1, (n, k) if tb else (k, n)).astype(np.float32)
         got = s.gemm(A, B, trans_a=ta, trans_b=tb).result()
         want = (A.T if ta else A).astype(np.float64) @ (B.T if tb else B).astype(np.float64)
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * k)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * k,
+                                   err_msg=f"{variant} {m}x{n}x{k} ta={ta} tb={tb}")
         plan = s.plan_gemm(A.shape, B.shape, np.dtype(np.float32), trans_a=ta, trans_b=tb)
         assert plan.embed is None and plan.variant.codelet == "tiles-async"

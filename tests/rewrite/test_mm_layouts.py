@@ -15,7 +15,7 @@ import pytest
 
 from liftkit import dsl as D
 from liftkit.blas import programs as bp
-from liftkit.blas.codelets import Kind, Variant, derive, multiples
+from liftkit.blas.codelets import CodeletError, Kind, Variant, derive, multiples
 from liftkit.codegen import CompileOptions, compile_program
 from liftkit.rewrite import enumerate_choices
 from liftkit.rewrite.rules import normal_form
@@ -112,6 +112,11 @@ def test_blas_runs_nt_and_tn_on_tiles_async(layout: str) -> None:
     assert multiples(k, v) == {"M": 64, "N": 64, "K": 16}
     A, B, X, Y = _operands(layout, 128, 64, 48, np.float32, 5)
     np.testing.assert_array_equal(np.asarray(interpret(d.final, X, Y)), A @ B)
+    # the guarded form is NN's only: NT/TN off the tiles pad (its copies of vectors across
+    # the transposed view's rows are refused by the code generator)
+    with pytest.raises(CodeletError, match="derives the layouts NN only, not " + layout):
+        multiples(k, Variant.of("edge-tiles-async", **{p: v.kw[p] for p in
+                                                       ("tm", "tn", "tk", "rm", "rn", "stages")}))
 
 
 pyopencl = pytest.importorskip("pyopencl")
