@@ -819,6 +819,10 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     # 0.98-1.05x cuBLAS at 16384², run21b)
     **{("gemv", dt, "T"): Variant.of("column-groups", lanes=4, g=64, w=4)
        for dt in ("float32", "float64")},
+    # complex GEMV T and Aᴴ: 8 lanes × 64 row groups of single elements (results/issue15/gemv23
+    # run 4, T: 0.83-0.98x cuBLAS by kernel at 4096²/8192², one work-item per column 0.06-0.11x)
+    **{("gemv", dt, lay): Variant.of("column-groups", lanes=8, g=64, w=1)
+       for dt in bp.COMPLEX for lay in "TC"},
     # transposes through rotated local tiles (0.90-0.94x the copy at 8192², glb 0.30x)
     **{("transpose", dt, "-"): Variant.of("tiles-t", r=32, k=8 if dt == "float32" else 4)
        for dt in bp.DTYPES},
