@@ -100,6 +100,7 @@ def main(argv: list[str]) -> int:
                     if dt_name == "float64" and v.kw.get("w") == 4 and v.codelet == "row-groups":
                         v = lookup_variant(Kind("gemv", dt_name, lay), vtext.replace("w=4", "w=2"))
                     chosen["gemv"] = v
+                    s.calls.clear()  # a call plan keeps its kind's kernel: each variant its own
                     try:
                         y.fill(np.nan)
                         s.gemv(A, x, y, trans=trans).result()
@@ -127,6 +128,7 @@ def main(argv: list[str]) -> int:
             for vtext in lists["transpose"]:
                 v = lookup_variant(Kind("transpose", dt_name), vtext)
                 chosen["transpose"] = v
+                s.calls.clear()
                 try:
                     T.fill(np.nan)
                     s.transpose(A, T).result()
