@@ -68,7 +68,7 @@ def test_kt_is_offered_after_the_others_and_only_for_transposed_operands() -> No
         first = next(i for i, o in enumerate(offers) if o.get("kt"))
         assert first > 0 and all(o.get("kt") for o in offers[first:])
         assert all(o["w"] > 1 for o in offers[first:])
-        # rot rotates the K-contiguous tiles: NT's A and Bᵀ; TN's Aᵀ is K-outer (none for TN)
+        # rot rotates NT's Bᵀ (TN's Aᵀ is K-outer: none for TN)
         assert any(o.get("rot") for o in offers[first:]) == (layout == "NT")
     nn = enumerate_choices(normal_form(bp.mm("float32", "NN")), [MM_LOCAL_TILES])
     assert nn and not any(c.params.get("kt") for c in nn)

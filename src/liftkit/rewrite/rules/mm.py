@@ -375,7 +375,7 @@ def _choices_tiles(site: Site) -> Options:
     if cm is None or cn is None or ck is None:  # the rotated A rows after all the others
         out += [{**o, "rot": 1} for o in out if o["tm"] in ROT_ROWS and _rot_ok(o["tk"], o["w"], parts.elem)]
     # transposed operands tiled as stored (kt=1, rules/mm_layouts.py) after those; rot then
-    # rotates the tiles stored with K contiguous (A and NT's Bᵀ), so not for TN alone
+    # rotates NT's Bᵀ (so not for TN)
     if _kt_ok(parts.a, parts.b, 2):
         out += [{**o, "kt": 1} for o in out if o["w"] > 1
                 and not (o.get("rot") and stored(parts.b) is None)

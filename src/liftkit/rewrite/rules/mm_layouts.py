@@ -11,7 +11,8 @@ local memory and the register blocks are views over the other arrangement:
   ([t][tk/w] vectors); a work-item owns the rows y, y + lanes, …, reads a vector of w K steps
   of each, and uses its elements as scalars (A's broadcast factor) or, for Bᵀ, regroups the w
   elements of w rows into vectors over its columns (a transposed view of its registers);
-  rot=1 rotates these tiles' rows in local memory (`rotated_rows`) against bank conflicts;
+  rot=1 rotates Bᵀ's tile rows in local memory (`rotated_rows`) against bank conflicts (a
+  quarter-warp reads 8 of its rows at once; A's row it reads is one, a broadcast);
 * an operand stored with K outermost (B in NN and TN, Aᵀ in TN) keeps tiles of tk rows × t
   ([tk][t/w] vectors); a work-item owns the vectors x, x + lanes, … of each row; for Aᵀ the
   w rows of a vector are w rows of C, used as scalars (the transposed view of its registers).
@@ -58,9 +59,9 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, vec)
     from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
 
-    def k_inner(lanes: int) -> tuple[Any, Any]:
+    def k_inner(lanes: int, rotate: bool) -> tuple[Any, Any]:
         """(copy rounds, work-items' rows) of a tile [t][tk]: work-item l owns rows l + lanes·i."""
-        if not rot:
+        if not rotate:
             return rounds, D.compose(D.transpose, D.split(lanes), from_local(tk // w))
         to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w)
         return (D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join, vec),
@@ -73,8 +74,10 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
         return rounds, D.compose(D.transpose, D.map(D.transpose), D.map(D.split(lanes)),
                                  from_local(t // w))
 
-    a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy)
-    b_rounds, b_threads = k_inner(wx) if tb else k_outer(tn, wx)
+    # rot rotates Bᵀ's rows only: the 8 work-items of a quarter-warp (one 128-bit load's
+    # phase) read 8 different rows of it, but one row of A (a broadcast)
+    a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy, False)
+    b_rounds, b_threads = k_inner(wx, bool(rot)) if tb else k_outer(tn, wx)
     scalars = D.compose(D.map(D.asScalar), D.split(1))  # [v]_r → [[t]_w]_r
     # a K step's values as the block update takes them: A's [rm][w] scalars, B's [w][rn/w]
     a_cols = D.compose(D.transpose, D.map(D.asScalar)) if ta else scalars
