@@ -531,7 +531,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
                                  **({"ahead": ahead} if ahead else {}),
                                  **({"group": group} if group else {})),
                 {"M": tm * max(group, 1), "N": tn, "K": tk}),  # whole groups of row tiles
-            backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN"), rules=_cuda_rules),
+            backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN", "NT"), rules=_cuda_rules),
     Codelet("tiles-async", ("mm",), "the tiles codelet (float4 register blocks) with its A and B "
             "tile copies made cp.async `stages` deep (the mm-tiles-async macro: mm-local-tiles, "
             "then tiles-async, rewrite.rules.cuda; split/slots/bound: then mm-split-tail, the last "

@@ -180,6 +180,8 @@ def mm_nest(site: Site, casts: Optional[dict[str, type]] = None, f64: Optional[t
             ) -> Optional[tuple[Expr, Expr, ArithExpr, ArithExpr, ArithExpr, type]]:
     """(A, B, M, N, K, the reduceMma class) when the site is the high-level matrix product of
     A: [[T]_K]_M and B: [[T]_N]_K that a tensor-core product may compute (see the docstring);
+    for double, B's columns may also be the rows of a stored N×K array (NT: B is then its
+    transpose, a view whose tiles the staging copies along k);
     `casts` maps the casts A and B may be rounded with to the pattern, `f64` is the one for
     double (None: no double product)."""
     casts = _CASTS if casts is None else casts
@@ -193,7 +195,8 @@ def mm_nest(site: Site, casts: Optional[dict[str, type]] = None, f64: Optional[t
     if not (type(cols.f) is P.Map and isinstance(cols.f.f, Lambda) and len(cols.f.f.params) == 1):
         return None
     t = cols.args[0]
-    if not (isinstance(t, FunCall) and type(t.f) is P.Transpose) or any(n is row for n in walk(t)):
+    stored = not (isinstance(t, FunCall) and type(t.f) is P.Transpose)  # NT: B's columns stored
+    if any(n is row for n in walk(t)):
         return None
     col, red = cols.f.f.params[0], cols.f.f.body
     a_t = site.arg_types[0]
@@ -214,7 +217,9 @@ def mm_nest(site: Site, casts: Optional[dict[str, type]] = None, f64: Optional[t
     zp = prods.args[0]
     if not (isinstance(zp, FunCall) and type(zp.f) is P.Zip and zp.args == (row, col)):
         return None
-    a, b = site.call.args[0], t.args[0]
+    if stored and (elem != float64 or f64 is None):
+        return None  # an NT product only on the FP64 tensor cores (DMMA copies B's rows along k)
+    a, b = site.call.args[0], (call(P.Transpose(), t) if stored else t.args[0])  # b: K×N
     b_t = site.type_of(b)
     if not (isinstance(b_t, ArrayType) and isinstance(b_t.elem, ArrayType) and b_t.elem.elem == elem
             and same_type(ArrayType(elem, a_t.elem.length), ArrayType(elem, b_t.length))):
