@@ -80,8 +80,9 @@ def launcher(runner: Any, compiled: Any, A: Any, B: Any, C: Any) -> Any:
     return lambda: tensor_maps.launch(_driver(), kernel, grid, block, shared, runner.stream.handle, values)
 
 
-def batched_ms(launch: Any, stream: Any, repeat: int) -> float:
-    """Median milliseconds per launch: events around BATCH launches, `repeat` batches."""
+def batched_ms(launch: Any, stream: Any, repeat: int, batch: int = BATCH) -> float:
+    """Median milliseconds per launch: events around `batch` launches, `repeat` batches (batch
+    1: each launch alone between its events, the stream idle before it)."""
     import cupy as cp
 
     launch()
@@ -91,11 +92,11 @@ def batched_ms(launch: Any, stream: Any, repeat: int) -> float:
     for _ in range(repeat):
         e0, e1 = cp.cuda.Event(), cp.cuda.Event()
         e0.record(s)
-        for _ in range(BATCH):
+        for _ in range(batch):
             launch()
         e1.record(s)
         e1.synchronize()
-        times.append(cp.cuda.get_elapsed_time(e0, e1) / BATCH)
+        times.append(cp.cuda.get_elapsed_time(e0, e1) / batch)
     return float(np.median(times))
 
 
@@ -174,7 +175,16 @@ def main() -> None:
             e1.synchronize()
             ts.append(e0.elapsed_time(e1) / BATCH)
         ms = float(np.median(ts))
-        rows.append({"version": f"cuBLAS TF32 (torch allow_tf32) {label}", "ms": ms, "tflops": flops / ms / 1e9, "rel_err": err})
+        singles = []
+        for _ in range(args.repeat):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            torch.matmul(ta, tb, out=tc)
+            e1.record()
+            e1.synchronize()
+            singles.append(e0.elapsed_time(e1))
+        rows.append({"version": f"cuBLAS TF32 (torch allow_tf32) {label}", "ms": ms, "tflops": flops / ms / 1e9,
+                     "rel_err": err, "single_ms": float(np.median(singles))})
         C = cp.empty_like(A)
         with s_cp:
             err = rel(cp.matmul(A, B))
@@ -225,12 +235,13 @@ def main() -> None:
             C2 = cp.full_like(A, cp.nan)
             go = launcher(runner, compiled, A, B, C2)
             ms = batched_ms(go, stream, args.repeat)
+            single = batched_ms(go, stream, args.repeat, 1)
             stream.sync()
             if not float(cp.linalg.norm(C2 - C)) == 0.0:
                 raise RuntimeError("the batched launches gave another product than runner.run")
             _, info = runner.run_with_info(compiled, A, B, timing=True, repeat=args.repeat)
             rows.append({"version": label, "ms": ms, "tflops": flops / ms / 1e9, "rel_err": err,
-                         "rel_err_trunc": err_t, "runner_ms": info.total_seconds * 1e3})
+                         "rel_err_trunc": err_t, "runner_ms": info.total_seconds * 1e3, "single_ms": single})
         except Exception as e:  # noqa: BLE001 - one tiling failing is a row
             rows.append({"version": label, "ms": float("nan"), "error": f"{type(e).__name__}: {e}"[:400]})
         print(rows[-1], f"({time.time() - t0:.1f} s)", flush=True)
@@ -239,12 +250,13 @@ def main() -> None:
     with open(args.json, "w") as f:
         json.dump({"device": dev.label, "size": n, "rows": rows}, f, indent=1)
     print(f"\n{n}³ on {dev.label}; × = cuBLAS TF32 (torch, best of before/after) ms / ms")
-    print(f"{'version':72s} {'ms':>8s} {'TFLOP/s':>8s} {'×':>6s} {'rel err':>9s}")
+    print(f"{'version':72s} {'ms':>8s} {'TFLOP/s':>8s} {'×':>6s} {'rel err':>9s} {'alone ms':>9s}")
     for r in rows:
         if r.get("error"):
             print(f"{r['version']:72s} {r['error'][:150]}")
         else:
-            print(f"{r['version']:72s} {r['ms']:8.3f} {r['tflops']:8.1f} {base / r['ms']:6.2f} {r['rel_err']:9.2e}")
+            print(f"{r['version']:72s} {r['ms']:8.3f} {r['tflops']:8.1f} {base / r['ms']:6.2f} {r['rel_err']:9.2e} "
+                  f"{r.get('single_ms', float('nan')):9.3f}")
     if any(r.get("error") for r in rows):
         sys.exit(1)
 

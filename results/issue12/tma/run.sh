@@ -7,7 +7,7 @@ pip install -q --no-index --no-deps --target /tmp/device-site .device-extra/*.wh
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv > $OUT/gpu.txt 2>&1
 python3 -c "import cuda.core, cuda.bindings; print('cuda.core', cuda.core.__version__, 'cuda.bindings', cuda.bindings.__version__)" >> $OUT/gpu.txt 2>&1
-timeout 400 python3 benchmarks/cuda_wgmma_tma.py --repeat 30 --schedules ${TMA_SCHEDULES:-after,inflight} ${TMA_ONLY:+--only $TMA_ONLY} 2>&1 | tee $OUT/bench.log
+timeout 400 python3 benchmarks/cuda_wgmma_tma.py --repeat 30 --schedules ${TMA_SCHEDULES:-default} ${TMA_ONLY:+--only $TMA_ONLY} ${TMA_COPIES:+--copies $TMA_COPIES} 2>&1 | tee $OUT/bench.log
 rc=$?
 timeout 120 python3 -m pytest -q -x -p no:randomly -m gpu tests/codegen/test_cuda_wgmma_tma.py 2>&1 | tail -15 | tee $OUT/gpu_tests.log
 exit $rc
