@@ -18,6 +18,10 @@ split the rows into row groups j, j+r, … (`every_rth_row`), their partials go 
   `gemv-lane-columns` (lanes, g, w), codelet `column-groups`, the BLAS form: lanes·w columns per
   work-group of lanes×g work-items; the g partials per column ([g][lanes] in local memory) are
   summed in order by the work-items of row 0, which apply h, s, g.
+  `gemv-lane-columns-split` (lanes, g, w, r), codelet `column-groups-split`: the same work-groups
+  over r row chunks (rows ≡ j mod g·r), r times as many, their sums (no h, s, g) in an [r][N]
+  intermediate; a second kernel's work-item per column sums its r partials in order (from z)
+  and applies h, s, g. More work-groups in flight where a matrix has few column blocks.
 
 N, A·x: lanes of a work-group sum the w-vectors t, t+L, … of a row, their partials in local
 memory.
@@ -39,7 +43,8 @@ memory.
 
 Sound where ⊕ is associative and commutative with an identity (lanes, row groups and trees
 regroup the sum, as `vectorize-reduce` does); A (and B) are the program's input arrays (read as
-vectors), of a real scalar type; the rows' length a multiple of the columns or lanes a
+vectors), of a real scalar type — the BLAS forms also of a complex one, one element per step
+(w = 1: complex numbers have no vectors); the rows' length a multiple of the columns or lanes a
 work-group reads at once, the rows' count of the row groups.
 """
 
