@@ -51,6 +51,10 @@ VARIANTS = {
     ("TN", "large"): ["mma(tm=64,tn=64,tk=8,warps=4,staged=4,lines=1)", f"mma({_K8S64})",
                       f"mma({_K8S})", "mma(tm=128,tn=64,tk=16,warps=8,staged=4,lines=1,ik=8,ahead=2)"],
     ("NT", "huge"): [f"mma({_K8S})", f"mma({_K8S},group=8)"],
+    # NT on its own DMMA derivation (B's rows copied along k; rows "float64/NTd")
+    ("NTd", "huge"): [f"mma({_K8S},group=4)", f"mma({_K8S})", f"mma({_K8S},group=8)"],
+    ("NTd", "large"): [f"mma({_K8S})", f"mma({_K8S64})",
+                       "mma(tm=64,tn=64,tk=16,warps=4,staged=4,lines=1,ik=8)"],
     ("NT", "large"): ["mma(tm=64,tn=64,tk=8,warps=4,staged=4,lines=1)", f"mma({_K8S64})"],
 }
 TOL = 1e-12
@@ -97,11 +101,12 @@ def main(argv: list[str]) -> int:
         VARIANTS.clear()
         for spec in a.rows.split(","):
             dt_name, lay = spec.split("/")
-            kind = Kind("mm", "float64", "TN" if lay == "TN" and dt_name == "float64" else "NN")
+            kind = Kind("mm", "float64", _klay(dt_name, lay))
             for n in (int(x) for x in a.sizes.split(",") if x):
                 w = 2 if dt_name.startswith("complex") else 1
                 v = str(s.choose(kind, {"M": n, "N": w * n, "K": w * n}))
-                VARIANTS.setdefault((kind.layout, "chosen"), []).append(v)
+                VARIANTS.setdefault(("NTd" if kind.layout == "NT" else kind.layout, "chosen"),
+                                    []).append(v)
         _prebuild()
         return _verify(cp, s, a, busy)
     t0 = time.time()
@@ -126,7 +131,7 @@ def main(argv: list[str]) -> int:
         dt_name, lay = spec.split("/")
         dt = np.dtype(dt_name)
         ta, tb = lay[0] == "T", lay[1] == "T"
-        kind = Kind("mm", "float64", "TN" if lay == "TN" and dt.kind != "c" else "NN")
+        kind = Kind("mm", "float64", _klay(dt_name, lay))
         for n in (int(x) for x in a.sizes.split(",") if x):
             cls = "large" if n <= 2048 else "huge"
             if not VARIANTS.get((lay, cls)):
@@ -200,6 +205,14 @@ def main(argv: list[str]) -> int:
               f"{r['call_s'] * 1e3:9.3f} {r['call_ratio']:8.3f} {r['kernel_s'] * 1e3:9.3f} "
               f"{r['kernel_ratio']:8.3f} {r['cublas_s'] * 1e3:9.3f}")
     return 0
+
+
+def _klay(dt_name: str, lay: str) -> str:
+    """The layout of the real kernel a row runs: DGEMM TN its own, NTd (NT direct) its own NT
+    derivation, NT through the nn plan and complex GEMMs through `real` the NN kernel."""
+    if dt_name == "float64" and lay in ("TN", "NTd"):
+        return lay[:2]
+    return "NN"
 
 
 def _verify(cp: Any, s: Any, a: Any, busy: Any) -> int:
@@ -305,7 +318,7 @@ def _prebuild() -> dict[tuple[str, str], tuple[int, int]]:
 
     device = list_devices()[0]
     arch = arch_for(device.compute_capability)
-    jobs = list(dict.fromkeys(("TN" if lay == "TN" else "NN", t, arch)
+    jobs = list(dict.fromkeys((_klay("float64", lay), t, arch)
                               for (lay, _), texts in VARIANTS.items() for t in texts))
     cache, out = ModuleCache(), {}
     with cf.ProcessPoolExecutor(min(len(jobs), max(1, (os.cpu_count() or 2) - 2)),
@@ -328,7 +341,7 @@ def _dry() -> int:
     from liftkit.codegen import CompileOptions, compile_program
 
     for (lay, _), texts in VARIANTS.items():
-        kind = Kind("mm", "float64", "TN" if lay == "TN" else "NN")
+        kind = Kind("mm", "float64", _klay("float64", lay))
         for text in texts:
             v = lookup_variant(kind, text)
             (k,) = compile_program(derive(kind, v).final, CompileOptions(dialect="cuda")).kernels
