@@ -1,5 +1,5 @@
-"""The CUDA tuning space without a GPU (issue 15): the DMMA m16n8k8 variants (ik=8, ahead 0/2)
-and the SGEMM split tail (mm-split-tail: slots from the device's multiprocessor limits, read
+"""The CUDA tuning space without a GPU (issue 15): the DMMA m16n8k8 variants (ik=8, ahead 0/2;
+ahead 2 also in groups of 4 row tiles) and the SGEMM split tail (mm-split-tail: slots from the device's multiprocessor limits, read
 through a stubbed driver) are offered where they apply, derive, carry the launch bound and
 shared memory the slots were computed for, and compile with NVRTC where cuda-python is
 installed; the untuned defaults are unchanged."""
@@ -104,18 +104,19 @@ def test_dmma_k8_variants_follow_the_m16n8k16_tilings() -> None:
     for lay in ("NN", "TN"):
         mma = [v for v in space(Kind("mm", "float64", lay), "gpu", "cuda") if v.codelet == "mma"]
         k8 = [v for v in mma if v.kw.get("ik")]
-        assert len(k8) == 8 and all(v.kw["ik"] == 8 and v.kw["lines"] == 1 for v in k8)
-        assert sorted(v.kw.get("ahead", 0) for v in k8) == [0] * 4 + [2] * 4
-        assert mma.index(k8[0]) == len(mma) - 8  # after the m16n8k16 tilings
+        assert len(k8) == 12 and all(v.kw["ik"] == 8 and v.kw["lines"] == 1 for v in k8)
+        assert sorted(v.kw.get("ahead", 0) for v in k8) == [0] * 4 + [2] * 8
+        assert [v.kw.get("group", 0) for v in k8] == [0] * 8 + [4] * 4  # grouped order last
+        assert mma.index(k8[0]) == len(mma) - 12  # after the m16n8k16 tilings
     shipped = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8, ahead=2)
     assert shipped in space(DGEMM, "gpu", "cuda")
     assert all(not v.kw.get("ik") for v in space(DGEMM, "cpu", "cuda"))
 
 
 def test_class_gains(h100: SMLimits) -> None:
-    """What each (kind, class) gains over the space before: DGEMM NN and TN 8 DMMA variants at
+    """What each (kind, class) gains over the space before: DGEMM NN and TN 12 DMMA variants at
     every class (in `space`), SGEMM NN 9 split-tail variants at `huge` and `giant` only."""
-    assert len([v for v in space(DGEMM, "gpu", "cuda") if v.codelet == "mma"]) == 12 + 8
+    assert len([v for v in space(DGEMM, "gpu", "cuda") if v.codelet == "mma"]) == 12 + 12
     for kind, gains in ((SGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 9, "giant": 9}),
                         (DGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 0, "giant": 0})):
         for cls, gain in gains.items():
