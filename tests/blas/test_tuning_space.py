@@ -1,8 +1,8 @@
 """The CUDA tuning space without a GPU (issue 15): the DMMA m16n8k8 variants (ik=8, ahead 0/2;
-ahead 2 also in groups of 4 row tiles) and the SGEMM split tail (mm-split-tail: slots from the device's multiprocessor limits, read
-through a stubbed driver) are offered where they apply, derive, carry the launch bound and
-shared memory the slots were computed for, and compile with NVRTC where cuda-python is
-installed; the untuned defaults are unchanged."""
+ahead 2 also in groups of 4 row tiles) and the SGEMM split tail (mm-split-tail: slots from the
+device's multiprocessor limits, read through a stubbed driver) are offered where they apply,
+derive, carry the launch bound and shared memory the slots were computed for, and compile with
+NVRTC where cuda-python is installed; the untuned defaults are unchanged."""
 
 from __future__ import annotations
 
