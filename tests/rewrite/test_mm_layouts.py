@@ -119,6 +119,15 @@ def test_blas_runs_nt_and_tn_on_tiles_async(layout: str) -> None:
                                                        ("tm", "tn", "tk", "rm", "rn", "stages")}))
 
 
+def test_untuned_cuda_runs_tn_on_its_own_derivation() -> None:
+    from liftkit.blas.codelets import default_variant
+
+    big = {"M": 1024, "N": 1024, "K": 1024}
+    tn = default_variant(Kind("mm", "float32", "TN"), "gpu", big, "cuda")
+    assert tn == Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2)
+    assert default_variant(Kind("mm", "float32", "NT"), "gpu", big, "cuda") == Variant.of("nn")
+
+
 pyopencl = pytest.importorskip("pyopencl")
 from liftkit.backends.opencl import OpenCLRunner, list_devices  # noqa: E402
 

@@ -807,7 +807,11 @@ DEFAULT_MAX_PADDING = 1.25  # padding may add at most this share of work to use 
 _MMA_DEFAULT = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1)
 CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     ("mm", "float32", "NN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
-    ("mm", "float32", "NT"): Variant.of("nn"), ("mm", "float32", "TN"): Variant.of("nn"),
+    # SGEMM TN on its own derivation (Aᵀ tiled as stored, kt): per call 1.01x cuBLAS at 1024
+    # against 0.91x through the transpose (results/issue15/sgemm23); NT keeps the transpose
+    # (its kt form, 0.87x at best, loses to it)
+    ("mm", "float32", "NT"): Variant.of("nn"),
+    ("mm", "float32", "TN"): Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2),
     ("mm", "float64", "NN"): _MMA_DEFAULT,
     # DGEMM NT through the transpose and the NN kernel; TN on its own DMMA derivation with
     # the tiles copied over whole lines (A's along its stored rows): in run 22 on the H100
