@@ -819,16 +819,18 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     # nn plan's 28.2 / 40.6 (no transpose, no workspace)
     ("mm", "float64", "NT"): Variant.of("nn"), ("mm", "float64", "TN"): _MMA_DEFAULT,
     **{("mm", c, lay): Variant.of("real") for c in bp.COMPLEX for lay in bp.COMPLEX_LAYOUTS},
-    **{("gemv", dt, lay): Variant.of("group-rows", L=64, w=1 if dt in bp.COMPLEX else 4)
+    # GEMV N: a work-group of 128 per row (H100, results/issue15/gemv23, kernels beside cuBLAS
+    # at 4096² / 8192²: float32 float4 1.09 / 1.22x, float64 double2 1.01 / 0.98x where double4
+    # read 0.94 / 0.97x, complex64 1.06 / 1.00x, complex128 1.00 / 0.96x); row-groups ran as fast
+    # or slower (run21b, gemv23 run 1)
+    **{("gemv", dt, lay): Variant.of("group-rows", L=128, w={"float32": 4, "float64": 2}.get(dt, 1))
        for dt in bp.DTYPES for lay in "NR"},
-    # real GEMV T on the H100 (results/issue15/cuda/run_final, beside cuBLAS in the same run):
-    # 4 lanes of float4/double4 over 64 row groups, 16 columns per work-group: kernels 0.98x
-    # (float32) and 1.03x (float64) cuBLAS at 8192², and at 4096² about twice the rate of the
-    # earlier default (16, 32, 2) in the tuner (one work-item per column, `glb`, ran at
-    # 0.15-0.26x). GEMV N keeps group-rows: row-groups ran as fast (2.8-3.0 TB/s both,
-    # 0.98-1.05x cuBLAS at 16384², run21b)
-    **{("gemv", dt, "T"): Variant.of("column-groups", lanes=4, g=64, w=4)
-       for dt in ("float32", "float64")},
+    # real GEMV T on the H100: float64 4 lanes of double4 over 64 row groups, 16 columns per
+    # work-group (1.00x cuBLAS at 8192², 0.93x at 4096², gemv23); float32 the two-pass form, 4
+    # lanes of float8 over 16 row groups × 8 row chunks (0.99x at 8192², 0.84x at 4096², where
+    # the one-pass (4, 64, 4) read 0.95x / 0.84x); one work-item per column (`glb`) 0.15-0.26x
+    ("gemv", "float32", "T"): Variant.of("column-groups-split", lanes=4, g=16, w=8, r=8),
+    ("gemv", "float64", "T"): Variant.of("column-groups", lanes=4, g=64, w=4),
     # complex GEMV T and Aᴴ: 8 lanes × 64 row groups of single elements (results/issue15/gemv23
     # run 4, T: 0.83-0.98x cuBLAS by kernel at 4096²/8192², one work-item per column 0.06-0.11x)
     **{("gemv", dt, lay): Variant.of("column-groups", lanes=8, g=64, w=1)
