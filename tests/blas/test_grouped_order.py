@@ -1,12 +1,13 @@
 """liftkit.blas and the grouped block order (`mma(group=g)`, rule wrg-row-groups): its grid takes
 whole groups of row tiles, so a size that the groups would pad beyond the tiles runs the same
-kernel in row order instead (`codelets.fit_groups`, applied to the profile's choice)."""
+kernel in row order instead; DGEMM NT's own DMMA kernel, which has no guarded form, gives way to
+the nn plan where it would pad (`codelets.fit_choice`, applied to the profile's choice)."""
 
 from __future__ import annotations
 
 import pytest
 
-from liftkit.blas.codelets import Kind, Variant, fit_groups, multiples
+from liftkit.blas.codelets import Kind, Variant, fit_choice, multiples
 from liftkit.blas.profile import Entry, Profile
 
 DGEMM = Kind("mm", "float64", "NN")
@@ -18,13 +19,17 @@ def _cube(n: int, m: int = 0) -> dict[str, int]:
     return {"M": m or n, "N": n, "K": n}
 
 
-def test_fit_groups_drops_the_order_only_where_it_pads() -> None:
+def test_fit_choice_drops_the_order_or_nt_kernel_only_where_they_pad() -> None:
     assert multiples(DGEMM, GROUPED)["M"] == 512 and multiples(DGEMM, PLAIN)["M"] == 128
-    assert fit_groups(DGEMM, GROUPED, _cube(4096)) == GROUPED
-    assert fit_groups(DGEMM, GROUPED, _cube(4096, 8192)) == GROUPED
-    assert fit_groups(DGEMM, GROUPED, _cube(4095, 4097)) == PLAIN  # 4224 rows, not 4608
-    assert fit_groups(DGEMM, GROUPED, _cube(4096, 1152)) == PLAIN  # 9 row tiles
-    assert fit_groups(DGEMM, PLAIN, _cube(4095, 4097)) == PLAIN
+    assert fit_choice(DGEMM, GROUPED, _cube(4096)) == GROUPED
+    assert fit_choice(DGEMM, GROUPED, _cube(4096, 8192)) == GROUPED
+    assert fit_choice(DGEMM, GROUPED, _cube(4095, 4097)) == PLAIN  # 4224 rows, not 4608
+    assert fit_choice(DGEMM, GROUPED, _cube(4096, 1152)) == PLAIN  # 9 row tiles
+    assert fit_choice(DGEMM, PLAIN, _cube(4095, 4097)) == PLAIN
+    nt = Kind("mm", "float64", "NT")
+    assert fit_choice(nt, GROUPED, _cube(4096)) == GROUPED
+    assert fit_choice(nt, GROUPED, _cube(4095, 4097)) == Variant.of("nn")  # no guarded NT form
+    assert fit_choice(nt, PLAIN, _cube(1000)) == Variant.of("nn")
 
 
 def test_a_session_runs_the_grouped_choice_in_row_order_where_groups_pad() -> None:
@@ -34,10 +39,13 @@ def test_a_session_runs_the_grouped_choice_in_row_order_where_groups_pad() -> No
         s = Session("cpu", warn=False)
     except Exception as err:  # noqa: BLE001 - no CPU OpenCL device here
         pytest.skip(f"no CPU session: {err}")
-    s.profile = Profile("test", "test", "cpu", [Entry(DGEMM, "huge", _cube(4096), GROUPED, 1.0, 1e5)])
+    nt = Kind("mm", "float64", "NT")
+    s.profile = Profile("test", "test", "cpu", [Entry(DGEMM, "huge", _cube(4096), GROUPED, 1.0, 1e5),
+                                                Entry(nt, "huge", _cube(4096), GROUPED, 1.0, 1e5)])
     s.forget_choices()
     assert s.choose(DGEMM, _cube(4096)) == GROUPED
     assert s.choose(DGEMM, _cube(4095, 4097)) == PLAIN
+    assert s.choose(nt, _cube(4096)) == GROUPED and s.choose(nt, _cube(4095, 4097)) == Variant.of("nn")
 
 
 def test_the_h100_profile_runs_dgemm_on_its_own_dmma_derivations() -> None:

@@ -268,15 +268,19 @@ EDGE_CODELETS = frozenset(EDGE_FORMS.values())  # (a profile's entries of them r
 # what the guarded forms do not offer: A's rows rotated in local memory, the grouped block
 # order (its grid of row groups needs whole groups of row tiles)
 _NOT_GUARDED = ("rot", "group")
-def fit_groups(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Variant":
-    """`variant` without its grouped block order (`group`, whose grid takes whole groups of
-    row tiles) where the groups would pad these sizes beyond what its tiles pad (4097 rows:
-    4224 with 128-row tiles, 4608 in groups of 4): the same kernel in row order instead."""
-    if not variant.kw.get("group"):
-        return variant
-    plain = Variant(variant.codelet, tuple(p for p in variant.params if p[0] != "group"))
-    if padded_sizes(sizes, multiples(kind, variant)) != padded_sizes(sizes, multiples(kind, plain)):
-        return plain
+def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Variant":
+    """The profile's choice fitted to the sizes: without its grouped block order (`group`,
+    whose grid takes whole groups of row tiles) where the groups would pad beyond what its tiles
+    pad (4097 rows: 4224 with 128-row tiles, 4608 in groups of 4), the same kernel in row order;
+    DGEMM NT's own DMMA kernel (no guarded form) where it would pad at all, the `nn` plan
+    instead (the transpose, then the NN kernel's guarded form: no padded copies)."""
+    if variant.kw.get("group"):
+        plain = Variant(variant.codelet, tuple(p for p in variant.params if p[0] != "group"))
+        if padded_sizes(sizes, multiples(kind, variant)) != padded_sizes(sizes, multiples(kind, plain)):
+            variant = plain
+    if (kind.op, kind.layout, variant.codelet) == ("mm", "NT", "mma") and \
+            padded_sizes(sizes, multiples(kind, variant)) != dict(sizes):
+        return Variant.of("nn")
     return variant
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from liftkit.blas.calls import CallPlans
-from liftkit.blas.codelets import Kind, Variant, default_variant, fit_groups, multiples
+from liftkit.blas.codelets import Kind, Variant, default_variant, fit_choice, multiples
 from liftkit.blas.kernels import BlasError, Built, KernelStore
 from liftkit.blas.profile import Profile, ProfileError, find_profile_any_driver
 from liftkit.blas.queues import CLQueue, CUDAQueue, is_cuda_array
@@ -213,7 +213,7 @@ class Session:
             for k in _tuned_kinds(kind):
                 v = self.profile.choose(k, sizes, multiples)
                 if v is not None:
-                    v = fit_groups(k, v, sizes)  # no extra padding for the grouped block order
+                    v = fit_choice(k, v, sizes)  # no padding the groups or NT's own kernel add
                     memo[key] = v
                     return v
         elif self._warn:
