@@ -255,7 +255,7 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
             with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
                 c = replace(ctx, write_to=None).inside(p, Scope("seq", 0, i, kt))
                 with em.if_(f"{name} >= {stages}"):  # (a pair: both blocks' consumers are done)
-                    wait(bar(empty, name), f"({name} / {stages} + 1) & 1", ".acquire.cluster" if pair else "")
+                    wait(bar(empty, name), f"({name} / {stages} + 1) & 1")
                 em.line(f'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], {sbytes};" :: '
                         f'"r"({bar(full, name)}) : "memory");')
                 a, b = operands(i, c)
@@ -383,9 +383,13 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
             if not pair:
                 em.line(f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({bar(empty, i)}) : "memory");')
                 return
+            # default (CTA-scope) semantics, as CUTLASS's cluster pipelines arrive: this warp's
+            # reads of the stage are done (its products waited for, its loads in registers);
+            # .release.cluster cost a MEMBAR.ALL.GPU per arrive and the producer's
+            # .acquire.cluster wait a CCTL.IVALL per tile (run 3: pairs 2x slower)
             for r in range(2):
                 em.line(f'{{ unsigned lk_rb; asm volatile("mapa.shared::cluster.u32 %0, %1, {r};" : "=r"(lk_rb) : '
-                        f'"r"({bar(empty, i)})); asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, '
+                        f'"r"({bar(empty, i)})); asm volatile("mbarrier.arrive.shared::cluster.b64 _, '
                         f'[%0];" :: "r"(lk_rb) : "memory"); }}')
 
     def load_next(i: str, st: dict) -> None:  # type: ignore[type-arg]
