@@ -101,3 +101,26 @@ def test_arrays_of_another_queue_take_the_general_path(fresh: Session) -> None:
     for _ in range(2):
         assert np.array_equal(fresh.transpose(A).result().get(), An.T)
     assert not _planned(fresh)
+
+
+def test_repeat_scalars_set_only_when_their_bits_change(fresh: Session) -> None:
+    """A plan reuses its casts of α and β while the caller passes the same objects, and a
+    launch compares a new scalar's bits: equal values in new objects, a changed value, and
+    -0.0 after 0.0 (equal as numbers, not as bits: y = α·Ax + β·y keeps the sign of a zero)
+    all give NumPy's result, signs of zeros included."""
+    rng = np.random.default_rng(7)
+    An = rng.uniform(0.5, 1, (32, 48)).astype(np.float32)  # A·x > 0
+    xn = rng.uniform(0.5, 1, 48).astype(np.float32)
+    A, x = _dev(fresh, An), _dev(fresh, xn)
+    y = _dev(fresh, np.zeros(32, np.float32))
+    one = 1.0
+    for alpha, beta in [(2.0, one), (2.0, one), (float("2.0"), 1.0), (3.5, one), (0.0, one),
+                        (-0.0, one), (-0.0, one), (0.0, one), (np.float32(-0.0), one)]:
+        yn = np.full(32, -0.0, np.float32)
+        y.set(yn)
+        fresh.gemv(A, x, y, alpha=alpha, beta=beta).result()
+        want = np.float32(alpha) * (An @ xn) + np.float32(beta) * yn
+        got = y.get()
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=str(alpha))
+        assert (np.signbit(got) == np.signbit(want)).all(), (alpha, got[:3])
+    assert len(_planned(fresh)) >= 1

@@ -18,6 +18,7 @@ forgotten choice makes new ones.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
@@ -220,6 +221,10 @@ class CallPlans:
         self.address: Callable[[Any], Any] = (lambda b: b) if opencl else (lambda b: b.ptr)
         self._plans: dict[Any, Optional[tuple[CallPlan, Output]]] = {}
         self._profile = session.profile  # the plans follow the profile's choices
+        # (scalar types, the caller's α, β objects, their casts): a repeat call passing the same
+        # objects passes the same casts, which a launch recognises without comparing bytes
+        self._casts: tuple[Any, tuple[Any, ...], tuple[Any, ...]] = (None, (), ())
+        self._opencl = opencl
 
     def clear(self) -> None:
         self._plans.clear()
@@ -289,14 +294,23 @@ class CallPlans:
         else:
             lib_array = result = output
             ptrs.append(self.operands.pointer(output))
-        if lib_array is not None:  # after the work the arrays' library has enqueued: once
-            waited = None          # per library (arrays of one type are on the same device)
+        if lib_array is not None and not self._opencl:  # after the work the arrays' library has
+            # enqueued, once per library (OpenCL: a planned array is on the session's in-order
+            # queue, ordered already)
+            waited = None  # (arrays of one type are on the same device)
             for x in (*inputs, output):
                 t = type(x)
                 if x is not None and t is not np.ndarray and t is not waited:
                     q.wait_library(x)
                     waited = t
-        ptrs.extend(t(v) for t, v in zip(plan.scalars, scalars))
+        last = self._casts  # the last call's α, β cast: the same objects while they stay
+        if last[0] is plan.scalars and all(map(operator.is_, scalars, last[1])) \
+                and len(scalars) == len(last[1]):
+            ptrs.extend(last[2])
+        else:
+            casts = tuple(t(v) for t, v in zip(plan.scalars, scalars))
+            self._casts = (plan.scalars, tuple(scalars), casts)
+            ptrs.extend(casts)
         if plan.zeros:
             ptrs.append(addr(s.zeros(plan.zeros)[0]))
         ptrs.extend(plan.fixed)

@@ -178,6 +178,7 @@ class CLQueue:
         (memory objects, typed scalars), Clear and Copy on the slots' buffers."""
         import pyopencl as cl
 
+        buffer_type = cl.Buffer
         ev = None
         for ln in steps:
             if ln.step == "launch":
@@ -186,10 +187,18 @@ class CLQueue:
                     keys = held[1]
                     for pos, slot in ln.slots:
                         v = values[slot]
-                        key = _arg_key(v)
-                        if key is None or key != keys[pos]:
+                        k = keys[pos]
+                        if v is k:  # the scalar object it holds (a plan reuses its casts)
+                            continue
+                        if type(v) is buffer_type:  # (inline: a call per argument costs as much)
+                            ptr = v.int_ptr
+                            if ptr != k:
+                                ln.handle.set_arg(pos, v)
+                                keys[pos] = ptr
+                            continue
+                        changed, keys[pos] = _new_key(v, k)
+                        if changed:
                             ln.handle.set_arg(pos, v)
-                            keys[pos] = key
                 else:
                     args = list(ln.args)
                     for pos, slot in ln.slots:
@@ -226,25 +235,35 @@ class CLQueue:
         held record [handle, argument keys, Launch] with no Launch (the caller names its own)."""
         held = self._held.get(id(handle))
         if held is None or held[0] is not handle or len(held[1]) != len(args):
-            held = [handle, [None] * len(args), None]
+            held = [handle, [_UNSET] * len(args), None]
             self._held[id(handle)] = held
         held[2] = None
         keys = held[1]
         for i, v in enumerate(args):
-            key = _arg_key(v)
-            if key is None or key != keys[i]:
+            k = keys[i]
+            if v is k:
+                continue
+            changed, keys[i] = _new_key(v, k)
+            if changed:
                 handle.set_arg(i, v)
-                keys[i] = key
         return held
 
 
-def _arg_key(v: Any) -> Any:
-    """What identifies a kernel argument's value without keeping it alive: a memory object's
-    handle (no two live buffers share one), a NumPy scalar's type and bytes; None: always set."""
+_UNSET = object()  # a kernel argument liftkit has not set yet
+
+
+def _new_key(v: Any, held: Any) -> tuple[bool, Any]:
+    """(whether a kernel argument holding `held` must be set to `v`, what it then holds): a
+    memory object is held as its handle (no two live buffers share one; the buffer itself is
+    not kept alive), a NumPy scalar as itself (small; a call plan passes the same object while
+    the value stays, so the caller's `is` settles most repeats), anything else as None (always
+    set)."""
     if isinstance(v, np.generic):
-        return (v.dtype.str, v.tobytes())
+        return (type(held) is not type(v) or held.tobytes() != v.tobytes(), v)  # -0.0 ≠ 0.0
     ptr = getattr(v, "int_ptr", None)
-    return ("mem", ptr) if isinstance(ptr, int) else None
+    if isinstance(ptr, int):
+        return (type(held) is not int or held != ptr, ptr)
+    return (True, None)
 
 
 # ---------------------------------------------------------------------------------------------
