@@ -70,6 +70,8 @@ def main(argv: list[str]) -> int:
                     else:
                         var = lookup_variant(Kind("gemv", dt, lay), v)
                         s.choose = lambda kind, sizes, var=var: var  # type: ignore[method-assign]
+                    if s.calls is not None:  # a call plan keeps its kind's kernel
+                        s.calls.clear()
                     call = lambda: s.gemv(dA, dx, dy, trans=args.trans)  # noqa: E731
                     if r == 0:
                         got = call().result().get()
