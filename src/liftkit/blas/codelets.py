@@ -169,9 +169,11 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
 
 
 def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0,
-            ik: int = 0, ahead: int = 0, group: int = 0) -> Strategy:
+            ik: int = 0, ahead: int = 0, group: int = 0, kparts: int = 0,
+            kslots: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
     from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
+    from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
 
     extra: dict[str, Any] = {"lines": True} if lines else {}
     if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8)
@@ -179,6 +181,11 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
     if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
         extra["ahead"] = ahead
     tiles = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
+    if kparts:  # the last partial wave's tiles split along K (mma-split-tail; ahead=2 only)
+        if group or not kslots:
+            raise CodeletError("mma: kparts takes kslots (the GPU's resident blocks) and no "
+                               "group (both use the grid's third dimension)")
+        return seq(tiles, topdown(rule(MMA_SPLIT_TAIL, parts=kparts, slots=kslots)))
     # group: the blocks started `group` rows of tiles at a time (wrg-row-groups), for L2 reuse
     return seq(tiles, topdown(rule(WRG_ROW_GROUPS, g=group))) if group else tiles
 
@@ -266,8 +273,8 @@ def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
 EDGE_CODELETS = frozenset(EDGE_FORMS.values())  # (a profile's entries of them rank guarded forms)
 # what the guarded forms do not offer: A's rows rotated in local memory, the grouped block
-# order (its grid of row groups needs whole groups of row tiles)
-_NOT_GUARDED = ("rot", "group")
+# order (its grid of row groups needs whole groups of row tiles), the DMMA loop split along K
+_NOT_GUARDED = ("rot", "group", "kparts", "kslots")
 def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Variant":
     """The profile's choice fitted to the sizes: without its grouped block order (`group`,
     whose grid takes whole groups of row tiles) where the groups would pad beyond what its tiles
@@ -439,8 +446,10 @@ GEMV_SPLIT_SPACE = ((4, 16, 8, 8), (4, 32, 8, 4), (4, 16, 8, 16), (4, 32, 8, 8),
 def _cuda_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
     from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
+    from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
 
-    return {**CUDA_RULES_BY_NAME, WRG_ROW_GROUPS.name: WRG_ROW_GROUPS}
+    return {**CUDA_RULES_BY_NAME, WRG_ROW_GROUPS.name: WRG_ROW_GROUPS,
+            MMA_SPLIT_TAIL.name: MMA_SPLIT_TAIL}
 
 
 # tilings (tm, tn, tk, warps, staged, lines) of the FP64 tensor-core derivation the tuner tries,
@@ -535,11 +544,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             _mm_mma,
             lambda dev: [_mma_params(p) for p in MMA_SPACE] + _mma_k8_space()
             if dev == "gpu" else [],
-            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0, group=0: _tiled_multiples(
+            lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0, group=0, kparts=0,
+            kslots=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
                                  **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
                                  **({"ahead": ahead} if ahead else {}),
-                                 **({"group": group} if group else {})),
+                                 **({"group": group} if group else {}),
+                                 **({"kparts": kparts, "kslots": kslots} if kparts else {})),
                 {"M": tm * max(group, 1), "N": tn, "K": tk}),  # whole groups of row tiles
             backends=("cuda",), dtypes=("float64",), layouts=("NN", "TN", "NT"), rules=_cuda_rules),
     Codelet("tiles-async", ("mm",), "the tiles codelet (float4 register blocks) with its A and B "

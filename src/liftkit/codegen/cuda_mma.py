@@ -31,6 +31,7 @@ from liftkit.codegen.memory import ctype
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
 from liftkit.ir.patterns.cuda import WARP, ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
+from liftkit.ir.patterns.cuda_schedule import ReduceMmaSplit
 from liftkit.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -336,14 +337,19 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
             raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
                                "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2")
         kt = tt.length
+        lo, hi, fix_up = cst(0), kt, None
+        if isinstance(p, ReduceMmaSplit):  # this work-group's range of the tiles, then the fix-up
+            from liftkit.codegen.cuda_schedule import split_registers
+
+            lo, hi, fix_up = split_registers(g, p, kt, ctx, list(acc.values()), acc_t)
         buffers, issue_copies = stage_buffers(g, chains, tiles, env, body)
         commit = 'asm volatile("cp.async.commit_group;" ::: "memory");'
         for s in range(stages):
-            if prove_lt(cst(s), kt):
-                issue_copies(cst(s), cst(s), body)
+            if prove_lt(lo + cst(s), hi):
+                issue_copies(lo + cst(s), cst(s), body)
             else:
-                with em.if_(f"{s} < {kt.to_c()}"):
-                    issue_copies(cst(s), cst(s), body)
+                with em.if_(f"{(lo + cst(s)).to_c()} < {hi.to_c()}"):
+                    issue_copies(lo + cst(s), cst(s), body)
             em.line(commit)
         em.line(f'asm volatile("cp.async.wait_group {stages - 1};" ::: "memory");')
         em.barrier({"CLK_LOCAL_MEM_FENCE"})
@@ -353,7 +359,7 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
         def copy_operand(k_: int, j: ArithExpr, slot: ArithExpr, c: "Ctx") -> None:
             """The copies of operand k_ of tile j into buffer slot `slot`, where tile j exists."""
             (_, _, pre), (buf, levels) = chains[k_], buffers[k_]
-            with em.if_(f"{j.to_c()} < {kt.to_c()}"):
+            with em.if_(f"{j.to_c()} < {hi.to_c()}"):
                 _async_copy(g, levels, _through(g, pre, tiles.access(j).get(k_), env, c),
                             buf.access(slot), c)
 
@@ -370,9 +376,10 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
         em.line("#endif")
         name = em.names.fresh("i")
         i = Var(name, 0, kt)
-        with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
+        rel = i if fix_up is None else i - lo  # the tile's place in this work-group's range
+        with em.for_loop(name, lo.to_c(), f"{name} < {hi.to_c()}", f"{name} += 1"):
             c = body.inside(p, Scope("seq", 0, i, kt))
-            a, b = ops_at(i % cst(stages), c)
+            a, b = ops_at(rel % cst(stages), c)
             cur = carried
             for j in range(steps):
                 last = j + 1 == steps
@@ -380,16 +387,16 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                     em.line(f"#if !({HOPPER})")
                     ampere_fallback(a, b)
                     em.line("#endif")
-                ahead, slot = i + cst(stages), i % cst(stages)
+                ahead, slot = i + cst(stages), rel % cst(stages)
                 if last:  # tile i+1 landed and tile i's fragments all read: copy tile i+s
                     em.line(f'asm volatile("cp.async.wait_group {stages - 2};" ::: "memory");')
                     em.barrier({"CLK_LOCAL_MEM_FENCE"})
                     if not spread:
-                        with em.if_(f"{ahead.to_c()} < {kt.to_c()}"):
+                        with em.if_(f"{ahead.to_c()} < {hi.to_c()}"):
                             issue_copies(ahead, slot, c)
                         em.line(commit)
                 em.line(f"#if {HOPPER}")
-                load = (step_loader(main, *ops_at((i + cst(1)) % cst(stages), c), 0) if last
+                load = (step_loader(main, *ops_at((rel + cst(1)) % cst(stages), c), 0) if last
                         else step_loader(main, a, b, j + 1))
                 # the next tile's first fragments go straight into the loop's registers once
                 # this tile's first ones are spent (a one-step tile still reads its own)
@@ -418,6 +425,8 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                 cur = nxt
         em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
         em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the buffers are free for whatever follows
+        if fix_up is not None:
+            fix_up()  # a split tile's parts add their sums in order; the last stores the tile
 
     body = replace(ctx, write_to=None)
     staging = async_staging(p)

@@ -21,13 +21,14 @@ overlapping launches of one kernel take each other's turns and sums).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
 from liftkit.codegen.memory import Memory, ctype
 from liftkit.codegen.views import CodegenError, View
-from liftkit.ir.patterns.cuda_schedule import ReduceSplitTail
+from liftkit.ir.patterns.cuda_schedule import ReduceMmaSplit, ReduceSplitTail
 from liftkit.types import ArrayType, ScalarType, Type, VectorType, int32
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,26 +48,26 @@ def _leaves(t: Type, prefix: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...]
     return [(prefix, t)]
 
 
-def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ctx: "Ctx"
-               ) -> tuple[ArithExpr, ArithExpr, Callable[[], None]]:
-    """Emit the schedule's prologue; (first tile, end of the range, the epilogue's emitter)."""
+@dataclass(frozen=True)
+class _Split:
+    """The C names of a split schedule's prologue (see split_tail)."""
+
+    split: str  # this work-group's tile is split
+    part: str  # its part (blockIdx.z)
+    slot: str  # its tail slot
+    k0: str  # its range of the loop
+    k1: str
+
+
+def _prologue(g: "Generator", what: str, parts: int, slots: int, kt: ArithExpr, ctx: "Ctx") -> _Split:
+    """The tile's linear index, whether it is in the tail, its part and range of the loop."""
     em = g.em
-    parts, slots, bound = p.schedule()
-    ls = g.local_size or (1,)
-    threads = math.prod(ls)
-    if bound:
-        em.kernel_attributes.append(f"__launch_bounds__({threads}, {bound})")
-    if parts == 1:
-        return cst(0), kt, lambda: None
     wrg = {s.dim: s for s in ctx.scopes if s.kind == "wrg"}
     if not wrg or set(wrg) - {0, 1} or len(wrg) != len([s for s in ctx.scopes if s.kind == "wrg"]):
-        raise CodegenError("reduceSplitTail: the loop must be inside mapWrg(0) (and mapWrg(1)), one "
+        raise CodegenError(f"{what}: the loop must be inside mapWrg(0) (and mapWrg(1)), one "
                            "each: the third grid dimension holds the parts")
     if any(s.kind in ("lcl", "glb") for s in ctx.scopes):
-        raise CodegenError("reduceSplitTail splits a work-group's loop: it cannot be inside mapLcl")
-    if not isinstance(init, V.ThreadPrivateView):
-        raise CodegenError("reduceSplitTail: the accumulator must be the work-items' registers "
-                           "(toPrivate of a mapLcl copy), which the parts add up")
+        raise CodegenError(f"{what} splits a work-group's loop: it cannot be inside mapLcl")
     n0 = wrg[0].length
     n1 = wrg[1].length if 1 in wrg else cst(1)
     v0 = wrg[0].var
@@ -85,6 +86,58 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
     em.line(f"const int {slot} = {lin} - ({T} - {tail});")
     em.line(f"const int {k0} = {split} ? {part} * ({kt.to_c()}) / {parts} : 0;")
     em.line(f"const int {k1} = {split} ? ({part} + 1) * ({kt.to_c()}) / {parts} : {kt.to_c()};")
+    return _Split(split, part, slot, k0, k1)
+
+
+def _fixup(g: "Generator", sk: _Split, parts: int, flags: str, ws: str, per: int, threads: int,
+           tid: str, lead: str, add_from: Callable[[Callable[[int], str]], None],
+           write_to: Callable[[Callable[[int], str]], None]) -> None:
+    """A split tile's parts in turn: part q waits for its flag, adds the running sum (q > 0),
+    and, unless last, writes it back, passes the flag on and returns. `add_from(at)` and
+    `write_to(at)` emit the additions from and the stores to the workspace of the work-item's
+    `per` accumulator elements, element j at `at(j)`."""
+    em = g.em
+    with em.if_(sk.split):
+        with em.if_(lead):
+            spin = em.names.fresh("sk_spin")
+            em.line(f"unsigned {spin} = 0;  // parts are dispatched in order: bounded, never hangs")
+            em.line(f"while (atomicAdd(&{flags}[{sk.slot}], 0) != {sk.part}) "
+                    f"{{ __nanosleep(40); if (++{spin} == {SPIN_LIMIT}u) __trap(); }}")
+            em.line("__threadfence();")
+        em.line("__syncthreads();")
+
+        def at(j: int) -> str:
+            return f"&{ws}[({sk.slot} * {per} + {j}) * {threads} + {tid}]"
+
+        with em.if_(f"{sk.part} > 0"):
+            add_from(at)
+        with em.if_(f"{sk.part} < {parts - 1}"):
+            write_to(at)
+            em.line("__threadfence();")
+            em.line("__syncthreads();")
+            with em.if_(lead):
+                em.line(f"atomicExch(&{flags}[{sk.slot}], {sk.part} + 1);")
+            em.line("return;  // the tile's last part stores it")
+        with em.if_(lead):
+            em.line(f"atomicExch(&{flags}[{sk.slot}], 0);")
+
+
+def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ctx: "Ctx"
+               ) -> tuple[ArithExpr, ArithExpr, Callable[[], None]]:
+    """Emit the schedule's prologue; (first tile, end of the range, the epilogue's emitter)."""
+    em = g.em
+    parts, slots, bound = p.schedule()
+    ls = g.local_size or (1,)
+    threads = math.prod(ls)
+    if bound:
+        em.kernel_attributes.append(f"__launch_bounds__({threads}, {bound})")
+    if parts == 1:
+        return cst(0), kt, lambda: None
+    if not isinstance(init, V.ThreadPrivateView):
+        raise CodegenError("reduceSplitTail: the accumulator must be the work-items' registers "
+                           "(toPrivate of a mapLcl copy), which the parts add up")
+    sk = _prologue(g, "reduceSplitTail", parts, slots, kt, ctx)
+    nm = em.names.fresh
 
     acc_t = V.array_view_type(init.type)
     paths = _leaves(acc_t)
@@ -102,7 +155,6 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
     if not isinstance(scalar, ScalarType):
         raise CodegenError(f"reduceSplitTail adds float or double accumulators, not {elem}")
     per = len(mine) * width
-    st = ctype(scalar)
     flags = _temp(g, "sk_flags", int32, slots, zeroed=True)
     ws = _temp(g, "sk_ws", scalar, slots * per * threads, zeroed=False)
 
@@ -110,45 +162,64 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
         tid = " + ".join(f"{name} * {math.prod(ls[:d])}" if d else name
                          for name, d in zip([t.to_c() for t in tids], init.dims)) or "0"
         lead = " && ".join(f"{t.to_c()} == 0" for t in tids) or "true"
-        with em.if_(split):
-            with em.if_(lead):
-                spin = nm("sk_spin")
-                em.line(f"unsigned {spin} = 0;  // parts are dispatched in order: bounded, never hangs")
-                em.line(f"while (atomicAdd(&{flags}[{slot}], 0) != {part}) "
-                        f"{{ __nanosleep(40); if (++{spin} == {SPIN_LIMIT}u) __trap(); }}")
-                em.line("__threadfence();")
-            em.line("__syncthreads();")
-            views = []
-            for path, t in mine:
-                v = init
-                for i in tids:
-                    v = v.access(i)
-                for i in path:
-                    v = v.access(cst(i))
-                views.append(v)
+        views = []
+        for path, _ in mine:
+            v = init
+            for i in tids:
+                v = v.access(i)
+            for i in path:
+                v = v.access(cst(i))
+            views.append(v)
 
-            def at(j: int) -> str:
-                return f"&{ws}[({slot} * {per} + {j}) * {threads} + {tid}]"
+        def add_from(at: Callable[[int], str]) -> None:
+            for n, v in enumerate(views):
+                got = [f"__ldcg({at(n * width + c)})" for c in range(width)]
+                val = f"{ctype(elem)}({', '.join(got)})" if width > 1 else got[0]
+                em.store(v, f"{em.load(v)} + {val}")
 
-            with em.if_(f"{part} > 0"):
-                for n, v in enumerate(views):
-                    got = [f"__ldcg({at(n * width + c)})" for c in range(width)]
-                    val = f"{ctype(elem)}({', '.join(got)})" if width > 1 else got[0]
-                    em.store(v, f"{em.load(v)} + {val}")
-            with em.if_(f"{part} < {parts - 1}"):
-                for n, v in enumerate(views):
-                    for c in range(width):
-                        lane = f"({em.load(v)}).s[{c}]" if width > 1 else em.load(v)
-                        em.line(f"__stcg({at(n * width + c)}, {lane});")
-                em.line("__threadfence();")
-                em.line("__syncthreads();")
-                with em.if_(lead):
-                    em.line(f"atomicExch(&{flags}[{slot}], {part} + 1);")
-                em.line("return;  // the tile's last part stores it")
-            with em.if_(lead):
-                em.line(f"atomicExch(&{flags}[{slot}], 0);")
+        def write_to(at: Callable[[int], str]) -> None:
+            for n, v in enumerate(views):
+                for c in range(width):
+                    lane = f"({em.load(v)}).s[{c}]" if width > 1 else em.load(v)
+                    em.line(f"__stcg({at(n * width + c)}, {lane});")
 
-    return Var(k0, 0, kt), Var(k1, 0, kt), epilogue
+        _fixup(g, sk, parts, flags, ws, per, threads, tid, lead, add_from, write_to)
+
+    return Var(sk.k0, 0, kt), Var(sk.k1, 0, kt), epilogue
+
+
+def split_registers(g: "Generator", p: Any, kt: ArithExpr, ctx: "Ctx", regs: list[str],
+                    scalar: ScalarType) -> tuple[ArithExpr, ArithExpr, Callable[[], None]]:
+    """The split schedule for a loop whose accumulators are the work-item's scalar registers
+    `regs` (the DMMA tile loop, reduceMmaF64K8AheadSplit): (first tile, end of the range, the
+    epilogue's emitter)."""
+    em = g.em
+    parts, slots, _ = p.schedule()
+    if parts == 1:
+        return cst(0), kt, lambda: None
+    ls = g.local_size or (1,)
+    threads = math.prod(ls)
+    sk = _prologue(g, p.name, parts, slots, kt, ctx)
+    lin = em.dialect.ids("lcl", 0) if len(ls) == 1 else " + ".join(
+        f"{em.dialect.ids('lcl', d)} * {math.prod(ls[:d])}" if d else em.dialect.ids("lcl", 0)
+        for d in range(len(ls)) if ls[d] > 1)
+    tid = em.names.fresh("sk_t")
+    em.line(f"const int {tid} = {lin};")
+    flags = _temp(g, "sk_flags", int32, slots, zeroed=True)
+    ws = _temp(g, "sk_ws", scalar, slots * len(regs) * threads, zeroed=False)
+
+    def add_from(at: Callable[[int], str]) -> None:
+        for j, r in enumerate(regs):
+            em.line(f"{r} = {r} + __ldcg({at(j)});")
+
+    def write_to(at: Callable[[int], str]) -> None:
+        for j, r in enumerate(regs):
+            em.line(f"__stcg({at(j)}, {r});")
+
+    def epilogue() -> None:
+        _fixup(g, sk, parts, flags, ws, len(regs), threads, tid, f"{tid} == 0", add_from, write_to)
+
+    return Var(sk.k0, 0, kt), Var(sk.k1, 0, kt), epilogue
 
 
 def _temp(g: "Generator", hint: str, elem: ScalarType, count: int, zeroed: bool) -> str:
@@ -165,7 +236,7 @@ def _temp(g: "Generator", hint: str, elem: ScalarType, count: int, zeroed: bool)
 def split_parts(f: Any) -> Optional[int]:
     """The grid's third dimension a reduceSplitTail asks of the launch (None: not one, or one
     part)."""
-    if isinstance(f, ReduceSplitTail):
+    if isinstance(f, (ReduceSplitTail, ReduceMmaSplit)):
         parts = f.schedule()[0]
         return parts if parts > 1 else None
     return None

@@ -660,8 +660,8 @@ class ToLocalAsync(CudaPattern):
 
 
 # the schedule of a cp.async tile loop (reduceSplitTail) builds on the classes above
-from liftkit.ir.patterns.cuda_schedule import ReduceSplitTail  # noqa: E402
+from liftkit.ir.patterns.cuda_schedule import ReduceMmaSplit, ReduceSplitTail  # noqa: E402
 
 CUDA_PATTERNS: tuple[type[Pattern], ...] = ((ReduceWarp,) + MMA_PATTERNS + WGMMA_PATTERNS
-                                            + (ToLocalAsync, ReduceSplitTail))
+                                            + (ToLocalAsync, ReduceSplitTail, ReduceMmaSplit))
 

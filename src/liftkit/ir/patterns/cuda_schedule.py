@@ -31,7 +31,7 @@ import numpy as np
 from liftkit.arith import ArithExpr, cst
 from liftkit.ir.nodes import walk
 from liftkit.ir.patterns.base import Kind, PatternError, expect_args, param
-from liftkit.ir.patterns.cuda import CudaPattern, ToLocalAsync
+from liftkit.ir.patterns.cuda import CudaPattern, ReduceMmaF64K8AheadSpread, ToLocalAsync
 from liftkit.ir.patterns.maps import MapWrg
 from liftkit.ir.patterns.reductions import ReduceSeq, fold
 from liftkit.semantics.values import axis_len, expand, tmap
@@ -114,3 +114,51 @@ def _add(a: "Value", b: "Value") -> "Value":
     """a + b element by element in a's dtype (float32 sums stay float32, as on the GPU)."""
     x, y = np.asarray(a), np.asarray(b)
     return (x + y).astype(x.dtype)
+
+
+@dataclass(frozen=True, repr=False)
+class ReduceMmaSplit(ReduceMmaF64K8AheadSpread):
+    """reduceMmaF64K8AheadSplit p slots w (f, z): reduceMmaF64K8AheadSpread (the DMMA tile loop
+    reading its fragments ahead) with the tail's tiles split along the loop into p parts as
+    reduceSplitTail splits an FFMA loop: a grid of T tiles whose last partial wave of `slots`
+    (T mod slots tiles; all of them where T < slots) runs p work-groups per tile on the grid's
+    third dimension, each over a contiguous range of the tile pairs, their partial sums added
+    in part order. Meaning: the pairs cut into p contiguous parts, each folded from z (part 0)
+    or zero (the others), the results added in order; the tile loop's sum regrouped."""
+
+    name = "reduceMmaF64K8AheadSplit"
+    parts: ArithExpr = param(Kind.SIZE, default=cst(2))
+    slots: ArithExpr = param(Kind.SIZE, default=cst(1))
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("parts", Kind.SIZE), ("slots", Kind.SIZE), ("warps", Kind.SIZE), ("f", Kind.FUN)]
+
+    def schedule(self) -> tuple[int, int, int]:
+        """(parts, slots, 0) as integers, checked (the bound of reduceSplitTail is not offered)."""
+        vals = []
+        for what, e, lo, hi in (("parts", self.parts, 1, MAX_PARTS), ("slots", self.slots, 1, 1 << 16)):
+            if not e.is_constant or not lo <= e.value <= hi:
+                raise PatternError(f"{self.name}: {what} must be a constant from {lo} to {hi}, "
+                                   f"got {e}")
+            vals.append(e.value)
+        return vals[0], vals[1], 0
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        self.schedule()
+        return super().infer(t, args)
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        init, tiles = args
+        p = self.schedule()[0]
+        axis = ev.brank
+        n = axis_len(tiles, axis)
+        total = None
+        for q in range(p):
+            lo, hi = q * n // p, (q + 1) * n // p
+            index = (slice(None),) * axis + (slice(lo, hi),)
+            part = tmap(lambda a: a[index], tiles)  # noqa: B023 - used at once
+            start = init if q == 0 else tmap(lambda a: np.zeros_like(np.asarray(a)), init)
+            r = super().evaluate(ev, [start, part], env)
+            total = r if total is None else _add(total, r)
+        return total

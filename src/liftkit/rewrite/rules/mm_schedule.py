@@ -103,7 +103,42 @@ MM_SPLIT_TAIL = make_rule(
     "issue 12 (wave quantisation of the tile grid: split-K of the tail, stream-K's fix-up)",
     _choices, _build, lowering=True)
 
-SCHEDULE_RULES: tuple[Rule, ...] = (MM_SPLIT_TAIL,)
+# (parts, slots) offered to the DMMA tile loop: the H100's 132 SMs × 2 resident 128-thread
+# blocks of 128×64 tiles at 255 registers (264; DGEMM 1024³'s 128 tiles are all tail there, so
+# all run split: 256 half-depth blocks), × 3 for 64×64 tiles (396)
+MMA_SCHEDULES = ((2, 264), (3, 264), (2, 396))
+
+
+def _mma_choices(site: Site) -> Options:
+    """The DMMA tile loop read ahead (reduceMmaF64K8AheadSpread, exactly) inside mapWrg, from
+    a zero literal (each part then starts from zero, as the schedule's meaning folds them)."""
+    from liftkit.ir.patterns.cuda import ReduceMmaF64K8AheadSpread
+
+    f = site.f
+    if type(f) is not ReduceMmaF64K8AheadSpread or not any(isinstance(p, P.MapWrg) for p in site.enclosing):
+        return []
+    z = site.call.args[0]
+    if not (isinstance(z, Literal) and not np.any(np.asarray(z.value))):
+        return []
+    return [{"parts": p, "slots": s} for p, s in MMA_SCHEDULES]
+
+
+def _mma_build(site: Site, parts: int, slots: int) -> Any:
+    from liftkit.ir.patterns.cuda_schedule import ReduceMmaSplit
+
+    f = site.f
+    return call(ReduceMmaSplit(f.warps, f.f, cst(parts), cst(slots)), *site.call.args)  # type: ignore[attr-defined]
+
+
+MMA_SPLIT_TAIL = make_rule(
+    "mma-split-tail",
+    "reduceMmaF64K8AheadSpread w (f, 0) → reduceMmaF64K8AheadSplit parts slots w (f, 0)   (the "
+    "DMMA tile loop's last partial wave of `slots` tiles split along K into `parts`, partial sums "
+    "added in order)",
+    "issue 15 (DGEMM 1024: 128 tiles for 132 multiprocessors)", _mma_choices, _mma_build,
+    lowering=True)
+
+SCHEDULE_RULES: tuple[Rule, ...] = (MM_SPLIT_TAIL, MMA_SPLIT_TAIL)
 
 
 def sgemm_schedule_derivation(m: int, n: int, k: int, tm: int, tn: int, tk: int, rm: int, rn: int,
