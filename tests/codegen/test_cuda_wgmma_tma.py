@@ -1,9 +1,11 @@
 """reduceWgmmaTmaTF32Z (ir/patterns/cuda.py, codegen/cuda_wgmma_tma.py) and the rule mm-wgmma-tma:
 meaning against the high-level product of truncated operands, type errors in words, printing;
-the kernel's tensor maps, mbarrier pipeline and fragment addresses; NVRTC's sm_90a build of every
-offered tiling without spills or serialised wgmma (no GPU); the host's tensor-map encoding and
-argument packing against a stubbed driver; refusals; with a GPU (`gpu` marker) every offered
-tiling bit for bit on integer-valued inputs over several k-tiles and pipeline wraps."""
+the grouped launch order (`group`: the same product, blocks started g row tiles at a time), sound
+in the interpreter; the kernel's tensor maps, mbarrier pipeline and fragment addresses; NVRTC's
+sm_90a build of every offered tiling and group without spills or serialised wgmma (no GPU); the
+host's tensor-map encoding and argument packing against a stubbed driver; refusals; with a GPU
+(`gpu` marker) every offered tiling and group bit for bit on integer-valued inputs over several
+k-tiles, pipeline wraps and groups of row tiles."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from liftkit.ir.parser import parse_program
 from liftkit.ir.patterns.cuda import trunc_tf32
 from liftkit.ir.printer import show
 from liftkit.rewrite.rules.cuda import tensor_core_mm
-from liftkit.rewrite.rules.cuda_tma import WGMMA_TMA_STAGES, WGMMA_TMA_TILES
+from liftkit.rewrite.rules.cuda_tma import WGMMA_TMA_GROUPS, WGMMA_TMA_STAGES, WGMMA_TMA_TILES
 from liftkit.semantics import interpret
 from liftkit.types import LiftTypeError
 
@@ -32,13 +34,16 @@ CUDA = CompileOptions(dialect="cuda")
 M, N, K = size("M"), size("N"), size("K")
 OFFERED = [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
            if plan_error(tm, tn, tk, w, s) is None]
+# with a grouped launch order: every tiling with each group offered
+OFFERED_GROUPED = [(t, g) for t in OFFERED for g in WGMMA_TMA_GROUPS if g]
 OFFERED_PAIRS = [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
                  if plan_error(tm, tn, tk, w, s, pair=True) is None]
 
 
 def low(tm: int = 128, tn: int = 256, tk: int = 32, warps: int = 8, stages: int = 4,
-        copy: str = "tma") -> Any:
-    return tensor_core_mm("tf32z", tm, tn, tk, warps, stages, wgmma=True, copy=copy).final
+        copy: str = "tma", group: Any = 0) -> Any:
+    grp = {"group": group} if copy == "tma" else {}
+    return tensor_core_mm("tf32z", tm, tn, tk, warps, stages, wgmma=True, copy=copy, **grp).final
 
 
 def by_hand(tm: int, tn: int, tk: int, warps: int, stages: int) -> Lambda:
@@ -60,6 +65,58 @@ def test_means_the_product_of_the_truncated_operands() -> None:
     np.testing.assert_allclose(interpret(p, A, B), want, rtol=1e-5, atol=1e-4)
     assert "reduceWgmmaTmaTF32Z 8 4" in show(p)
     assert show(parse_program(show(p))) == show(p)
+
+
+def test_grouped_launch_order_is_the_same_product() -> None:
+    """group g: the grid is (g row tiles, column tiles, groups), row tiles fastest; the product
+    is the same element for element, for constant and symbolic sizes."""
+    rng = np.random.default_rng(7)
+    A, B = rng.integers(-8, 9, (1024, 96)).astype(np.float32), rng.integers(-8, 9, (96, 512)).astype(np.float32)
+    for g in (x for x in WGMMA_TMA_GROUPS if x and 1024 // 128 % x == 0):
+        p = low(128, 256, 32, 8, 4, group=g)
+        assert "mapWrg(2)(λgrp." in show(p) and f"split {g} ∘" in show(p)
+        assert show(parse_program(show(p))) == show(p)
+        np.testing.assert_array_equal(interpret(p, A, B), A @ B)
+        (k,) = compile_program(p, CUDA).kernels
+        assert [str(x) for x in k.ndrange.global_size] == [str(384 * g), "N/256", f"M/{128 * g}"]
+        assert k.whole_grid and "blockIdx.z" in k.source
+    with pytest.raises(ValueError, match="copy='tma' only"):
+        tensor_core_mm("tf32z", 128, 256, 32, 8, 4, wgmma=True, copy="tma-pair", group=8)
+
+
+def test_mm_wgmma_tma_with_groups_is_sound() -> None:
+    """The rule's offers, grouped ones included, in the soundness harness over products whose
+    row tiles admit every group (integer-valued inputs: exact)."""
+    from liftkit.rewrite.rules import RULES_BY_NAME, normal_form
+    from liftkit.rewrite.rules.corpus import Case, run
+    from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
+    from liftkit.rewrite.rules.soundness import Soundness, SoundnessError
+
+    shapes = [(2048, 256, 64), (4096, 128, 32), (1024, 512, 96)]
+    made: dict[int, Case] = {}
+
+    def case(i: int) -> Case:
+        if i not in made:
+            m, n, k = shapes[i % len(shapes)]
+            symbolic = (i // len(shapes)) % 2 == 1
+            mm = fun([float32[K][M], float32[N][K]] if symbolic else [float32[k][m], float32[n][k]],
+                     lambda A, B: map(lambda rowA: join << map(lambda colB: reduce(add, 0.0) << map(mult)
+                                      << zip(rowA, colB)) << transpose << map(map(truncTF32)) << B)
+                     << map(map(truncTF32)) << A)
+            prog = normal_form(mm)
+            r = np.random.default_rng(300 + i)
+            xs = [r.integers(-8, 9, (m, k)).astype(np.float32), r.integers(-8, 9, (k, n)).astype(np.float32)]
+            sizes = {"M": m, "N": n, "K": k} if symbolic else {}
+            made[i] = Case(prog, xs, run(prog, xs, sizes), 300 + i, f"mm-wgmma-tma groups {i}", sizes)
+        return made[i]
+
+    harness = Soundness({**RULES_BY_NAME, **CUDA_RULES_BY_NAME}, case, lambda r: [], lambda r, rng: [],
+                        300, per_step=4, walk=1, max_bases=60, patience=1)
+    try:
+        stats = harness.exercise(CUDA_RULES_BY_NAME["mm-wgmma-tma"], 16)
+    except SoundnessError as err:
+        pytest.fail(str(err), pytrace=False)
+    assert stats["applications"] >= 16
 
 
 def test_type_errors_and_rule_limits_in_words() -> None:
@@ -84,16 +141,24 @@ def test_the_rules_offer_only_checked_tilings_of_truncating_programs() -> None:
 
     tma, pair = CUDA_RULES_BY_NAME["mm-wgmma-tma"], CUDA_RULES_BY_NAME["mm-wgmma-tma-pair"]
 
-    def mm(cast: Any) -> Any:
-        return normal_form(fun([float32[512][512], float32[512][512]], lambda A, B: map(lambda rowA: join << map(
+    def mm(cast: Any, n: int = 512) -> Any:
+        return normal_form(fun([float32[n][n], float32[n][n]], lambda A, B: map(lambda rowA: join << map(
             lambda colB: reduce(add, 0.0) << map(mult) << zip(rowA, colB)) << transpose
             << map(map(cast)) << B) << map(map(cast)) << A))
 
+    def params(c: Any) -> tuple[int, ...]:
+        return tuple(c.params[x] for x in ("tm", "tn", "tk", "warps", "stages"))
+
     assert not enumerate_choices(mm(toTF32), [tma, pair])  # rounding: the copies carry raw bits
-    for rule, offered in ((tma, OFFERED), (pair, OFFERED_PAIRS)):
-        got = {(c.params["tm"], c.params["tn"], c.params["tk"], c.params["warps"], c.params["stages"])
-               for c in enumerate_choices(mm(truncTF32), [rule])}
-        assert got == set(offered)
+    got = {(params(c), c.params["group"]) for c in enumerate_choices(mm(truncTF32, 4096), [tma])}
+    assert got == {(t, g) for t in OFFERED for g in WGMMA_TMA_GROUPS}  # 4096: every group divides
+    # 512: only groups dividing the row tiles (256-row tiles: 2, ungrouped only; 128: 4)
+    got = {(params(c), c.params["group"]) for c in enumerate_choices(mm(truncTF32), [tma])}
+    assert got == {(t, g) for t in OFFERED for g in WGMMA_TMA_GROUPS if not g or 512 // t[0] % g == 0}
+    assert {g for t, g in got if t[0] == 128} == {0, 4} and {g for t, g in got if t[0] == 256} == {0}
+    got_pairs = {params(c) for c in enumerate_choices(mm(truncTF32), [pair])}
+    assert got_pairs == set(OFFERED_PAIRS)
+    assert all("group" not in c.params for c in enumerate_choices(mm(truncTF32), [pair]))
     # the pair frees a partner's stage with a CTA-scope arrive: kept out of the search
     assert tma in CUDA_SEARCH_RULES and pair not in CUDA_SEARCH_RULES
 
@@ -160,11 +225,15 @@ def test_every_offered_tiling_builds_for_sm90a_without_spills() -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda import compile_cuda
 
-    for t, copy in [(t, "tma") for t in OFFERED] + [(t, "tma-pair") for t in OFFERED_PAIRS]:
-        (kern,) = compile_program(low(*t, copy=copy), CUDA).kernels
+    # grouped: each tiling with one group, every group in turn (the group changes only the block
+    # index arithmetic before the tile loop; the GPU test runs them all)
+    groups = [g for g in WGMMA_TMA_GROUPS if g]
+    grouped = [(t, "tma", groups[i % len(groups)]) for i, t in enumerate(OFFERED)]
+    for t, copy, g in [(t, "tma", 0) for t in OFFERED] + grouped + [(t, "tma-pair", 0) for t in OFFERED_PAIRS]:
+        (kern,) = compile_program(low(*t, copy=copy, group=g), CUDA).kernels
         out = compile_cuda(kern.source, "sm_90a", ["-Xptxas=-v", *kern.build_options], name="tma.cu")
         assert "cp.async.bulk.tensor.2d" in out.ptx and "wgmma.mma_async" in out.ptx
-        assert " 0 bytes spill stores" in out.log and "C75" not in out.log, (t, out.log)
+        assert " 0 bytes spill stores" in out.log and "C75" not in out.log, (t, g, out.log)
 
 
 def test_refused_on_opencl_and_for_layouts_it_cannot_copy() -> None:
@@ -234,19 +303,22 @@ def test_tensor_map_encoding_and_argument_packing_with_a_stubbed_driver() -> Non
 @pytest.mark.gpu
 def test_every_offered_tiling_on_the_gpu_matches_the_interpreter() -> None:
     """Integer-valued inputs exact over 1, s, s+1 and 2s+3 k-tiles (every pipeline wrap and
-    phase), several work-groups along M and N; B = I gives A truncated bit for bit."""
+    phase), several work-groups along M and N; B = I gives A truncated bit for bit. Grouped
+    orders: one and two groups of row tiles, three column tiles."""
     cuda = pytest.importorskip("liftkit.backends.cuda")
     devices = cuda.list_devices()
     if not devices or devices[0].compute_capability < (9, 0):
         pytest.skip("no Hopper GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
     rng = np.random.default_rng(11)
-    for t, copy in [(t, "tma") for t in OFFERED] + [(t, "tma-pair") for t in OFFERED_PAIRS]:
+    for t, copy, g in ([(t, "tma", 0) for t in OFFERED] + [(t, "tma", g) for t, g in OFFERED_GROUPED]
+                       + [(t, "tma-pair", 0) for t in OFFERED_PAIRS]):
         tm, tn, tk, _, s = t
-        compiled = compile_program(low(*t, copy=copy), CUDA)
+        compiled = compile_program(low(*t, copy=copy, group=g), CUDA)
         for kts in (1, s + 1, 2 * s + 3):
-            A = rng.integers(-8, 9, (2 * tm, kts * tk)).astype(np.float32)
-            B = rng.integers(-8, 9, (kts * tk, 2 * tn)).astype(np.float32)
-            np.testing.assert_array_equal(runner.run(compiled, A, B), A @ B, err_msg=f"{t} {kts} tiles")
-        A = rng.standard_normal((512, 256)).astype(np.float32)
+            mt = 2 * g if g else 2
+            A = rng.integers(-8, 9, (mt * tm, kts * tk)).astype(np.float32)
+            B = rng.integers(-8, 9, (kts * tk, (3 if g else 2) * tn)).astype(np.float32)
+            np.testing.assert_array_equal(runner.run(compiled, A, B), A @ B, err_msg=f"{t} g{g} {kts} tiles")
+        A = rng.standard_normal((max(512, (g or 1) * tm), 256)).astype(np.float32)
         np.testing.assert_array_equal(runner.run(compiled, A, np.eye(256, dtype=np.float32)), trunc_tf32(A))

@@ -735,7 +735,7 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
                    lines: bool = False, wgmma: bool = False, copy: str = "registers",
-                   ik: int = 0, ahead: int = 0) -> Any:
+                   ik: int = 0, ahead: int = 0, group: Optional[int] = None) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
@@ -748,7 +748,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     (the same in 2-block clusters, B multicast). `ik=8` (f64): DMMA m16n8k8 throughout
     (reduceMmaF64K8); with `ahead=1` too, each k-step's fragments read one step ahead, across
     tiles (reduceMmaF64K8Ahead; staged > 1); `ahead=2`, also the next tile's copies issued among
-    the last products (reduceMmaF64K8AheadSpread)."""
+    the last products (reduceMmaF64K8AheadSpread). `group` (copy="tma"): the blocks started that
+    many row tiles at a time (0: the grid's order; None: the rule's first offer)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -772,9 +773,12 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         raise ValueError(f"tensor-core product copying its tiles by {copy!r}: 'registers', or "
                          "'cp.async', 'pair' (2-block clusters sharing B), 'tma' or 'tma-pair' (tf32z: "
                          "the bulk tensor copy) with the warpgroup MMA (wgmma)")
+    if group is not None and copy != "tma":
+        raise ValueError(f"a grouped launch order (group={group}) is offered with copy='tma' only")
     if wgmma:
         which, tag = rules[copy]
-        step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged)
+        grp = {} if group is None else {"group": group}
+        step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged, **grp)
         return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
     extra: dict[str, Any] = {"lines": True} if lines else {}
     if ik:  # f64 only: reduceMmaF64K8 (m16n8k8 throughout)
