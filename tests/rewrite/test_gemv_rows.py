@@ -18,7 +18,8 @@ from liftkit.ir.nodes import FunCall, UserFun, walk
 from liftkit.ir.typecheck import is_low_level
 from liftkit.rewrite.core import Choice, apply_choice, typed_sites
 from liftkit.rewrite.rules.corpus import run, same_result
-from liftkit.rewrite.rules.gemv import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS, GEMV_RULES
+from liftkit.rewrite.rules.gemv import (GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCK_GROUPS, GEMV_ROW_BLOCKS,
+                                       GEMV_RULES)
 
 
 def _sites(program):  # type: ignore[no-untyped-def]
@@ -59,6 +60,31 @@ def test_row_blocks_are_sound_in_the_interpreter(dt: str) -> None:
         np.testing.assert_allclose(run(q, reals, {"M": m, "N": n}),
                                    run(p, reals, {"M": m, "N": n}),
                                    rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_row_block_groups_are_sound_in_the_interpreter(dt: str) -> None:
+    """gemv-row-blocks in work-groups of L work-items: the same result (integers: bit for bit),
+    and its kernel's local size is L."""
+    from liftkit.codegen import compile_program
+
+    p = bp.gemv(dt, False, False)
+    site = [s for s in typed_sites(p) if GEMV_ROW_BLOCK_GROUPS.choices(s)][0]
+    offered = GEMV_ROW_BLOCK_GROUPS.choices(site)
+    assert {"r": 2, "w": 16, "L": 128} in offered and {"r": 8, "w": 4, "L": 32} in offered
+    m, n = 64, 32
+    for k, params in enumerate(({"r": 2, "w": 16, "L": 32}, {"r": 1, "w": 8, "L": 64})):
+        q = apply_choice(p, Choice(GEMV_ROW_BLOCK_GROUPS.name, site.path, params), GEMV_RULES)
+        assert is_low_level(q)
+        assert f"fmaAcc{params['w']}_{_C[dt]}" in _user_funs(q), params
+        ints = _inputs(dt, m, n, True, k)
+        assert same_result(run(q, ints, {"M": m, "N": n}), run(p, ints, {"M": m, "N": n})), params
+        reals = _inputs(dt, m, n, False, k)
+        np.testing.assert_allclose(run(q, reals, {"M": m, "N": n}),
+                                   run(p, reals, {"M": m, "N": n}),
+                                   rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-6)
+        kernel = compile_program(q).kernels[0]
+        assert kernel.ndrange.local_size == (params["L"],), kernel.ndrange
 
 
 def test_refused_for_transposed_rows_and_complex_numbers() -> None:

@@ -393,6 +393,12 @@ def _gemv_row_blocks(kind: Kind, r: int, w: int) -> Strategy:
     return rule(GEMV_ROW_BLOCKS, r=r, w=w)
 
 
+def _gemv_row_block_groups(kind: Kind, r: int, w: int, L: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv import GEMV_ROW_BLOCK_GROUPS
+
+    return rule(GEMV_ROW_BLOCK_GROUPS, r=r, w=w, L=L)
+
+
 def _gemv_column_blocks(kind: Kind, k: int, w: int) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_COLUMN_BLOCKS
 
@@ -668,6 +674,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             lambda dev: [{"r": r, "w": w} for r in (2, 4, 8) for w in (16, 8)] if dev == "cpu"
             else [],
             lambda kind, r, w: {"M": r, "N": w},
+            dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
+    Codelet("row-block-groups", ("gemv",), "row-blocks in work-groups of L work-items (the "
+            "gemv-row-block-groups rule): the work-group size chosen, not left to the runtime "
+            "(CPU: fewer, larger groups, results/issue15/cpu23)",
+            _gemv_row_block_groups,
+            lambda dev: [{"r": r, "w": 16, "L": L} for r in (2, 4, 8) for L in (32, 64, 128)]
+            if dev == "cpu" else [],
+            lambda kind, r, w, L: {"M": r * L, "N": w},
             dtypes=("float32", "float64"), layouts=("N",), rules=_gemv_rules),
     Codelet("column-blocks", ("gemv",), "GEMV T: k·w columns of A per work-item, each row's "
             "segment read as k vectors of w into k private accumulators, x's element broadcast "

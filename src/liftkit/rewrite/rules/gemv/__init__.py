@@ -1,8 +1,9 @@
 """Matrix-vector products (GEMV), one rule per kernel shape, all on the pieces of parts.py (the
 dot-row shape they match, widths, row groups, local-memory trees):
 
-* blocks.py, for CPUs (liftkit.blas codelets): `gemv-row-blocks` (r rows per work-item) and
-  `gemv-column-blocks` (k·w columns per work-item), private vector accumulators.
+* blocks.py, for CPUs (liftkit.blas codelets): `gemv-row-blocks` (r rows per work-item; in
+  work-groups of L: `gemv-row-block-groups`) and `gemv-column-blocks` (k·w columns per
+  work-item), private vector accumulators.
 * groups.py, for GPUs, in work-groups reading A coalesced, in two directions, each as a bare
   product that the search rule set offers (`gemv-t-groups`, `gemv-row-groups`: CLBlast's ATAX and
   GESUMMV kernels; GEMV_GROUP_RULES) and in the BLAS form α·op(A)·x + β·y (`gemv-lane-columns`,
@@ -13,15 +14,16 @@ dot-row shape they match, widths, row groups, local-memory trees):
 """
 
 from liftkit.rewrite.core import Rule
-from liftkit.rewrite.rules.gemv.blocks import GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCKS
+from liftkit.rewrite.rules.gemv.blocks import (GEMV_COLUMN_BLOCKS, GEMV_ROW_BLOCK_GROUPS,
+                                               GEMV_ROW_BLOCKS)
 from liftkit.rewrite.rules.gemv.groups import (GEMV_GROUP_RULES, GEMV_LANE_COLUMNS,
                                                GEMV_LANE_COLUMNS_SPLIT, GEMV_LANE_ROWS,
                                                GEMV_ROW_GROUPS, GEMV_T_GROUPS)
 
-GEMV_RULES: dict[str, Rule] = {r.name: r for r in (GEMV_ROW_BLOCKS, GEMV_COLUMN_BLOCKS,
-                                                   GEMV_LANE_ROWS, GEMV_LANE_COLUMNS,
-                                                   GEMV_LANE_COLUMNS_SPLIT)}
+GEMV_RULES: dict[str, Rule] = {r.name: r for r in (GEMV_ROW_BLOCKS, GEMV_ROW_BLOCK_GROUPS,
+                                                   GEMV_COLUMN_BLOCKS, GEMV_LANE_ROWS,
+                                                   GEMV_LANE_COLUMNS, GEMV_LANE_COLUMNS_SPLIT)}
 
 __all__ = ["GEMV_COLUMN_BLOCKS", "GEMV_GROUP_RULES", "GEMV_LANE_COLUMNS",
-           "GEMV_LANE_COLUMNS_SPLIT", "GEMV_LANE_ROWS", "GEMV_ROW_BLOCKS", "GEMV_ROW_GROUPS",
-           "GEMV_RULES", "GEMV_T_GROUPS"]
+           "GEMV_LANE_COLUMNS_SPLIT", "GEMV_LANE_ROWS", "GEMV_ROW_BLOCKS", "GEMV_ROW_BLOCK_GROUPS",
+           "GEMV_ROW_GROUPS", "GEMV_RULES", "GEMV_T_GROUPS"]

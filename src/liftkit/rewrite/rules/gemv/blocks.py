@@ -89,8 +89,9 @@ def fused_broadcast(op: Any, m: Any, t: ScalarType, w: int) -> Optional[Any]:
                       lambda acc, a, b: acc + a * (np.asarray(b)[..., None] if np.ndim(b) else b))
 
 
-def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
-    """The blocked form of gemv's body (see the module docstring)."""
+def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int, L: Optional[int] = None) -> Expr:
+    """The blocked form of gemv's body (see the module docstring); with L, the row blocks in
+    work-groups of L work-items (GEMV_ROW_BLOCK_GROUPS)."""
     from liftkit import dsl as D
 
     _, _, op, m, z, a, x, _, y = parts
@@ -112,7 +113,10 @@ def row_blocks(parts: Gemv, t: ScalarType, r: int, w: int) -> Expr:
             parts, D.reduceSeq(op, fresh(z)) << D.asScalar << q[0], q[1], private_s=False)) \
             << D.zip(sums, ys)
 
-    return D.join << D.mapGlb(0)(block) << D.split(r) << D.zip(fresh(a), fresh(y))
+    blocks = D.split(r) << D.zip(fresh(a), fresh(y))
+    if L is None:
+        return D.join << D.mapGlb(0)(block) << blocks
+    return D.join << D.join << D.mapWrg(0)(D.mapLcl(0)(block)) << D.split(L) << blocks
 
 
 def column_blocks(parts: Gemv, t: ScalarType, k: int, w: int) -> Expr:
@@ -151,6 +155,25 @@ GEMV_ROW_BLOCKS = site_rule(
                                   for w in vector_widths(parts.op, parts.m, WIDTHS, True)
                                   if fits(cols, w) for r in ROWS if fits(rows, r)],
     lambda parts, t, rows, cols, r, w: row_blocks(parts, t, r, w))
+
+# work-items per work-group of GEMV_ROW_BLOCK_GROUPS: on the CPU device fewer, larger groups than
+# the runtime's own choice for the mapGlb form gained 3-4 % per call at 1024² float32, one group
+# for the whole matrix ran on one thread (results/issue15/cpu23, local_sizes.py)
+GROUP_SIZES = (32, 64, 128)
+
+GEMV_ROW_BLOCK_GROUPS = site_rule(
+    "gemv-row-block-groups",
+    "map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y) "
+    "→ join ∘ join ∘ mapWrg(0)(mapLcl(0)(λblk. gemv-row-blocks' block)) ∘ split L ∘ split r "
+    "$ zip(A, y)",
+    "liftkit.blas CPU GEMV (issue 15): gemv-row-blocks with the work-group size chosen, L "
+    "row blocks per group",
+    lambda site: gemv_at(site, False),
+    lambda parts, t, rows, cols: [{"r": r, "w": w, "L": L}
+                                  for w in vector_widths(parts.op, parts.m, WIDTHS, True)
+                                  if fits(cols, w) for r in ROWS for L in GROUP_SIZES
+                                  if fits(rows, r * L)],
+    lambda parts, t, rows, cols, r, w, L: row_blocks(parts, t, r, w, L))
 
 GEMV_COLUMN_BLOCKS = site_rule(
     "gemv-column-blocks",
