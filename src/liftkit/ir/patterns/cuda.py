@@ -422,6 +422,22 @@ class ReduceWgmmaTF32Z(ReduceWgmma):
 WGMMA_ASYNC_MAX_M = 256  # the A tile's rows are the instruction's n (at most 256)
 
 
+def _b_in_registers_tiles(p: ReduceWgmma, ops: Type, groups_word: str) -> tuple[int, int, int, Type]:
+    """(m, n, k, ops) of the tiles of a wgmma with B in registers (reduceWgmmaAsync and
+    reduceWgmmaTma: Cᵀ = B·Aᵀ, B's rows the instruction's m in one or two 64-row blocks per
+    warpgroup, A's rows its n), or a PatternError in words (`groups_word` names the warpgroups
+    that compute)."""
+    m, n, k, ops = ReduceMma.check_tiles(p, ops)  # (m a multiple of 8: the shape's)
+    groups = p.warp_count() // 4
+    if m > WGMMA_ASYNC_MAX_M or n % (64 * groups) or n // (64 * groups) not in (1, 2) or k % WGMMA_ROW:
+        raise PatternError(
+            f"{p.name}: tiles {m}×{k} and {n}×{k} do not fit {groups} {groups_word} of "
+            f"wgmma with B in registers (m a multiple of 8 up to {WGMMA_ASYNC_MAX_M}, the "
+            f"instruction's n; n {64 * groups} or {128 * groups}, one or two 64-row blocks "
+            f"per warpgroup; k a multiple of {WGMMA_ROW}, one 128-byte swizzled row)")
+    return m, n, k, ops
+
+
 @dataclass(frozen=True, repr=False)
 class ReduceWgmmaAsync(ReduceWgmma):
     """reduceWgmmaAsync<P> w s (f, z): the meaning of reduceWgmma<P> w s (f, z), its tiles copied
@@ -449,15 +465,7 @@ class ReduceWgmmaAsync(ReduceWgmma):
         return self.stages.value
 
     def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
-        m, n, k, ops = ReduceMma.check_tiles(self, ops)
-        groups = self.warp_count() // 4
-        if m > WGMMA_ASYNC_MAX_M or n % (64 * groups) or n // (64 * groups) not in (1, 2) or k % WGMMA_ROW:
-            raise PatternError(
-                f"{self.name}: tiles {m}×{k} and {n}×{k} do not fit {groups} warpgroup(s) of "
-                f"wgmma with B in registers (m a multiple of 8 up to {WGMMA_ASYNC_MAX_M}, the "
-                f"instruction's n; n {64 * groups} or {128 * groups}, one or two 64-row blocks "
-                f"per warpgroup; k a multiple of {WGMMA_ROW}, one 128-byte swizzled row)")
-        return m, n, k, ops
+        return _b_in_registers_tiles(self, ops, "warpgroup(s)")
 
 
 @dataclass(frozen=True, repr=False)
@@ -539,16 +547,7 @@ class ReduceWgmmaTma(ReduceWgmma):
         return self.stages.value
 
     def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
-        m, n, k, ops = ReduceMma.check_tiles(self, ops)
-        groups = self.warp_count() // 4
-        if (m > WGMMA_ASYNC_MAX_M or m % 8 or n % (64 * groups) or n // (64 * groups) not in (1, 2)
-                or k % WGMMA_ROW):
-            raise PatternError(
-                f"{self.name}: tiles {m}×{k} and {n}×{k} do not fit {groups} consumer warpgroup(s) "
-                f"of wgmma with B in registers (m a multiple of 8 up to {WGMMA_ASYNC_MAX_M}, the "
-                f"instruction's n; n {64 * groups} or {128 * groups}, one or two 64-row blocks "
-                f"per warpgroup; k a multiple of {WGMMA_ROW}, one 128-byte swizzled row)")
-        return m, n, k, ops
+        return _b_in_registers_tiles(self, ops, "consumer warpgroup(s)")
 
 
 @dataclass(frozen=True, repr=False)
