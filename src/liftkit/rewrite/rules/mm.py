@@ -433,7 +433,6 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     wy, wx = tm // rm, tn // rn
     idw = e.id(w)
     a_tiles, b_tiles, rounds = _tile_pieces(tm, tn, tk, wx, wy, w, vectors, scalar_copies)
-    init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     as_vec: tuple[Any, ...] = (D.asVector(w),) if scalar_copies and w > 1 else ()
     from_local = lambda row: D.compose(D.split(row), *as_vec, D.join, D.map(D.join))  # noqa: E731
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
@@ -469,11 +468,19 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                          lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
                          << D.zip(acc_a[0], b_threads(lB))) << D.zip(acc, a_threads(lA)))
 
-    out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     by_block = D.compose(D.map(D.transpose), D.transpose, D.map(D.map(D.transpose)), D.map(D.transpose))
     scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w > 1 else ()
     wg_rows = D.compose(*scalars, D.join, D.map(D.map(D.join)), D.map(D.transpose), by_block)
     zeros = _zeros4((wy, wx, rm, rn // w), w, e)
+    return tile_grid(step, zeros, idw, private, wg_rows, a_tiles(a), b_tiles(b))
+
+
+def tile_grid(step: Any, zeros: Any, idw: Any, private: bool, wg_rows: Any, a_tiled: Expr,
+              b_tiled: Expr) -> Expr:
+    """The work-groups of `local_tiles` and `transposed_tiles` over A's tile rows × B's tile columns,
+    each folding `step` over its K tiles from `zeros` (private: in registers, stored by toGlobal)."""
+    init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
+    out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
 
     def tile(a_row: Any, b_col: Any) -> Any:
         if not private:
@@ -482,7 +489,7 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
     return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.map(wg_rows)
                                   << D.mapWrg(0)(lambda b_col: tile(a_row, b_col))
-                                  << b_tiles(b)) << a_tiles(a))
+                                  << b_tiled) << a_tiled)
 
 
 def lowered_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,

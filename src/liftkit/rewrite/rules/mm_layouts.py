@@ -30,6 +30,7 @@ from liftkit import dsl as D
 from liftkit.ir.nodes import Expr
 from liftkit.rewrite.rules.mm import (
     Elem, _block_update, _private_copy4, _rot_ok, _tiles_ok, _zeros4, rotated_rows, stored,
+    tile_grid,
 )
 
 
@@ -109,8 +110,6 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
                          lambda acc_b: thread(acc_b[0], acc_a[1], acc_b[1]))
                          << D.zip(acc_a[0], b_threads(lB))) << D.zip(acc, a_threads(lA)))
 
-    init = D.toPrivate(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
-    out = D.toGlobal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeqUnroll(D.mapSeqUnroll(idw)))))
     zeros = _zeros4((wy, wx, rm, rn // w), w, e)
     # the result [wy][wx][rm][rn/w] of vectors as the tile's rows: a work-item's columns are
     # the vectors x + wx·j (B as stored K-outer) or the columns x + wx·j (Bᵀ), its rows the
@@ -120,12 +119,5 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     rows = D.compose(D.join, D.join, D.transpose, D.map(D.split(w))) if ta \
         else D.compose(D.join, D.transpose)
     wg_rows = D.compose(rows, D.map(D.map(cols)), D.map(D.transpose))
-
-    def tile(a_row: Any, b_col: Any) -> Any:
-        if not private:
-            return D.join << D.reduceSeq(step, zeros) << D.zip(a_row, b_col)
-        return out << D.join << D.reduceSeq(step, init << zeros) << D.zip(a_row, b_col)
-
-    return (D.join << D.mapWrg(1)(lambda a_row: D.map(D.join) << D.transpose << D.map(wg_rows)
-                                  << D.mapWrg(0)(lambda b_col: tile(a_row, b_col))
-                                  << _tiling(tb, tn, tk)(y)) << _tiling(not ta, tm, tk)(x))
+    return tile_grid(step, zeros, idw, private, wg_rows, _tiling(not ta, tm, tk)(x),
+                     _tiling(tb, tn, tk)(y))
