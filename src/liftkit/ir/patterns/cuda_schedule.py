@@ -23,6 +23,7 @@ the launch, not on the meaning.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -98,16 +99,15 @@ class ReduceSplitTail(ReduceSeq, CudaPattern):
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
         init, xs = args
         p, _, _ = self.schedule()
-        axis = ev.brank
-        n = axis_len(xs, axis)
-        total = None
-        for q in range(p):
-            lo, hi = q * n // p, (q + 1) * n // p
-            index = (slice(None),) * axis + (slice(lo, hi),)
-            part = tmap(lambda a: a[index], xs)  # noqa: B023 - used at once
-            r = fold(ev, self.f, init, part, env)
-            total = r if total is None else _add(total, r)
-        return expand(total, ev.brank)
+        sums = [fold(ev, self.f, init, part, env) for part in _parts(xs, p, ev.brank)]
+        return expand(functools.reduce(_add, sums), ev.brank)
+
+
+def _parts(xs: "Value", p: int, axis: int) -> list["Value"]:
+    """xs cut along `axis` into p contiguous parts (part q from ⌊q·n/p⌋ to ⌊(q+1)·n/p⌋)."""
+    n = axis_len(xs, axis)
+    cuts = [(slice(None),) * axis + (slice(q * n // p, (q + 1) * n // p),) for q in range(p)]
+    return [tmap(lambda a: a[index], xs) for index in cuts]  # noqa: B023 - used at once
 
 
 def _add(a: "Value", b: "Value") -> "Value":
@@ -150,15 +150,8 @@ class ReduceMmaSplit(ReduceMmaF64K8AheadSpread):
 
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
         init, tiles = args
-        p = self.schedule()[0]
-        axis = ev.brank
-        n = axis_len(tiles, axis)
-        total = None
-        for q in range(p):
-            lo, hi = q * n // p, (q + 1) * n // p
-            index = (slice(None),) * axis + (slice(lo, hi),)
-            part = tmap(lambda a: a[index], tiles)  # noqa: B023 - used at once
-            start = init if q == 0 else tmap(lambda a: np.zeros_like(np.asarray(a)), init)
-            r = super().evaluate(ev, [start, part], env)
-            total = r if total is None else _add(total, r)
-        return total
+        zero = tmap(lambda a: np.zeros_like(np.asarray(a)), init)
+        sums = []
+        for q, part in enumerate(_parts(tiles, self.schedule()[0], ev.brank)):
+            sums.append(super().evaluate(ev, [init if q == 0 else zero, part], env))
+        return functools.reduce(_add, sums)
