@@ -27,8 +27,8 @@ def _session(base: Session, real: Variant) -> Session:
     import liftkit.blas.profile as pm
 
     s = Session(base.device, profile=prof)
-    s.profile.choose = lambda kind, sizes, mult: next(  # type: ignore[method-assign]
-        (e.variant for e in prof.ranked(kind, pm.size_class(kind.op, sizes))), None)
+    s.profile.choose = lambda kind, sizes, mult, via="", at=None: next(  # type: ignore
+        (e.variant for e in prof.ranked(kind, pm.size_class(kind.op, sizes), via)), None)
     return s
 
 
@@ -82,8 +82,8 @@ def test_nt_and_tn_through_the_nn_kernel(session: Session) -> None:
     import liftkit.blas.profile as pm
 
     s = Session(session.device, profile=prof)
-    s.profile.choose = lambda kind, sizes, mult: next(  # type: ignore[method-assign]
-        (e.variant for e in prof.ranked(kind, pm.size_class(kind.op, sizes))), None)
+    s.profile.choose = lambda kind, sizes, mult, via="", at=None: next(  # type: ignore
+        (e.variant for e in prof.ranked(kind, pm.size_class(kind.op, sizes), via)), None)
     rng = np.random.default_rng(4)
     for case in range(16):
         dt = (np.float32, np.float64)[case % 2]

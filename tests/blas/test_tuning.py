@@ -237,3 +237,108 @@ def test_giant_gemms_keep_their_own_winner() -> None:
     assert sizes_for(k, "giant", "gpu") == n8
     assert classes_of(k, CLASSES) == list(CLASSES)
     assert "giant" not in classes_of(Kind("gemv", "float32", "N"), CLASSES)
+
+
+def test_tune_measures_guarded_forms_against_the_padded_plan(session: Session) -> None:
+    """edges=True (the default on GPUs): after the class's variants, the class's choice is timed
+    at an odd size (n − 24) as a call runs it, padded copies included, and beside it the guarded
+    forms of its fastest variants, each checked first; the faster ones become guarded entries;
+    what was measured is noted, and a resumed run measures nothing again."""
+    kind = Kind("mm", "float32", "NN")
+    tiles = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    prof.add([Entry(kind, "small", {"M": 64, "N": 64, "K": 64}, tiles, 1e-6, 1e3)])
+    trials: list[Any] = []
+    tune(session, [kind], ["small"], prof, progress=False, max_variants=1, peaks=None,
+         edges=True, on_trial=trials.append)
+    odd = [t for t in trials if t.sizes == {"M": 40, "N": 40, "K": 40}]
+    assert [str(t.variant) for t in odd] == [
+        str(tiles), "edge-tiles(rm=4,rn=1,tk=16,tm=32,tn=32,w=1)"]
+    assert all(not t.error and t.rate > 0 for t in odd)
+    note = prof.notes["edges"]["mm/float32/NN|small"]
+    assert note["sizes"] == {"M": 40, "N": 40, "K": 40} and note["padded"]["variant"] == str(tiles)
+    assert note["entries"] == ([str(odd[1].variant)] if odd[1].seconds < odd[0].seconds else [])
+    assert [e.variant for e in prof.guarded(kind, "small")] == \
+        [odd[1].variant for _ in note["entries"]]
+    trials.clear()
+    tune(session, [kind], ["small"], prof, progress=False, max_variants=1, peaks=None,
+         edges=True, on_trial=trials.append)
+    assert trials == []
+    # off on the CPU device unless asked
+    other = Profile(session.device.fingerprint, session.device.label, "cpu")
+    other.add([Entry(kind, "small", {"M": 64, "N": 64, "K": 64}, tiles, 1e-6, 1e3)])
+    tune(session, [kind], ["small"], other, progress=False, max_variants=1, peaks=None,
+         on_trial=trials.append)
+    assert all(t.sizes["M"] == 64 for t in trials) and "edges" not in other.notes
+
+
+def test_complex_plans_real_kernel_has_entries_of_its_own(session: Session) -> None:
+    """The `real` plan timed on a given real kernel names it (`via` "real"); a profile's complex
+    entries with via "real" choose the plan's real kernel before the real dtype's entries (every
+    layout from NN's), where they need no padding at the real product's sizes; the product is
+    right either way."""
+    from liftkit.blas.gemm import real_choice
+
+    c64, s32 = Kind("mm", "complex64", "NN"), Kind("mm", "float32", "NN")
+    own = Variant.of("tiles", tm=32, tn=32, tk=16, rm=2, rn=2, w=1)
+    theirs = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
+    sizes = {"M": 64, "N": 64, "K": 64}
+    t = measure(session, c64, Variant.of("real"), sizes, real=own)
+    assert not t.error and t.rate > 0 and t.via == "real" and t.variant == own
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    prof.add([Entry(s32, "small", sizes, theirs, 1e-6, 1e3),
+              Entry(c64, "small", sizes, Variant.of("real"), 1e-6, 1e3),
+              Entry(c64, "small", sizes, own, t.seconds, t.rate, via="real")])
+    assert prof.ranked(c64, "small") == [prof.entries[1]]  # via entries apart
+    assert prof.ranked(c64, "small", "real")[0].variant == own
+    assert prof.measured(c64, "small", via="real") == {own}
+    back = Profile.from_json(json.loads(prof.dumps()))
+    assert back.entries == prof.entries and '"via": "real"' in prof.dumps()
+    s = Session(session.device, profile=prof)
+    rng = np.random.default_rng(1)
+    for shape, tb in (((64, 64), False), ((64, 64), True), ((40, 48), False)):
+        A = (rng.standard_normal((shape[0], 64)) + 1j * rng.standard_normal((shape[0], 64))
+             ).astype(np.complex64)
+        B = (rng.standard_normal((shape[1], 64) if tb else (64, shape[1]))
+             + 1j * rng.standard_normal((shape[1], 64) if tb else (64, shape[1]))
+             ).astype(np.complex64)
+        plan = s.plan_gemm(A.shape, B.shape, np.complex64, trans_b=tb,
+                           variant=Variant.of("real"))
+        # 40 rows: the real product 40×96×128 is off own's 32-row tiles, the real dtype's runs
+        want = own if shape[0] % 32 == 0 else plan.built.variant
+        assert plan.built.variant == want and (shape[0] % 32 == 0) == (want == own)
+        got = s.gemm(A, B, trans_b=tb).result()
+        ref = A.astype(np.complex128) @ (B.T if tb else B).astype(np.complex128)
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-3)
+    assert real_choice(s, Kind("mm", "complex64", "CN"), sizes,
+                       {"M": 64, "N": 128, "K": 128}) == own
+    assert real_choice(Session(session.device, profile=Profile("x", "x", "cpu")), c64, sizes,
+                       {"M": 64, "N": 128, "K": 128}) is None
+
+
+def test_shipped_h100_profile_gives_complex_gemm_its_own_real_kernel() -> None:
+    """The H100 profile's complex NN entries with via "real" (results/issue15/tune23): CGEMM
+    4096 runs its real product (a giant SGEMM) split 5 ways as measured for CGEMM (0.91x cuBLAS
+    per call against 0.90x on the giant SGEMM choice, split 4), ZGEMM 4096 DMMA in groups of 4;
+    a size whose real product the entries' tiles do not divide keeps the real dtype's choice."""
+    from types import SimpleNamespace
+
+    from liftkit.blas.gemm import real_choice
+    from liftkit.blas.profile import SHIPPED
+
+    prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
+    s: Any = SimpleNamespace(profile=prof)
+
+    def at(n: int) -> tuple[dict[str, int], dict[str, int]]:
+        return {"M": n, "N": n, "K": n}, {"M": n, "N": 2 * n, "K": 2 * n}
+
+    got = real_choice(s, Kind("mm", "complex64", "NN"), *at(4096))
+    assert got == Variant.of("tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2, split=5,
+                             slots=396, bound=3)
+    for lay in ("NT", "CN"):  # other layouts from NN's entries
+        assert real_choice(s, Kind("mm", "complex64", lay), *at(4096)) == got
+    assert real_choice(s, Kind("mm", "complex128", "NN"), *at(4096)) == Variant.of(
+        "mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8, ahead=2, group=4)
+    assert real_choice(s, Kind("mm", "complex64", "NN"), *at(1024)) == Variant.of(
+        "tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2)
+    assert real_choice(s, Kind("mm", "complex64", "NN"), *at(1000)) is None

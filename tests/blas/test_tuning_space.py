@@ -188,7 +188,7 @@ def test_tune_tries_the_split_tail_with_the_devices_slots(monkeypatch: pytest.Mo
         device_kind="gpu", backend="cuda", profile=None, forget_choices=lambda: None)
     prof = Profile("cuda|stub H100", "stub H100", "gpu")
     tune_mod.tune(session, [SGEMM], ["large", "huge"], prof,  # type: ignore[arg-type]
-                  progress=False, peaks=None)
+                  progress=False, peaks=None, edges=False)
     split = [(c, v) for c, v in seen if v.kw.get("split")]
     assert len(split) == 9 and {c for c, _ in split} == {"huge"}
     assert {v.kw["slots"] for _, v in split} == {396}
@@ -222,3 +222,124 @@ def test_split_slots_follow_the_built_kernel(h100: SMLimits, regs: int, slots: A
     assert {v.kw["slots"] for v in got if v.kw.get("split")} == {want}
     assert got == offered if want == 396 else got != offered
     assert built_slots(session, SGEMM, offered, None) == offered
+
+
+def _stub_cuda(monkeypatch: pytest.MonkeyPatch) -> Any:
+    driver = stub_driver(H100)
+    monkeypatch.setitem(sys.modules, "cuda",
+                        SimpleNamespace(bindings=SimpleNamespace(driver=driver)))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", SimpleNamespace(driver=driver))
+    return SimpleNamespace(
+        device=SimpleNamespace(fingerprint="cuda|stub H100", label="stub H100", ordinal=0),
+        device_kind="gpu", backend="cuda", profile=None, forget_choices=lambda: None)
+
+
+def test_tune_measures_guarded_forms_against_the_padded_choice(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """After each S/D GEMM NN class's variants, the tuner times at an odd size (n − 24: 1000 for
+    1024) the class's choice padded (its copies included: `plan`) and the guarded forms of its
+    two fastest variants (vector forms first, split tail and DMMA ik/ahead kept); the guarded
+    forms faster than the padded choice become guarded entries, the rest is noted; a second
+    run measures nothing. The count is what the GPU tuning of S/D GEMM NN from nothing makes
+    (printed with -s); nothing is measured for real (measure is replaced)."""
+    from liftkit.blas import tune as tune_mod
+    from liftkit.blas.codelets import fit_choice
+    from liftkit.blas.gemm import profiled_edge
+
+    session = _stub_cuda(monkeypatch)
+    seen: list[tuple[Kind, str, Variant, dict[str, int], bool]] = []
+
+    def rate(kind: Kind, v: Variant, plan: bool) -> float:
+        if plan:
+            return 50.0
+        if v.codelet.startswith("edge-"):  # vector forms beat padding, element copies do not
+            return 40.0 if v.kw.get("elems") or (v.codelet == "edge-mma"
+                                                 and not v.kw.get("lines")) else 60.0
+        base = 100.0 if v.codelet in ("tiles-async", "mma") else 30.0  # CUDA's own first
+        return base - len(seen) % 7 - (0 if v.kw.get("split") or v.kw.get("ahead") else 5)
+
+    def fake(session: Any, kind: Kind, variant: Variant, sizes: dict[str, int],
+             plan: bool = False, **_: Any) -> Trial:
+        t = Trial(kind, tune_mod.size_class(kind.op, sizes), variant, dict(sizes))
+        seen.append((kind, t.size_class, variant, dict(sizes), plan))
+        t.rate = rate(kind, variant, plan)
+        t.seconds = 1.0 / t.rate
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    prof = Profile("cuda|stub H100", "stub H100", "gpu")
+    classes = tune_mod.CLASSES
+    want_n, want_more = tune_mod.planned_measurements([SGEMM, DGEMM], classes, "gpu", "cuda",
+                                                      sm_limits(0, driver=stub_driver(H100)))
+    tune_mod.tune(session, [SGEMM, DGEMM], classes, prof,  # type: ignore[arg-type]
+                  progress=False, peaks=None)
+    aligned = [x for x in seen if x[3]["M"] % 64 == 0]
+    odd = [x for x in seen if x[3]["M"] % 64]
+    print(f"\nGPU tuning of S/D GEMM NN from nothing (H100 limits): {len(aligned)} variants + "
+          f"{len(odd)} guarded/padded = {len(seen)} measurements (bound {want_n} + {want_more})")
+    assert len(aligned) == want_n and 0 < len(odd) <= want_more
+    for kind in (SGEMM, DGEMM):
+        for cls in classes:
+            n = tune_mod.SIZES["gpu"]["mm"][cls] - 24
+            at = [x for x in odd if x[0] == kind and x[1] == cls]
+            assert at and all(x[3] == {"M": n, "N": n, "K": n} for x in at)
+            padded = [x for x in at if x[4]]
+            guarded = [x[2] for x in at if not x[4]]
+            choice = fit_choice(kind, prof.ranked(kind, cls)[0].variant, {"M": n, "N": n, "K": n})
+            assert [x[2] for x in padded] == [choice] and at[0][4]  # the padded choice first
+            assert all(v.codelet == ("edge-tiles-async" if kind == SGEMM else "edge-mma")
+                       for v in guarded)
+            vector = [not (v.kw.get("elems") or v.codelet == "edge-mma" and not v.kw.get("lines"))
+                      for v in guarded]
+            assert vector == sorted(vector, reverse=True) and vector[0]  # vector forms first
+            assert len(guarded) <= 2 * tune_mod.EDGE_TOP
+            # the guarded entries: the forms faster than the padded choice (here the vector ones)
+            entries = prof.guarded(kind, cls)
+            assert {e.variant for e in entries} == {v for v, ok in zip(guarded, vector) if ok}
+            assert all(e.sizes == {"M": n, "N": n, "K": n} for e in entries)
+            note = prof.notes["edges"][f"{kind}|{cls}"]
+            assert note["padded"]["variant"] == str(choice) and len(note["guarded"]) == len(guarded)
+            # and the library runs the first of them at odd sizes of the class
+            s = SimpleNamespace(profile=prof)
+            assert profiled_edge(s, kind, {"M": n + 2, "N": n, "K": n}) == entries[0].variant \
+                or profiled_edge(s, kind, {"M": n + 2, "N": n, "K": n}) in {e.variant
+                                                                            for e in entries}
+    # the split tail and DMMA's ik/ahead are kept in the guarded forms offered
+    huge = [x[2] for x in odd if x[0] == SGEMM and x[1] == "huge" and not x[4]]
+    assert any(v.kw.get("split") for v in huge)
+    dmma = [x[2] for x in odd if x[0] == DGEMM and not x[4]]
+    assert any(v.kw.get("ik") == 8 and v.kw.get("ahead") for v in dmma)
+    assert not any(v.kw.get("group") for v in dmma)
+    seen.clear()  # resumed: everything was measured
+    tune_mod.tune(session, [SGEMM, DGEMM], classes, prof,  # type: ignore[arg-type]
+                  progress=False, peaks=None)
+    assert seen == []
+
+
+def test_guarded_forms_the_shipped_rankings_offer_compile_with_nvrtc() -> None:
+    """With the shipped H100 profile's rankings, the guarded forms the tuner would time for
+    S/D GEMM NN (`tune.edge_tasks`: the split tail and DMMA ik/ahead kept, the grouped order
+    dropped) derive, and compile with NVRTC where cuda-python is installed."""
+    from liftkit.blas.profile import SHIPPED
+    from liftkit.blas.tune import edge_tasks
+
+    prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
+    offered: dict[tuple[Kind, Variant], None] = {}
+    for kind in (SGEMM, DGEMM):
+        for cls in ("large", "huge", "giant"):  # (the classes the profile has)
+            tasks = edge_tasks(prof, kind, cls, "gpu")
+            assert tasks and tasks[0].mode == "plan"
+            assert tasks[0].variant == prof.ranked(kind, cls)[0].variant
+            offered.update({(kind, t.variant): None for t in tasks[1:]})
+    assert any(k == SGEMM and v.kw.get("split") for k, v in offered)
+    assert any(k == DGEMM and v.kw.get("ahead") == 2 and v.kw.get("ik") == 8 for k, v in offered)
+    assert not any(v.kw.get("group") for _, v in offered)
+    sources = [k for kind, v in offered
+               for k in compile_program(derive(kind, v).final, CUDA).kernels]
+    try:
+        from liftkit.backends.cuda import compile_cuda
+        import cuda.bindings.nvrtc  # noqa: F401 - NVRTC itself
+    except ImportError:
+        pytest.skip("cuda-python is not installed: derived only")
+    for k in sources:
+        compile_cuda(k.source, "compute_90a", k.build_options, name=f"{k.name}.cu")

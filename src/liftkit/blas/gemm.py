@@ -168,7 +168,32 @@ def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
     return session.kernel(kind, sizes, chosen)
 
 
-def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int]) -> Embedding:
+def real_choice(session: Session, kind: Kind, sizes: dict[str, int], want: dict[str, int]
+                ) -> Optional[Variant]:
+    """The real kernel the profile measured for this complex kind's `real` plan (entries of the
+    complex dtype with `via` "real", the class of the complex sizes; a conjugating layout also
+    from its plain one, every layout from NN's, which is what tuning measures: the real product
+    is the same NN GEMM) that needs no padding at the real product's sizes `want`; None: the real
+    dtype's own choice runs (the real product M×2N×2K often falls in another class of its
+    dtype than the complex GEMM does: CGEMM 4096 is a giant SGEMM)."""
+    prof = getattr(session, "profile", None)
+    if prof is None:
+        return None
+    rk = Kind("mm", REAL_OF[kind.dtype], "NN")
+
+    def mult(_: Kind, v: Variant) -> dict[str, int]:
+        return multiples(rk, v)
+
+    plain = kind.layout.replace("R", "N").replace("C", "T")
+    for k in dict.fromkeys((kind, Kind("mm", kind.dtype, plain), Kind("mm", kind.dtype, "NN"))):
+        v = prof.choose(k, sizes, mult, via="real", at=want)
+        if v is not None and padded_sizes(want, multiples(rk, v)) == want:
+            return v
+    return None
+
+
+def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int],
+               real_variant: Optional[Variant] = None) -> Embedding:
     name = DTYPES[dt]
     M, N, K = sizes["M"], sizes["N"], sizes["K"]
     if dt.kind != "c":  # codelet nn: transposes, then the NN kernel
@@ -199,9 +224,15 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
     tm, tk = ((a.multiples.get("N", 1), a.multiples.get("M", 1))
               if a is not None and a.kind.op == "transpose" else (1, 1))
     rk, want = Kind("mm", REAL_OF[name], "NN"), {"M": M, "N": 2 * N, "K": 2 * K}
-    # the real kernel's guarded form only where the transpose pads nothing
-    real = (mm_kernel(session, rk, want) if M % tm == 0 and K % tk == 0
-            else session.kernel(rk, want))
+    # the real kernel: `real_variant` (tuning), else the complex kind's own measured choice
+    # (`real_choice`), else the real dtype's, its guarded form only where the transpose pads
+    # nothing
+    ownv = real_variant or real_choice(session, Kind("mm", name, layout), sizes, want)
+    if ownv is not None and M % tm == 0 and K % tk == 0:
+        real = mm_kernel(session, rk, want, ownv)
+    else:
+        real = (mm_kernel(session, rk, want) if M % tm == 0 and K % tk == 0
+                else session.kernel(rk, want, ownv))
     mult = real.multiples
     padded = {"M": pad_to(M, math.lcm(mult.get("M", 1), tm)),
               "N": pad_to(N, half(mult.get("N", 1))),
@@ -428,9 +459,10 @@ def _order_name(order: str) -> str:
 def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, int],
               dtype: Any, *, trans_a: Trans = False, trans_b: Trans = False,
               order_a: str = "C", order_b: str = "C", order_c: str = "C",
-              variant: Optional[Variant] = None) -> GemmPlan:
+              variant: Optional[Variant] = None, real: Optional[Variant] = None) -> GemmPlan:
     """Step 1 of the low-level API: check the shapes, choose the kernel (the profile's best for
-    this size class, or `variant`), and say how much workspace it needs."""
+    this size class, or `variant`), and say how much workspace it needs. `real`: the real
+    kernel of a complex `real` plan (tuning measures candidates so)."""
     dt = np.dtype(dtype)
     if dt not in DTYPES:
         raise BlasError(f"gemm: dtype {dt} is not supported (float32, float64, complex64 and "
@@ -463,7 +495,7 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
     embed = None
     if (chosen.codelet == "real" and dt.kind == "c") or (chosen.codelet == "nn" and
                                                          dt.kind != "c" and layout != "NN"):
-        embed = _embedding(session, dt, layout, sizes)
+        embed = _embedding(session, dt, layout, sizes, real if dt.kind == "c" else None)
         built = embed.real
     else:
         built = mm_kernel(session, kind, sizes, variant)  # (variant None: its own choice)

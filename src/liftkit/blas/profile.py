@@ -70,18 +70,23 @@ class Entry:
     seconds: float
     rate: float  # GFLOP/s (GB/s for transpose)
     unit: str = "GFLOP/s"
+    # "real": the variant is the real kernel of the kind's complex-through-real plan (codelet
+    # `real`: one real GEMM of M×2N×2K), measured as that whole plan at the complex sizes; the
+    # plan looks these up before the real dtype's own entries (gemm.real_choice)
+    via: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.kind.op, "dtype": self.kind.dtype, "layout": self.kind.layout,
                 "size_class": self.size_class, "sizes": dict(self.sizes),
                 "variant": self.variant.to_json(), "seconds": self.seconds, "rate": self.rate,
-                "unit": self.unit}
+                "unit": self.unit, **({"via": self.via} if self.via else {})}
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> "Entry":
         return Entry(Kind(d["op"], d["dtype"], d.get("layout", "-")), d["size_class"],
                      {k: int(v) for k, v in d["sizes"].items()}, Variant.from_json(d["variant"]),
-                     float(d["seconds"]), float(d["rate"]), d.get("unit", "GFLOP/s"))
+                     float(d["seconds"]), float(d["rate"]), d.get("unit", "GFLOP/s"),
+                     str(d.get("via", "")))
 
 
 @dataclass(frozen=True)
@@ -122,35 +127,37 @@ class Profile:
     notes: dict[str, Any] = field(default_factory=dict)
     peaks: Optional[Peaks] = None
 
-    def ranked(self, kind: Kind, cls: str) -> list[Entry]:
-        """The class's measured variants, fastest first (guarded forms apart: `guarded`)."""
+    def ranked(self, kind: Kind, cls: str, via: str = "") -> list[Entry]:
+        """The class's measured variants, fastest first (guarded forms apart: `guarded`; with
+        `via`, the entries of the kind's plan through that derivation: `Entry.via`)."""
         out = [e for e in self.entries if e.kind == kind and e.size_class == cls
-               and e.variant.codelet not in EDGE_CODELETS]
+               and e.via == via and e.variant.codelet not in EDGE_CODELETS]
         return sorted(out, key=lambda e: -e.rate)
 
-    def guarded(self, kind: Kind, cls: str) -> list[Entry]:
+    def guarded(self, kind: Kind, cls: str, via: str = "") -> list[Entry]:
         """The class's measured guarded forms (`edge-*`, timed at sizes its tiles do not
         divide), fastest first: liftkit.blas ranks them only where the chosen variant's tiles
         do not divide the sizes (gemm.profiled_edge)."""
         out = [e for e in self.entries if e.kind == kind and e.size_class == cls
-               and e.variant.codelet in EDGE_CODELETS]
+               and e.via == via and e.variant.codelet in EDGE_CODELETS]
         return sorted(out, key=lambda e: -e.rate)
 
-    def choose(self, kind: Kind, sizes: Mapping[str, int],
-               multiples_of: Any) -> Optional[Variant]:
+    def choose(self, kind: Kind, sizes: Mapping[str, int], multiples_of: Any, via: str = "",
+               at: Optional[Mapping[str, int]] = None) -> Optional[Variant]:
         """The fastest measured variant for this size class whose padding is acceptable; a
         class nothing was measured for takes the nearest smaller class's choice (a profile tuned
-        without `huge` serves every size above `large`)."""
+        without `huge` serves every size above `large`). `via`: the entries of that plan's
+        kernel (`Entry.via`), whose padding is judged at `at` (the real product's sizes)."""
         cls = size_class(kind.op, sizes)
         order = CLASS_ORDER[:CLASS_ORDER.index(cls) + 1][::-1]
         for c in order:
-            ranked = self.ranked(kind, c)
+            ranked = self.ranked(kind, c, via)
             for e in ranked:
                 try:
                     mult = multiples_of(kind, e.variant)
                 except ValueError:
                     continue  # a codelet this liftkit does not know (a newer profile)
-                if padding_ratio(sizes, mult) <= MAX_PADDING:
+                if padding_ratio(at if at is not None else sizes, mult) <= MAX_PADDING:
                     return e.variant
             if ranked:
                 return None
@@ -159,12 +166,13 @@ class Profile:
     def add(self, entries: Iterable[Entry]) -> None:
         """Add measurements, replacing earlier ones of the same kind, class and variant."""
         new = list(entries)
-        keys = {(e.kind, e.size_class, e.variant) for e in new}
+        keys = {(e.kind, e.size_class, e.variant, e.via) for e in new}
         self.entries = [e for e in self.entries
-                        if (e.kind, e.size_class, e.variant) not in keys] + new
+                        if (e.kind, e.size_class, e.variant, e.via) not in keys] + new
 
-    def measured(self, kind: Kind, cls: str) -> set[Variant]:
-        return {e.variant for e in self.entries if e.kind == kind and e.size_class == cls}
+    def measured(self, kind: Kind, cls: str, via: str = "") -> set[Variant]:
+        return {e.variant for e in self.entries
+                if e.kind == kind and e.size_class == cls and e.via == via}
 
     # -- JSON -------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space_at
+from liftkit.blas.gemm import REAL_OF
 from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
 from liftkit.blas.profile import Entry, Profile, find_profile, size_class
@@ -181,18 +182,27 @@ class Trial:
     unit: str = "GFLOP/s"
     error: str = ""
     wall: float = 0.0  # host seconds the trial took (derivation, build, check, timing)
+    via: str = ""  # "real": `variant` is the real kernel of the complex `real` plan measured
 
 
 def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
             repeat: int = 5, max_seconds: float = 2.0, seed: int = 0,
-            inputs: Optional[Inputs] = None) -> Trial:
+            inputs: Optional[Inputs] = None, plan: bool = False,
+            real: Optional[Variant] = None) -> Trial:
     """Derive, build, check against NumPy, then time (median of `repeat` event-timed runs,
     fewer when a run is slow). Errors are recorded, not raised: a variant a device cannot run is
-    simply not chosen. `inputs`: where the inputs and reference are kept between variants."""
+    simply not chosen. `inputs`: where the inputs and reference are kept between variants.
+    `plan`: a GEMM kernel timed as a call runs it, with the padded copies of its operands and
+    of the product where its tiles do not divide the sizes (the padded plan a guarded form
+    competes with). `real`: for codelet `real`, its real kernel (else the profile's choice);
+    the trial then names that kernel (`via` "real")."""
     t = Trial(kind, size_class(kind.op, sizes), variant)
     inputs = inputs if inputs is not None else Inputs()
-    if variant.codelet in ("real", "nn"):
-        return _measure_plan(session, t, sizes, repeat, max_seconds, seed, inputs)
+    if variant.codelet in ("real", "nn") or plan:
+        t = _measure_plan(session, t, sizes, repeat, max_seconds, seed, inputs, real)
+        if real is not None and variant.codelet == "real":
+            t.variant, t.via = real, "real"
+        return t
     try:
         built = session.store.get(kind, variant)
     except Exception as err:  # noqa: BLE001 - derivation or build failure
@@ -217,28 +227,47 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
 
 
 def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int,
-                  max_seconds: float, seed: int, inputs: Inputs) -> Trial:
-    """A GEMM plan of several kernels (the complex-through-real codelet): its packing and
-    product timed together on device operands, checked against NumPy first."""
+                  max_seconds: float, seed: int, inputs: Inputs,
+                  real: Optional[Variant] = None) -> Trial:
+    """A GEMM plan (the complex-through-real and transposing codelets, or one kernel with its
+    operands padded where its tiles do not divide the sizes): packing, product and the copy of
+    a padded product timed together on device operands, checked against NumPy first."""
+    from liftkit.blas.gemm import GemmPlan
+
     kind, q = t.kind, session.q
     t.sizes = dict(sizes)
     xs, want = inputs.get(kind, sizes, seed)
     dt = np.dtype(kind.dtype)
+    M, N, item = sizes["M"], sizes["N"], dt.itemsize
     try:
         ops = [session.operand(x, name, "gemm", 2) for x, name in zip(xs, ("A", "B"))]
         lay = kind.layout
-        plan = session.plan_gemm(ops[0].shape, ops[1].shape, dt, trans_a=lay[0] == "T",
-                                 trans_b=lay[1] == "T", variant=t.variant)
-        if plan.padded != plan.sizes:
-            t.error = "padded: measured at sizes its kernels divide only"
-            return t
+        if t.variant.codelet in ("real", "nn"):
+            plan = session.plan_gemm(ops[0].shape, ops[1].shape, dt, trans_a=lay[0] == "T",
+                                     trans_b=lay[1] == "T", variant=t.variant, real=real)
+            if plan.padded != plan.sizes:
+                t.error = "padded: measured at sizes its kernels divide only"
+                return t
+        else:  # one kernel, as gemm's general path runs it (layout letters N, T only)
+            plan = GemmPlan(session, dt, M, N, sizes["K"], lay[0] == "T", lay[1] == "T",
+                            ("C", "C", "C"), lay, "A", False, dict(sizes),
+                            session.store.get(kind, t.variant))
         ws = session.workspace()
-        out = q.alloc(sizes["M"] * sizes["N"] * dt.itemsize)
+        out = q.alloc(M * N * item)
+        p = plan.padded
+        keep: list[Any] = []
 
         def run() -> _Span:
             marker = q.marker()
             a, b = plan.pack("A", ops[0], ws), plan.pack("B", ops[1], ws)
-            ev, _ = plan.launch(a, b, out, list(a.events) + list(b.events))
+            waits = list(a.events) + list(b.events)
+            if (p["M"], p["N"]) == (M, N):
+                ev, temps = plan.launch(a, b, out, waits, ws)
+            else:  # the padded product's top-left M×N block is the result
+                prod = ws.buffer("product", p["M"] * p["N"] * item)
+                ev, temps = plan.launch(a, b, prod, waits, ws)
+                ev = q.copy2d(out, prod, M, N * item, p["N"] * item, N * item, [ev])
+            keep[:] = [a, b, temps]
             return _Span(q, marker, ev if ev is not None else q.marker())
 
         run()
@@ -415,12 +444,142 @@ def built_slots(session: Session, kind: Kind, variants: Sequence[Variant], limit
     return out
 
 
+# -- what a tuning run measures after a GEMM class's variants ---------------------------------
+# guarded forms (rules/mm_edges.py, `codelets.edge_forms`): those of the class's EDGE_TOP
+# fastest variants, timed at a size off every tile against the class's choice run padded (its
+# operands and product copied, as a call runs it); the faster ones become the profile's guarded
+# entries (`Profile.guarded`, `gemm.profiled_edge`)
+EDGE_TOP = 2
+# the odd representative size: the class's n − 24, a multiple of 8 (float4, double2 and DMMA
+# chunks fit, so the vector forms compete) but ≡ 40 mod 64, which no tile divides (1000 for
+# 1024; results/issue15/odd23 measured the shipped guarded entries at 1000³ and 1999³)
+EDGE_OFF = 24
+# the complex `real` plan's own real kernel: the real dtype's REAL_TOP fastest variants in the
+# class of the real product (M×2N×2K) and in the complex class, each timed as the whole plan
+# (complex NN; the other layouts' plans look the NN entries up too, `gemm.real_choice`)
+REAL_TOP = 2
+
+
+@dataclass(frozen=True)
+class Task:
+    """One measurement of a tuning run: `variant` at `sizes`; mode "" the kernel alone, "plan"
+    the kernel as a call runs it (padded copies where its tiles do not divide the sizes), "real"
+    the complex kind's `real` plan on the real kernel `variant`."""
+
+    variant: Variant
+    sizes: dict[str, int]
+    mode: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.mode}:{self.variant}" if self.mode else str(self.variant)
+
+
+def odd_sizes(kind: Kind, cls: str, device_kind: str) -> dict[str, int]:
+    """The GEMM sizes a class's guarded forms are measured at (`EDGE_OFF`)."""
+    n = max(8, SIZES[device_kind]["mm"][cls] - EDGE_OFF)
+    return {"M": n, "N": n, "K": n}
+
+
+def edge_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Task]:
+    """The padded plan of the class's choice, then the guarded forms of its EDGE_TOP fastest
+    variants that fit the odd sizes with no padding (forms copying whole vectors first); none
+    where the choice has no guarded form or its tiles divide the odd sizes."""
+    from liftkit.blas.codelets import EDGE_FORMS, CodeletError, edge_forms, fit_choice, multiples
+
+    ranked = prof.ranked(kind, cls)
+    odd = odd_sizes(kind, cls, device_kind)
+    if not ranked or not edge_forms(ranked[0].variant):
+        return []
+    try:  # the choice as the library runs it at these sizes (no grouped order that pads more)
+        choice = fit_choice(kind, ranked[0].variant, odd)
+        if choice.codelet not in EDGE_FORMS or padded_sizes(odd, multiples(kind, choice)) == odd:
+            return []
+    except (CodeletError, ValueError):
+        return []
+    forms: list[Variant] = []
+    for e in ranked[:EDGE_TOP]:
+        for v in edge_forms(e.variant):
+            try:
+                fits = padded_sizes(odd, multiples(kind, v)) == odd
+            except (CodeletError, ValueError):  # this kind has no such guarded form
+                continue
+            if fits and v not in forms:
+                forms.append(v)
+    if not forms:
+        return []
+    forms.sort(key=lambda v: bool(v.kw.get("elems")) or (v.codelet == "edge-mma"
+                                                         and not v.kw.get("lines")))
+    return [Task(choice, odd, "plan")] + [Task(v, odd) for v in forms]
+
+
+def real_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Task]:
+    """The real kernels a complex NN class's `real` plan is timed on (`REAL_TOP`): none before
+    the plan itself was measured, nor for other kinds."""
+    from liftkit.blas.codelets import CodeletError, multiples
+
+    if kind.op != "mm" or kind.dtype not in REAL_OF or kind.layout != "NN" \
+            or Variant.of("real") not in prof.measured(kind, cls):
+        return []
+    sizes = sizes_for(kind, cls, device_kind)
+    want = {"M": sizes["M"], "N": 2 * sizes["N"], "K": 2 * sizes["K"]}
+    rk = Kind("mm", REAL_OF[kind.dtype], "NN")
+    out: list[Variant] = []
+    for c in dict.fromkeys((size_class("mm", want), cls)):
+        for e in prof.ranked(rk, c)[:REAL_TOP]:
+            try:
+                fits = padded_sizes(want, multiples(rk, e.variant)) == want
+            except (CodeletError, ValueError):
+                continue
+            if fits and e.variant not in out:
+                out.append(e.variant)
+    return [Task(v, sizes, "real") for v in out]
+
+
+def followups(prof: Profile, kind: Kind, cls: str, device_kind: str, edges: bool
+              ) -> tuple[list[Task], bool]:
+    """(what is left to measure after the class's variants, whether guarded forms are among
+    them): the guarded forms where this (kind, class) has none measured yet (`notes["edges"]`),
+    the complex plan's real kernels not measured yet."""
+    out: list[Task] = []
+    edge = edges and kind.op == "mm" and f"{kind}|{cls}" not in prof.notes.get("edges", {})
+    if edge:
+        out += edge_tasks(prof, kind, cls, device_kind)
+    done = prof.measured(kind, cls, via="real")
+    out += [t for t in real_tasks(prof, kind, cls, device_kind) if t.variant not in done]
+    return out, edge
+
+
+def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_kind: str,
+                         backend: str, limits: Any = None, edges: bool = True,
+                         skip: Callable[[Kind, str], bool] = lambda k, c: False
+                         ) -> tuple[int, int]:
+    """(variants, follow-ups at most) a tuning run from nothing measures for these kinds and
+    classes: every variant of the space, and at most 1 + 2·EDGE_TOP guarded trials per GEMM
+    class whose variants have guarded forms (not where `skip`: measured before), 2·REAL_TOP
+    real kernels per complex NN class."""
+    from liftkit.blas.codelets import edge_forms
+
+    n = more = 0
+    for kind in dict.fromkeys(kinds_):
+        for cls in classes_of(kind, classes):
+            vs = space_at(kind, device_kind, backend, sizes_for(kind, cls, device_kind), limits)
+            n += len(vs)
+            if edges and kind.op == "mm" and not skip(kind, cls) \
+                    and any(edge_forms(v) for v in vs):
+                more += 1 + 2 * EDGE_TOP
+            if kind.op == "mm" and kind.dtype in REAL_OF and kind.layout == "NN" and \
+                    Variant.of("real") in vs:
+                more += 2 * REAL_TOP
+    return n, more
+
+
 def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[str]] = None,
          profile: Optional[Profile] = None, save: Optional[Callable[[Profile], Any]] = None,
          progress: bool = True, max_variants: Optional[int] = None,
          on_trial: Optional[Callable[[Trial], None]] = None,
          peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1,
-         limits: Any = None) -> Profile:
+         limits: Any = None, edges: Optional[bool] = None) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class).
@@ -428,11 +587,15 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     best: on a device other work shares (a loaded CPU), every variant then meets the same
     moments of load, not only the one timed while it lasted. `limits`: the CUDA device's
     multiprocessor limits (`occupancy.SMLimits`; read from the device by default), which size
-    the split-tail variants (`codelets.split_tail_space`)."""
+    the split-tail variants (`codelets.split_tail_space`). After a GEMM class's variants:
+    `edges` (default: on GPUs) its guarded forms at an odd size against its choice padded
+    (`edge_tasks`: the faster ones become guarded entries), and for complex NN the `real`
+    plan on the real dtype's best kernels (`real_tasks`: entries with `via` "real")."""
     dev = session.device
     if limits is None and session.backend == "cuda":
         limits = device_limits(session, progress)
     classes = classes or DEFAULT_CLASSES[session.device_kind]
+    edges = session.device_kind == "gpu" if edges is None else edges
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
                                                                session.device_kind)
     target = peak_target(session) if peaks is not None and prof.peaks is None else None
@@ -465,37 +628,81 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))
     total = sum(len(t) for _, _, t in plan) * max(1, rounds)
+    if progress:
+        _, more = planned_measurements(
+            [k for k, _, _ in plan], classes, session.device_kind, session.backend, limits, edges,
+            skip=lambda k, c: f"{k}|{c}" in prof.notes.get("edges", {}))
+        print(f"tuning {dev.label}: {total} measurements, then at most {more * max(1, rounds)} "
+              f"of guarded forms and complex plans' real kernels", flush=True)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), disable=not progress, transient=False) as bar:
         task = bar.add_task(f"tuning {dev.label}", total=total)
         inputs = Inputs()
-        for kind, cls, todo in plan:
-            best: dict[Variant, Trial] = {}
+
+        def run(kind: Kind, cls: str, tasks: list[Task]) -> dict[str, Trial]:
+            best: dict[str, Trial] = {}
             for _ in range(max(1, rounds)):
-                for v in todo:
-                    if f"{kind}|{cls}|{v}" in failed:
+                for tk in tasks:
+                    key = f"{kind}|{cls}|{tk.key}"
+                    if key in failed:
                         bar.advance(task)
                         continue
-                    bar.update(task, description=f"{kind} {cls} {v}")
+                    bar.update(task, description=f"{kind} {cls} {tk.key}")
                     t0 = time.perf_counter()
-                    trial = measure(session, kind, v, sizes_for(kind, cls, session.device_kind),
-                                    inputs=inputs)
+                    if tk.mode == "real":
+                        trial = measure(session, kind, Variant.of("real"), tk.sizes,
+                                        inputs=inputs, real=tk.variant)
+                    elif tk.mode == "plan":
+                        trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
+                                        plan=True)
+                    else:
+                        trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs)
                     trial.wall = time.perf_counter() - t0
                     if on_trial is not None:
                         on_trial(trial)
                     if trial.error:
-                        failed.add(f"{kind}|{cls}|{v}")
-                    elif v not in best or trial.seconds < best[v].seconds:
-                        best[v] = trial
+                        failed.add(key)
+                    elif tk.key not in best or trial.seconds < best[tk.key].seconds:
+                        best[tk.key] = trial
                     bar.advance(task)
-            entries = [Entry(kind, cls, t.sizes, v, t.seconds, t.rate, t.unit)
-                       for v, t in best.items() if f"{kind}|{cls}|{v}" not in failed]
+            return {k: t for k, t in best.items() if f"{kind}|{cls}|{k}" not in failed}
+
+        for kind, cls, todo in plan:
+            sizes = sizes_for(kind, cls, session.device_kind)
+            best = run(kind, cls, [Task(v, sizes) for v in todo])
+            entries = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
+                       for t in best.values()]
             if todo:
                 prof.add(entries)
                 session.forget_choices()  # plans (real, nn) see the new rates
                 prof.notes["failed"] = sorted(failed)
                 if save is not None:
                     save(prof)
+            more, edge = followups(prof, kind, cls, session.device_kind, edges)
+            if not more and not edge:
+                continue
+            bar.update(task, total=(bar.tasks[task].total or 0) + len(more) * max(1, rounds))
+            got = run(kind, cls, more)
+            new = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit, t.via)
+                   for k, t in got.items() if t.via]
+            padded = next((got.get(tk.key) for tk in more if tk.mode == "plan"), None)
+            guarded = [t for k, t in got.items() if not t.via and k in
+                       {tk.key for tk in more if tk.mode == ""}]
+            if edge:  # the guarded forms faster than the class's choice padded
+                won = [t for t in guarded if padded is None or t.seconds < padded.seconds]
+                new += [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
+                        for t in won]
+                prof.notes.setdefault("edges", {})[f"{kind}|{cls}"] = {
+                    "sizes": odd_sizes(kind, cls, session.device_kind),
+                    "padded": None if padded is None else
+                    {"variant": str(padded.variant), "rate": padded.rate},
+                    "guarded": {str(t.variant): t.rate for t in guarded},
+                    "entries": [str(t.variant) for t in won]}
+            prof.add(new)
+            session.forget_choices()
+            prof.notes["failed"] = sorted(failed)
+            if save is not None:
+                save(prof)
     return prof
