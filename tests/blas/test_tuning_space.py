@@ -343,3 +343,46 @@ def test_guarded_forms_the_shipped_rankings_offer_compile_with_nvrtc() -> None:
         pytest.skip("cuda-python is not installed: derived only")
     for k in sources:
         compile_cuda(k.source, "compute_90a", k.build_options, name=f"{k.name}.cu")
+
+
+def test_tune_times_the_complex_plan_on_the_real_dtypes_best_kernels(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a complex NN class's `real` plan, the tuner times that plan on the real dtype's two
+    fastest kernels of the real product's class (CGEMM 4096: a giant SGEMM) and of the complex
+    class, and keeps them as the complex kind's entries with via "real"; the plan itself and
+    the other layouts are not timed again, nor anything on a resumed run."""
+    from liftkit.blas import tune as tune_mod
+
+    session = _stub_cuda(monkeypatch)
+    seen: list[tuple[Kind, str, Variant, Any]] = []
+
+    def fake(session: Any, kind: Kind, variant: Variant, sizes: dict[str, int],
+             real: Any = None, **_: Any) -> Trial:
+        t = Trial(kind, tune_mod.size_class(kind.op, sizes), variant, dict(sizes))
+        seen.append((kind, t.size_class, variant, real))
+        t.rate = 50.0 - len(seen) % 5 if real is None else 60.0 + (real.kw.get("split") or 0)
+        t.seconds = 1.0 / t.rate
+        if real is not None:
+            t.variant, t.via = real, "real"
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    prof = Profile("cuda|stub H100", "stub H100", "gpu")
+    cgemm = Kind("mm", "complex64", "NN")
+    tune_mod.tune(session, [SGEMM, cgemm, Kind("mm", "complex64", "NT")], ["huge", "giant"],
+                  prof, progress=False, peaks=None, edges=False)  # type: ignore[arg-type]
+    real = [(k, c, r) for k, c, _, r in seen if r is not None]
+    assert {k for k, _, _ in real} == {cgemm}
+    for cls, classes in (("huge", ("giant", "huge")), ("giant", ("giant",))):
+        want = list(dict.fromkeys(e.variant for c in classes
+                                  for e in prof.ranked(SGEMM, c)[:tune_mod.REAL_TOP]))
+        assert [r for _, c, r in real if c == cls] == want
+        own = prof.ranked(cgemm, cls, "real")
+        assert {e.variant for e in own} == set(want) and own[0].rate >= own[-1].rate
+        assert all(e.sizes == tune_mod.sizes_for(cgemm, cls, "gpu") for e in own)
+    assert len([1 for k, _, v, r in seen if k == cgemm and v == Variant.of("real")
+                and r is None]) == 2  # the plan itself once per class
+    seen.clear()
+    tune_mod.tune(session, [SGEMM, cgemm], ["huge", "giant"],  # type: ignore[arg-type]
+                  prof, progress=False, peaks=None, edges=False)
+    assert seen == []
