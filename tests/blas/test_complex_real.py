@@ -4,7 +4,7 @@ every op flag (N, T, C), memory order, α and β, with the real kernel tiled (pa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pytest
@@ -17,11 +17,16 @@ from .test_properties import _flag, _mat, _op, _scalar, _tol, _wide
 LAYOUTS = tuple(a + b for a in "NTRC" for b in "NTRC" if not (a in "TC" and b in "TC"))
 
 
-def _session(base: Session, real: Variant) -> Session:
+def _session(base: Session, real: Variant, own: Optional[Variant] = None) -> Session:
+    """Every complex kind on the `real` plan over `real`; with `own`, complex NN's own real
+    kernel (entries with via "real", which every layout's plan looks up first)."""
     prof = Profile(base.device.fingerprint, base.device.label, base.device_kind)
     prof.add(Entry(Kind("mm", dt, lay), cls, {"N": 1}, Variant.of("real"), 1.0, 1e9)
              for dt in ("complex64", "complex128") for lay in LAYOUTS
              for cls in ("small", "medium", "large"))
+    if own is not None:
+        prof.add(Entry(Kind("mm", dt, "NN"), cls, {"N": 1}, own, 1.0, 1e9, via="real")
+                 for dt in ("complex64", "complex128") for cls in ("small", "medium", "large"))
     prof.add(Entry(Kind("mm", dt, "NN"), cls, {"N": 1}, real, 1.0, 1e9)
              for dt in ("float32", "float64") for cls in ("small", "medium", "large"))
     import liftkit.blas.profile as pm
@@ -32,17 +37,24 @@ def _session(base: Session, real: Variant) -> Session:
     return s
 
 
-@pytest.mark.parametrize("real", [Variant.of("glb"),
-                                  Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)])
-def test_complex_gemm_through_a_real_one(session: Session, real: Variant) -> None:
-    s = _session(session, real)
+_TILES = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1)
+
+
+@pytest.mark.parametrize("real, own", [(Variant.of("glb"), None), (_TILES, None),
+                                       (Variant.of("glb"), _TILES)])
+def test_complex_gemm_through_a_real_one(session: Session, real: Variant,
+                                         own: Optional[Variant]) -> None:
+    s = _session(session, real, own)
     rng = np.random.default_rng(3)
     failures: list[str] = []
+    ran_own = 0
     for case in range(40):
         dt = (np.complex64, np.complex128)[case % 2]
         ta, tb = _flag(rng), _flag(rng)
         oa, ob, oc = (str(rng.choice(["C", "F"])) for _ in range(3))
         m, n, k = (int(rng.integers(1, 70)) for _ in range(3))
+        if own is not None and case % 4 < 2:  # sizes the own kernel's tiles divide
+            m, n, k = 32 * int(rng.integers(1, 3)), 16 * int(rng.integers(1, 4)), 32
         A = _mat(rng, (m, k) if ta in (False, "N") else (k, m), dt, oa)
         B = _mat(rng, (k, n) if tb in (False, "N") else (n, k), dt, ob)
         C0 = _mat(rng, (m, n), dt, oc)
@@ -50,6 +62,7 @@ def test_complex_gemm_through_a_real_one(session: Session, real: Variant) -> Non
         plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb, order_a=oa,
                            order_b=ob, order_c=oc)
         assert plan.variant == Variant.of("real") and plan.embed is not None
+        ran_own += own is not None and plan.built.variant == own
         got = s.gemm(A, B, C0.copy(order=oc), alpha=alpha, beta=beta, trans_a=ta,
                      trans_b=tb).result()
         want = alpha * _op(A, ta) @ _op(B, tb) + beta * _wide(C0)
@@ -59,6 +72,7 @@ def test_complex_gemm_through_a_real_one(session: Session, real: Variant) -> Non
             failures.append(f"case {case}: {dt.__name__} {m}x{n}x{k} ta={ta} tb={tb} "
                             f"orders={oa}{ob}{oc}: {str(err).splitlines()[3:5]}")
     assert not failures, "\n".join(failures)
+    assert (ran_own > 0) == (own is not None)
 
 
 def test_the_real_codelet_is_a_plan(session: Session) -> None:
