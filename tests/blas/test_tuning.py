@@ -342,3 +342,24 @@ def test_shipped_h100_profile_gives_complex_gemm_its_own_real_kernel() -> None:
     assert real_choice(s, Kind("mm", "complex64", "NN"), *at(1024)) == Variant.of(
         "tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2)
     assert real_choice(s, Kind("mm", "complex64", "NN"), *at(1000)) is None
+
+
+def test_cli_tune_measures_guarded_forms_when_asked(session: Session, tmp_path: Path,
+                                                    monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`--edges on` on the CPU device (auto: GPUs only): the GEMM class's guarded step runs
+    and is noted in the profile; the trial lines say the odd sizes and which one ran padded."""
+    monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path / "profiles"))
+    out = tmp_path / "p.json"
+    code, text = _cli("blas", "tune", "--device", "cpu", "--ops", "mm", "--dtypes", "float32",
+                      "--layouts", "NN", "--classes", "small", "--no-progress",
+                      "--max-variants", "2", "--peaks", "none", "--fresh", "--out", str(out),
+                      "--edges", "on")
+    assert code == 0, text
+    prof = Profile.load(out)
+    note = prof.notes["edges"]["mm/float32/NN|small"]
+    if note["padded"] is not None:  # the class's choice had a guarded form: timed at 40³
+        assert " padded at 40×40×40: " in text and "edge-tiles(" in text
+    code, text = _cli("blas", "tune", "--device", "cpu", "--ops", "mm", "--dtypes", "float32",
+                      "--layouts", "NN", "--classes", "small", "--no-progress",
+                      "--max-variants", "2", "--peaks", "none", "--fresh", "--out", str(out))
+    assert code == 0 and "edges" not in Profile.load(out).notes and " at 40×" not in text

@@ -183,6 +183,7 @@ class Trial:
     error: str = ""
     wall: float = 0.0  # host seconds the trial took (derivation, build, check, timing)
     via: str = ""  # "real": `variant` is the real kernel of the complex `real` plan measured
+    mode: str = ""  # the tuning run's `Task.mode` ("plan": timed padded as a call runs it)
 
 
 def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
@@ -353,7 +354,10 @@ def trial_line(trial: Trial, elapsed: float) -> str:
     """One line per trial for logs (a tuning run without its progress bar): when it ended, what
     it measured and how long it took."""
     got = trial.error or f"{trial.rate:.1f} {trial.unit}"
-    return (f"{elapsed:8.1f} s  {trial.kind} {trial.size_class} {trial.variant}: {got} "
+    what = {"plan": " padded", "real": " (the real plan's kernel)"}.get(trial.mode, "")
+    if trial.mode or trial.variant.codelet.startswith("edge-"):  # off the class's size
+        what += " at " + "×".join(str(v) for v in trial.sizes.values())
+    return (f"{elapsed:8.1f} s  {trial.kind} {trial.size_class} {trial.variant}{what}: {got} "
             f"({trial.wall:.1f} s)")
 
 
@@ -659,7 +663,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                                         plan=True)
                     else:
                         trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs)
-                    trial.wall = time.perf_counter() - t0
+                    trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
                     if on_trial is not None:
                         on_trial(trial)
                     if trial.error:

@@ -65,6 +65,9 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
     t.add_argument("--rounds", type=int, default=1,
                    help="time each (operation, size)'s variants this many times in turn and keep "
                         "each one's best (fair on a device other work shares; default 1)")
+    t.add_argument("--edges", choices=("auto", "on", "off"), default="auto",
+                   help="after each GEMM class, time its guarded forms at an odd size against "
+                        "its choice padded (auto: on GPUs)")
     t.add_argument("--peaks", choices=("full", "quick", "none"), default="full",
                    help="the peak-rate micro-benchmarks (seed 003 §7.4.1; measured once per "
                         "profile): full (default), quick (small launches), none")
@@ -152,7 +155,8 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
 
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
                    max_variants=args.max_variants, peaks=settings,
-                   on_trial=log if args.no_progress else None, rounds=args.rounds)
+                   on_trial=log if args.no_progress else None, rounds=args.rounds,
+                   edges={"auto": None, "on": True, "off": False}[args.edges])
     save(profile)
     print(f"profile of {dev.label}: {len(profile.entries)} measurements, "
           f"{time.perf_counter() - started:.0f} s this run -> {target}", file=out)
