@@ -2,20 +2,26 @@
 µs (median of each round's batches, then the median over rounds), NumPy ÷ liftkit from those
 medians, and per round (paired) as median [first quartile–third quartile], with the load.
 
-    python3 results/issue15/cpu23/rounds_table.py results/issue15/cpu23/rounds.jsonl
+    python3 results/issue15/cpu23/rounds_table.py [--min] results/issue15/cpu23/rounds.jsonl
+
+--min takes each process's fastest batch instead of its median batch (what a side reaches
+when the neighbours leave it the cores; on a loaded machine the medians are bimodal).
 """
 import json
 import statistics
 import sys
 
-rows = [json.loads(l) for f in sys.argv[1:] for l in open(f) if l.strip()]
+args = sys.argv[1:]
+stat = statistics.median
+if args and args[0] == "--min":  # each process's fastest batch: its uncontended moments
+    stat, args = min, args[1:]
+rows = [json.loads(l) for f in args for l in open(f) if l.strip()]
 groups, numpy = {}, {}
 for r in rows:
     if r["side"] == "numpy":
-        numpy.setdefault((r["dtype"], r["n"]), {})[r["round"]] = statistics.median(r["us"])
+        numpy.setdefault((r["dtype"], r["n"]), {})[r["round"]] = stat(r["us"])
     else:
-        groups.setdefault((r["tag"], r["dtype"], r["n"]), {})[r["round"]] = statistics.median(
-            r["us"])
+        groups.setdefault((r["tag"], r["dtype"], r["n"]), {})[r["round"]] = stat(r["us"])
 loads = [r["load"] for r in rows]
 print(f"load average (1 min) over the rounds: {min(loads):.2f}-{max(loads):.2f}, "
       f"median {statistics.median(loads):.2f}")
