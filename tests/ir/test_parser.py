@@ -127,7 +127,24 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
             << split(64) << row) << x),
     **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
     **{f"warpgroup_mma_{cls.name}": (lambda cls=cls: _wgmma(cls)) for cls in WGMMA_PATTERNS},
+    "dmma_split_tail": lambda: _dmma_split(),
 }
+
+
+def _dmma_split() -> Lambda:
+    """The DMMA tile loop read ahead with its tail split along K (rules/mm_schedule.py), as read
+    back from its text (the derived tree and the read one print alike but group their
+    compositions differently: see test_ambiguities)."""
+    from liftkit.rewrite import enumerate_choices
+    from liftkit.rewrite.core import apply_choice
+    from liftkit.rewrite.rules import normal_form
+    from liftkit.rewrite.rules.cuda import tensor_core_mm
+    from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
+
+    ahead = normal_form(tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=2).final)
+    first = enumerate_choices(ahead, [MMA_SPLIT_TAIL])[0]
+    split = apply_choice(ahead, first, {MMA_SPLIT_TAIL.name: MMA_SPLIT_TAIL})
+    return parse_program(show(split), user_funs_of(split))
 
 
 def _wgmma(cls: Any) -> Lambda:
