@@ -28,7 +28,7 @@ from liftkit.blas.mm_codelets import (  # noqa: F401 - re-exported: callers impo
     fit_choice, split_tail_space, tiles_async_footprint,
 )
 from liftkit.blas.variants import (  # noqa: F401 - re-exported: callers import them from here
-    OPS, Codelet, CodeletError, Kind, Variant, pad_to, padded_sizes, padding_ratio,
+    OPS, Codelet, CodeletError, Kind, Variant, on_gpus, pad_to, padded_sizes, padding_ratio,
     variant_key,
 )
 from liftkit.explore import macros as mc
@@ -179,16 +179,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "its columns touches every bank (the transpose-local-tiles rule, "
             "rewrite.rules.transpose)",
             _transpose_local,
-            lambda dev: [{"r": r, "k": k} for r, k in ((32, 4), (32, 8), (32, 2), (16, 2))]
-            if dev == "gpu" else [],
+            on_gpus(("r", "k"), ((32, 4), (32, 8), (32, 2), (16, 2))),
             lambda kind, r, k: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
     Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
             "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "
             "memory summed by one work-item per row (the gemv-lane-rows rule, "
             "rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups,
-            lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["N"]]
-            if dev == "gpu" else [],
+            on_gpus(("lanes", "g", "w"), GEMV_GROUPS_SPACE["N"]),
             lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("N", "R"), rules=_gemv_rules),
     Codelet("column-groups", ("gemv",), "GEMV T: lanes·w columns per work-group of lanes×g "
@@ -196,8 +194,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "x broadcast), the g partials per column summed from local memory (the "
             "gemv-lane-columns rule, rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups,
-            lambda dev: [dict(zip(("lanes", "g", "w"), p)) for p in GEMV_GROUPS_SPACE["T"]]
-            if dev == "gpu" else [],
+            on_gpus(("lanes", "g", "w"), GEMV_GROUPS_SPACE["T"]),
             lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-split", ("gemv",), "GEMV T in two kernels: column-groups' work-groups "
@@ -205,8 +202,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "workspace, then one work-item per column sums its r partials in order (the "
             "gemv-lane-columns-split rule, rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups_split,
-            lambda dev: [dict(zip(("lanes", "g", "w", "r"), p)) for p in GEMV_SPLIT_SPACE]
-            if dev == "gpu" else [],
+            on_gpus(("lanes", "g", "w", "r"), GEMV_SPLIT_SPACE),
             lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "

@@ -14,7 +14,7 @@ import functools
 import math
 from typing import Any, Mapping, Optional
 
-from liftkit.blas.variants import Codelet, CodeletError, Kind, Variant, padded_sizes
+from liftkit.blas.variants import Codelet, CodeletError, Kind, Variant, on_gpus, padded_sizes
 from liftkit.explore import macros as mc
 from liftkit.rewrite.strategies import Strategy, rule, seq, topdown
 
@@ -298,8 +298,7 @@ MM_CODELETS: tuple[Codelet, ...] = (
             "partial wave of `slots` tiles split along K); CUDA only, float32 (FFMA: same "
             "precision); NT and TN tile their transposed operand as stored (kt, no transpose pass)",
             _mm_tiles_async,
-            lambda dev: [dict(zip(("tm", "tn", "tk", "rm", "rn", "stages"), p))
-                         for p in TILES_ASYNC_SPACE] if dev == "gpu" else [],
+            on_gpus(("tm", "tn", "tk", "rm", "rn", "stages"), TILES_ASYNC_SPACE),
             lambda kind, tm, tn, tk, rm, rn, stages, rot=0, split=0, slots=0, bound=0, group=0:
                 _tiled_multiples(kind, Variant.of(
                     "tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,

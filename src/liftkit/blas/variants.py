@@ -96,6 +96,13 @@ class Codelet:
     layouts: Optional[tuple[str, ...]] = None  # layouts it derives (None: all)
     rules: Callable[[], Mapping[str, Any]] = field(default=lambda: {})  # beyond the rules package
 
+
+def on_gpus(names: tuple[str, ...], points: tuple[tuple[int, ...], ...]
+            ) -> Callable[[str], list[dict[str, int]]]:
+    """A codelet's space that tries `points` (values of the parameters `names`) on GPUs only."""
+    return lambda dev: [dict(zip(names, p)) for p in points] if dev == "gpu" else []
+
+
 def variant_key(kind: Kind, variant: Variant) -> str:
     return json.dumps([str(kind), variant.to_json()], sort_keys=True)
 
