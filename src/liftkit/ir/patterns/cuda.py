@@ -364,6 +364,7 @@ class ReduceWgmma(ReduceMma):
     stages: ArithExpr = param(Kind.SIZE, default=cst(3))
     feature = "wgmma"
     shape = (64, 8, 8)
+    stage_limits = (2, 4, "")  # the staged tiles: fewest, most, and why (for the error line)
 
     @classmethod
     def signature(cls) -> list[tuple[str, Kind]]:
@@ -383,9 +384,10 @@ class ReduceWgmma(ReduceMma):
         return w
 
     def stage_count(self) -> int:
-        if not self.stages.is_constant or not 2 <= self.stages.value <= 4:
+        lo, hi, why = self.stage_limits
+        if not self.stages.is_constant or not lo <= self.stages.value <= hi:
             raise PatternError(f"{self.name} {self.warps} {self.stages}: the number of staged "
-                               "tiles must be a constant from 2 to 4")
+                               f"tiles must be a constant from {lo} to {hi}{why}")
         return self.stages.value
 
     def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
@@ -450,19 +452,13 @@ class ReduceWgmmaAsync(ReduceWgmma):
 
     feature = "wgmma"
     shape = (8, 64, 8)
+    stage_limits = (3, 6, " (two tiles in the products, the rest in flight)")
 
     @property
     def refusal(self) -> str:  # type: ignore[override]
         return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, and "
                 "cp.async, sm_90a); OpenCL C has neither: compile with --backend cuda, or multiply "
                 "the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
-
-    def stage_count(self) -> int:
-        if not self.stages.is_constant or not 3 <= self.stages.value <= 6:
-            raise PatternError(f"{self.name} {self.warps} {self.stages}: the number of staged "
-                               "tiles must be a constant from 3 to 6 (two tiles in the products, "
-                               "the rest in flight)")
-        return self.stages.value
 
     def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
         return _b_in_registers_tiles(self, ops, "warpgroup(s)")
@@ -529,6 +525,7 @@ class ReduceWgmmaTma(ReduceWgmma):
 
     feature = "wgmma"
     shape = (8, 64, 8)
+    stage_limits = (2, 8, "")
     whole_grid = True  # setmaxnreg: ptxas keeps the consumers' registers only outside loops
 
     @property
@@ -539,12 +536,6 @@ class ReduceWgmmaTma(ReduceWgmma):
 
     def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
         return cst(WARP * (self.warp_count() + 4))  # the consumers and one producer warpgroup
-
-    def stage_count(self) -> int:
-        if not self.stages.is_constant or not 2 <= self.stages.value <= 8:
-            raise PatternError(f"{self.name} {self.warps} {self.stages}: the number of staged "
-                               "tiles must be a constant from 2 to 8")
-        return self.stages.value
 
     def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
         return _b_in_registers_tiles(self, ops, "consumer warpgroup(s)")
