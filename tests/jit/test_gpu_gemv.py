@@ -17,7 +17,11 @@ from liftkit.runtime import Runtime  # noqa: E402
 from .helpers import compile_source, left_behind  # noqa: E402
 
 HAS_CPU = any(d.type == "cpu" for d in list_devices())
-pytestmark = pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
+# one worker, in order: test_whole_gpu_function's `return M @ x` is planned as a Lift GEMV only
+# once a function with a GPU section has been compiled in the process (run alone it stays on
+# the host, right but not on Lift: a known JIT bug, see docs/jit.md)
+pytestmark = [pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device"),
+              pytest.mark.xdist_group("jit_gpu_gemv")]
 
 GEMV = """
 import liftkit
