@@ -57,6 +57,8 @@ class _Lowerer:
                                         orelse=self.block(s.orelse, gpu))]
         if isinstance(s, (V.For, V.While)):
             return [dataclasses.replace(s, body=self.block(s.body, gpu))]
+        if gpu and isinstance(s, V.Return) and s.value is not None:
+            return self.returned(s)
         if not gpu or not isinstance(s, V.Assign):
             return [s]
         if isinstance(s.target, V.Name) and is_elementwise(s.value):
@@ -70,6 +72,25 @@ class _Lowerer:
                  or isinstance(s.value, V.Name)):
             return self.slice_store(s.target, s.value, s.line)
         return [s]
+
+    def returned(self, s: V.Return) -> list:
+        """``return e`` inside a section (``@jit(target="gpu")``): an element-wise or library
+        value (or such a tuple item) computed into a temporary first, lowered as ``t = e`` is,
+        so that it runs on the GPU rather than as a host statement."""
+        pre: list = []
+        v = s.value
+        if isinstance(v, V.TupleExpr):
+            v = dataclasses.replace(v, items=tuple(self.hoisted(e, pre, s.line) for e in v.items))
+        else:
+            v = self.hoisted(v, pre, s.line)  # type: ignore[arg-type]
+        return pre + [dataclasses.replace(s, value=v)]
+
+    def hoisted(self, e: V.Expr, pre: list, line: int) -> V.Expr:
+        if is_elementwise(e) or (isinstance(e, V.LibCall) and e.fn in ("dot", "sum")):
+            t = self.tmp(e.type, "gr")
+            pre += self.stmt(V.Assign(t, e, line), True)
+            return t
+        return e
 
     # -- element-wise trees
     def leaves(self, e: V.Expr, pre: list, line: int) -> V.Expr:
