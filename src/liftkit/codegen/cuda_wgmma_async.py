@@ -56,6 +56,7 @@ from liftkit.ir.patterns.cuda import WARP, WGMMA_ASYNC_MAX_M, WGMMA_ROW
 from liftkit.types import ArrayType, ScalarType, float32
 
 if TYPE_CHECKING:  # pragma: no cover
+    from liftkit.codegen.emit import Emitter
     from liftkit.codegen.generator import Arg, Ctx, Generator
     from liftkit.ir.nodes import Param
 
@@ -209,24 +210,8 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     wg, w4, gv, tv = (em.names.fresh(h) for h in ("lk_wg", "lk_w4", "lk_g", "lk_t"))
     em.line(f"int {wg} = {tid.name} / 128, {w4} = ({tid.name} / 32) % 4;")
     em.line(f"int {gv} = ({tid.name} % 32) >> 2, {tv} = {tid.name} & 3;")
-    col = em.names.fresh("lk_col")  # the first of the lane's 2nb adjacent columns of B's tile
-    em.line(f"int {col} = {wg} * {64 * nb} + {w4} * {16 * nb} + {gv} * {2 * nb};")
-
-    # accumulators of block fb: D = B·Aᵀ, m64 (B's rows) × m (A's rows); register i is D's row
-    # 16·w4 + g + 8((i mod 4)/2) (column b_column(…, fb, h)) and column 8(i/4) + 2t + i mod 2
-    wgv, w4v, gvv, tvv = (Var(nm, 0, r) for nm, r in ((wg, groups), (w4, 4), (gv, 8), (tv, 4)))
-    colv = wgv * cst(64 * nb) + w4v * cst(16 * nb) + gvv * cst(2 * nb)
-
-    def c_view(view: View, fb: int, i: int) -> View:
-        return view.access(cst(8 * (i // 4)) + tvv * cst(2) + cst(i % 2)).access(
-            colv + cst(2 * fb + (i % 4) // 2))
-
+    col, c_view, acc = lane_accumulators(em, p, init, (wg, w4, gv, tv), groups, m, nb)
     regs_n = m // 2
-    acc: dict[tuple[int, int], str] = {}
-    for fb in range(nb):
-        for i in range(regs_n):
-            start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_view(init, fb, i))
-            acc[fb, i] = em.private_var(p.acc, f"c{fb}_{i}", start).name
     # B's fragments: `pre` takes them from shared memory while the products of the previous
     # tile still run; `frag`, what the products read, is written only once those are done (ptxas
     # serialises the warpgroup MMA when a register it reads may change while it runs)
@@ -393,3 +378,31 @@ def _vector_place(g: "Generator", views: Sequence[View]) -> Optional[str]:
         if not (diff.is_constant and diff.value == x):  # type: ignore[attr-defined]
             return None
     return g.em.aligned_vector(MemLoc(first.mem, first.offset, (), len(locs)))
+
+
+def lane_accumulators(em: "Emitter", p: P.ReduceWgmma, init: View, lanes: tuple[str, str, str, str],
+                      groups: int, m: int, nb: int
+                      ) -> tuple[str, Callable[[View, int, int], View], dict[tuple[int, int], str]]:
+    """A consumer lane's accumulators, for the cp.async and the TMA warpgroup loops alike:
+    (`col`, the first of the lane's 2nb adjacent columns of B's tile, declared here; `c_view`,
+    register i of block fb as an element of a view of C; the registers by (fb, i), started from
+    `init`). `lanes`: the declared names of the warpgroup, its warp, group g and thread t.
+
+    Block fb's accumulators hold D = B·Aᵀ, m64 (B's rows) × m (A's rows): register i is D's row
+    16·w4 + g + 8((i mod 4)/2) (column b_column(…, fb, h) of C) and column 8(i/4) + 2t + i mod 2."""
+    wg, w4, gv, tv = lanes
+    col = em.names.fresh("lk_col")
+    em.line(f"int {col} = {wg} * {64 * nb} + {w4} * {16 * nb} + {gv} * {2 * nb};")
+    wgv, w4v, gvv, tvv = (Var(nm, 0, r) for nm, r in ((wg, groups), (w4, 4), (gv, 8), (tv, 4)))
+    colv = wgv * cst(64 * nb) + w4v * cst(16 * nb) + gvv * cst(2 * nb)
+
+    def c_view(view: View, fb: int, i: int) -> View:
+        return view.access(cst(8 * (i // 4)) + tvv * cst(2) + cst(i % 2)).access(
+            colv + cst(2 * fb + (i % 4) // 2))
+
+    acc: dict[tuple[int, int], str] = {}
+    for fb in range(nb):
+        for i in range(m // 2):
+            start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_view(init, fb, i))
+            acc[fb, i] = em.private_var(p.acc, f"c{fb}_{i}", start).name
+    return col, c_view, acc

@@ -44,12 +44,12 @@ from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
 from liftkit.codegen.cuda_wgmma import (ALIGN, ROW_BYTES, SHARED_LIMIT, _desc_c, _rounded,
                                         global_element, hopper_prologue, tile_direction)
-from liftkit.codegen.cuda_wgmma_async import _pair_cluster, _vector_place
+from liftkit.codegen.cuda_wgmma_async import _pair_cluster, _vector_place, lane_accumulators
 from liftkit.codegen.kernel import TensorMap
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
 from liftkit.ir.patterns.cuda import WARP, WGMMA_ROW
-from liftkit.types import ArrayType, ScalarType, float32
+from liftkit.types import ArrayType, float32
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.codegen.generator import Arg, Ctx, Generator
@@ -309,24 +309,8 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
     em = g.em
     w4, gv, tv = (em.names.fresh(h) for h in ("lk_w4", "lk_g", "lk_t"))
     em.line(f"int {w4} = ({tid.name} / 32) % 4, {gv} = ({tid.name} % 32) >> 2, {tv} = {tid.name} & 3;")
-    col = em.names.fresh("lk_col")  # the first of the lane's 2nb adjacent columns of B's tile
-    em.line(f"int {col} = {wg} * {64 * nb} + {w4} * {16 * nb} + {gv} * {2 * nb};")
-
-    # accumulators of block fb: D = B·Aᵀ, m64 (B's rows) × m (A's rows); register i is D's row
-    # 16·w4 + g + 8((i mod 4)/2) (column b_column(…, fb, h) of C) and column 8(i/4) + 2t + i mod 2
-    wgv, w4v, gvv, tvv = (Var(nm, 0, r) for nm, r in ((wg, groups), (w4, 4), (gv, 8), (tv, 4)))
-    colv = wgv * cst(64 * nb) + w4v * cst(16 * nb) + gvv * cst(2 * nb)
-
-    def c_view(view: View, fb: int, i: int) -> View:
-        return view.access(cst(8 * (i // 4)) + tvv * cst(2) + cst(i % 2)).access(
-            colv + cst(2 * fb + (i % 4) // 2))
-
+    col, c_view, acc = lane_accumulators(em, p, init, (wg, w4, gv, tv), groups, m, nb)
     regs_n = m // 2
-    acc: dict[tuple[int, int], str] = {}
-    for fb in range(nb):
-        for i in range(regs_n):
-            start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_view(init, fb, i))
-            acc[fb, i] = em.private_var(p.acc, f"c{fb}_{i}", start).name
     keys = [(fb, kk, r) for fb in range(nb) for kk in range(k // 8) for r in range(4)]
     sets = [{key: em.names.fresh(f"lk_frag{x}_") for key in keys} for x in range(sch.sets)]
     em.line("unsigned " + ", ".join(r for st in sets for r in st.values()) + ";")
