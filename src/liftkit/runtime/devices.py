@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import struct
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -368,10 +367,8 @@ class CUDADevice:
                 return None
             slots.append(t(v))
         try:
-            d = self._drv
-            h = getattr(kernel, "handle", None) or kernel._handle
-            if isinstance(h, d.CUkernel):  # (a library's kernel: its function in our context)
-                h = self._check(d.cuKernelGetFunction(h), "kernel function")
+            from liftkit.backends.cuda.driver_calls import kernel_function
+            h = kernel_function(self._drv, kernel)
         except Exception:  # noqa: BLE001 - no handle the driver takes: cuda.core's launch
             return None
         grid, block = self._geometry(global_size, None)

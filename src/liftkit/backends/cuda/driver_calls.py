@@ -75,3 +75,15 @@ def error_name(code: int) -> str:
         return driver.CUresult(code).name
     except Exception:  # noqa: BLE001 - an unknown code
         return f"CUresult {code}"
+
+
+def kernel_function(driver: Any, kernel: Any) -> Any:
+    """The CUfunction `cuLaunchKernel` takes for a cuda.core kernel: its handle, or, where
+    cuda.core loaded a library (a CUkernel), that kernel's function in the current context (a
+    RuntimeError naming the driver's result where it cannot be had)."""
+    handle = getattr(kernel, "handle", None) or kernel._handle
+    if isinstance(handle, driver.CUkernel):
+        err, handle = driver.cuKernelGetFunction(handle)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuKernelGetFunction failed ({getattr(err, 'name', err)})")
+    return handle

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from liftkit.backends.cuda.driver_calls import kernel_function
 from liftkit.codegen.kernel import TensorMap
 
 MAP_BYTES = 128  # sizeof(CUtensorMap)
@@ -108,11 +109,7 @@ def launch(driver: Any, kernel: Any, grid: Sequence[int], block: Sequence[int], 
     """One launch through the driver with the arguments packed by `PackedParams` (a RuntimeError
     naming the driver's result where it fails)."""
     d = driver
-    handle = getattr(kernel, "handle", None) or kernel._handle
-    if isinstance(handle, d.CUkernel):  # cuda.core loads libraries: a CUkernel, made a function
-        err, handle = d.cuKernelGetFunction(handle)
-        if err != d.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"cuKernelGetFunction failed ({err.name})")
+    handle = kernel_function(d, kernel)
     params = PackedParams(values)
     g = tuple(grid) + (1,) * (3 - len(grid))
     b = tuple(block) + (1,) * (3 - len(block))
