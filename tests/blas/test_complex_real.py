@@ -4,7 +4,7 @@ every op flag (N, T, C), memory order, α and β, with the real kernel tiled (pa
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pytest
