@@ -26,6 +26,8 @@ from liftkit.rewrite.rules.cuda import tensor_core_mm
 from liftkit.semantics import interpret
 from liftkit.types import LiftTypeError
 
+from .wgmma_by_hand import by_hand
+
 CUDA = CompileOptions(dialect="cuda")
 M, N, K = size("M"), size("N"), size("K")
 ROUND = {"tf32": round_tf32, "tf32z": trunc_tf32}
@@ -34,18 +36,6 @@ ROUND = {"tf32": round_tf32, "tf32z": trunc_tf32}
 def low(kind: str = "tf32z", tm: int = 128, tn: int = 128, tk: int = 32, warps: int = 8,
         stages: int = 3) -> Any:
     return tensor_core_mm(kind, tm, tn, tk, warps, stages, wgmma=True).final
-
-
-def by_hand(cls: Any, tm: int, tn: int, tk: int, warps: int, stages: int, layout: str = "NN") -> Lambda:
-    """The tiled product written with the pattern directly (A m×k, B k×n; T: stored transposed)."""
-    ta, tb = layout[0] == "T", layout[1] == "T"
-    A, B = Param("A", float32[M][K] if ta else float32[K][M]), Param("B", float32[K][N] if tb else float32[N][K])
-    a, b = (transpose << A if ta else A), (transpose << B if tb else B)
-    tiles = lambda t: compose(map(compose(transpose, map(split(tk)))), split(t))  # noqa: E731
-    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
-        lambda bc: join << cls(warps, stages, lambda p: p, 0.0) << zip(ar, bc)) << tiles(tn) << transpose << b) \
-        << tiles(tm) << a
-    return Lambda((A, B), body)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from liftkit.rewrite.rules.cuda_tma import WGMMA_TMA_GROUPS, WGMMA_TMA_STAGES, W
 from liftkit.semantics import interpret
 from liftkit.types import LiftTypeError
 
+from .wgmma_by_hand import by_hand
+
 CUDA = CompileOptions(dialect="cuda")
 M, N, K = size("M"), size("N"), size("K")
 OFFERED = [(tm, tn, tk, w, s) for tm, tn, tk, w in WGMMA_TMA_TILES for s in WGMMA_TMA_STAGES
@@ -44,15 +46,6 @@ def low(tm: int = 128, tn: int = 256, tk: int = 32, warps: int = 8, stages: int 
         copy: str = "tma", group: Any = 0) -> Any:
     grp = {"group": group} if copy == "tma" else {}
     return tensor_core_mm("tf32z", tm, tn, tk, warps, stages, wgmma=True, copy=copy, **grp).final
-
-
-def by_hand(tm: int, tn: int, tk: int, warps: int, stages: int) -> Lambda:
-    A, B = Param("A", float32[K][M]), Param("B", float32[N][K])
-    tiles = lambda t: compose(map(compose(transpose, map(split(tk)))), split(t))  # noqa: E731
-    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
-        lambda bc: join << reduceWgmmaTmaTF32Z(warps, stages, lambda p: p, 0.0) << zip(ar, bc))
-        << tiles(tn) << transpose << B) << tiles(tm) << A
-    return Lambda((A, B), body)
 
 
 def test_means_the_product_of_the_truncated_operands() -> None:
@@ -123,11 +116,11 @@ def test_type_errors_and_rule_limits_in_words() -> None:
     from liftkit.ir.typecheck import check_program as check
 
     with pytest.raises(LiftTypeError, match="from 2 to 8"):
-        check(by_hand(128, 256, 32, 8, 9))
+        check(by_hand(reduceWgmmaTmaTF32Z, 128, 256, 32, 8, 9))
     with pytest.raises(LiftTypeError, match="multiple of 4"):
-        check(by_hand(128, 256, 32, 6, 4))
+        check(by_hand(reduceWgmmaTmaTF32Z, 128, 256, 32, 6, 4))
     with pytest.raises(LiftTypeError, match="one or two 64-row blocks"):
-        check(by_hand(128, 512, 32, 8, 4))
+        check(by_hand(reduceWgmmaTmaTF32Z, 128, 512, 32, 8, 4))
     with pytest.raises(ValueError, match="'tma' or 'tma-pair' \\(tf32z"):
         tensor_core_mm("tf32", 128, 256, 32, 8, 4, wgmma=True, copy="tma")
     assert plan_error(256, 256, 32, 8, 4) is not None  # 256 accumulators per lane
@@ -208,16 +201,7 @@ def test_pair_cuda_code_multicasts_half_of_b_to_both_blocks() -> None:
     assert "mbarrier.arrive.shared::cluster.b64" in src and "arrive.release.cluster" not in src
     assert src.count("barrier.cluster.arrive.release.aligned") == 2  # after the init, before leaving
     with pytest.raises(CodegenError, match="must be known even"):
-        compile_program(by_hand_pair(), CUDA)
-
-
-def by_hand_pair() -> Lambda:
-    A, B = Param("A", float32[K][M]), Param("B", float32[N][K])
-    tiles = lambda t: compose(map(compose(transpose, map(split(32)))), split(t))  # noqa: E731
-    body = join << mapWrg(1)(lambda ar: map(join) << transpose << mapWrg(0)(
-        lambda bc: join << reduceWgmmaTmaPairTF32Z(8, 4, lambda p: p, 0.0) << zip(ar, bc))
-        << tiles(256) << transpose << B) << tiles(128) << A
-    return Lambda((A, B), body)
+        compile_program(by_hand(reduceWgmmaTmaPairTF32Z, 128, 256, 32, 8, 4), CUDA)
 
 
 def test_every_offered_tiling_builds_for_sm90a_without_spills() -> None:
