@@ -211,7 +211,6 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     em.line(f"int {wg} = {tid.name} / 128, {w4} = ({tid.name} / 32) % 4;")
     em.line(f"int {gv} = ({tid.name} % 32) >> 2, {tv} = {tid.name} & 3;")
     col, c_view, acc = lane_accumulators(em, p, init, (wg, w4, gv, tv), groups, m, nb)
-    regs_n = m // 2
     # B's fragments: `pre` takes them from shared memory while the products of the previous
     # tile still run; `frag`, what the products read, is written only once those are done (ptxas
     # serialises the warpgroup MMA when a register it reads may change while it runs)
@@ -219,11 +218,6 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     pre = {key: em.names.fresh("lk_pre") for key in keys}
     frag = {key: em.names.fresh("lk_frag") for key in keys}
     em.line("unsigned " + ", ".join(list(pre.values()) + list(frag.values())) + ";")
-
-    def pin() -> None:  # the accumulators stay where the asynchronous products write them
-        for fb in range(nb):
-            regs = [acc[fb, i] for i in range(regs_n)]
-            em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
 
     def fragments(i: str) -> None:
         """B's rows of this lane from staged tile i into `pre`, rounded: the block's own half
@@ -234,38 +228,17 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
                                else (owner_base[owner], "shared::cluster"))
 
     def fragment_loads(i: str, place: Callable[[int], tuple[str, str]]) -> None:
-        w = 2 * nb
-        for kk in range(k // 8):
-            for hk in range(2):
-                words = [em.names.fresh("lk_bw") for _ in range(w)]
-                em.line("unsigned " + ", ".join(words) + ";")
-                base, space = place((8 * kk) // (k // 2))
-                at = f"{base} + (unsigned)(({i}) % {stages}) * {sbytes}u"
-                addr = fragment_addr(at, b_base, n, nb, 8 * kk + 4 * hk, tv, col)
-                outs = ", ".join(f"%{x}" for x in range(w))
-                em.line(f'asm volatile("ld.{space}.v{w}.b32 {{{outs}}}, [%{w}];" : '
-                        + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}));')
-                for x, word in enumerate(words):  # word x: block x/2, half x mod 2
-                    em.line(f"{pre[x // 2, kk, 2 * hk + x % 2]} = "
-                            f"{_rounded(em, f'__uint_as_float({word})', p.rounding)};")
+        def at(kk: int, hk: int) -> tuple[str, str]:
+            base, space = place((8 * kk) // (k // 2))
+            stage = f"{base} + (unsigned)(({i}) % {stages}) * {sbytes}u"
+            return space, fragment_addr(stage, b_base, n, nb, 8 * kk + 4 * hk, tv, col)
+        load_fragments(em, p, pre, k, nb, at)
 
     def products(at: str) -> None:
         for key in keys:
             em.line(f'asm volatile("mov.b32 %0, %1;" : "=r"({frag[key]}) : "r"({pre[key]}));')
-        pin()
-        em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
-        body = ", ".join(f"%{r}" for r in range(regs_n))
-        for kk in range(k // 8):
-            atom, step = divmod(kk * 8, WGMMA_ROW)
-            a_desc = _desc_c(f"{at} + {atom * m * ROW_BYTES + step * 4}u")
-            for fb in range(nb):
-                outs = ", ".join(f'"+f"({acc[fb, i]})' for i in range(regs_n))
-                fr = ", ".join(f'"r"({frag[fb, kk, r]})' for r in range(4))
-                em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs_n + 5}, 0;\\n'
-                        f'wgmma.mma_async.sync.aligned.m64n{m}k8.f32.tf32.tf32 {{{body}}}, '
-                        f'{{%{regs_n}, %{regs_n + 1}, %{regs_n + 2}, %{regs_n + 3}}}, %{regs_n + 4}, p, 1, 1;\\n}}\\n" : '
-                        f'{outs} : {fr}, "l"({a_desc}), "r"(1));')
-        em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+        pin_accumulators(em, acc, nb, m)
+        wgmma_products(em, at, acc, frag, m, k, nb)
 
     def round_a(at: str) -> None:
         """This thread's own pieces of A, landed, rounded in place as the pattern says."""
@@ -324,24 +297,13 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
         with em.if_(f"{name} + 1 < {kt.to_c()}"):
             prepare(i + cst(1), c)
         em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
-        pin()
+        pin_accumulators(em, acc, nb, m)
     em.line('asm volatile("cp.async.wait_group 0;" ::: "memory");')
     # neither block leaves while the other may still read its shared memory
     em.line('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
             'barrier.cluster.wait.acquire.aligned;" ::: "memory");')
 
-    out = dest.access(cst(0))
-    w = 2 * nb
-    for i4 in range(regs_n // 4):
-        for lo in range(2):  # C's row 8·i4 + 2t + lo: the lane's w adjacent columns
-            vals = [acc[x // 2, 4 * i4 + 2 * (x % 2) + lo] for x in range(w)]
-            views = [c_view(out, x // 2, 4 * i4 + 2 * (x % 2) + lo) for x in range(w)]
-            vec = _vector_place(g, views)
-            if vec is not None:
-                em.line(f"{vec} = make_float{w}({', '.join(vals)});")
-            else:
-                for v, val in zip(views, vals):
-                    em.store(v, val)
+    store_accumulators(g, dest.access(cst(0)), c_view, acc, m, nb)
     return dest
 
 
@@ -406,3 +368,68 @@ def lane_accumulators(em: "Emitter", p: P.ReduceWgmma, init: View, lanes: tuple[
             start = em.load(init) if isinstance(init.type, ScalarType) else em.load(c_view(init, fb, i))
             acc[fb, i] = em.private_var(p.acc, f"c{fb}_{i}", start).name
     return col, c_view, acc
+
+
+def pin_accumulators(em: "Emitter", acc: dict[tuple[int, int], str], nb: int, m: int) -> None:
+    """An empty asm that reads and writes every accumulator: they stay in the registers where
+    the asynchronous products write them."""
+    for fb in range(nb):
+        regs = [acc[fb, i] for i in range(m // 2)]
+        em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
+
+
+def load_fragments(em: "Emitter", p: P.ReduceWgmma, frags: dict[tuple[int, int, int], str],
+                   k: int, nb: int, place: Callable[[int, int], tuple[str, str]],
+                   clobber: str = "") -> None:
+    """A lane's B rows of a staged tile into its fragment registers `frags` (by block, k-step,
+    register), rounded as the pattern says: one ld.{space}.v2nb per k-row, where
+    place(k-step, half) gives (space, address); `clobber`, the asm's clobber list."""
+    w = 2 * nb
+    for kk in range(k // 8):
+        for hk in range(2):
+            words = [em.names.fresh("lk_bw") for _ in range(w)]
+            em.line("unsigned " + ", ".join(words) + ";")
+            space, addr = place(kk, hk)
+            outs = ", ".join(f"%{x}" for x in range(w))
+            em.line(f'asm volatile("ld.{space}.v{w}.b32 {{{outs}}}, [%{w}];" : '
+                    + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}){clobber});')
+            for x, word in enumerate(words):  # word x: block x/2, row half x mod 2
+                em.line(f"{frags[x // 2, kk, 2 * hk + x % 2]} = "
+                        f"{_rounded(em, f'__uint_as_float({word})', p.rounding)};")
+
+
+def wgmma_products(em: "Emitter", at: str, acc: dict[tuple[int, int], str],
+                   frags: dict[tuple[int, int, int], str], m: int, k: int, nb: int) -> None:
+    """The products of one staged tile (A's shared-memory stage at `at`, B in `frags`) into the
+    accumulators, between wgmma.fence and wgmma.commit_group."""
+    regs_n = m // 2
+    em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+    body = ", ".join(f"%{r}" for r in range(regs_n))
+    for kk in range(k // 8):
+        atom, step = divmod(kk * 8, WGMMA_ROW)
+        a_desc = _desc_c(f"{at} + {atom * m * ROW_BYTES + step * 4}u")
+        for fb in range(nb):
+            outs = ", ".join(f'"+f"({acc[fb, i]})' for i in range(regs_n))
+            fr = ", ".join(f'"r"({frags[fb, kk, r]})' for r in range(4))
+            em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs_n + 5}, 0;\\n'
+                    f'wgmma.mma_async.sync.aligned.m64n{m}k8.f32.tf32.tf32 {{{body}}}, '
+                    f'{{%{regs_n}, %{regs_n + 1}, %{regs_n + 2}, %{regs_n + 3}}}, %{regs_n + 4}, p, 1, 1;\\n}}\\n" : '
+                    f'{outs} : {fr}, "l"({a_desc}), "r"(1));')
+    em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+
+
+def store_accumulators(g: "Generator", out: View, c_view: Callable[[View, int, int], View],
+                       acc: dict[tuple[int, int], str], m: int, nb: int) -> None:
+    """The accumulators into C (`out`, through `c_view`): per row of C, the lane's 2nb adjacent
+    columns as one float2/float4 store where C allows it, else element by element."""
+    w = 2 * nb
+    for i4 in range(m // 8):
+        for lo in range(2):  # C's row 8·i4 + 2t + lo: the lane's w adjacent columns
+            vals = [acc[x // 2, 4 * i4 + 2 * (x % 2) + lo] for x in range(w)]
+            views = [c_view(out, x // 2, 4 * i4 + 2 * (x % 2) + lo) for x in range(w)]
+            vec = _vector_place(g, views)
+            if vec is not None:
+                g.em.line(f"{vec} = make_float{w}({', '.join(vals)});")
+            else:
+                for v, val in zip(views, vals):
+                    g.em.store(v, val)

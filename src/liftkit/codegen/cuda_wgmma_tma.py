@@ -42,9 +42,11 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
-from liftkit.codegen.cuda_wgmma import (ALIGN, ROW_BYTES, SHARED_LIMIT, _desc_c, _rounded,
-                                        global_element, hopper_prologue, tile_direction)
-from liftkit.codegen.cuda_wgmma_async import _pair_cluster, _vector_place, lane_accumulators
+from liftkit.codegen.cuda_wgmma import (ALIGN, ROW_BYTES, SHARED_LIMIT, global_element,
+                                        hopper_prologue, tile_direction)
+from liftkit.codegen.cuda_wgmma_async import (_pair_cluster, lane_accumulators, load_fragments,
+                                              pin_accumulators, store_accumulators,
+                                              wgmma_products)
 from liftkit.codegen.kernel import TensorMap
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
@@ -310,15 +312,9 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
     w4, gv, tv = (em.names.fresh(h) for h in ("lk_w4", "lk_g", "lk_t"))
     em.line(f"int {w4} = ({tid.name} / 32) % 4, {gv} = ({tid.name} % 32) >> 2, {tv} = {tid.name} & 3;")
     col, c_view, acc = lane_accumulators(em, p, init, (wg, w4, gv, tv), groups, m, nb)
-    regs_n = m // 2
     keys = [(fb, kk, r) for fb in range(nb) for kk in range(k // 8) for r in range(4)]
     sets = [{key: em.names.fresh(f"lk_frag{x}_") for key in keys} for x in range(sch.sets)]
     em.line("unsigned " + ", ".join(r for st in sets for r in st.values()) + ";")
-
-    def pin() -> None:  # the accumulators stay where the asynchronous products write them
-        for fb in range(nb):
-            regs = [acc[fb, i] for i in range(regs_n)]
-            em.line('asm volatile("" : ' + ", ".join(f'"+f"({r})' for r in regs) + ' :: "memory");')
 
     def keep(st: dict) -> None:  # type: ignore[type-arg]
         """A read of every register of a fragment set: its products are done by now, and until
@@ -330,34 +326,9 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
     def fragments(i: str, st: dict) -> None:  # type: ignore[type-arg]
         """B's rows of this lane from staged tile i into the set st (truncated as the tensor
         cores would read them)."""
-        w = 2 * nb
-        for kk in range(k // 8):
-            for hk in range(2):
-                words = [em.names.fresh("lk_bw") for _ in range(w)]
-                em.line("unsigned " + ", ".join(words) + ";")
-                addr = (f"{slot(i)} + {b_base + (8 * kk + 4 * hk) * n * 4}u + "
-                        f"(unsigned)({tv} * {n * 4} + {col} * 4)")
-                outs = ", ".join(f"%{x}" for x in range(w))
-                em.line(f'asm volatile("ld.shared.v{w}.b32 {{{outs}}}, [%{w}];" : '
-                        + ", ".join(f'"=r"({x})' for x in words) + f' : "r"({addr}) : "memory");')
-                for x, word in enumerate(words):  # word x: block x/2, row half x mod 2
-                    em.line(f"{st[x // 2, kk, 2 * hk + x % 2]} = "
-                            f"{_rounded(em, f'__uint_as_float({word})', p.rounding)};")
-
-    def products(at: str, st: dict) -> None:  # type: ignore[type-arg]
-        em.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
-        body = ", ".join(f"%{r}" for r in range(regs_n))
-        for kk in range(k // 8):
-            atom, step = divmod(kk * 8, WGMMA_ROW)
-            a_desc = _desc_c(f"{at} + {atom * m * ROW_BYTES + step * 4}u")
-            for fb in range(nb):
-                outs = ", ".join(f'"+f"({acc[fb, i]})' for i in range(regs_n))
-                fr = ", ".join(f'"r"({st[fb, kk, r]})' for r in range(4))
-                em.line(f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs_n + 5}, 0;\\n'
-                        f'wgmma.mma_async.sync.aligned.m64n{m}k8.f32.tf32.tf32 {{{body}}}, '
-                        f'{{%{regs_n}, %{regs_n + 1}, %{regs_n + 2}, %{regs_n + 3}}}, %{regs_n + 4}, p, 1, 1;\\n}}\\n" : '
-                        f'{outs} : {fr}, "l"({a_desc}), "r"(1));')
-        em.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+        load_fragments(em, p, st, k, nb, lambda kk, hk: (
+            "shared", f"{slot(i)} + {b_base + (8 * kk + 4 * hk) * n * 4}u + "
+                      f"(unsigned)({tv} * {n * 4} + {col} * 4)"), clobber=' : "memory"')
 
     def release(i: str) -> None:
         """This warp is done with stage i: one arrive on its empty barrier (a pair: on both
@@ -390,39 +361,28 @@ def _consume(g: "Generator", p: P.ReduceWgmmaTma, init: View, dest: View, tid: V
             for half in range(2):
                 i, cur, nxt = f"({name} + {half})", sets[half], sets[1 - half]
                 with em.if_(f"{i} < {kt.to_c()}"):  # (no pin here: the products of i-1 still run)
-                    products(slot(i), cur)
+                    wgmma_products(em, slot(i), acc, cur, m, k, nb)
                     em.line('asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");')
                     keep(nxt)
                     with em.if_(f"{i} > 0"):
                         release(f"{i} - 1")
                     load_next(i, nxt)
         em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
-        pin()
+        pin_accumulators(em, acc, nb, m)
         keep(sets[0])
         keep(sets[1])
     elif sch.mode == "after":
         with em.for_loop(name, "0", f"{name} < {kt.to_c()}", f"{name} += 1"):
-            pin()
-            products(slot(name), sets[0])
+            pin_accumulators(em, acc, nb, m)
+            wgmma_products(em, slot(name), acc, sets[0], m, k, nb)
             em.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
-            pin()
+            pin_accumulators(em, acc, nb, m)
             release(name)  # the stage goes back to the producer before the next wait
             load_next(name, sets[0])
     else:
         raise CodegenError(f"{p.name}: unknown consumer schedule {sch.mode!r} (after, inflight)")
 
-    out = dest.access(cst(0))
-    w = 2 * nb
-    for i4 in range(regs_n // 4):
-        for lo in range(2):  # C's row 8·i4 + 2t + lo: the lane's w adjacent columns
-            vals = [acc[x // 2, 4 * i4 + 2 * (x % 2) + lo] for x in range(w)]
-            views = [c_view(out, x // 2, 4 * i4 + 2 * (x % 2) + lo) for x in range(w)]
-            vec = _vector_place(g, views)
-            if vec is not None:
-                em.line(f"{vec} = make_float{w}({', '.join(vals)});")
-            else:
-                for v, val in zip(views, vals):
-                    em.store(v, val)
+    store_accumulators(g, dest.access(cst(0)), c_view, acc, m, nb)
 
 
 __all__ = ["b_column", "b_fragment_offset", "consumer_registers", "plan_error",
