@@ -10,23 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from liftkit import dsl as D
 from liftkit.codegen import CompileOptions, compile_program
 from liftkit.ir import patterns as P
-from liftkit.ir.nodes import UserFun, walk
-from liftkit.ir.parser import parse_program
-from liftkit.ir.printer import show
-from liftkit.rewrite import enumerate_choices
-from liftkit.rewrite.rules import normal_form
-from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES, tensor_core_mm
-from liftkit.semantics import interpret
-from liftkit.types import float64
+from liftkit.ir.nodes import walk
+from liftkit.rewrite.rules.cuda import tensor_core_mm
+
+from .f64_mma import assert_sound_and_round_trips, ints, tensor_core_offers
 
 CUDA = CompileOptions(dialect="cuda")
-
-
-def _ints(shape: tuple[int, int], seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(-8, 9, shape).astype(np.float64)
 
 
 @pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4), (128, 64, 32, 4, 2)])
@@ -36,18 +27,11 @@ def test_k8_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
     assert [c.choice.params.get("ik") for c in d.steps] == [8]
     mma = [n for n in walk(d.final.body) if isinstance(n, P.ReduceMma)]
     assert len(mma) == 1 and type(mma[0]) is P.ReduceMmaF64K8
-    A, B = _ints((tm, 3 * tk), 1), _ints((3 * tk, tn), 2)
-    np.testing.assert_array_equal(interpret(d.final, A, B), A @ B)
-    funs = {u.name: u for u in walk(d.final.body) if isinstance(u, UserFun)}  # id_double2, ...
-    assert show(parse_program(show(d.final), funs)) == show(d.final)
+    assert_sound_and_round_trips(d.final, tm, tn, tk)
 
 
 def test_the_rule_offers_k8_after_the_others_for_line_tilings_only() -> None:
-    M, N, K = D.size("M"), D.size("N"), D.size("K")
-    p = D.fun([float64[K][M], float64[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
-        lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
-        << D.zip(rowA, colB)) << D.transpose << B) << A)
-    offers = [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])]
+    offers = tensor_core_offers()
     first = next(i for i, o in enumerate(offers) if o.get("ik"))
     assert first > 0 and all(o.get("ik") == 8 for o in offers[first:])
     assert all(o.get("lines") and o["tk"] >= 16 for o in offers[first:])
@@ -88,5 +72,5 @@ def test_k8_product_on_the_gpu() -> None:
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
     for tiles in [(128, 64, 16, 4, 4), (64, 64, 16, 2, 4)]:
         d = tensor_core_mm("f64", *tiles, lines=True, ik=8)
-        A, B = _ints((256, 96), 3), _ints((96, 192), 4)
+        A, B = ints((256, 96), 3), ints((96, 192), 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)
