@@ -40,6 +40,19 @@ def _inputs(dt: str, m: int, n: int, integers: bool, seed: int) -> list[np.ndarr
             np.array(2.0, dt), np.array(-1.0, dt)]
 
 
+def _assert_row_blocks_sound(p, q, dt: str, m: int, n: int, seed: int,  # type: ignore[no-untyped-def]
+                             params: dict[str, int]) -> None:
+    """q (p blocked in rows by `params`) fuses each step's multiply-add (OpenCL's fma, checked
+    here as acc + a·b) and computes p's result: integers bit for bit, reals within rounding."""
+    assert f"fmaAcc{params['w']}_{_C[dt]}" in _user_funs(q), params
+    ints = _inputs(dt, m, n, True, seed)
+    assert same_result(run(q, ints, {"M": m, "N": n}), run(p, ints, {"M": m, "N": n})), params
+    reals = _inputs(dt, m, n, False, seed)
+    np.testing.assert_allclose(run(q, reals, {"M": m, "N": n}),
+                               run(p, reals, {"M": m, "N": n}),
+                               rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-6)
+
+
 @pytest.mark.parametrize("dt", ["float32", "float64"])
 def test_row_blocks_are_sound_in_the_interpreter(dt: str) -> None:
     p = bp.gemv(dt, False, False)
@@ -52,14 +65,7 @@ def test_row_blocks_are_sound_in_the_interpreter(dt: str) -> None:
                                 {"r": 8, "w": 4})):
         q = apply_choice(p, Choice(GEMV_ROW_BLOCKS.name, sites[0].path, params), GEMV_RULES)
         assert is_low_level(q)
-        # floats: each step one fused multiply-add (OpenCL's fma), checked here as acc + a·b
-        assert f"fmaAcc{params['w']}_{_C[dt]}" in _user_funs(q), params
-        ints = _inputs(dt, m, n, True, k)
-        assert same_result(run(q, ints, {"M": m, "N": n}), run(p, ints, {"M": m, "N": n})), params
-        reals = _inputs(dt, m, n, False, k)
-        np.testing.assert_allclose(run(q, reals, {"M": m, "N": n}),
-                                   run(p, reals, {"M": m, "N": n}),
-                                   rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-6)
+        _assert_row_blocks_sound(p, q, dt, m, n, k, params)
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
@@ -76,13 +82,7 @@ def test_row_block_groups_are_sound_in_the_interpreter(dt: str) -> None:
     for k, params in enumerate(({"r": 2, "w": 16, "L": 32}, {"r": 1, "w": 8, "L": 64})):
         q = apply_choice(p, Choice(GEMV_ROW_BLOCK_GROUPS.name, site.path, params), GEMV_RULES)
         assert is_low_level(q)
-        assert f"fmaAcc{params['w']}_{_C[dt]}" in _user_funs(q), params
-        ints = _inputs(dt, m, n, True, k)
-        assert same_result(run(q, ints, {"M": m, "N": n}), run(p, ints, {"M": m, "N": n})), params
-        reals = _inputs(dt, m, n, False, k)
-        np.testing.assert_allclose(run(q, reals, {"M": m, "N": n}),
-                                   run(p, reals, {"M": m, "N": n}),
-                                   rtol=1e-5 if dt == "float32" else 1e-12, atol=1e-6)
+        _assert_row_blocks_sound(p, q, dt, m, n, k, params)
         kernel = compile_program(q).kernels[0]
         assert kernel.ndrange.local_size == (params["L"],), kernel.ndrange
 
