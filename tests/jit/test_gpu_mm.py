@@ -29,6 +29,16 @@ def _cuda_runtime() -> types.SimpleNamespace:
         is_cpu=False, device=H100, label="NVIDIA H100 80GB HBM3 (no GPU here)"))
 
 
+SIZES = {"M": 256, "N": 128, "K": 64}  # the product the CPU fallback tests run (A 256×64, B 64×128)
+
+
+def _cuda_sgemm(lib: LiftLibrary, sizes: dict):  # type: ignore[no-untyped-def]
+    """lib's SGEMM pipeline of `sizes` built for the CUDA runtime, its build's warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return lib._build(_cuda_runtime(), "mm", "float32", sizes)
+
+
 def test_sections_on_cuda_take_the_cuda_gemm_derivations():
     cube = {"M": 4096, "N": 4096, "K": 4096}
     # the shipped CUDA profile of the H100 (tuned through CUDA), not the OpenCL one
@@ -61,10 +71,7 @@ def _cpu_tasks_of_a_product_too_big(lib: LiftLibrary, p, sizes: dict, seed: int)
 @pytest.mark.skipif(not HAS_CPU, reason="no CPU OpenCL device")
 def test_a_cuda_only_gemm_runs_its_opencl_twin_when_it_cannot_fit():
     lib = LiftLibrary()
-    sizes = {"M": 256, "N": 128, "K": 64}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        p = lib._build(_cuda_runtime(), "mm", "float32", sizes)
+    p = _cuda_sgemm(lib, SIZES)
     (k,) = p.kernels
     assert "cp.async" in k.sources["cuda"] and "opencl" not in k.sources  # CUDA only
     assert k.cpu is not None and "cp.async" not in k.cpu.source and "__kernel" not in \
@@ -74,7 +81,7 @@ def test_a_cuda_only_gemm_runs_its_opencl_twin_when_it_cannot_fit():
         assert compile_cuda(k.sources["cuda"], "compute_90a").ptx
     except ImportError:
         pass
-    assert _cpu_tasks_of_a_product_too_big(lib, p, sizes, seed=4) == 1
+    assert _cpu_tasks_of_a_product_too_big(lib, p, SIZES, seed=4) == 1
 
 
 class _Recorder(types.SimpleNamespace):
@@ -128,14 +135,11 @@ def test_a_split_tail_gemm_runs_its_twin_without_the_scratch_when_it_cannot_fit(
     split = _program("mm", "float32", {"M": 4096, "N": 4096, "K": 4096}, "gpu", H100, True)[2]
     monkeypatch.setattr(gpu_library, "_profiled", lambda *a, **k: split)
     lib = LiftLibrary()
-    sizes = {"M": 256, "N": 128, "K": 64}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        p = lib._build(_cuda_runtime(), "mm", "float32", sizes)
+    p = _cuda_sgemm(lib, SIZES)
     (k,) = p.kernels
     (c,) = p.compiled.kernels
     scratch = [i for i, a in enumerate(c.args) if a.buffer in
                {b.name for b in p.compiled.buffers if b.role == "temporary"}]
     assert "sk_flags" in k.sources["cuda"] and len(scratch) == 2
     assert k.cpu is not None and k.cpu.args == tuple(i for i in range(len(c.args)) if i not in scratch)
-    assert _cpu_tasks_of_a_product_too_big(lib, p, sizes, seed=5) >= 1
+    assert _cpu_tasks_of_a_product_too_big(lib, p, SIZES, seed=5) >= 1
