@@ -15,19 +15,31 @@ from .test_properties import _mat
 
 TILES_T = Variant.of("tiles-t", r=32, k=4)
 CLASSES = ("small", "medium", "large", "huge")
+REALS = ("float32", "float64")
+
+
+def _everywhere(op: str, dtypes: tuple[str, ...], layouts: tuple[str, ...],
+                variant: Variant) -> list[Entry]:
+    """Profile entries choosing `variant` for `op` on each of `dtypes` and `layouts` in every
+    size class."""
+    ones = {"M": 1, "N": 1} if op == "transpose" else {"M": 1, "N": 1, "K": 1}
+    return [Entry(Kind(op, dt, lay), c, ones, variant, 1.0, 1e9)
+            for dt in dtypes for lay in layouts for c in CLASSES]
+
+
+def _profiled(session: Session, entries: list[Entry]) -> Session:
+    """The CPU device of `session` with a profile of just `entries`."""
+    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
+    prof.add(entries)
+    return Session(session.device, profile=prof)
 
 
 @pytest.fixture(scope="module")
 def nn_session(session: Session) -> Session:
     """The CPU device with a profile that runs NT and TN through the `nn` plan and transposes
     with tiles-t at every size (as the CUDA defaults do where the padding stays small)."""
-    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
-    for dt in ("float32", "float64"):
-        prof.add(Entry(Kind("transpose", dt), c, {"M": 1, "N": 1}, TILES_T, 1.0, 1e9)
-                 for c in CLASSES)
-        prof.add(Entry(Kind("mm", dt, lay), c, {"M": 1, "N": 1, "K": 1}, Variant.of("nn"), 1.0,
-                       1e9) for lay in ("NT", "TN") for c in CLASSES)
-    return Session(session.device, profile=prof)
+    return _profiled(session, _everywhere("transpose", REALS, ("-",), TILES_T)
+                     + _everywhere("mm", REALS, ("NT", "TN"), Variant.of("nn")))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -60,15 +72,11 @@ def real_session(session: Session) -> Session:
     """The CPU device with a profile that runs complex GEMMs through one real GEMM (`real`)
     on `glb` (no multiples of its own: only the transposes' pad the sizes) and transposes
     with tiles-t at every size: op(A) = Aᵀ by the transpose kernel."""
-    prof = Profile(session.device.fingerprint, session.device.label, "cpu")
-    prof.add(Entry(Kind("mm", dt, "NN"), c, {"M": 1, "N": 1, "K": 1}, Variant.of("glb"), 1.0,
-                   1e9) for dt in ("float32", "float64") for c in CLASSES)
-    for dt in ("complex64", "complex128"):
-        prof.add(Entry(Kind("transpose", dt), c, {"M": 1, "N": 1}, TILES_T, 1.0, 1e9)
-                 for c in CLASSES)
-        prof.add(Entry(Kind("mm", dt, lay), c, {"M": 1, "N": 1, "K": 1}, Variant.of("real"),
-                       1.0, 1e9) for lay in ("NN", "NT", "TN", "CN", "TC") for c in CLASSES)
-    return Session(session.device, profile=prof)
+    complexes = ("complex64", "complex128")
+    return _profiled(session, _everywhere("mm", REALS, ("NN",), Variant.of("glb"))
+                     + _everywhere("transpose", complexes, ("-",), TILES_T)
+                     + _everywhere("mm", complexes, ("NN", "NT", "TN", "CN", "TC"),
+                                   Variant.of("real")))
 
 
 @pytest.mark.parametrize("dt", [np.complex64, np.complex128])
