@@ -481,18 +481,26 @@ WGMMA_STAGES = (3, 2, 4)
 _WGMMA_CASTS = {"toTF32": P.ReduceWgmmaTF32, "truncTF32": P.ReduceWgmmaTF32Z}
 
 
-def _wgmma_choices(site: Site) -> Options:
-    from liftkit.codegen.cuda_wgmma import plan_error
-
-    found = mm_nest(site, _WGMMA_CASTS, None)
+def _wgmma_tilings(site: Site, casts: dict[str, type], tiles: Sequence[tuple[int, int, int]],
+                   stages: Sequence[int]) -> Options:
+    """The tilings mm_wgmma offers for the product at the site (its operands cast as `casts`
+    maps to a reduceWgmma class): the tiles dividing its known sizes (for a 2-block-cluster
+    pair, an even number of row tiles), with the warps and stages the class's plan accepts."""
+    found = mm_nest(site, casts, None)
     if found is None:
         return []
-    _, _, m, n, k, _ = found
+    _, _, m, n, k, cls = found
+    plan, pair = _wgmma_plan(cls), issubclass(cls, P.ReduceWgmmaPair)
     cm, cn, ck = const(m), const(n), const(k)
     return [{"tm": tm, "tn": tn, "tk": tk, "warps": w, "stages": s}
-            for tm, tn, tk in WGMMA_TILES
+            for tm, tn, tk in tiles
             if all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk)))
-            for w in WGMMA_WARPS for s in WGMMA_STAGES if plan_error(tm, tn, tk, w, s) is None]
+            and not (pair and cm is not None and cm // tm % 2)
+            for w in WGMMA_WARPS for s in stages if plan(tm, tn, tk, w, s) is None]
+
+
+def _wgmma_choices(site: Site) -> Options:
+    return _wgmma_tilings(site, _WGMMA_CASTS, WGMMA_TILES, WGMMA_STAGES)
 
 
 def mm_wgmma(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int, stages: int) -> Expr:
@@ -558,19 +566,7 @@ _WGMMA_ASYNC_CASTS = {"toTF32": P.ReduceWgmmaAsyncTF32, "truncTF32": P.ReduceWgm
 
 
 def _wgmma_async_choices(site: Site, casts: Optional[dict[str, type]] = None) -> Options:
-    from liftkit.codegen.cuda_wgmma_async import plan_error
-
-    pair = casts is not None
-    found = mm_nest(site, casts or _WGMMA_ASYNC_CASTS, None)
-    if found is None:
-        return []
-    _, _, m, n, k, _ = found
-    cm, cn, ck = const(m), const(n), const(k)
-    return [{"tm": tm, "tn": tn, "tk": tk, "warps": w, "stages": s}
-            for tm, tn, tk in WGMMA_ASYNC_TILES
-            if all(c is None or c % t == 0 for c, t in ((cm, tm), (cn, tn), (ck, tk)))
-            and not (pair and cm is not None and cm // tm % 2)
-            for w in WGMMA_WARPS for s in WGMMA_ASYNC_STAGES if plan_error(tm, tn, tk, w, s, pair) is None]
+    return _wgmma_tilings(site, casts or _WGMMA_ASYNC_CASTS, WGMMA_ASYNC_TILES, WGMMA_ASYNC_STAGES)
 
 
 def _wgmma_async_build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int,
