@@ -114,6 +114,11 @@ KC = Kernel("k", {"cuda": 'extern "C" __global__ void k(double* x, long xo, cons
                           'long ao, long n) {}'})
 
 
+def _kc(rt: Runtime, x, a, **kw) -> None:  # type: ignore[no-untyped-def]
+    """Launch KC on 256 elements: x written, x and a read (`kw`: the launch's options)."""
+    rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x], **kw)
+
+
 
 def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once(cuda_stub):
     stub = cuda_stub
@@ -121,10 +126,10 @@ def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once(cuda_
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
         calls = rt.device.calls
-        rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+        _kc(rt, x, a)
         calls.clear()
         for _ in range(20):
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+            _kc(rt, x, a)
         assert dict(calls) == {"launch": 20}  # no event record, no wait, no query
         calls.clear()
         chain_q = rt.events[max(rt.events)].queue
@@ -132,12 +137,12 @@ def test_a_cuda_chain_makes_one_driver_call_per_launch_and_reads_mark_once(cuda_
         rt.launch(KC, (256,), [y, y, np.int64(256)], reads=[y], writes=[y])
         assert rt.events[max(rt.events)].queue != chain_q
         calls.clear()
-        rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y])  # after both
+        _kc(rt, y, x)  # after both
         assert rt.events[max(rt.events)].queue != chain_q
         calls.pop("event create", None)  # (no retired task's event to record again yet)
         assert dict(calls) == {"event record": 1, "stream wait": 1, "launch": 1}  # the mark
         calls.clear()
-        rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y])
+        _kc(rt, y, x)
         assert dict(calls) == {"launch": 1}  # that queue waited for the chain already
         calls.clear()
         rt.read(x)  # the chain's event exists now: the read records nothing more
@@ -178,7 +183,7 @@ def test_a_packed_launch_the_driver_refuses_falls_back_to_cuda_core(cuda_stub):
         rt.device._drv.cuLaunchKernel = lambda *a: (1,)  # CUDA_ERROR_INVALID_VALUE
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
         for _ in range(4):
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+            _kc(rt, x, a)
         assert rt.device._core.launches == 4  # every launch went through cuda.core
         assert rt.stats()["kernels"] == 4
     finally:
@@ -193,14 +198,14 @@ def test_a_launch_failing_packed_and_through_cuda_core_is_one_error(cuda_stub):
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
         for _ in range(3):
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+            _kc(rt, x, a)
         rt.device._drv.cuLaunchKernel = lambda *a: (719,)  # CUDA_ERROR_LAUNCH_FAILED
 
         def fails(*a):
             raise ValueError("CUDA_ERROR_LAUNCH_FAILED")
         core.launch = fails
         with pytest.raises(RuntimeBackendError, match="a kernel launch failed"):
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+            _kc(rt, x, a)
     finally:
         rt.device._drv.cuLaunchKernel = lambda *a: (0,)
         core.launch = lambda *a: None
@@ -231,10 +236,10 @@ def test_a_sweep_asks_each_queue_once_when_its_newest_task_is_done(cuda_stub):
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
         calls = rt.device.calls
-        rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])  # uploads
+        _kc(rt, x, a)  # uploads
         calls.clear()
-        for _ in range(199):  # 3 sweeps at 64 pending tasks: each marks once, asks once a
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])  # queue
+        for _ in range(199):  # 3 sweeps at 64 pending tasks: each marks once, asks once a queue
+            _kc(rt, x, a)
         assert calls["launch"] == 199 and calls["event record"] == 3
         assert calls["event query"] <= 4  # (the first sweep: the transfer queue's too)
         assert len(rt.events) < 70
@@ -251,17 +256,17 @@ def test_a_launch_that_failed_leaves_its_waits_to_the_next_task(cuda_stub):
     try:
         x, a, y = (rt.submit(np.ones(256)) for _ in range(3))
         for _ in range(3):
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+            _kc(rt, x, a)
         rt.launch(KC, (256,), [y, y, np.int64(256)], reads=[y], writes=[y])  # the other queue
 
         def fails(*args):
             raise ValueError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
         core.launch, launch = fails, core.launch
         with pytest.raises(RuntimeBackendError):
-            rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y], plan=False)
+            _kc(rt, y, x, plan=False)
         core.launch = launch
         rt.device.calls.clear()
-        rt.launch(KC, (256,), [y, x, np.int64(256)], reads=[y, x], writes=[y], plan=False)
+        _kc(rt, y, x, plan=False)
         assert rt.device.calls["stream wait"] == 1  # waits for x's chain again
     finally:
         rt.close()
@@ -273,7 +278,7 @@ def test_a_scalar_of_another_type_than_its_packed_slot_goes_through_cuda_core(cu
     try:
         x, a = rt.submit(np.ones(256)), rt.submit(np.ones(256))
         for _ in range(3):  # packed from the second launch on, an int64 slot
-            rt.launch(KC, (256,), [x, a, np.int64(256)], reads=[x, a], writes=[x])
+            _kc(rt, x, a)
         core = rt.device._core
         before = core.launches
         rt.launch(KC, [256], [x, a, np.float64(2.5)], reads=[x, a], writes=[x])
