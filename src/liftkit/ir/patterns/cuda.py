@@ -365,6 +365,9 @@ class ReduceWgmma(ReduceMma):
     feature = "wgmma"
     shape = (64, 8, 8)
     stage_limits = (2, 4, "")  # the staged tiles: fewest, most, and why (for the error line)
+    # for the refusal: what the kernel needs of a Hopper GPU, and what OpenCL C has of it
+    hopper_needs: ClassVar[str] = "warpgroup MMA, wgmma, sm_90a"
+    opencl_has: ClassVar[str] = "no matrix instructions"
 
     @classmethod
     def signature(cls) -> list[tuple[str, Kind]]:
@@ -372,9 +375,9 @@ class ReduceWgmma(ReduceMma):
 
     @property
     def refusal(self) -> str:  # type: ignore[override]
-        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, "
-                "sm_90a); OpenCL C has no matrix instructions: compile with --backend cuda, or "
-                "multiply the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+        return (f"{self.name} needs the CUDA backend on a Hopper GPU ({self.hopper_needs}); "
+                f"OpenCL C has {self.opencl_has}: compile with --backend cuda, or multiply the "
+                "tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
 
     def warp_count(self) -> int:
         w = super().warp_count()
@@ -453,12 +456,8 @@ class ReduceWgmmaAsync(ReduceWgmma):
     feature = "wgmma"
     shape = (8, 64, 8)
     stage_limits = (3, 6, " (two tiles in the products, the rest in flight)")
-
-    @property
-    def refusal(self) -> str:  # type: ignore[override]
-        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, and "
-                "cp.async, sm_90a); OpenCL C has neither: compile with --backend cuda, or multiply "
-                "the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+    hopper_needs = "warpgroup MMA, wgmma, and cp.async, sm_90a"
+    opencl_has = "neither"
 
     def check_tiles(self, ops: Type) -> tuple[int, int, int, Type]:
         return _b_in_registers_tiles(self, ops, "warpgroup(s)")
@@ -489,12 +488,8 @@ class ReduceWgmmaPair(ReduceWgmmaAsync):
     from L2 once per pair. The number of work-groups along dimension 1 must be even."""
 
     feature = "wgmma"
-
-    @property
-    def refusal(self) -> str:  # type: ignore[override]
-        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, cp.async and "
-                "2-block clusters, sm_90a); OpenCL C has none of them: compile with --backend "
-                "cuda, or multiply the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+    hopper_needs = "warpgroup MMA, cp.async and 2-block clusters, sm_90a"
+    opencl_has = "none of them"
 
 
 @dataclass(frozen=True, repr=False)
@@ -527,12 +522,8 @@ class ReduceWgmmaTma(ReduceWgmma):
     shape = (8, 64, 8)
     stage_limits = (2, 8, "")
     whole_grid = True  # setmaxnreg: ptxas keeps the consumers' registers only outside loops
-
-    @property
-    def refusal(self) -> str:  # type: ignore[override]
-        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, wgmma, and the "
-                "bulk tensor copy, TMA, sm_90a); OpenCL C has neither: compile with --backend cuda, "
-                "or multiply the tiles with reduceMmaTF32 (mma.sync) or reduceSeq(add) ∘ mapSeq(mult)")
+    hopper_needs = "warpgroup MMA, wgmma, and the bulk tensor copy, TMA, sm_90a"
+    opencl_has = "neither"
 
     def threads(self, arg_types: Sequence[Type]) -> "ArithExpr | None":
         return cst(WARP * (self.warp_count() + 4))  # the consumers and one producer warpgroup
@@ -557,12 +548,8 @@ class ReduceWgmmaTmaPair(ReduceWgmmaTma):
     multicast), so B crosses from L2 once per pair. The number of work-groups along dimension
     1 must be even."""
 
-    @property
-    def refusal(self) -> str:  # type: ignore[override]
-        return (f"{self.name} needs the CUDA backend on a Hopper GPU (warpgroup MMA, the bulk tensor "
-                "copy with multicast and 2-block clusters, sm_90a); OpenCL C has none of them: compile "
-                "with --backend cuda, or multiply the tiles with reduceMmaTF32 (mma.sync) or "
-                "reduceSeq(add) ∘ mapSeq(mult)")
+    hopper_needs = "warpgroup MMA, the bulk tensor copy with multicast and 2-block clusters, sm_90a"
+    opencl_has = "none of them"
 
 
 @dataclass(frozen=True, repr=False)
