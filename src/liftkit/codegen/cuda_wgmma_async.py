@@ -170,15 +170,7 @@ def reduce_wgmma_async(g: "Generator", p: P.ReduceWgmmaAsync, args: Sequence["Ar
     em.line(f"unsigned {smem} = ((unsigned)__cvta_generic_to_shared({buf.name}) + {ALIGN - 1}u) & ~{ALIGN - 1}u;")
     slot = lambda i: f"{smem} + (unsigned)(({i}) % {stages}) * {sbytes}u"  # noqa: E731
 
-    def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
-        ops = g.apply(p.f, [tiles.access(j)], env, c, None)
-        return ops.get(0), ops.get(1)
-
-    a0, b0 = operands(cst(0), ctx.inside(p))
-    if not tile_direction(g, a0, m, k) or tile_direction(g, b0, n, k):
-        raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
-                           "B's as it lies: A must be contiguous along k and B along its rows (a "
-                           "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
+    operands, _, _ = raw_tile_operands(g, p, tiles, env, ctx, m, n, k)
     if not pair:
         raise CodegenError(
             f"{p.name} {warps} {stages}: its kernel gave wrong products on the H100 for some "
@@ -340,6 +332,24 @@ def _vector_place(g: "Generator", views: Sequence[View]) -> Optional[str]:
         if not (diff.is_constant and diff.value == x):  # type: ignore[attr-defined]
             return None
     return g.em.aligned_vector(MemLoc(first.mem, first.offset, (), len(locs)))
+
+
+def raw_tile_operands(g: "Generator", p: P.ReduceWgmma, tiles: View, env: dict["Param", View],
+                      ctx: "Ctx", m: int, n: int, k: int
+                      ) -> tuple[Callable[[ArithExpr, "Ctx"], tuple[View, View]], View, View]:
+    """(`operands`, A's tile 0, B's tile 0): operands(j, ctx), the views of A's and B's tile j
+    as the pattern's function lays out the pair, checked at tile 0 to lie as the raw copies
+    (cp.async, TMA) take them: A contiguous along k, B along its rows."""
+    def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
+        ops = g.apply(p.f, [tiles.access(j)], env, c, None)
+        return ops.get(0), ops.get(1)
+
+    a0, b0 = operands(cst(0), ctx.inside(p))
+    if not tile_direction(g, a0, m, k) or tile_direction(g, b0, n, k):
+        raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
+                           "B's as it lies: A must be contiguous along k and B along its rows (a "
+                           "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
+    return operands, a0, b0
 
 
 def lane_accumulators(em: "Emitter", p: P.ReduceWgmma, init: View, lanes: tuple[str, str, str, str],

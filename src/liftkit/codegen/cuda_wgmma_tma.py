@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from liftkit.arith import ArithExpr, Var, cst
 from liftkit.codegen import views as V
 from liftkit.codegen.cuda_wgmma import (ALIGN, ROW_BYTES, SHARED_LIMIT, global_element,
-                                        hopper_prologue, tile_direction)
+                                        hopper_prologue)
 from liftkit.codegen.cuda_wgmma_async import (_pair_cluster, lane_accumulators, load_fragments,
-                                              pin_accumulators, store_accumulators,
-                                              wgmma_products)
+                                              pin_accumulators, raw_tile_operands,
+                                              store_accumulators, wgmma_products)
 from liftkit.codegen.kernel import TensorMap
 from liftkit.codegen.views import CodegenError, MemLoc, View
 from liftkit.ir import patterns as P
@@ -198,15 +198,7 @@ def reduce_wgmma_tma(g: "Generator", p: P.ReduceWgmmaTma, args: Sequence["Arg"],
     em.kernel_attributes.append(f"__launch_bounds__({threads}, 1)")
     tid = hopper_prologue(g, p, ls, threads)
 
-    def operands(j: ArithExpr, c: "Ctx") -> tuple[View, View]:
-        ops = g.apply(p.f, [tiles.access(j)], env, c, None)
-        return ops.get(0), ops.get(1)
-
-    a0, b0 = operands(cst(0), ctx.inside(p))
-    if not tile_direction(g, a0, m, k) or tile_direction(g, b0, n, k):
-        raise CodegenError(f"{p.name} copies A's tile into the tensor cores' k-major layout and "
-                           "B's as it lies: A must be contiguous along k and B along its rows (a "
-                           "row-major product); other layouts: reduceWgmmaTF32 stages through registers")
+    operands, a0, b0 = raw_tile_operands(g, p, tiles, env, ctx, m, n, k)
     map_a = _tile_map(g, a0, True, (WGMMA_ROW, m), 128, "A")
     pair = isinstance(p, P.ReduceWgmmaTmaPair)
     if pair:
