@@ -30,6 +30,10 @@ def session(host: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     s = host.stub_session(patch=monkeypatch.setattr, modules=modules)
     for name, mod in modules.items():
         monkeypatch.setitem(sys.modules, name, mod)
+    # the padded tests count the driver's 2-D copies: kept at odd pitches here (the derived
+    # pad2d/crop2d kernels that CUDA runs there instead: tests/blas/test_pad_kernels.py)
+    monkeypatch.setattr(importlib.import_module("liftkit.blas.gemm"), "copy_kernels",
+                        lambda *a: False)
     return s
 
 

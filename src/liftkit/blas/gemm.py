@@ -12,7 +12,8 @@ not multiples of the kernel's tiles run the tiled derivation's guarded form wher
 (`mm_kernel`: no copies; rewrite.rules.mm_edges); otherwise they are padded with zeros into
 caller-owned workspace: each call
 copies the operands into the top-left of their padded buffers, whose margins were zeroed once
-(`Workspace.padded`), and with α = 1, β = 0 the product's M×N block is copied into C.
+(`Workspace.padded`), and with α = 1, β = 0 the product's M×N block is copied into C (on CUDA
+where a pitch is off 16 bytes, by the derived pad2d and crop2d kernels: `copy_kernels`).
 """
 
 from __future__ import annotations
@@ -344,8 +345,14 @@ class GemmPlan:
         M, N, K = self.sizes["M"], self.sizes["N"], self.sizes["K"]
 
         def pad(name: str, have: tuple[int, int], need: tuple[int, int]) -> list[PackStep]:
-            return [PackStep(name, need[0] * need[1] * item, have=have, need=need)
-                    ] if have != need else []
+            if have == need:
+                return []
+            nbytes = need[0] * need[1] * item
+            if copy_kernels(self.session, have, need, item):  # the derived pad2d (zero margins)
+                at = {"M": have[0], "N": have[1], "P": need[0], "Q": need[1]}
+                return [PackStep(f"{name}/k", nbytes, self.session.kernel(
+                    Kind("pad2d", DTYPES[self.dtype]), at), at)]
+            return [PackStep(name, nbytes, have=have, need=need)]
 
         if E is None:
             return pad(f"pack-{role}", self._stored(role, self.sizes), self._stored(role, p))
@@ -386,6 +393,31 @@ class GemmPlan:
         return self.built.launch(self.session.q, {0: first.buf, 1: second.buf}, {}, dest, p,
                                  waits, workspace)
 
+    def crop_kernel(self) -> Optional[Built]:
+        """The derived crop2d kernel that copies the padded product's M×N block out, where the
+        2-D copy would be slow (`copy_kernels`); None: the 2-D copy."""
+        p, M, N = self.padded, self.sizes["M"], self.sizes["N"]
+        if (p["M"], p["N"]) == (M, N) or not copy_kernels(self.session, (M, N), (p["M"], p["N"]),
+                                                           self.dtype.itemsize):
+            return None
+        return self.session.kernel(Kind("crop2d", DTYPES[self.dtype]), self._crop_at)
+
+    @property
+    def _crop_at(self) -> dict[str, int]:
+        p = self.padded
+        return {"M": self.sizes["M"], "N": self.sizes["N"], "P": p["M"], "Q": p["N"]}
+
+    def _crop(self, dest: Any, prod: Any, ev: Any, temps: list[Any]) -> Any:
+        """Enqueue the padded product's M×N block into `dest` after `ev`; its event."""
+        s, p, item = self.session, self.padded, self.dtype.itemsize
+        M, N = self.sizes["M"], self.sizes["N"]
+        crop = self.crop_kernel()
+        if crop is None:
+            return s.q.copy2d(dest, prod, M, N * item, p["N"] * item, N * item, [ev])
+        ev, more = crop.launch(s.q, {0: prod}, {}, dest, self._crop_at, [ev])
+        temps += more
+        return ev
+
     def _user_shape(self, role: str) -> tuple[int, int]:
         m, n, k = self.m, self.n, self.k
         if role == "A":
@@ -419,13 +451,13 @@ class GemmPlan:
         elif self._plain(alpha, beta):  # padded: the product's top-left M×N block is C
             prod = ws.buffer("product", p["M"] * p["N"] * item)
             ev, temps = self.launch(first, second, prod, waits, ws)
-            events = [s.q.copy2d(out.buf, prod, M, N * item, p["N"] * item, N * item, [ev])]
+            events = [self._crop(out.buf, prod, ev, temps)]
         else:
             prod = ws.buffer("product", p["M"] * p["N"] * item)
             ev, temps = self.launch(first, second, prod, waits, ws)
             if (p["M"], p["N"]) != (M, N):
                 compact = ws.buffer("product-compact", M * N * item)
-                ev = s.q.copy2d(compact, prod, M, N * item, p["N"] * item, N * item, [ev])
+                ev = self._crop(compact, prod, ev, temps)
                 prod = compact
             rows, cols = (N, M) if self.result_transposed else (M, N)
             if beta == 0:
@@ -439,6 +471,14 @@ class GemmPlan:
             events = [ev]
         events, finish = s.finish_output(out, events)
         return s.future(events, finish, keep=[a, b, out, ws, temps])
+
+
+def copy_kernels(s: Session, have: tuple[int, int], need: tuple[int, int], item: int) -> bool:
+    """Whether a padded copy between a have[0]×have[1] and a need[0]×need[1] row-major matrix
+    (either way) runs as a derived kernel (pad2d, crop2d) instead of the driver's 2-D copy: on
+    CUDA where a pitch is not a multiple of 16 bytes (cuMemcpy2D copies such rows slowly:
+    about 50 us for SGEMM 1023×1025×999's three copies on the H100, results/issue15/odd23)."""
+    return s.backend == "cuda" and bool((have[1] * item) % 16 or (need[1] * item) % 16)
 
 
 def _pad_into(s: Session, ws: Workspace, name: str, src: Any, have: tuple[int, int],
@@ -582,18 +622,26 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     d = 2 if E is not None and E.doubled else 1
     at = {"M": p["M"], "N": d * p["N"], "K": d * p["K"]}
     first, second = (slot["A"], slot["B"]) if plan.first == "A" else (slot["B"], slot["A"])
+    crop = plan.crop_kernel()
+
+    def crop_into(dest: int, prod: int) -> None:  # the padded product's M×N block
+        if crop is None:
+            steps.append(Copy(dest, prod, M, N * item, p["N"] * item, N * item))
+        else:
+            launches(crop, plan._crop_at, {0: prod}, {}, dest)
+
     if plan._direct(alpha, beta):
         launches(plan.built, at, {0: first, 1: second}, {}, 2)
     elif plan._plain(alpha, beta):  # padded: C is the product's top-left M×N block
         prod = temp("product", p["M"] * p["N"] * item)
         launches(plan.built, at, {0: first, 1: second}, {}, prod)
-        steps.append(Copy(2, prod, M, N * item, p["N"] * item, N * item))
+        crop_into(2, prod)
     else:  # the product into the workspace, then C = α·P (or Pᵀ) + β·C
         prod = temp("product", p["M"] * p["N"] * item)
         launches(plan.built, at, {0: first, 1: second}, {}, prod)
         if (p["M"], p["N"]) != (M, N):
             compact = temp("product-compact", M * N * item)
-            steps.append(Copy(compact, prod, M, N * item, p["N"] * item, N * item))
+            crop_into(compact, prod)
             prod = compact
         rows, cols = (N, M) if plan.result_transposed else (M, N)
         if beta == 0:  # β·C reads C: cleared first (it may hold NaN)

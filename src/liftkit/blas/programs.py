@@ -24,6 +24,7 @@ from liftkit.ir.userfuns import complex_funs, scalar_funs
 from liftkit.types import ScalarType, complex64, complex128
 
 M, N, K = size("M"), size("N"), size("K")
+P, Q = size("P"), size("Q")  # padded sizes (pad2d, crop2d)
 
 DTYPES: dict[str, ScalarType] = {"float32": float32, "float64": float64,
                                  "complex64": complex64, "complex128": complex128}
@@ -153,6 +154,23 @@ def axpby2d(dtype: str, trans: bool) -> Lambda:
             << zip(rows, C)
 
     return fun([p_t, t[N][M], t, t], body)
+
+
+def pad2d(dtype: str) -> Lambda:
+    """X (M×N) as the top-left block of a P×Q matrix of zeros (P ≥ M, Q ≥ N): a GEMM operand
+    placed in a padded buffer whose rows a tiled kernel reads in 16-byte vectors (the GPU's 2-D
+    copy is slow where the pitches are not multiples of 16 bytes)."""
+    t = scalar_type(dtype)
+    z = _zero(t)
+    return fun([t[N][M]], lambda X: map(map(_id(t))) << transpose << map(pad(0, P - M, z))
+               << transpose << map(pad(0, Q - N, z)) << X)
+
+
+def crop2d(dtype: str) -> Lambda:
+    """The top-left M×N block of X (P×Q, P ≥ M, Q ≥ N): a padded product's block that is C."""
+    t = scalar_type(dtype)
+    return fun([t[Q][P]], lambda X: map(map(_id(t))) << map(crop(0, Q - N)) << crop(0, P - M)
+               << X)
 
 
 def scal(dtype: str) -> Lambda:

@@ -346,6 +346,7 @@ def compile_program(program: Lambda, options: Optional[CompileOptions] = None) -
     sizes: set = set()
     for p in program.params:
         sizes |= size_vars_of(p.type)  # type: ignore[arg-type]
+    sizes |= size_vars_of(result_type)  # (a size only the result has: pad's, crop's amounts)
     size_names = sorted(v.name for v in sizes)
     stages = split_stages(program)
     multiples = size_multiples(program)
