@@ -98,6 +98,15 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
     return seq(tiles, topdown(rule(MM_SPLIT_TAIL, parts=split or 1, slots=slots, bound=bound)))
 
 
+def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
+                     ) -> Strategy:
+    """The complex FFMA tiles: mm-tiles-async over complex scalars (w=1: 8-byte cp.async
+    copies, rm×rn complex accumulators, each complex multiply-add 4 FMAs)."""
+    from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
+
+    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1)
+
+
 def _tiles_async_rules() -> Mapping[str, Any]:
     from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, MM_TILES_ASYNC
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
@@ -165,6 +174,14 @@ def _cuda_rules() -> Mapping[str, Any]:
 TILES_ASYNC_SPACE = ((128, 64, 32, 8, 8, 2), (64, 128, 16, 8, 8, 2), (64, 128, 32, 8, 8, 2),
                      (64, 64, 16, 8, 8, 2), (64, 64, 32, 8, 8, 2), (64, 64, 16, 8, 8, 4),
                      (64, 64, 32, 8, 8, 3))
+
+
+# the complex64 FFMA tilings (tm, tn, tk, rm, rn, stages) the tuner tries: rm×rn complex
+# accumulators (2·rm·rn registers), A's and B's complex tiles 8 bytes per element
+CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16, 8, 8, 2),
+                      (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 8, 2), (128, 64, 8, 8, 8, 3),
+                      (64, 128, 8, 8, 8, 3), (128, 64, 16, 8, 4, 2), (64, 64, 32, 8, 8, 2),
+                      (128, 128, 8, 8, 8, 3))
 
 
 # the split tail the tuner tries (mm-split-tail after tiles-async): the tail split 3, 4 or 5
@@ -308,6 +325,17 @@ MM_CODELETS: tuple[Codelet, ...] = (
                 {"M": tm * max(group, 1), "N": tn, "K": tk}),  # group: whole groups of row tiles
             backends=("cuda",), dtypes=("float32",), layouts=("NN", "NT", "TN"),
             rules=_tiles_async_rules),
+    Codelet("ctiles-async", ("mm",), "complex tiles on the FFMA units: the tiles codelet over "
+            "complex scalars (tm×tn tiles, rm×rn complex accumulators per thread, each complex "
+            "multiply-add 4 FMAs) with the A and B tile copies made cp.async `stages` deep (the "
+            "mm-tiles-async macro with w=1); CUDA only, complex64, every "
+            "layout (no 2x real embedding, no packing kernels)",
+            _mm_ctiles_async,
+            on_gpus(("tm", "tn", "tk", "rm", "rn", "stages"), CTILES_ASYNC_SPACE),
+            lambda kind, tm, tn, tk, rm, rn, stages: _tiled_multiples(kind, Variant.of(
+                "ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages),
+                {"M": tm, "N": tn, "K": tk}),
+            backends=("cuda",), dtypes=("complex64",), rules=_tiles_async_rules),
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
             "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "
             "(the mm-edge-tiles rule, rewrite.rules.mm_edges); with vectors of w, w must divide "

@@ -60,7 +60,7 @@ from liftkit.ir.patterns.base import Kind, Pattern, PatternError, expect_args, p
 from liftkit.ir.patterns.maps import MapGlb, MapLcl, MapSeq, MapSeqUnroll, MapWrg
 from liftkit.ir.patterns.reductions import AbstractReduce, ReduceSeq
 from liftkit.semantics.values import axis_len, expand, take
-from liftkit.types import (ArrayType, ScalarType, TupleType, Type, VectorType, float32, float64,
+from liftkit.types import (ArrayType, ScalarType, TupleType, Type, VectorType, complex64, complex128, float32, float64,
                            same_type)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -627,9 +627,9 @@ class ToLocalAsync(CudaPattern):
         while isinstance(elem, ArrayType):
             elem = elem.elem
         scalar = elem.elem if isinstance(elem, VectorType) else elem
-        if scalar not in (float32, float64):
-            raise PatternError(f"toLocalAsync copies float or double elements (or their vectors), "
-                               f"not {elem}")
+        if scalar not in (float32, float64, complex64, complex128):  # cp.async of 4-16 bytes
+            raise PatternError(f"toLocalAsync copies float, double or complex elements (or "
+                               f"their vectors), not {elem}")
         return out
 
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":

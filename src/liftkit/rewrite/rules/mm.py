@@ -142,11 +142,17 @@ def _mad(e: Elem, w: int) -> UserFun:
         body = f"return fma(({vt})(a), b, acc);" if w > 1 else "return fma(a, b, acc);"
         return D.user_fun(f"madS{w if w > 1 else ''}_{t}", [("acc", vt), ("a", t), ("b", vt)], vt,
                           body, MAD_S4.impl if w > 1 else MAD.impl)
+    mult, add = e.mult.impl, e.add.impl
+    if e.mult == _funs(t).mult:  # acc + x·y as 4 multiply-adds, 2 per part (an FFMA kernel's
+        # complex product: the form "add(acc, mul(x, y))" compiles to 6 instructions)
+        return D.user_fun(f"mad_fma_{t}", [("acc", t), ("x", t), ("y", t)], t,
+                          f"return {t}_new(fma(-x.y, y.y, fma(x.x, y.x, acc.x)), "
+                          f"fma(x.y, y.x, fma(x.x, y.y, acc.y)));",
+                          lambda acc, a, b: add(acc, mult(a, b)))
     m = re.fullmatch(r"\s*return\s+(.*);\s*", e.mult.body, re.S)
     if m is None or "acc" in e.mult.param_names:  # checked by mm_parts
         raise ValueError(f"{e.mult.name} is not a one-expression product")
     x, y = e.mult.param_names
-    mult, add = e.mult.impl, e.add.impl
     return D.user_fun(f"mad_{e.mult.name}", [("acc", t), (x, t), (y, t)], t,
                       f"return {t}_add(acc, {m.group(1)});", lambda acc, a, b: add(acc, mult(a, b)))
 

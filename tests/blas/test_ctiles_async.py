@@ -1,0 +1,120 @@
+"""The complex FFMA tiles (codelet `ctiles-async`): mm-tiles-async over complex64 scalars, each
+complex multiply-add four FMAs (rules/mm.py `mad_fma_cfloat`), the tiles copied by 8-byte
+cp.async. Soundness in the interpreter (bit for bit on integer-valued operands), the CUDA C
+(NVRTC, no GPU needed: 4·rm·rn·tk fma.rn.f32 per tile step, 8-byte copies), the tuning space,
+and on a CUDA GPU liftkit.blas running it per the profile for every layout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from liftkit.blas import Kind, Profile, Session, Variant
+from liftkit.blas.codelets import CodeletError, derive, multiples, space
+from liftkit.blas.profile import Entry
+from liftkit.semantics import interpret
+
+CT = Variant.of("ctiles-async", tm=64, tn=64, tk=16, rm=4, rn=8, stages=2)
+
+
+def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
+    """(want, X, Y): op(X)·op(Y) from integer-valued complex64 operands stored as the layout
+    says (T: transposed, C: conjugate transposed, R: conjugated)."""
+    rng = np.random.default_rng(seed)
+    cplx = lambda shape: (rng.integers(-8, 9, shape) + 1j * rng.integers(-8, 9, shape)  # noqa: E731
+                          ).astype(np.complex64)
+    A, B = cplx((m, k)), cplx((k, n))
+
+    def stored(x: np.ndarray, letter: str) -> np.ndarray:
+        y = np.conj(x) if letter in "RC" else x
+        return (y.T if letter in "TC" else y).copy()
+
+    return A @ B, stored(A, layout[0]), stored(B, layout[1])
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "CN", "NR"])
+def test_ctiles_async_is_sound(layout: str) -> None:
+    """Every layout (conjugations through the product, transposes through the views) derives,
+    needs the tiles' multiples, and equals op(A)·op(B) bit for bit in the interpreter."""
+    k = Kind("mm", "complex64", layout)
+    v = Variant.of("ctiles-async", tm=32, tn=32, tk=16, rm=4, rn=4, stages=2) \
+        if layout in ("NN", "TN") else CT
+    tm, tn, tk = v.kw["tm"], v.kw["tn"], v.kw["tk"]
+    assert multiples(k, v) == {"M": tm, "N": tn, "K": tk}
+    want, X, Y = _operands(layout, 2 * tm, tn, 3 * tk, 7)
+    np.testing.assert_array_equal(np.asarray(interpret(derive(k, v).final, X, Y)), want)
+
+
+def test_the_kernel_is_four_fmas_per_complex_multiply_add() -> None:
+    """The CUDA C copies 8-byte elements by cp.async (two stages of both tiles) and its PTX
+    has 4·rm·rn·tk fma.rn.f32 (no separate multiplies and adds)."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    tm, tn, tk, rm, rn, s = 64, 64, 16, 4, 8, 2
+    src = compile_program(derive(Kind("mm", "complex64", "NN"), CT).final,
+                          CompileOptions(dialect="cuda")).kernels[0].source
+    assert "cp.async.ca.shared.global [%0], [%1], 8;" in src
+    assert f"cfloat stage[{tm * tk * s}];" in src and f"cfloat stage_2[{tn * tk * s}];" in src
+    assert "fma(-x.y, y.y, fma(x.x, y.x, acc.x))" in src
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    try:
+        ptx = compile_cuda(src, "compute_90a", name="cgemm.cu").ptx
+    except Exception as err:  # noqa: BLE001 - no NVRTC library
+        pytest.skip(f"needs NVRTC: {err}")
+    assert ptx.count("fma.rn.f32") == 4 * rm * rn * tk
+    assert "mul.rn.f32" not in ptx and "add.rn.f32" not in ptx  # (sub: an add of -x)
+
+
+def test_ctiles_async_is_a_cuda_complex64_codelet() -> None:
+    got = [v for v in space(Kind("mm", "complex64", "NN"), "gpu", "cuda")
+           if v.codelet == "ctiles-async"]
+    assert CT in got and len(got) >= 8
+    for lay in ("NT", "TN", "RC"):
+        assert CT in space(Kind("mm", "complex64", lay), "gpu", "cuda")
+    assert Variant.of("real") in space(Kind("mm", "complex64", "NN"), "gpu", "cuda")
+    for kind, backend in ((Kind("mm", "complex64", "NN"), "opencl"),
+                          (Kind("mm", "complex128", "NN"), "cuda"),
+                          (Kind("mm", "float32", "NN"), "cuda")):
+        assert all(v.codelet != "ctiles-async" for v in space(kind, "gpu", backend))
+    with pytest.raises(CodeletError, match="complex64 only"):
+        derive(Kind("mm", "float32", "NN"), CT)
+
+
+# -- on a CUDA GPU ------------------------------------------------------------------------------
+def _profiled(session: Session, variant: Variant) -> None:
+    """A profile whose choice for complex64 GEMMs (NN, NT, TN; every class) is `variant`."""
+    prof = Profile(session.device.fingerprint, session.device.label, "gpu")
+    prof.add(Entry(Kind("mm", "complex64", lay), c, {"M": 1024, "N": 1024, "K": 1024}, variant,
+                   1e-3, 1.0, "GFLOP/s")
+             for lay in ("NN", "NT", "TN") for c in ("small", "medium", "large", "huge"))
+    session.profile = prof
+    session.forget_choices()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (False, True), (True, False),
+                                             ("C", False), (True, True)])
+def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, trans_a: Any,
+                                                trans_b: Any) -> None:
+    """CuPy operands in and out; the profile's ctiles-async runs every layout (TT through NN,
+    Aᴴ through CN's kernel, sizes off the tiles padded), within rounding of complex128."""
+    cp = pytest.importorskip("cupy")
+    _profiled(cuda_session, CT)
+    rng = np.random.default_rng(1)
+    for m, n, k in ((128, 192, 64), (100, 70, 50)):
+        shape_a = (k, m) if trans_a else (m, k)
+        shape_b = (n, k) if trans_b else (k, n)
+        A = (rng.uniform(-1, 1, shape_a) + 1j * rng.uniform(-1, 1, shape_a)).astype(np.complex64)
+        B = (rng.uniform(-1, 1, shape_b) + 1j * rng.uniform(-1, 1, shape_b)).astype(np.complex64)
+        op = {False: lambda x: x, True: lambda x: x.T, "C": lambda x: np.conj(x.T)}
+        want = op[trans_a](A.astype(np.complex128)) @ op[trans_b](B.astype(np.complex128))
+        C = cuda_session.gemm(cp.asarray(A), cp.asarray(B), trans_a=trans_a,
+                              trans_b=trans_b).result()
+        got = cp.asnumpy(C)
+        assert np.abs(got - want).max() <= 1e-5 * k * np.abs(want).max()
+    kind = Kind("mm", "complex64", "NN")
+    assert cuda_session.choose(kind, {"M": 128, "N": 192, "K": 64}) == CT
