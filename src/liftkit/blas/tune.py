@@ -8,6 +8,7 @@ so an interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space_at
 from liftkit.blas.gemm import REAL_OF
 from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
+from liftkit.blas.prebuild import for_session
 from liftkit.blas.profile import Entry, Profile, find_profile, size_class
 from liftkit.blas.session import Session
 
@@ -289,7 +291,7 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
     kind = t.kind
     k = sizes.get("K", sizes.get("N", 1))
     tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
-    if not np.allclose(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
+    if not close_enough(got.reshape(want.shape), want, rtol=tol[0], atol=tol[1]):
         t.error = "wrong result"
         return t
     times = []
@@ -304,6 +306,32 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
     amount, t.unit = work(kind, sizes)
     t.rate = amount / t.seconds / 1e9
     return t
+
+
+CHECK_CHUNK = 1 << 18  # elements compared at a time (a few MB: the temporaries stay in cache)
+
+
+def close_enough(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
+    """`np.allclose(got, want, rtol, atol)` (|got − want| ≤ atol + rtol·|want| everywhere, NaN
+    never close) for finite references, in chunks that stay in cache and on several threads
+    for large results: a 8192² check takes about a tenth of np.allclose's time, which was
+    most of a giant GEMM variant's trial."""
+    g, w = got.reshape(-1), want.reshape(-1)
+
+    def part(i: int) -> bool:
+        gc, wc = g[i:i + CHECK_CHUNK], w[i:i + CHECK_CHUNK]
+        bound = np.abs(wc)
+        bound *= rtol
+        bound += atol
+        return bool(np.less_equal(np.abs(gc - wc), bound).all())
+
+    starts = range(0, g.size, CHECK_CHUNK)
+    if len(starts) < 16:
+        return all(part(i) for i in starts)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:  # NumPy drops the GIL
+        return all(pool.map(part, starts))
 
 
 def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, int]
@@ -413,13 +441,13 @@ def device_limits(session: Session, progress: bool = False) -> Any:
         return None
 
 
-def built_slots(session: Session, kind: Kind, variants: Sequence[Variant], limits: Any
-                ) -> list[Variant]:
+def built_slots(session: Session, kind: Kind, variants: Sequence[Variant], limits: Any,
+                ready: Callable[[Kind, Variant], None] = lambda k, v: None) -> list[Variant]:
     """`variants` with each split tail's `slots` from its built kernel: multiprocessors ×
     the blocks its registers and shared memory (as the driver reports them after NVRTC) leave
     resident, where that differs from the launch bound's count (a kernel under its register
     cap holds more); one build per tiling, the bound's slots kept where the backend does not
-    say."""
+    say; `ready(kind, variant)` before a build (`prebuild.Prebuild.ready`)."""
     from liftkit.backends.cuda.occupancy import resident_blocks
     from liftkit.blas.codelets import tiles_async_footprint
 
@@ -431,6 +459,7 @@ def built_slots(session: Session, kind: Kind, variants: Sequence[Variant], limit
             tiling = tuple(p for p in v.params if p[0] not in ("split", "slots"))
             if tiling not in found:
                 try:
+                    ready(kind, v)
                     attrs = session.store.get(kind, v).kernels[0].attributes
                     regs, shared = int(attrs.num_regs), int(attrs.shared_size_bytes)
                 except Exception:  # noqa: BLE001 - a build failure is the trial's to report
@@ -583,7 +612,8 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
          progress: bool = True, max_variants: Optional[int] = None,
          on_trial: Optional[Callable[[Trial], None]] = None,
          peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1,
-         limits: Any = None, edges: Optional[bool] = None) -> Profile:
+         limits: Any = None, edges: Optional[bool] = None,
+         workers: Optional[int] = None) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class).
@@ -594,7 +624,9 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     the split-tail variants (`codelets.split_tail_space`). After a GEMM class's variants:
     `edges` (default: on GPUs) its guarded forms at an odd size against its choice padded
     (`edge_tasks`: the faster ones become guarded entries), and for complex NN the `real`
-    plan on the real dtype's best kernels (`real_tasks`: entries with `via` "real")."""
+    plan on the real dtype's best kernels (`real_tasks`: entries with `via` "real").
+    On CUDA, `workers` processes compile the kernels ahead (`prebuild`; default: the cores but
+    two, at most 8; 0: none)."""
     dev = session.device
     if limits is None and session.backend == "cuda":
         limits = device_limits(session, progress)
@@ -622,91 +654,101 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     session.profile = prof  # plans of several kernels (codelets real, nn) use what is tuned so far
     prof.notes.setdefault("failed", [])
     failed = set(prof.notes["failed"])
-    plan = []
-    for kind in kinds_:
-        for cls in classes_of(kind, classes):
-            variants = space_at(kind, session.device_kind, session.backend,
-                                sizes_for(kind, cls, session.device_kind), limits)[:max_variants]
-            variants = built_slots(session, kind, variants, limits)
+    spaces = [(kind, cls, space_at(kind, session.device_kind, session.backend,
+                                   sizes_for(kind, cls, session.device_kind), limits))
+              for kind in kinds_ for cls in classes_of(kind, classes)]
+    spaces = [(kind, cls, vs[:max_variants]) for kind, cls, vs in spaces]
+    # compiled ahead in the order they are measured (`liftkit.blas.prebuild`, CUDA)
+    ahead = [(kind, v) for kind, cls, vs in spaces for v in vs
+             if v not in prof.measured(kind, cls) and f"{kind}|{cls}|{v}" not in failed]
+    with for_session(session, ahead, workers) as pre:
+        plan = []
+        for kind, cls, variants in spaces:
+            variants = built_slots(session, kind, variants, limits, pre.ready)
             done = prof.measured(kind, cls)
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))
-    total = sum(len(t) for _, _, t in plan) * max(1, rounds)
-    if progress:
-        _, more = planned_measurements(
-            [k for k, _, _ in plan], classes, session.device_kind, session.backend, limits, edges,
-            skip=lambda k, c: f"{k}|{c}" in prof.notes.get("edges", {}))
-        print(f"tuning {dev.label}: {total} measurements, then at most {more * max(1, rounds)} "
-              f"of guarded forms and complex plans' real kernels", flush=True)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        total = sum(len(t) for _, _, t in plan) * max(1, rounds)
+        if progress:
+            _, more = planned_measurements(
+                [k for k, _, _ in plan], classes, session.device_kind, session.backend, limits,
+                edges, skip=lambda k, c: f"{k}|{c}" in prof.notes.get("edges", {}))
+            print(f"tuning {dev.label}: {total} measurements, then at most "
+                  f"{more * max(1, rounds)} of guarded forms and complex plans' real kernels",
+                  flush=True)
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn)
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), disable=not progress, transient=False) as bar:
-        task = bar.add_task(f"tuning {dev.label}", total=total)
-        inputs = Inputs()
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), disable=not progress, transient=False) as bar:
+            task = bar.add_task(f"tuning {dev.label}", total=total)
+            inputs = Inputs()
 
-        def run(kind: Kind, cls: str, tasks: list[Task]) -> dict[str, Trial]:
-            best: dict[str, Trial] = {}
-            for _ in range(max(1, rounds)):
-                for tk in tasks:
-                    key = f"{kind}|{cls}|{tk.key}"
-                    if key in failed:
+            def run(kind: Kind, cls: str, tasks: list[Task]) -> dict[str, Trial]:
+                best: dict[str, Trial] = {}
+                for _ in range(max(1, rounds)):
+                    for tk in tasks:
+                        key = f"{kind}|{cls}|{tk.key}"
+                        if key in failed:
+                            bar.advance(task)
+                            continue
+                        bar.update(task, description=f"{kind} {cls} {tk.key}")
+                        t0 = time.perf_counter()
+                        if tk.mode != "real":
+                            pre.ready(kind, tk.variant)
+                        if tk.mode == "real":
+                            trial = measure(session, kind, Variant.of("real"), tk.sizes,
+                                            inputs=inputs, real=tk.variant)
+                        elif tk.mode == "plan":
+                            trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
+                                            plan=True)
+                        else:
+                            trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs)
+                        trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
+                        if on_trial is not None:
+                            on_trial(trial)
+                        if trial.error:
+                            failed.add(key)
+                        elif tk.key not in best or trial.seconds < best[tk.key].seconds:
+                            best[tk.key] = trial
                         bar.advance(task)
-                        continue
-                    bar.update(task, description=f"{kind} {cls} {tk.key}")
-                    t0 = time.perf_counter()
-                    if tk.mode == "real":
-                        trial = measure(session, kind, Variant.of("real"), tk.sizes,
-                                        inputs=inputs, real=tk.variant)
-                    elif tk.mode == "plan":
-                        trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
-                                        plan=True)
-                    else:
-                        trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs)
-                    trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
-                    if on_trial is not None:
-                        on_trial(trial)
-                    if trial.error:
-                        failed.add(key)
-                    elif tk.key not in best or trial.seconds < best[tk.key].seconds:
-                        best[tk.key] = trial
-                    bar.advance(task)
-            return {k: t for k, t in best.items() if f"{kind}|{cls}|{k}" not in failed}
+                return {k: t for k, t in best.items() if f"{kind}|{cls}|{k}" not in failed}
 
-        for kind, cls, todo in plan:
-            sizes = sizes_for(kind, cls, session.device_kind)
-            best = run(kind, cls, [Task(v, sizes) for v in todo])
-            entries = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
-                       for t in best.values()]
-            if todo:
-                prof.add(entries)
-                session.forget_choices()  # plans (real, nn) see the new rates
+            for kind, cls, todo in plan:
+                sizes = sizes_for(kind, cls, session.device_kind)
+                best = run(kind, cls, [Task(v, sizes) for v in todo])
+                entries = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
+                           for t in best.values()]
+                if todo:
+                    prof.add(entries)
+                    session.forget_choices()  # plans (real, nn) see the new rates
+                    prof.notes["failed"] = sorted(failed)
+                    if save is not None:
+                        save(prof)
+                more, edge = followups(prof, kind, cls, session.device_kind, edges)
+                if not more and not edge:
+                    continue
+                pre.add((kind, tk.variant) for tk in more if tk.mode != "real")
+                bar.update(task, total=(bar.tasks[task].total or 0) + len(more) * max(1, rounds))
+                got = run(kind, cls, more)
+                new = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit, t.via)
+                       for k, t in got.items() if t.via]
+                padded = next((got.get(tk.key) for tk in more if tk.mode == "plan"), None)
+                guarded = [t for k, t in got.items() if not t.via and k in
+                           {tk.key for tk in more if tk.mode == ""}]
+                if edge:  # the guarded forms faster than the class's choice padded
+                    won = [t for t in guarded if padded is None or t.seconds < padded.seconds]
+                    new += [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
+                            for t in won]
+                    prof.notes.setdefault("edges", {})[f"{kind}|{cls}"] = {
+                        "sizes": odd_sizes(kind, cls, session.device_kind),
+                        "padded": None if padded is None else
+                        {"variant": str(padded.variant), "rate": padded.rate},
+                        "guarded": {str(t.variant): t.rate for t in guarded},
+                        "entries": [str(t.variant) for t in won]}
+                prof.add(new)
+                session.forget_choices()
                 prof.notes["failed"] = sorted(failed)
                 if save is not None:
                     save(prof)
-            more, edge = followups(prof, kind, cls, session.device_kind, edges)
-            if not more and not edge:
-                continue
-            bar.update(task, total=(bar.tasks[task].total or 0) + len(more) * max(1, rounds))
-            got = run(kind, cls, more)
-            new = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit, t.via)
-                   for k, t in got.items() if t.via]
-            padded = next((got.get(tk.key) for tk in more if tk.mode == "plan"), None)
-            guarded = [t for k, t in got.items() if not t.via and k in
-                       {tk.key for tk in more if tk.mode == ""}]
-            if edge:  # the guarded forms faster than the class's choice padded
-                won = [t for t in guarded if padded is None or t.seconds < padded.seconds]
-                new += [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
-                        for t in won]
-                prof.notes.setdefault("edges", {})[f"{kind}|{cls}"] = {
-                    "sizes": odd_sizes(kind, cls, session.device_kind),
-                    "padded": None if padded is None else
-                    {"variant": str(padded.variant), "rate": padded.rate},
-                    "guarded": {str(t.variant): t.rate for t in guarded},
-                    "entries": [str(t.variant) for t in won]}
-            prof.add(new)
-            session.forget_choices()
-            prof.notes["failed"] = sorted(failed)
-            if save is not None:
-                save(prof)
-    return prof
+        return prof

@@ -1,7 +1,7 @@
 """`liftkit blas`: tune a device for liftkit.blas, manage device profiles, run the BLAS benchmark.
 
     liftkit blas tune --device gpu|cpu|NAME [--backend auto|opencl|cuda] [--ops mm,gemv] [--dtypes float32] [--layouts NN]
-                      [--classes large] [--fresh] [--no-progress]
+                      [--classes large] [--fresh] [--no-progress] [--jobs N]
                       [--peaks full|quick|none]
     liftkit blas profile show [--device SPEC | FILE]
     liftkit blas profile export FILE [--device SPEC]
@@ -68,6 +68,9 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
     t.add_argument("--edges", choices=("auto", "on", "off"), default="auto",
                    help="after each GEMM class, time its guarded forms at an odd size against "
                         "its choice padded (auto: on GPUs)")
+    t.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes compiling the kernels ahead on CUDA (default: the cores but "
+                        "two, at most 8; 0: compile each kernel when it is measured)")
     t.add_argument("--peaks", choices=("full", "quick", "none"), default="full",
                    help="the peak-rate micro-benchmarks (seed 003 §7.4.1; measured once per "
                         "profile): full (default), quick (small launches), none")
@@ -121,6 +124,8 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     from liftkit.blas.session import Session
     from liftkit.blas.tune import kinds, tune
 
+    if args.jobs is not None and args.jobs < 0:
+        raise CliError(f"--jobs must be 0 or more, not {args.jobs}")
     session = Session(_device(args.device, args.backend), warn=False)
     dev = session.device
     print(f"tuning {dev.label} on the {session.backend} backend", file=out, flush=True)
@@ -156,7 +161,8 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
                    max_variants=args.max_variants, peaks=settings,
                    on_trial=log if args.no_progress else None, rounds=args.rounds,
-                   edges={"auto": None, "on": True, "off": False}[args.edges])
+                   edges={"auto": None, "on": True, "off": False}[args.edges],
+                   workers=args.jobs)
     save(profile)
     print(f"profile of {dev.label}: {len(profile.entries)} measurements, "
           f"{time.perf_counter() - started:.0f} s this run -> {target}", file=out)
