@@ -242,6 +242,10 @@ def test_profile_entries_of_guarded_forms_choose_them_where_the_tiles_do_not_div
     assert pick(1000, 1000, 1000) == near_s and pick(1000, 2000, 2000) == near_c
     assert pick(1100, 1000, 1000) == near_s  # nearest measured shape
     assert pick(1023, 1025, 999) == elems  # (N, K off 4: only the element form fits)
+    vec = Variant.of("edge-tiles-async", **{**tiles, "tm": 128})
+    p.add([entry(vec, 1023, 1025, 999, 30000)])  # measured there (padded to its float4s)
+    assert pick(1023, 1025, 999) == vec and pick(1023, 1025, 1001) == elems
+    assert pick(1000, 1000, 1000) == near_s
     assert pick(4000, 4000, 4000).codelet != "edge-tiles-async" or pick(
         4000, 4000, 4000) == Variant.of("edge-tiles-async", **tiles)  # huge: no entries
 
