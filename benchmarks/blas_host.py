@@ -137,7 +137,7 @@ def stub_runner_class() -> type:
         check_device_limits = CUDARunner.check_device_limits
         geometry = CUDARunner.geometry
 
-        def __init__(self, device: Any = None) -> None:
+        def __init__(self, device: Any = None, blocking: bool = False) -> None:
             self.device = Device(**H100)  # type: ignore[arg-type]
             self._core = _core()
             self.stream = _Stream()
@@ -175,7 +175,7 @@ def stub_session(profile: Any = None, patch: Callable[[Any, str, Any], None] = s
 
 class _Memory:
     def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
+        self.ptr, self.device_id = ptr, 0  # (CuPy's MemoryPointer: its device's id)
 
 
 class _Flags:

@@ -157,8 +157,8 @@ def _library(t: type) -> Optional[str]:
 
 class Operands:
     """Reads an argument's plan key and pointer from the attributes its library keeps (CuPy:
-    data.ptr, shape, dtype, strides; PyTorch: data_ptr(), shape, dtype, stride()), without
-    building its CUDA array interface; NumPy arrays by shape, dtype and flags; pyopencl arrays
+    data.ptr, data.device_id, shape, dtype, strides; PyTorch: data_ptr(), shape, dtype,
+    stride()), without building its CUDA array interface; NumPy arrays by shape, dtype and flags; pyopencl arrays
     (OpenCL sessions) by shape, dtype and strides, their buffer as the pointer, planned only on
     the session's own in-order queue and at offset 0 (their pending work is then ordered before
     the call without waiting on their events)."""
@@ -176,8 +176,8 @@ class Operands:
         lib = self._libs.get(t, 0)
         if lib == 0:
             lib = self._libs[t] = _library(t)
-        if lib == "cupy":
-            return (t, x.shape, x.dtype, x.strides, x.device.id)
+        if lib == "cupy":  # (its memory's device: x.device would make a Device object)
+            return (t, x.shape, x.dtype, x.strides, x.data.device_id)
         if lib == "torch":
             return (t, tuple(x.shape), x.dtype, x.stride(), x.device, x.requires_grad)
         if lib == "pyopencl" and self._queue is not None and x.queue is self._queue \
@@ -260,6 +260,10 @@ class CallPlans:
         """Enqueue one call on a plan: the inputs' and output's pointers (NumPy ones uploaded
         to fresh device buffers), the launches, the future."""
         q, s, addr = self.q, self.session, self.address
+        t = type(output)
+        if t is not np.ndarray and output is not None and not self._opencl \
+                and all(type(x) is t for x in inputs):
+            return self._run_device(plan, inputs, output, scalars)
         ptrs: list[Any] = []
         keep: list[Any] = [inputs, output]
         lib_array = None
@@ -303,21 +307,7 @@ class CallPlans:
                 if x is not None and t is not np.ndarray and t is not waited:
                     q.wait_library(x)
                     waited = t
-        last = self._casts  # the last call's α, β cast: the same objects while they stay
-        if last[0] is plan.scalars and all(map(operator.is_, scalars, last[1])) \
-                and len(scalars) == len(last[1]):
-            ptrs.extend(last[2])
-        else:
-            casts = tuple(t(v) for t, v in zip(plan.scalars, scalars))
-            self._casts = (plan.scalars, tuple(scalars), casts)
-            ptrs.extend(casts)
-        if plan.zeros:
-            ptrs.append(addr(s.zeros(plan.zeros)[0]))
-        ptrs.extend(plan.fixed)
-        if plan.temps:
-            ws = s.scratch
-            for t in plan.temps:
-                ptrs.append(addr(ws.buffer(*t)))
+        self._rest(plan, scalars, ptrs)
         q.launch_all(plan.launches, ptrs)
         event = q.call_event()
         if host is not None:
@@ -328,6 +318,39 @@ class CallPlans:
                 return host
             return self._future(q, [event], finish, keep)
         return self._future(q, [event], lambda: result, keep)
+
+    def _rest(self, plan: CallPlan, scalars: Sequence[Any], ptrs: list[Any]) -> None:
+        """The values after the operands' pointers: α, β cast, the zero buffer, the fixed
+        values, the workspace buffers."""
+        last = self._casts  # the last call's α, β cast: the same objects while they stay
+        if last[0] is plan.scalars and all(map(operator.is_, scalars, last[1])) \
+                and len(scalars) == len(last[1]):
+            ptrs.extend(last[2])
+        else:
+            casts = tuple(t(v) for t, v in zip(plan.scalars, scalars))
+            self._casts = (plan.scalars, tuple(scalars), casts)
+            ptrs.extend(casts)
+        s, addr = self.session, self.address
+        if plan.zeros:
+            ptrs.append(addr(s.zeros(plan.zeros)[0]))
+        if plan.fixed:
+            ptrs.extend(plan.fixed)
+        if plan.temps:
+            ws = s.scratch
+            for t in plan.temps:
+                ptrs.append(addr(ws.buffer(*t)))
+
+    def _run_device(self, plan: CallPlan, inputs: Sequence[Any], output: Any,
+                    scalars: Sequence[Any]) -> Any:
+        """`run` where the inputs and the given output are GPU arrays of one library (CUDA):
+        their pointers, one wait for the library's stream, the launches, the future."""
+        pointer, q = self.operands.pointer, self.q
+        ptrs = [pointer(x) for x in inputs]
+        ptrs.append(pointer(output))
+        q.wait_library(output)
+        self._rest(plan, scalars, ptrs)
+        q.launch_all(plan.launches, ptrs)
+        return self._future(q, [q.call_event()], lambda: output, (inputs, output))
 
 
 def nbytes(shape: Sequence[int], dtype: np.dtype) -> int:

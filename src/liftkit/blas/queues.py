@@ -7,7 +7,10 @@ kernel builds and launches, and events, all asynchronous in one in-order queue.
   command goes on the stream in order, so wait lists are not needed, and an event is a CUDA
   event recorded after a command. GPU arrays of CuPy, PyTorch or anything with
   `__cuda_array_interface__` are read and written in place: before their first use the stream
-  waits (on the device, not the host) for the stream their library is working on.
+  waits (on the device, not the host) for the stream their library is working on — by CUDA's
+  own ordering where that is the legacy default stream (CuPy's and PyTorch's default) and ours
+  is blocking, as a session's is. A call plan's launches, waits and future's event go through
+  ctypes (`backends.cuda.driver_calls.PlanCalls`, `PackedLaunch`: packed once per plan).
 
 The session, the GEMM plans and the level-1/2 operations speak only to this interface, so the
 same code runs on both backends; only the kernels' C dialect and these classes differ.
@@ -286,12 +289,17 @@ class CUDAQueue:
     return no event; `marker()` records one where a future or a timing needs it."""
 
     backend = "cuda"
+    blocking = False  # (where __init__ did not run, a stubbed queue: an independent stream)
 
-    def __init__(self, device: Any = None) -> None:
+    def __init__(self, device: Any = None, blocking: bool = True) -> None:
         from liftkit.backends.cuda import CUDARunner
 
+        # blocking: the stream is ordered after the legacy default stream's work (CuPy's and
+        # PyTorch's default) by CUDA itself, so a call on an array of that stream needs no
+        # event and wait (`_wait_library`); work enqueued there after a call waits for it
+        self.blocking = blocking
         try:
-            self.runner = CUDARunner(device)
+            self.runner = CUDARunner(device, blocking=blocking)
         except Exception as err:  # noqa: BLE001 - no driver/GPU, or a bad spec: one line
             raise BlasError(f"liftkit.blas on CUDA: {str(err).splitlines()[0]}") from None
         self.device = self.runner.device
@@ -311,6 +319,28 @@ class CUDAQueue:
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
+        self._packed: dict[int, Any] = {}  # id of a plan's Launch -> (it, PackedLaunch)
+        self.use_plan_calls(True)
+
+    # a call plan's record, wait and launches through ctypes (`driver_calls.PlanCalls`; None:
+    # through cuda.bindings and cuda.core, as a stubbed runner or a missing libcuda leaves it)
+    direct: Any = None
+
+    def use_plan_calls(self, on: bool = True) -> bool:
+        """Record, wait and launch planned kernels through ctypes (on), or through cuda.bindings
+        and cuda.core; False where ctypes cannot open libcuda or the runner is not CUDA's."""
+        from liftkit.backends.cuda.driver_calls import PlanCalls
+        from liftkit.backends.cuda.runner import CUDARunner
+
+        self.direct = PlanCalls.open() if on and type(self.runner) is CUDARunner else None
+        self._packed = {}
+        return self.direct is not None
+
+    def _direct_failed(self, err: int, what: str) -> None:
+        """A failed ctypes driver call (its CUresult `err`) in one line naming the call."""
+        from liftkit.backends.cuda.driver_calls import error_name
+
+        raise BlasError(f"{self.device.label}: CUDA {what} failed ({error_name(int(err))})")
 
     def _drv(self) -> Any:
         return _driver_module()
@@ -435,11 +465,19 @@ class CUDAQueue:
         self._wait_library(x)
 
     def _wait_library(self, x: Any) -> None:
-        """Order our stream after the work the array's library has enqueued (device-side)."""
+        """Order our stream after the work the array's library has enqueued (device-side;
+        nothing to do for the legacy default stream where ours is blocking)."""
         handle = _library_stream(x)
-        if self._in_call and handle == self._waited:
+        if (self._in_call and handle == self._waited) or (handle == 0 and self.blocking):
             return
         self._waited = handle if self._in_call else None
+        d = self.direct
+        if d is not None:  # one event, re-recorded: the wait takes the work recorded now
+            ev = self._order_int
+            err = d.record(ev, handle) or d.wait(self._stream_int, ev, 0)
+            if err:
+                self._direct_failed(err, "event record / stream wait")
+            return
         drv = self._drv()
         # one event, re-recorded: the wait takes the work recorded at the time of the call
         self._check(drv.cuEventRecord(self._order_event, handle), "event record")
@@ -479,7 +517,16 @@ class CUDAQueue:
             ring.append(DriverEvent(self, self._check(drv.cuEventCreate(
                 drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")))
         ev = ring[i]
-        self._check(self._drv().cuEventRecord(ev.handle, self.stream.handle), "event record")
+        d = self.direct
+        if d is not None:
+            n = ev.number
+            if n is None:
+                n = ev.number = int(ev.handle)
+            err = d.record(n, self._stream_int)
+            if err:
+                self._direct_failed(err, "event record")
+        else:
+            self._check(self._drv().cuEventRecord(ev.handle, self.stream.handle), "event record")
         return ev
 
     def wait(self, events: Sequence[Any]) -> None:
@@ -536,7 +583,7 @@ class CUDAQueue:
     def launch_all(self, steps: Sequence[Any], values: Sequence[Any]) -> None:
         """Enqueue a call plan's steps (`liftkit.blas.calls`: a Launch's argument list filled
         from `values` by slot; Clear and Copy on the slots' addresses)."""
-        launch, stream = self._core.launch, self.stream
+        launch, stream, d = self._core.launch, self.stream, self.direct
         for ln in steps:
             if ln.step != "launch":
                 if ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
@@ -547,6 +594,15 @@ class CUDAQueue:
                 else:
                     self.zero(values[ln.slot], ln.nbytes)
                 continue
+            if d is not None:
+                pk = self._packed.get(id(ln))
+                if pk is None or pk[0] is not ln:
+                    pk = self._pack(ln, values)
+                if pk[1] is not None:  # the slots' values packed in place, one driver call
+                    err = pk[1].launch(values)
+                    if err:
+                        self._direct_failed(err, f"launch of kernel {ln.name}")
+                    continue
             args = list(ln.args)
             for pos, slot in ln.slots:
                 args[pos] = values[slot]
@@ -555,6 +611,40 @@ class CUDAQueue:
             except Exception as err:  # noqa: BLE001 - cuda.core's own error type
                 raise BlasError(f"kernel {ln.name}: the launch failed on {self.device.label} "
                                 f"({err})") from None
+
+    def _pack(self, ln: Any, values: Sequence[Any]) -> tuple[Any, Any]:
+        """(ln, its launch packed for `cuLaunchKernel`: `driver_calls.PackedLaunch`), kept by
+        the Launch's id; packed None where an argument has no fixed C type (a complex scalar)
+        or the launch has a cluster: it then launches through cuda.core."""
+        from liftkit.backends.cuda.driver_calls import PackedLaunch, kernel_function
+
+        args = list(ln.args)
+        for pos, slot in ln.slots:
+            args[pos] = values[slot]
+        cfg = ln.config
+        packed = None
+        if not getattr(cfg, "cluster", None):
+            try:
+                func = int(kernel_function(self._drv(), ln.handle))
+                grid, block = tuple(cfg.grid), tuple(cfg.block)
+                dims = (*grid, *(1,) * (3 - len(grid)), *block, *(1,) * (3 - len(block)),
+                        int(cfg.shmem_size or 0))
+                packed = PackedLaunch.make(self.direct, func, dims, self._stream_int, args,
+                                           ln.slots)
+            except Exception:  # noqa: BLE001 - no function or geometry here: cuda.core's launch
+                packed = None
+        if len(self._packed) > 512:
+            self._packed.clear()
+        pk = self._packed[id(ln)] = (ln, packed)
+        return pk
+
+    @functools.cached_property
+    def _stream_int(self) -> int:
+        return int(self.stream.handle)
+
+    @functools.cached_property
+    def _order_int(self) -> int:
+        return int(self._order_event)
 
     def _plan(self, handle: Any, kernel: Any, glob: tuple[int, ...],
               local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
@@ -580,10 +670,11 @@ class DriverEvent:
     """A CUDA event made by the driver and re-recorded by `CUDAQueue.call_event`; `sync` and
     `is_done` as cuda.core's events have them (a kernel's fault surfaces in `sync`)."""
 
-    __slots__ = ("queue", "handle")
+    __slots__ = ("queue", "handle", "number")
 
     def __init__(self, queue: "CUDAQueue", handle: Any) -> None:
         self.queue, self.handle = queue, handle
+        self.number: Optional[int] = None  # the handle as ctypes takes it (made on first use)
 
     def sync(self) -> None:
         self.queue._check(self.queue._drv().cuEventSynchronize(self.handle), "event sync")
@@ -679,12 +770,21 @@ def _backend_check() -> Any:
 
 def _library_stream(x: Any) -> Any:
     """The stream handle the array's library is enqueuing on now (0: the legacy default)."""
-    mod = type(x).__module__.split(".", 1)[0]
     try:
-        if mod == "cupy":  # the array's library is imported already
-            return sys.modules["cupy"].cuda.get_current_stream().ptr
-        if mod == "torch":
-            return sys.modules["torch"].cuda.current_stream(x.device).cuda_stream
+        return _stream_of(type(x))(x)
     except Exception:  # noqa: BLE001 - fall back to the legacy default stream
-        pass
-    return 0
+        return 0
+
+
+@functools.cache
+def _stream_of(t: type) -> Any:
+    """How to ask an array type's library for its current stream (per type, once: the call
+    plans ask on every call)."""
+    mod = t.__module__.split(".", 1)[0]
+    if mod == "cupy":  # the array's library is imported already
+        get = sys.modules["cupy"].cuda.get_current_stream
+        return lambda x: get().ptr
+    if mod == "torch":
+        current = sys.modules["torch"].cuda.current_stream
+        return lambda x: current(x.device).cuda_stream
+    return lambda x: 0

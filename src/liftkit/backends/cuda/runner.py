@@ -83,19 +83,22 @@ def allow_dynamic_shared(dev: Device, kernel: Any, n: int, name: str) -> None:
 
 class CUDARunner(HostPipeline):
     """Runs compiled programs on one CUDA device, on a stream of its own, with a `ModuleCache`
-    (a fresh one using the default directory unless given)."""
+    (a fresh one using the default directory unless given). `blocking`: the stream is ordered
+    with the legacy default stream (CUDA's implicit synchronisation: its work after the work
+    enqueued there before, and work enqueued there after it waits for it); else independent."""
 
     error = CUDAError
     dialect = "cuda"
 
     def __init__(self, device_spec: Union[str, Device, None] = None,
-                 cache: Optional[ModuleCache] = None) -> None:
+                 cache: Optional[ModuleCache] = None, blocking: bool = False) -> None:
         super().__init__()
         self.device = device_spec if isinstance(device_spec, Device) else select_device(device_spec)
         self._core = core()
         self._dev = self._core.Device(self.device.ordinal)
         self._dev.set_current()
-        self.stream = self._dev.create_stream()
+        self.stream = self._dev.create_stream(
+            options=self._core.StreamOptions(nonblocking=False) if blocking else None)
         self.cache = cache if cache is not None else ModuleCache()
         self._dynamic: dict[int, int] = {}  # id of each kernel get_kernel gave -> its dynamic shared bytes
 
