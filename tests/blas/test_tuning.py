@@ -157,6 +157,29 @@ def test_cli_tune_show_export_import(session: Session, tmp_path: Path, monkeypat
     assert code == 2 and "unknown operation gemmm" in text
 
 
+def test_cli_tune_says_when_it_resumes_a_shipped_profile(session: Session, tmp_path: Path,
+                                                         monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Without --fresh, `tune` from an empty profile directory resumes the profile liftkit
+    ships for the device, and says so (what --fresh would do instead) before measuring."""
+    import liftkit.blas.profile as profile_mod
+
+    fp = session.device.fingerprint
+    shipped = Profile(fp, session.device.label, "cpu")
+    shipped.add([Entry(Kind("scal", "float64"), "small", {"N": 4096},
+                       Variant.of("glb"), 1e-6, 8.2, "GFLOP/s")])
+    shipped.save(tmp_path / "shipped" / file_name(fp))
+    monkeypatch.setattr(profile_mod, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path / "profiles"))
+    args = ("blas", "tune", "--device", "cpu", "--ops", "scal", "--dtypes", "float64",
+            "--classes", "small", "--no-progress", "--max-variants", "1", "--peaks", "none")
+    code, text = _cli(*args)
+    mine = tmp_path / "profiles" / file_name(fp)
+    assert code == 0 and "resuming the profile liftkit has for" in text and str(mine) in text
+    assert "--fresh measures everything" in text and mine.is_file()
+    code, text = _cli(*args)  # now the user's own: resumed without a word
+    assert code == 0 and "resuming" not in text
+
+
 def test_cli_bench_checks_and_prints(session: Session, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("LIFTKIT_BLAS_PROFILES", str(tmp_path))
     code, text = _cli("blas", "bench", "--device", "cpu", "--sizes", "16,33", "--ops",

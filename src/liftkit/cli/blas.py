@@ -139,6 +139,10 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
         if profile is not None and profile.fingerprint != dev.fingerprint:
             raise CliError(f"{target} is the profile of {profile.label or profile.fingerprint}, "
                            f"not of {dev.label}; use --fresh or another --out")
+        if profile is not None and not target.is_file():  # the shipped one (or the user's)
+            print(f"resuming the profile liftkit has for {dev.label} ({len(profile.entries)} "
+                  f"measurements, written to {target}); --fresh measures everything on this "
+                  f"device", file=out, flush=True)
     if profile is None:
         profile = Profile(dev.fingerprint, dev.label, session.device_kind)
     started = time.perf_counter()
