@@ -47,6 +47,11 @@ def _odd23() -> Any:
     return mod
 
 
+def _build(job: tuple[str, Any, str]) -> dict[str, Any]:
+    """In a worker (this module is the spawned process's main): odd23's build of one kernel."""
+    return _odd23()._build(job)
+
+
 def V(codelet: str, **kw: int) -> Any:
     from liftkit.blas.codelets import Variant
 
@@ -68,10 +73,17 @@ PLANS: dict[tuple[str, str], list[tuple[str, Optional[Any], str]]] = {
         ("vec128s4 copy2d", V("edge-tiles-async", **T128, **SPLIT4), "copy2d"),
         ("vec128s5", V("edge-tiles-async", **T128, **SPLIT5), "kernels"),
         ("vec64s2", V("edge-tiles-async", **T64, split=2, slots=924), "kernels"),
+        ("vec128s3", V("edge-tiles-async", **T128, split=3, slots=396, bound=3), "kernels"),
+        ("vec128s6", V("edge-tiles-async", **T128, split=6, slots=396), "kernels"),
+        ("vec128s4b4", V("edge-tiles-async", **T128, split=4, slots=528, bound=4), "kernels"),
         ("vec64st4", V("edge-tiles-async", **{**T64, "stages": 4}), "kernels"),
+        ("vec64s3", V("edge-tiles-async", **T64, split=3, slots=924), "kernels"),
+        ("vec64s4", V("edge-tiles-async", **T64, split=4, slots=924), "kernels"),
+        ("elems128s6", V("edge-tiles-async", **T128, split=6, slots=396, elems=1), "kernels"),
         ("pad128s4", V("tiles-async", **T128, **SPLIT4), "kernels"),
         ("pad128s4 copy2d", V("tiles-async", **T128, **SPLIT4), "copy2d"),
         ("pad64s2", V("tiles-async", **T64, split=2, slots=924), "kernels"),
+        ("pad64", V("tiles-async", **T64), "kernels"),
     ],
     (ODD, "float64"): [
         ("auto", None, "kernels"),
@@ -79,6 +91,8 @@ PLANS: dict[tuple[str, str], list[tuple[str, Optional[Any], str]]] = {
         ("vec128ik8 copy2d", V("edge-mma", **D128), "copy2d"),
         ("vec64ik8", V("edge-mma", **D64), "kernels"),
         ("vec64lines", V("edge-mma", tm=64, tn=64, tk=8, warps=4, staged=4, lines=1), "kernels"),
+        ("vec64x128ik8", V("edge-mma", **{**D64, "tn": 128}), "kernels"),
+        ("vec64ik8w2", V("edge-mma", **{**D64, "warps": 2}), "kernels"),
         ("pad128ik8", V("mma", **D128), "kernels"),
         ("pad64ik8", V("mma", **D64), "kernels"),
     ],
@@ -89,7 +103,11 @@ PLANS: dict[tuple[str, str], list[tuple[str, Optional[Any], str]]] = {
         ("vec128s5", V("edge-tiles-async", **T128, **SPLIT5), "kernels"),
         ("vec64st4", V("edge-tiles-async", **{**T64, "stages": 4}), "kernels"),
         ("vec64x128", V("edge-tiles-async", **{**T64, "tm": 64, "tn": 128}), "kernels"),
+        ("vec128s6", V("edge-tiles-async", **T128, split=6, slots=396), "kernels"),
+        ("vec64s2", V("edge-tiles-async", **T64, split=2, slots=924), "kernels"),
         ("pad128s4", V("tiles-async", **T128, **SPLIT4), "kernels"),
+        ("pad64", V("tiles-async", **T64), "kernels"),
+        ("elems128s5", V("edge-tiles-async", **T128, **SPLIT5, elems=1), "kernels"),
     ],
     (ODD, "complex128"): [("auto", None, "kernels")],
     **{("1000x1000x1000", dt): [("auto", None, "kernels")]
@@ -111,6 +129,17 @@ def forced_kernels() -> list[tuple[str, Any]]:
     return list(dict.fromkeys(out))
 
 
+def build_all(arch: str, workers: int) -> list[dict[str, Any]]:
+    """Every forced kernel derived and compiled in worker processes."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    jobs = [(r, v, arch) for r, v in forced_kernels()]
+    with cf.ProcessPoolExecutor(min(workers, len(jobs)),
+                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_build, jobs))
+
+
 def gpu(out: Path, rounds: int, only: set[str], workers: int) -> int:
     import cupy as cp
 
@@ -130,17 +159,10 @@ def gpu(out: Path, rounds: int, only: set[str], workers: int) -> int:
         log.write(line + "\n")
         log.flush()
 
-    odd23 = _odd23()
     runner = s.q.runner
     dev = runner.device
     t0 = time.time()
-    jobs = [(r, v, arch_for(dev.compute_capability)) for r, v in forced_kernels()]
-    import concurrent.futures as cf
-    import multiprocessing
-
-    with cf.ProcessPoolExecutor(min(workers, len(jobs)),
-                                mp_context=multiprocessing.get_context("spawn")) as pool:
-        built = list(pool.map(odd23._build, jobs))
+    built = build_all(arch_for(dev.compute_capability), workers)
     bad = {(b["real"], b["v"]): b["error"] for b in built if "error" in b}
     for b in built:
         for src, opts, cubin in b.get("kernels", ()):
@@ -242,11 +264,10 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
     if args.dry:
-        odd23 = _odd23()
         t0 = time.time()
         fails = 0
-        for real, v in forced_kernels():
-            b = odd23._build((real, v, "sm_90a"))
+        for b in build_all("sm_90a", args.workers):
+            real, v = b["real"], b["v"]
             fails += "error" in b
             print(f"{real:8s} {v}: " + (b["error"] if "error" in b else
                                         f"{len(b['kernels'])} kernel(s) {b['s']:.1f} s"))
