@@ -59,7 +59,7 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
     from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
 
     extra: dict[str, Any] = {"lines": True} if lines else {}
-    if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8)
+    if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8); ik=16 (ahead=2): m16n8k16
         extra["ik"] = ik
     if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
         extra["ahead"] = ahead
@@ -221,10 +221,19 @@ MMA_K8_AHEAD = (0, 2)
 MMA_GROUPS = (4,)
 
 
+# the read-ahead loop on m16n8k16 (ik=16, ahead=2; reduceMmaF64K16AheadSpread): the tilings
+# (tm, tn, tk, warps, staged) whose fragments fit the registers without spilling (NVRTC 13 for
+# sm_90a: 209, 205, 168, 212 registers; 128x64 on 4 warps spills), twice the fragment registers
+# per DMMA of ik=8 and half the DMMAs; tried after the m16n8k8 ones (results/issue15/fp64-24)
+MMA_K16_SPACE = ((64, 64, 16, 4, 4), (128, 64, 16, 8, 4), (64, 64, 16, 4, 3), (64, 128, 16, 8, 4))
+
+
 def _mma_k8_space() -> list[dict[str, int]]:
     k8 = [{**_mma_params(p), "ik": 8, **({"ahead": h} if h else {})}
           for h in MMA_K8_AHEAD for p in MMA_SPACE if p[5] and p[2] >= 16 and p[4] >= 2]
-    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")]
+    k16 = [{**dict(zip(("tm", "tn", "tk", "warps", "staged"), p)), "lines": 1, "ik": 16,
+            "ahead": 2} for p in MMA_K16_SPACE]
+    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + k16
 
 
 def _plan_only(kind: Kind) -> Strategy:

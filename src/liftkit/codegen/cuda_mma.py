@@ -93,8 +93,8 @@ def plan(cls: type, m: int, n: int, k: int, warps: int) -> Optional[tuple[Instr,
     accumulators) where the warps can share the tile in 16×8 fragments, else on m8n8k4."""
     if k % 4:
         return None
-    if issubclass(cls, P.ReduceMmaF64):  # reduceMmaF64K8: m16n8k8 in every 8 of k
-        ik = 8 if issubclass(cls, P.ReduceMmaF64K8) else f64_k(k)
+    if issubclass(cls, P.ReduceMmaF64):  # reduceMmaF64K8 (K16…): its shape's k throughout
+        ik = cls.shape[2] if issubclass(cls, P.ReduceMmaF64K8) else f64_k(k)
         options = [(F64_HOPPER[ik], (16, 8)), (F64_AMPERE, (8, 8))]
     else:
         options = [(TF32 if issubclass(cls, P.ReduceMmaTF32) else BF16, (16, 8))]

@@ -21,6 +21,8 @@ reach; on OpenCL the compiler refuses them with `refusal`, in the pattern's own 
   `reduceMmaF64K8 w (f, z)` means reduceMmaF64 and issues the m16n8k8 DMMA throughout.
   `reduceMmaF64K8Ahead w (f, z)` too, each k-step's fragments read one step ahead (across tiles).
   `reduceMmaF64K8AheadSpread w (f, z)` too, the next copies issued among the last products.
+  `reduceMmaF64K16AheadSpread w (f, z)` is that loop on the m16n8k16 DMMA (tiles' k a multiple
+  of 16).
 - `reduceWgmmaTF32 w s (f, z)`, `reduceWgmmaTF32Z w s (f, z)`: the same meaning as reduceMmaTF32
   on Hopper's warpgroup MMA (`wgmma`, sm_90a; w a multiple of 4, the warpgroups), the pattern
   staging its operands itself s tiles deep into the swizzled shared-memory layout the tensor
@@ -344,9 +346,20 @@ class ReduceMmaF64K8AheadSpread(ReduceMmaF64K8Ahead):
     name = "reduceMmaF64K8AheadSpread"
 
 
+@dataclass(frozen=True, repr=False)
+class ReduceMmaF64K16AheadSpread(ReduceMmaF64K8AheadSpread):
+    """reduceMmaF64K8AheadSpread's loop (fragments read a k-step ahead across tiles, the next
+    copies among the last products) on the m16n8k16 DMMA: the same meaning, half as many DMMAs
+    each reading twice the fragment registers (tiles' k a multiple of 16). The instruction's k
+    is the class's `shape[2]` (`codegen.cuda_mma.plan`)."""
+
+    name = "reduceMmaF64K16AheadSpread"
+    shape = (8, 8, 16)
+
+
 MMA_PATTERNS: tuple[type[ReduceMma], ...] = (ReduceMmaTF32, ReduceMmaBF16, ReduceMmaF64,
                                              ReduceMmaF64K8, ReduceMmaF64K8Ahead,
-                                             ReduceMmaF64K8AheadSpread)
+                                             ReduceMmaF64K8AheadSpread, ReduceMmaF64K16AheadSpread)
 
 WGMMA_ROW = 32  # TF32 elements of one 128-byte row of the swizzled layout: tiles' k is a multiple
 WGMMA_MAX_N = 256  # the widest wgmma

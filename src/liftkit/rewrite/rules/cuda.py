@@ -23,7 +23,8 @@ exploration finds them (rule set `cuda`: the search rules plus these).
   deep, `reduceMmaF64K8`: m16n8k8 throughout, +1–6 % on the H100, results/issue12/gemm6 run 7;
   with ahead = 1 as well, `reduceMmaF64K8Ahead`: each k-step's fragments read one step ahead,
   across the tile boundary too, offered after those; ahead = 2, `reduceMmaF64K8AheadSpread`:
-  the next tile's copies issued among the last products, offered last).
+  the next tile's copies issued among the last products; then ik = 16 with ahead = 2,
+  `reduceMmaF64K16AheadSpread`: that loop on m16n8k16, offered last).
   For float only where both operands were rounded by the
   program itself (`map(map(toTF32))` or `map(map(toBF16))` of A and B): the rule never makes an
   FP32 product TF32; the casts move into the pattern (it rounds its operands the same way).
@@ -277,7 +278,23 @@ def _mma_choices(site: Site) -> Options:
     if cls is P.ReduceMmaF64:  # the same tilings on m16n8k8 (reduceMmaF64K8) after all others
         k8 = [{**o, "ik": 8} for o in out if o.get("lines") and o["tk"] >= 16]
         out += k8 + [{**o, "ahead": h} for h in (1, 2) for o in k8]  # then reading fragments ahead
+        out += [{**o, "ik": 16, "ahead": 2} for o in k8]  # and that loop on m16n8k16
     return out
+
+
+def f64_mma_class(ik: int, ahead: int, staged: int) -> type:
+    """The DMMA pattern of mm-tensor-cores' (ik, ahead) on a tiling staged `staged` deep:
+    reduceMmaF64 (ik 0), m16n8k8 throughout (ik 8: reduceMmaF64K8, fragments read ahead where
+    a cp.async pipeline stages the tiles), or the read-ahead loop on m16n8k16 (ik 16, ahead 2)."""
+    from liftkit.ir.patterns.cuda import (ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread,
+                                          ReduceMmaF64K16AheadSpread)
+
+    if ik == 16:
+        return ReduceMmaF64K16AheadSpread
+    if ik == 8:
+        return ({1: ReduceMmaF64K8Ahead, 2: ReduceMmaF64K8AheadSpread}.get(ahead, P.ReduceMmaF64K8)
+                if staged > 1 else P.ReduceMmaF64K8)
+    return P.ReduceMmaF64
 
 
 def _transposed_view(e: Expr) -> bool:
@@ -452,12 +469,9 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
                lines: bool = False, ik: int = 0, ahead: int = 0) -> Expr:
-    from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
-
     a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
-    if ik == 8 and cls is P.ReduceMmaF64:  # m16n8k8 throughout (fragments read a step ahead)
-        cls = ({1: ReduceMmaF64K8Ahead, 2: ReduceMmaF64K8AheadSpread}.get(ahead, P.ReduceMmaF64K8)
-               if staged > 1 else P.ReduceMmaF64K8)
+    if ik and cls is P.ReduceMmaF64:  # m16n8k8 (k16) throughout, fragments read ahead
+        cls = f64_mma_class(ik, ahead, staged)
     return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged, lines)
 
 
@@ -742,7 +756,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     same in 2-block clusters sharing B); `copy="tma"`, mm-wgmma-tma (tf32z: the bulk tensor
     copy, a producer warpgroup, `warps` consumer warps); `copy="tma-pair"`, mm-wgmma-tma-pair
     (the same in 2-block clusters, B multicast). `ik=8` (f64): DMMA m16n8k8 throughout
-    (reduceMmaF64K8); with `ahead=1` too, each k-step's fragments read one step ahead, across
+    (reduceMmaF64K8; `ik=16` with `ahead=2`: reduceMmaF64K16AheadSpread, the ahead=2 loop on
+    m16n8k16); with `ahead=1` too, each k-step's fragments read one step ahead, across
     tiles (reduceMmaF64K8Ahead; staged > 1); `ahead=2`, also the next tile's copies issued among
     the last products (reduceMmaF64K8AheadSpread). `group` (copy="tma"): the blocks started that
     many row tiles at a time (0: the grid's order; None: the rule's first offer)."""
@@ -777,15 +792,15 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged, **grp)
         return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
     extra: dict[str, Any] = {"lines": True} if lines else {}
-    if ik:  # f64 only: reduceMmaF64K8 (m16n8k8 throughout)
-        if kind != "f64" or ik != 8:
+    if ik:  # f64 only: reduceMmaF64K8 (m16n8k8 throughout), K16AheadSpread (m16n8k16)
+        if kind != "f64" or ik not in (8, 16):
             raise ValueError(f"tensor-core product of kind {kind} with ik={ik}: only f64 takes "
-                             "ik=8 (DMMA m16n8k8 throughout)")
-        extra["ik"] = 8
-    if ahead:
-        if extra.get("ik") != 8 or staged < 2 or ahead not in (1, 2):
+                             "ik=8 (DMMA m16n8k8 throughout) or ik=16 (m16n8k16, ahead=2)")
+        extra["ik"] = int(ik)
+    if ahead or extra.get("ik") == 16:
+        if staged < 2 or (extra.get("ik"), ahead) not in ((8, 1), (8, 2), (16, 2)):
             raise ValueError("tensor-core product reading fragments ahead: ahead=1 or 2, only f64 "
-                             "with ik=8 and a cp.async pipeline (staged ≥ 2)")
+                             "with ik=8 (ik=16: ahead=2) and a cp.async pipeline (staged ≥ 2)")
         extra["ahead"] = int(ahead)
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")

@@ -209,15 +209,12 @@ def _rows_padded(x: Any, rows: ArithExpr, cols: ArithExpr, rows_to: ArithExpr,
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
                lines: bool = False, ik: int = 0, ahead: int = 0) -> Expr:
-    from liftkit.ir.patterns.cuda import ReduceMmaF64K8Ahead, ReduceMmaF64K8AheadSpread
-    from liftkit.ir import patterns as P
-    from liftkit.rewrite.rules.cuda import _transposed_view, mm_nest, mm_tensor_cores
+    from liftkit.rewrite.rules.cuda import _transposed_view, f64_mma_class, mm_nest, mm_tensor_cores
     from liftkit.types import float64, vector
 
     a, b, m, n, k, cls = mm_nest(site)  # type: ignore[misc]
-    if ik == 8:  # m16n8k8 throughout, as mm-tensor-cores builds it
-        cls = ({1: ReduceMmaF64K8Ahead, 2: ReduceMmaF64K8AheadSpread}.get(ahead, P.ReduceMmaF64K8)
-               if staged > 1 else P.ReduceMmaF64K8)
+    if ik:  # m16n8k8 (k16) throughout, as mm-tensor-cores builds it
+        cls = f64_mma_class(ik, ahead, staged)
     pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
     zero = D.lit(0.0, float64)
     w = 2 if lines else 1  # `lines` copies 16-byte chunks along each operand's stored rows
