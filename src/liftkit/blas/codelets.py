@@ -119,6 +119,12 @@ def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strate
     return rule(GEMV_LANE_COLUMNS_SPLIT, lanes=lanes, g=g, w=w, r=r)
 
 
+def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_TREE
+
+    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w)
+
+
 def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
     from liftkit.rewrite.rules.transpose import TRANSPOSE_LOCAL_TILES
 
@@ -148,6 +154,13 @@ GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32,
 # float32 8192² (4,16,8,8) 0.99x cuBLAS by kernel, float64 4096² (4,16,4,8) 0.96x)
 GEMV_SPLIT_SPACE = ((4, 16, 8, 8), (4, 32, 8, 4), (4, 16, 8, 16), (4, 32, 8, 8), (4, 16, 4, 8),
                     (4, 32, 4, 8), (8, 16, 2, 8), (4, 64, 8, 2))
+
+
+# GEMV T in one kernel with a tree over the g row groups (lanes, g, w): column-groups' shapes
+# whose in-order finish (g steps by `lanes` work-items) was long beside a short main loop at
+# 4096² (float32 (2, 128, 8): 32 row steps, then 128 in-order adds), more row groups per block
+GEMV_TREE_SPACE = ((2, 128, 8), (2, 256, 8), (4, 64, 8), (4, 128, 8), (2, 128, 4), (4, 64, 4),
+                   (2, 256, 4), (4, 128, 4))
 
 
 def _pow2(lo: int, hi: int) -> list[int]:
@@ -206,6 +219,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             _gemv_groups_split,
             on_gpus(("lanes", "g", "w", "r"), GEMV_SPLIT_SPACE),
             lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
+            dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
+    Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
+            "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "
+            "at work) instead of in order by row 0's lanes (the gemv-lane-columns-tree rule, "
+            "rewrite.rules.gemv); complex types one element at a time",
+            _gemv_groups_tree,
+            on_gpus(("lanes", "g", "w"), GEMV_TREE_SPACE),
+            lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",

@@ -73,7 +73,7 @@ LANES = (32, 16, 8)
 # columns per work-group's share (a 8192-column float32 A gives only 256 groups of 32 columns);
 # each warp still reads whole 32-byte sectors (lanes·w ≥ 8 elements of 4 bytes)
 T_LANES = (32, 16, 8, 4, 2)
-GROUPS = (4, 8, 16, 32, 64, 128)
+GROUPS = (4, 8, 16, 32, 64, 128)  # (gemv-lane-columns-tree also 256: its tree is short)
 GPU_WIDTHS = (4, 2, 1)
 # GEMV T also reads float8 (two 16-byte loads per row step and work-item): on the H100 every
 # float32 variant of 16 bytes per step stalled at 2.73 TB/s at 8192² while float64's 32-byte
@@ -94,14 +94,14 @@ def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
 
 
 def _lane_offers(parts: Gemv, t: ScalarType, rows: Any, cols: Any,
-                 lanes_: tuple[int, ...] = LANES, widths: tuple[int, ...] = GPU_WIDTHS
-                 ) -> list[dict[str, Any]]:
+                 lanes_: tuple[int, ...] = LANES, widths: tuple[int, ...] = GPU_WIDTHS,
+                 groups: tuple[int, ...] = GROUPS) -> list[dict[str, Any]]:
     """The BLAS form's work-groups (both directions): lanes × g ≤ 1024 work-items, each
     warp's run of a row at least 8 elements (a 32-byte sector of float32); complex elements
     one at a time (they have no vectors)."""
     return [{"lanes": lanes, "g": grp, "w": w}
             for w in ((1,) if t.is_complex else vector_widths(parts.op, parts.m, widths, True))
-            for lanes in lanes_ for grp in GROUPS
+            for lanes in lanes_ for grp in groups
             if fits(rows, grp) and fits(cols, lanes * w) and lanes * grp <= 1024
             and lanes * w >= 8]
 
@@ -189,6 +189,39 @@ def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr
     return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
 
 
+def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
+    """gemv T's body as `lane_columns`, the g partials per column summed by a tree in local
+    memory (log₂ g steps, each halving the row groups with every lane at work), not in order
+    by the lanes of row 0 (g sequential steps by lanes work-items: the long tail of a
+    work-group whose main loop is short)."""
+    from liftkit import dsl as D
+
+    op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
+    vop, vm, ev = vector_ops(op, m, t, w)
+    c = lanes * w
+
+    def halve(ps: Any) -> Any:  # [n·lanes] → [n/2·lanes]: pairs of row groups, per lane
+        return D.join << D.mapLcl(1)(lambda pair: D.join << D.mapLcl(0)(
+            D.reduceSeq(vop, fresh(ev))) << D.transpose << D.split(lanes) << pair) \
+            << D.split(2 * lanes) << ps
+
+    def block(b: Any) -> Any:
+        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g))
+        # (flat: iterate's buffers are 1-D) [g][lanes][1] → [g·lanes] → [lanes]
+        tree = D.iterate(g.bit_length() - 1, halve) << D.join << D.map(D.join) << partial
+
+        def total(ps: Any) -> Any:
+            per_lane = D.zip(D.split(1) << ps, D.split(w) << b[1])
+            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(
+                lambda q: _finish(parts, vop, ev, w, q[0], q[1], False)) << one) \
+                << D.split(lanes) << per_lane
+
+        return D.let(tree, total)
+
+    cols = D.transpose << D.map(D.split(c)) << fresh(a)
+    return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+
+
 def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any) -> Any:
     """toLocal [g][lanes][1]: work-item (l, j) sums ⊕⟨w⟩ m(a, x_i) over row group j's w-vectors
     of lane l (`groups`: [g] pairs of a block's rows [·][lanes·w] and their x elements)."""
@@ -265,6 +298,19 @@ GEMV_LANE_COLUMNS = site_rule(
     lambda site: gemv_at(site, True, complex_ok=True),
     lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS),
     lambda parts, t, rows, cols, lanes, g, w: lane_columns(parts, t, lanes, g, w))
+
+
+GEMV_LANE_COLUMNS_TREE = site_rule(
+    "gemv-lane-columns-tree",
+    "gemv-lane-columns' site → the same work-groups, the g row groups' partials of each lane "
+    "summed by a tree in local memory (iterate log₂ g (mapLcl(1)(mapLcl(0)(reduceSeq(⊕⟨w⟩)) ∘ "
+    "transpose) ∘ split 2)) before h, s, g",
+    "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows, "
+    "finished by a tree (CLBlast's and CUDA's block reductions)",
+    lambda site: gemv_at(site, True, complex_ok=True),
+    lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
+                                              GROUPS + (256,)),
+    lambda parts, t, rows, cols, lanes, g, w: lane_columns_tree(parts, t, lanes, g, w))
 
 
 GEMV_LANE_COLUMNS_SPLIT = site_rule(

@@ -1,0 +1,86 @@
+"""GEMV T in one kernel with a tree over the row groups (rule gemv-lane-columns-tree, codelet
+column-groups-tree): sound in the interpreter (integer inputs: exact sums, so any regrouping
+gives the same bits; real and complex), run for real on the CPU device at random shapes (padded
+to its multiples, both storage orders, α and β, the general path and the call plan) against
+NumPy, and compiled for CUDA by NVRTC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit.blas import Kind, Session, Variant
+from liftkit.blas.codelets import derive
+from liftkit.rewrite.rules.corpus import run, same_result
+
+from .test_gpu_codelets import _forced
+from .test_properties import _mat
+
+TREE = [Variant.of("column-groups-tree", lanes=2, g=8, w=4),
+        Variant.of("column-groups-tree", lanes=4, g=16, w=2),
+        Variant.of("column-groups-tree", lanes=2, g=4, w=8),  # float8 / double8 steps
+        Variant.of("column-groups-tree", lanes=8, g=4, w=1)]
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "complex64"])
+@pytest.mark.parametrize("variant", TREE)
+def test_tree_columns_are_sound_in_the_interpreter(dt: str, variant: Variant) -> None:
+    if dt == "complex64":  # one element per step, a warp's run ≥ 8 of them
+        variant = Variant.of("column-groups-tree", lanes=8, g=dict(variant.params)["g"], w=1)
+    kind = Kind("gemv", dt, "T")
+    d = derive(kind, variant)
+    assert d.replay()
+    rng = np.random.default_rng(7)
+    m, n = 64, 64
+
+    def ints(shape: tuple[int, ...]) -> np.ndarray:
+        v = rng.integers(-4, 5, shape).astype(dt)
+        return (v + 1j * rng.integers(-4, 5, shape)).astype(dt) if dt == "complex64" else v
+
+    xs = [ints((m, n)), ints((m,)), ints((n,)), np.array(3.0, dt), np.array(-2.0, dt)]
+    assert same_result(run(d.final, xs, {"M": m, "N": n}), run(kind.program(), xs, {"M": m, "N": n}))
+
+
+def test_one_kernel_with_a_tree() -> None:
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    d = derive(Kind("gemv", "float32", "T"), Variant.of("column-groups-tree", lanes=2, g=128, w=8))
+    c = compile_program(d.final, CompileOptions(dialect="cuda"))
+    assert len(c.kernels) == 1 and c.kernels[0].ndrange.local_size == (2, 128)
+    assert "iter < 6" in c.kernels[0].source  # 7 halvings: the first peeled, 6 in the loop
+
+
+@pytest.mark.parametrize("variant", TREE)
+def test_tree_columns_at_any_size(session: Session, variant: Variant) -> None:
+    s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], variant)
+    rng = np.random.default_rng(13)
+    for case in range(6):
+        dt = (np.float32, np.float64)[case % 2]
+        order = "CF"[case // 2 % 2]
+        flag = order == "C"  # a row-major A read transposed: this kernel
+        A = _mat(rng, (int(rng.integers(1, 200)), int(rng.integers(1, 120))), dt, order)
+        x = _mat(rng, (A.shape[0] if flag else A.shape[1],), dt)
+        y = _mat(rng, (A.shape[1] if flag else A.shape[0],), dt)
+        want = 1.5 * (A.T if flag else A).astype(np.float64) @ x - 0.5 * y
+        for _ in range(2):  # the general path, then the call plan
+            got = s.gemv(A, x, y.copy(), alpha=1.5, beta=-0.5, trans=flag).result()
+            tol = 1e-4 if dt == np.float32 else 1e-12
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
+                                       err_msg=str((case, A.shape)))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_tree_columns_compile_for_cuda(dt: str) -> None:
+    from liftkit.backends.cuda.nvrtc import compile_cuda, nvrtc_version
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    try:
+        nvrtc_version()
+    except Exception:  # noqa: BLE001 - no NVRTC here
+        pytest.skip("needs NVRTC")
+    from liftkit.blas.codelets import GEMV_TREE_SPACE
+
+    for lanes, g, w in GEMV_TREE_SPACE:
+        d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-tree", lanes=lanes, g=g, w=w))
+        for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:
+            compile_cuda(k.source, "compute_90", list(k.build_options or []))
