@@ -4,6 +4,7 @@ needed), and the result check that replaces np.allclose."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -122,3 +123,41 @@ def test_tune_waits_for_each_kernel_it_queued_ahead(monkeypatch: pytest.MonkeyPa
     tune_mod.tune(session, [SGEMM, DGEMM], ["large"], prof, progress=False,  # type: ignore
                   peaks=None, limits=None, workers=3)
     assert spies[-1].queued == [] and measured == []
+
+
+def test_an_interrupted_class_resumes_after_its_last_saved_variant(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a (kind, class) the profile is saved every CHECKPOINT seconds (here after every
+    variant): Ctrl-C in the middle of a class loses the variant being measured only."""
+    from liftkit.blas import tune as tune_mod
+    from liftkit.blas.profile import Profile
+
+    monkeypatch.setattr(tune_mod, "CHECKPOINT", 0.0)
+    measured: list[Variant] = []
+    stop = [5]
+
+    def fake(session: Any, kind: Kind, variant: Variant, sizes: dict[str, int],
+             **_: Any) -> tune_mod.Trial:
+        if len(measured) == stop[0]:
+            raise KeyboardInterrupt
+        measured.append(variant)
+        t = tune_mod.Trial(kind, tune_mod.size_class(kind.op, sizes), variant, dict(sizes))
+        t.seconds, t.rate = 1.0, 1.0
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    session = SimpleNamespace(device=SimpleNamespace(fingerprint="cuda|stub", label="stub"),
+                              device_kind="gpu", backend="cuda", profile=None,
+                              forget_choices=lambda: None)
+    saved: list[str] = []
+    prof = Profile("cuda|stub", "stub", "gpu")
+    with pytest.raises(KeyboardInterrupt):
+        tune_mod.tune(session, [SGEMM], ["large"], prof, save=lambda p: saved.append(p.dumps()),
+                      progress=False, peaks=None, limits=None, edges=False, workers=0)
+    resumed = Profile.from_json(json.loads(saved[-1]))
+    assert resumed.measured(SGEMM, "large") == set(measured)  # all 5 before the interrupt
+    first, measured[:], stop[0] = list(measured), [], -1
+    tune_mod.tune(session, [SGEMM], ["large"], resumed, progress=False, peaks=None,
+                  limits=None, edges=False, workers=0)
+    assert not set(first) & set(measured) and len(first) + len(measured) == len(
+        resumed.measured(SGEMM, "large"))

@@ -427,6 +427,11 @@ def peak_target(session: Session) -> Optional[tuple[Any, Any, Any]]:
 
 
 # -- the tuning run -------------------------------------------------------------------------------
+# seconds between saves of the profile inside a (kind, class)'s variants (always after one):
+# what an interrupted run measures again (a CPU's large GEMM class takes minutes)
+CHECKPOINT = 10.0
+
+
 def device_limits(session: Session, progress: bool = False) -> Any:
     """The CUDA session's multiprocessor limits (`occupancy.sm_limits`), None (the split-tail
     variants not tried, said once) where the driver does not report them."""
@@ -684,9 +689,15 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
             task = bar.add_task(f"tuning {dev.label}", total=total)
             inputs = Inputs()
 
-            def run(kind: Kind, cls: str, tasks: list[Task]) -> dict[str, Trial]:
+            saved = [time.perf_counter()]
+
+            def run(kind: Kind, cls: str, tasks: list[Task], keep: bool = False
+                    ) -> dict[str, Trial]:
+                """Measure `tasks` (`rounds` times each, the best kept); `keep`: each variant's
+                entry goes into the profile in the last round, saved every CHECKPOINT seconds,
+                so an interrupted class resumes after its last saved variant."""
                 best: dict[str, Trial] = {}
-                for _ in range(max(1, rounds)):
+                for r in range(max(1, rounds)):
                     for tk in tasks:
                         key = f"{kind}|{cls}|{tk.key}"
                         if key in failed:
@@ -712,11 +723,20 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         elif tk.key not in best or trial.seconds < best[tk.key].seconds:
                             best[tk.key] = trial
                         bar.advance(task)
+                        if keep and r == max(1, rounds) - 1 and tk.key in best \
+                                and key not in failed:
+                            t = best[tk.key]
+                            prof.add([Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate,
+                                            t.unit)])
+                            if save is not None and time.perf_counter() - saved[0] > CHECKPOINT:
+                                prof.notes["failed"] = sorted(failed)
+                                save(prof)
+                                saved[0] = time.perf_counter()
                 return {k: t for k, t in best.items() if f"{kind}|{cls}|{k}" not in failed}
 
             for kind, cls, todo in plan:
                 sizes = sizes_for(kind, cls, session.device_kind)
-                best = run(kind, cls, [Task(v, sizes) for v in todo])
+                best = run(kind, cls, [Task(v, sizes) for v in todo], keep=True)
                 entries = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit)
                            for t in best.values()]
                 if todo:
@@ -725,6 +745,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                     prof.notes["failed"] = sorted(failed)
                     if save is not None:
                         save(prof)
+                        saved[0] = time.perf_counter()
                 more, edge = followups(prof, kind, cls, session.device_kind, edges)
                 if not more and not edge:
                     continue
