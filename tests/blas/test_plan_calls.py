@@ -150,3 +150,24 @@ def test_a_blocking_stream_needs_no_wait_for_the_legacy_default_stream(monkeypat
     q.blocking, library["stream"] = False, 0
     q.wait_library(object())
     assert calls.log[2:] == [("record", 66, 0), ("wait", 55, 66, 0)]
+
+
+@pytest.mark.gpu
+def test_calls_follow_and_precede_cupy_work_on_its_default_stream(cuda_session: Any) -> None:
+    """On the GPU: a (planned) call reads x after the CuPy work that wrote it and CuPy reads y
+    after the call, with no event, wait or `.result()` in between: the session's stream is
+    blocking and CuPy's default is the legacy stream, which CUDA orders with it both ways."""
+    cp = pytest.importorskip("cupy")
+    s = cuda_session
+    assert s.q.blocking and s.q.direct is not None
+    n = 2048
+    A = cp.random.random_sample((n, n), dtype=cp.float32) - 0.5
+    x, y = cp.empty(n, cp.float32), cp.empty(n, cp.float32)
+    for i in range(3):  # the general path, then the call plan
+        B = A @ A  # (long: a race would read stale x / y)
+        cp.multiply(B[i], 1.0, out=x)
+        s.gemv(A, x, y, trans=bool(i % 2))
+        z = y * 2  # CuPy, right after the call
+        want = 2 * ((A.T if i % 2 else A).astype(cp.float64) @ B[i].astype(cp.float64))
+        err = float(cp.max(cp.abs(z - want)) / cp.max(cp.abs(want)))
+        assert err < 1e-4, (i, err)
