@@ -7,6 +7,7 @@ call, the repeated call's plan, α/β, a column-major C; against NumPy."""
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -160,8 +161,9 @@ def test_padded_gemm_through_the_copy_kernels_on_a_cuda_gpu(cuda_session, monkey
         m, n, k = 67, 45, 33
         plan = gm.plan_gemm(cuda_session, (m, k), (k, n), dt, variant=v, real=real)
         steps = plan._pack_steps("A") + plan._pack_steps("B")
-        assert plan.crop_kernel() is not None and any(
-            st.built is not None and st.built.kind.op == "pad2d" for st in steps), dt
+        kernels = plan.crop_kernel() is not None and any(
+            st.built is not None and st.built.kind.op == "pad2d" for st in steps)
+        assert kernels == (dt != "complex128"), dt  # (16-byte elements: 16-byte pitches)
         ws = plan.workspace()
         for seed in range(2):
             a, b = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
@@ -199,3 +201,30 @@ def test_padded_plans_launch_the_copy_kernels_on_cuda(monkeypatch) -> None:  # t
         host.COUNTS.clear()
         s.gemm(A, B, C, alpha=alpha, beta=beta)
         assert len(got) == launches and host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
+
+
+def test_a_complex_entry_measured_at_the_very_sizes_is_the_real_kernel() -> None:
+    """The `real` plan's kernel: a via-real entry measured at the complex GEMM's very sizes is
+    the choice there even where it pads (CGEMM 1023×1025×999: 64×64 tiles padded); elsewhere
+    the class's entries that need no padding at the real product's sizes, else None."""
+    from types import SimpleNamespace
+
+    from liftkit.blas.profile import Entry, Profile
+
+    kind = Kind("mm", "complex64", "NN")
+    t64 = Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2)
+    t128 = Variant.of("tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2)
+    p = Profile("dev", "dev", "gpu")
+    p.add([Entry(kind, "large", {"M": 1024, "N": 1024, "K": 1024}, t128, 1.0, 41000, via="real"),
+           Entry(kind, "large", {"M": 1023, "N": 1025, "K": 999}, t64, 1.0, 35000, via="real")])
+    s = SimpleNamespace(profile=p)
+
+    def choice(m: int, n: int, k: int) -> Any:
+        return gm.real_choice(s, kind, {"M": m, "N": n, "K": k},  # type: ignore[arg-type]
+                              {"M": m, "N": 2 * n, "K": 2 * k})
+
+    assert choice(1023, 1025, 999) == t64  # measured there: padded
+    assert choice(1024, 1024, 1024) == t128  # the class's fastest, no padding
+    assert choice(1000, 1000, 1000) is None  # both would pad: the real dtype's own choice
+    assert gm.real_choice(s, Kind("mm", "complex64", "RN"), {"M": 1023, "N": 1025, "K": 999},  # type: ignore[arg-type]
+                          {"M": 1023, "N": 2050, "K": 1998}) == t64  # (from NN's entries)

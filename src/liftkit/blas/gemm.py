@@ -179,7 +179,9 @@ def real_choice(session: Session, kind: Kind, sizes: dict[str, int], want: dict[
     """The real kernel the profile measured for this complex kind's `real` plan (entries of the
     complex dtype with `via` "real", the class of the complex sizes; a conjugating layout also
     from its plain one, every layout from NN's, which is what tuning measures: the real product
-    is the same NN GEMM) that needs no padding at the real product's sizes `want`; None: the real
+    is the same NN GEMM): the fastest measured at these very sizes (padded or not: CGEMM
+    1023×1025×999's padded 64×64 tiles, results/issue15/odd24), else one that needs no
+    padding at the real product's sizes `want`; None: the real
     dtype's own choice runs (the real product M×2N×2K often falls in another class of its
     dtype than the complex GEMM does: CGEMM 4096 is a giant SGEMM)."""
     prof = getattr(session, "profile", None)
@@ -191,7 +193,14 @@ def real_choice(session: Session, kind: Kind, sizes: dict[str, int], want: dict[
         return multiples(rk, v)
 
     plain = kind.layout.replace("R", "N").replace("C", "T")
-    for k in dict.fromkeys((kind, Kind("mm", kind.dtype, plain), Kind("mm", kind.dtype, "NN"))):
+    kinds = tuple(dict.fromkeys((kind, Kind("mm", kind.dtype, plain), Kind("mm", kind.dtype, "NN"))))
+    cls = size_class(kind.op, sizes)
+    for k in kinds:  # measured at these very sizes: the fastest, padded or not
+        exact = [e for e in prof.ranked(k, cls, "real") + prof.guarded(k, cls, "real")
+                 if dict(e.sizes) == dict(sizes)]
+        if exact:
+            return max(exact, key=lambda e: e.rate).variant
+    for k in kinds:
         v = prof.choose(k, sizes, mult, via="real", at=want)
         if v is not None and padded_sizes(want, multiples(rk, v)) == want:
             return v
