@@ -47,17 +47,21 @@ def test_ctiles_async_is_sound(layout: str) -> None:
     np.testing.assert_array_equal(np.asarray(interpret(derive(k, v).final, X, Y)), want)
 
 
-def test_the_kernel_is_four_fmas_per_complex_multiply_add() -> None:
+@pytest.mark.parametrize("layout,mad", [
+    ("NN", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(x.y, y.x, fma(x.x, y.y, acc.y))"),
+    ("RC", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(-x.y, y.x, fma(x.x, -y.y, acc.y))")])
+def test_the_kernel_is_four_fmas_per_complex_multiply_add(layout: str, mad: str) -> None:
     """The CUDA C copies 8-byte elements by cp.async (two stages of both tiles) and its PTX
-    has 4·rm·rn·tk fma.rn.f32 (no separate multiplies and adds)."""
+    has 4·rm·rn·tk fma.rn.f32 (no separate multiplies and adds), conjugated factors too
+    (their signs in the FMAs: conj(x)·conj(y) for RC)."""
     from liftkit.codegen import CompileOptions, compile_program
 
     tm, tn, tk, rm, rn, s = 64, 64, 16, 4, 8, 2
-    src = compile_program(derive(Kind("mm", "complex64", "NN"), CT).final,
+    src = compile_program(derive(Kind("mm", "complex64", layout), CT).final,
                           CompileOptions(dialect="cuda")).kernels[0].source
     assert "cp.async.ca.shared.global [%0], [%1], 8;" in src
     assert f"cfloat stage[{tm * tk * s}];" in src and f"cfloat stage_2[{tn * tk * s}];" in src
-    assert "fma(-x.y, y.y, fma(x.x, y.x, acc.x))" in src
+    assert mad in src
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda import compile_cuda
 
@@ -118,3 +122,21 @@ def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, trans_a: 
         assert np.abs(got - want).max() <= 1e-5 * k * np.abs(want).max()
     kind = Kind("mm", "complex64", "NN")
     assert cuda_session.choose(kind, {"M": 128, "N": 192, "K": 64}) == CT
+
+
+def test_the_h100_profile_runs_cgemm_on_the_faster_of_ctiles_and_real() -> None:
+    """The shipped H100 profile (results/issue15/cgemm24/run1, per call beside cuBLAS): CGEMM
+    NN and NT at 1024³ and 8192³ on ctiles-async 128×64×16 8×4, at 4096³ and TN through the
+    real plan; conjugating layouts follow their plain ones."""
+    from liftkit.blas.profile import SHIPPED, file_name
+    from liftkit.blas.session import _tuned_kinds
+
+    prof = Profile.load(SHIPPED / file_name("cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"))
+    best = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2)
+    for lay, n, want in (("NN", 1024, best), ("NN", 4096, Variant.of("real")),
+                         ("NN", 8192, best), ("NT", 1024, best), ("NT", 8192, best),
+                         ("NT", 4096, Variant.of("real")), ("TN", 1024, Variant.of("real")),
+                         ("TN", 8192, Variant.of("real"))):
+        got = prof.choose(Kind("mm", "complex64", lay), {"M": n, "N": n, "K": n}, multiples)
+        assert got == want, (lay, n, got)
+    assert _tuned_kinds(Kind("mm", "complex64", "RC"))[1] == Kind("mm", "complex64", "NT")

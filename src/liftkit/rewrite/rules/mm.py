@@ -143,18 +143,43 @@ def _mad(e: Elem, w: int) -> UserFun:
         return D.user_fun(f"madS{w if w > 1 else ''}_{t}", [("acc", vt), ("a", t), ("b", vt)], vt,
                           body, MAD_S4.impl if w > 1 else MAD.impl)
     mult, add = e.mult.impl, e.add.impl
-    if e.mult == _funs(t).mult:  # acc + x·y as 4 multiply-adds, 2 per part (an FFMA kernel's
-        # complex product: the form "add(acc, mul(x, y))" compiles to 6 instructions)
-        return D.user_fun(f"mad_fma_{t}", [("acc", t), ("x", t), ("y", t)], t,
-                          f"return {t}_new(fma(-x.y, y.y, fma(x.x, y.x, acc.x)), "
-                          f"fma(x.y, y.x, fma(x.x, y.y, acc.y)));",
-                          lambda acc, a, b: add(acc, mult(a, b)))
+    signs = _conjugations(e.mult, t)
+    if signs is not None:  # acc + x·y as 4 multiply-adds, 2 per part (an FFMA kernel's complex
+        # product: the form "add(acc, mul(x, y))" compiles to 6 instructions)
+        sx, sy = signs  # x·y with x.y and y.y of these signs (-: conjugated)
+        x, y = e.mult.param_names
+        tag = "" if signs == ("", "") else f"_{e.mult.name}"
+        return D.user_fun(
+            f"mad_fma{tag}_{t}", [("acc", t), (x, t), (y, t)], t,
+            f"return {t}_new(fma({_neg(sx + sy)}{x}.y, {y}.y, fma({x}.x, {y}.x, acc.x)), "
+            f"fma({sx}{x}.y, {y}.x, fma({x}.x, {sy}{y}.y, acc.y)));",
+            lambda acc, a, b: add(acc, mult(a, b)))
     m = re.fullmatch(r"\s*return\s+(.*);\s*", e.mult.body, re.S)
     if m is None or "acc" in e.mult.param_names:  # checked by mm_parts
         raise ValueError(f"{e.mult.name} is not a one-expression product")
     x, y = e.mult.param_names
     return D.user_fun(f"mad_{e.mult.name}", [("acc", t), (x, t), (y, t)], t,
                       f"return {t}_add(acc, {m.group(1)});", lambda acc, a, b: add(acc, mult(a, b)))
+
+
+def _conjugations(f: UserFun, t: ScalarType) -> Optional[tuple[str, str]]:
+    """For a complex product `return t_mul(X, Y);` whose factors are its parameters, each maybe
+    conjugated (`t_new(p.x, -p.y)`), the signs of their imaginary parts ("" or "-"); None for
+    any other product."""
+    if f == _funs(t).mult:
+        return "", ""
+    c = t.name
+    x, y = f.param_names
+    factor = lambda p: rf"(?:(?P<{p}>{p})|{c}_new\({p}\.x, -{p}\.y\))"  # noqa: E731
+    m = re.fullmatch(rf"\s*return\s+{c}_mul\({factor(x)}, {factor(y)}\);\s*", f.body)
+    if m is None:
+        return None
+    return ("" if m.group(x) else "-"), ("" if m.group(y) else "-")
+
+
+def _neg(signs: str) -> str:
+    """The sign of -(x.y·y.y) for the factors' signs: minus unless exactly one is conjugated."""
+    return "" if signs == "-" else "-"
 
 
 # the parameter sets offered where a size is symbolic: (tm, tn, tk, rm, rn, unroll, w) and (rm,
