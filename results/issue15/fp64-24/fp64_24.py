@@ -94,7 +94,9 @@ def main(argv: list[str]) -> int:
 
     import cupy as cp
 
-    import liftkit.blas.gemm as gemm_mod
+    import importlib
+
+    gemm_mod = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm: the function)
     from liftkit.backends.cuda import ModuleCache, list_devices
     from liftkit.backends.cuda.nvrtc import arch_for
     from liftkit.blas import Session
