@@ -38,26 +38,37 @@ def test_close_enough_agrees_with_allclose(dtype: str) -> None:
 
 
 def test_kernels_compiled_ahead_are_the_runners_cache_entries(tmp_path) -> None:
+    """Threads generate each queued variant into the store (which the build then reuses) and
+    compile it with NVRTC into the module cache under the key the runner looks up."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
     from liftkit.backends.cuda.cache import (ModuleCache, cuda_options, module_key,
                                              unwrap_entry)
+    from liftkit.blas.kernels import KernelStore
     from liftkit.blas.prebuild import Prebuild
 
     cache = ModuleCache(tmp_path)
     device = SimpleNamespace(fingerprint="cuda|stub H100|9.0|580", compute_capability=(9, 0))
+    store = KernelStore(SimpleNamespace(backend="cuda"), device)
     bad = Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=99)
-    with Prebuild(cache, device, [(SGEMM, ASYNC), (DGEMM, DMMA)], workers=1) as pre:
+    with Prebuild(store, cache, device, [(SGEMM, ASYNC), (DGEMM, DMMA)], workers=2) as pre:
         pre.add([(SGEMM, ASYNC), (SGEMM, bad)])  # queued once; one that cannot derive
         for kind, v in ((SGEMM, ASYNC), (DGEMM, DMMA), (SGEMM, bad), (SGEMM, ASYNC)):
             pre.ready(kind, v)  # a failure is left to the runner's own build
         pre.ready(DGEMM, ASYNC)  # never queued: nothing to wait for
     assert pre.compiled == 2
     for kind, v in ((SGEMM, ASYNC), (DGEMM, DMMA)):
-        (k,) = compile_program(derive(kind, v).final, CompileOptions(dialect="cuda")).kernels
+        derivation, compiled = store.program(kind, v)  # generated once, by the pool
+        assert store.program(kind, v)[1] is compiled
+        (k,) = compiled.kernels
+        assert k.source == compile_program(derive(kind, v).final,
+                                           CompileOptions(dialect="cuda")).kernels[0].source
         key = module_key(k.source, device, cuda_options(device, k.build_options))  # the runner's
         cubin = unwrap_entry(cache.path_for(key).read_bytes(), key)
         assert cubin[:4] == b"\x7fELF"
     assert len(list(tmp_path.glob("*.cubin"))) == 2
+    with Prebuild(store, cache, device, [(SGEMM, ASYNC)], workers=1) as again:
+        again.ready(SGEMM, ASYNC)
+    assert again.compiled == 0  # in the cache already (a resumed run)
 
 
 def test_no_compile_pool_off_cuda() -> None:

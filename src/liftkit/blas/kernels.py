@@ -128,17 +128,28 @@ class KernelStore:
             cache = KernelCache()
         self.cache = cache
         self._built: dict[tuple[Kind, Variant], Built] = {}
+        self._programs: dict[tuple[Kind, Variant], tuple[Derivation, CompiledProgram]] = {}
 
     @property
     def context(self) -> Any:
         return getattr(self.queue, "context", None)
 
+    def program(self, kind: Kind, variant: Variant) -> tuple[Derivation, CompiledProgram]:
+        """The variant's derivation and generated code, kept: a tuning run generates them
+        ahead on other threads (`liftkit.blas.prebuild`) and the build here reuses them."""
+        key = (kind, variant)
+        got = self._programs.get(key)
+        if got is None:
+            derivation = derive(kind, variant)
+            compiled = compile_program(derivation.final, CompileOptions(dialect=self.dialect))
+            got = self._programs[key] = (derivation, compiled)
+        return got
+
     def get(self, kind: Kind, variant: Variant) -> Built:
         key = (kind, variant)
         got = self._built.get(key)
         if got is None:
-            derivation = derive(kind, variant)
-            compiled = compile_program(derivation.final, CompileOptions(dialect=self.dialect))
+            derivation, compiled = self.program(kind, variant)
             kernels = self.queue.build(compiled, self.cache, self.device)
             got = Built(kind, variant, derivation, compiled, multiples(kind, variant), kernels)
             self._built[key] = got

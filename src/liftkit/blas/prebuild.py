@@ -1,97 +1,97 @@
-"""A CUDA tuning run's kernels compiled ahead, in parallel.
+"""A CUDA tuning run's kernels compiled ahead, several at once.
 
 Tuning from nothing spends more host time deriving, generating and compiling (NVRTC) its
-kernels than the GPU spends timing them: about 60 kernels for S/D GEMM NN, 0.05-3 s each. A
-pool of worker processes (spawned: the tuning process holds a CUDA context a fork must not
-copy) derives and compiles them in the order the run measures them, each with its own NVRTC
-compile server; the tuner, before it builds a variant, waits for that variant's cubin and
-stores it in the CUDA module cache its runner reads (`ModuleCache.put`), so the build is a
-disk hit. Derivation and code generation are pure, so a worker's source is the one the runner
-would compile, and the cache key (source, device, options, NVRTC version) is the runner's.
-A variant a worker cannot compile is left to the runner, whose error the trial records.
+kernels than the GPU spends timing them: about 65 kernels for S/D GEMM NN, 0.05-3 s of NVRTC
+each. A few threads derive and generate them in the order the run measures them, into the
+session's `KernelStore` (so the build does not generate them again), and compile them, each
+thread with an NVRTC compile server of its own (NVRTC runs in those processes, at once), into
+the CUDA module cache its runner reads (`ModuleCache.put`, under the runner's key). Before it
+builds a variant the tuner waits for that variant (`ready`); the build then loads the cubin
+from the cache. A variant that cannot be compiled is left to the build, whose error the trial
+records. Driver calls (loading modules) stay on the tuning thread.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
-from concurrent.futures import Future, ProcessPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterable, Optional
 
 from liftkit.blas.variants import Kind, Variant
 
-Cubins = list[tuple[str, tuple[str, ...], bytes]]  # (source, build options, cubin) per kernel
-
-
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the tuning process, which stops the pool."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def compile_variant(kind: Kind, variant: Variant, arch: str) -> Cubins:
-    """Derive, generate and NVRTC-compile one variant's kernels for `arch` (e.g. sm_90a)."""
-    from liftkit.backends.cuda.nvrtc import compile_cuda
-    from liftkit.blas.codelets import derive
-    from liftkit.codegen.compiler import compile_program
-    from liftkit.codegen.kernel import CompileOptions
-
-    compiled = compile_program(derive(kind, variant).final, CompileOptions(dialect="cuda"))
-    out: Cubins = []
-    for k in compiled.kernels:
-        built = compile_cuda(k.source, arch, k.build_options, name=f"{k.function}.cu")
-        if built.cubin is not None:  # a PTX-only target: the runner JIT-loads it, no entry
-            out.append((k.source, tuple(k.build_options), built.cubin))
-    return out
-
 
 def default_workers() -> int:
-    """Compile processes beside the tuning process: all cores but two, at most 8."""
+    """Compile threads (and NVRTC servers) beside the tuning: the cores but two, at most 8."""
     return max(1, min(8, (os.cpu_count() or 1) - 2))
 
 
 class Prebuild:
-    """Variants compiled ahead into `cache` (a `ModuleCache` with a disk directory) for
-    `device` (a CUDA `Device`); `add` queues more, `ready` waits for one and stores its cubins.
-    A context manager; `close` drops what was not started."""
+    """Variants generated into `store` (a `KernelStore`) and compiled into `cache` (a
+    `ModuleCache` with a disk directory) for `device` (a CUDA `Device`); `add` queues more,
+    `ready` waits for one. A context manager: leaving it drops what was not started and stops
+    the compile servers."""
 
-    def __init__(self, cache: Any, device: Any, jobs: Iterable[tuple[Kind, Variant]] = (),
-                 workers: Optional[int] = None) -> None:
+    def __init__(self, store: Any, cache: Any, device: Any,
+                 jobs: Iterable[tuple[Kind, Variant]] = (), workers: Optional[int] = None) -> None:
         from liftkit.backends.cuda.nvrtc import arch_for
 
-        self.cache, self.device = cache, device
+        self.store, self.cache, self.device = store, cache, device
         self.arch = arch_for(device.compute_capability)
-        self._pool = ProcessPoolExecutor(workers or default_workers(),
-                                         mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_ignore_interrupts)
+        self._pool = ThreadPoolExecutor(workers or default_workers(),
+                                        thread_name_prefix="liftkit-prebuild")
         self._futures: dict[tuple[Kind, Variant], Future] = {}
-        self._stored: set[tuple[Kind, Variant]] = set()
-        self.compiled = 0  # kernels stored in the cache
+        self._local = threading.local()
+        self._servers: list[Any] = []
+        self._lock = threading.Lock()
+        self.compiled = 0  # kernels NVRTC compiled here
         self.add(jobs)
 
     def add(self, jobs: Iterable[tuple[Kind, Variant]]) -> None:
         for kind, variant in jobs:
             if (kind, variant) not in self._futures:
-                self._futures[(kind, variant)] = self._pool.submit(compile_variant, kind, variant,
-                                                                   self.arch)
+                self._futures[(kind, variant)] = self._pool.submit(self._compile, kind, variant)
 
     def ready(self, kind: Kind, variant: Variant) -> None:
-        """Wait for the variant's cubins (if queued) and put them in the cache; a failure is
-        left for the runner's own build to report."""
+        """Wait for the variant (if queued); a failure is left for the build to report."""
         fut = self._futures.get((kind, variant))
-        if fut is None or (kind, variant) in self._stored:
-            return
-        self._stored.add((kind, variant))
-        try:
-            cubins = fut.result()
-        except Exception:  # noqa: BLE001 - NVRTC's error, a dead worker: the runner rebuilds
-            cubins = []
-        for source, options, cubin in cubins:
-            self.cache.put(self.device, source, options, cubin)
-            self.compiled += 1
+        if fut is not None:
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - derivation or NVRTC: the build says it again
+                pass
+
+    def _server(self) -> Any:
+        server = getattr(self._local, "server", None)
+        if server is None:
+            from liftkit.backends.cuda.nvrtc import CompileServer
+
+            server = self._local.server = CompileServer()
+            with self._lock:
+                self._servers.append(server)
+        return server
+
+    def _compile(self, kind: Kind, variant: Variant) -> None:
+        from liftkit.backends.cuda.cache import cuda_options, module_key
+        from liftkit.backends.cuda.nvrtc import compile_cuda
+
+        _, compiled = self.store.program(kind, variant)
+        for k in compiled.kernels:
+            path = self.cache.path_for(module_key(k.source, self.device,
+                                                  cuda_options(self.device, k.build_options)))
+            if path is None or path.is_file():  # no disk cache, or compiled before (resumed)
+                continue
+            out = compile_cuda(k.source, self.arch, k.build_options, name=f"{k.function}.cu",
+                               server=self._server())
+            if out.cubin is not None:  # a PTX-only target: the runner JIT-loads its own build
+                self.cache.put(self.device, k.source, k.build_options, out.cubin)
+                with self._lock:
+                    self.compiled += 1
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)  # the running ones end first
+        for server in self._servers:
+            server.close()
 
     def __enter__(self) -> "Prebuild":
         return self
@@ -111,9 +111,6 @@ class NoPrebuild:
     def ready(self, kind: Kind, variant: Variant) -> None:
         pass
 
-    def close(self) -> None:
-        pass
-
     def __enter__(self) -> "NoPrebuild":
         return self
 
@@ -124,10 +121,10 @@ class NoPrebuild:
 def for_session(session: Any, jobs: Iterable[tuple[Kind, Variant]], workers: Optional[int] = None
                 ) -> Any:
     """A `Prebuild` for a CUDA session whose module cache keeps a disk directory (the runner
-    reads cubins from there), else a `NoPrebuild`; `workers` 0 turns it off."""
+    loads cubins from there), else a `NoPrebuild`; `workers` 0 turns it off."""
     from liftkit.blas.queues import CUDAQueue
 
     q = getattr(session, "q", None)
     if workers == 0 or not isinstance(q, CUDAQueue) or q.runner.cache.directory is None:
         return NoPrebuild()
-    return Prebuild(q.runner.cache, session.device, jobs, workers)
+    return Prebuild(session.store, q.runner.cache, session.device, jobs, workers)

@@ -194,13 +194,13 @@ def arch_for(compute_capability: tuple[int, int]) -> str:
     return f"compute_{max(older)}"
 
 
-def compile_cuda(source: str, arch: str, options: Sequence[str] = (), name: str = "kernel.cu"
-                 ) -> NVRTCOutput:
-    """Compile one translation unit (in the compile server); `arch` as `sm_90a` (PTX and
-    cubin) or `compute_90a` (PTX only). An NVRTC error raises NVRTCError with NVRTC's log
-    (which quotes the offending lines)."""
+def compile_cuda(source: str, arch: str, options: Sequence[str] = (), name: str = "kernel.cu",
+                 server: Optional[CompileServer] = None) -> NVRTCOutput:
+    """Compile one translation unit (in the compile server, or `server`: one of several that
+    compile at once); `arch` as `sm_90a` (PTX and cubin) or `compute_90a` (PTX only). An NVRTC
+    error raises NVRTCError with NVRTC's log (which quotes the offending lines)."""
     try:
-        ptx, cubin, log = compile_server().request(  # type: ignore[misc]
+        ptx, cubin, log = (server or compile_server()).request(  # type: ignore[misc]
             "compile", source, arch, [STD, *QUIET, *options], name)
     except NVRTCError as err:
         log = str(err)
