@@ -69,8 +69,8 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
                    help="after each GEMM class, time its guarded forms at an odd size against "
                         "its choice padded (auto: on GPUs)")
     t.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="processes compiling the kernels ahead on CUDA (default: the cores but "
-                        "two, at most 8; 0: compile each kernel when it is measured)")
+                   help="kernels compiled at once ahead of the measurements on CUDA (default: "
+                        "the cores but two, at most 8; 0: each when it is measured)")
     t.add_argument("--peaks", choices=("full", "quick", "none"), default="full",
                    help="the peak-rate micro-benchmarks (seed 003 §7.4.1; measured once per "
                         "profile): full (default), quick (small launches), none")
