@@ -6,6 +6,7 @@ and on a CUDA GPU liftkit.blas running it per the profile for every layout."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,35 @@ def test_ctiles_async_is_sound(layout: str) -> None:
     np.testing.assert_array_equal(np.asarray(interpret(derive(k, v).final, X, Y)), want)
 
 
+KT = [("TN", Variant.of("ctiles-async", tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1)),
+      ("NT", Variant.of("ctiles-async", tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=1)),
+      ("CR", Variant.of("ctiles-async", tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1)),
+      ("NC", Variant.of("ctiles-async", tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1, rot=1))]
+
+
+@pytest.mark.parametrize("layout,v", KT, ids=[k[0] for k in KT])
+def test_transposed_operands_tiled_as_stored_are_sound(layout: str, v: Variant) -> None:
+    """kt=1 over complex scalars (mm-local-tiles kt, rules/mm_layouts.py, w=1): Aᵀ or Bᵀ tiled
+    as stored, Bᵀ's rows rotated in local memory (rot=1): op(A)·op(B) bit for bit; its copies
+    of the transposed operand run along its stored rows (8-byte cp.async of consecutive
+    elements by consecutive work-items)."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    k = Kind("mm", "complex64", layout)
+    d = derive(k, v)
+    assert [s.choice.params.get("kt") for s in d.steps if s.choice.rule == "mm-local-tiles"] \
+        in ([1], [])  # (the macro's own step: mm-tiles-async names kt itself)
+    want, X, Y = _operands(layout, 2 * v.kw["tm"], 2 * v.kw["tn"], 3 * v.kw["tk"], 11)
+    np.testing.assert_array_equal(np.asarray(interpret(d.final, X, Y)), want)
+    src = compile_program(d.final, CompileOptions(dialect="cuda")).kernels[0].source
+    copies = re.findall(r'"l"\(&([XY])\[([^\]]*)\]\)', src)
+    stored = "X" if layout[0] in "TC" else "Y"
+    # the transposed operand's copies: the local x id (l_id of the copy's inner mapLcl) adds 1
+    inner = [addr for name, addr in copies if name == stored]
+    assert inner and all(re.search(r"(^|[ +])l_id_\d+( |$|\))|% 16\]?$", a) for a in inner)
+    assert "cp.async.ca.shared.global [%0], [%1], 8;" in src
+
+
 @pytest.mark.parametrize("layout,mad", [
     ("NN", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(x.y, y.x, fma(x.x, y.y, acc.y))"),
     ("RC", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(-x.y, y.x, fma(x.x, -y.y, acc.y))")])
@@ -84,32 +114,47 @@ def test_ctiles_async_is_a_cuda_complex64_codelet() -> None:
                           (Kind("mm", "complex128", "NN"), "cuda"),
                           (Kind("mm", "float32", "NN"), "cuda")):
         assert all(v.codelet != "ctiles-async" for v in space(kind, "gpu", backend))
+    kt = {lay: [v for v in space(Kind("mm", "complex64", lay), "gpu", "cuda") if v.kw.get("kt")]
+          for lay in ("NN", "RN", "NT", "TN", "NC", "CR")}
+    assert not kt["NN"] and not kt["RN"]  # kt needs a transposed operand
+    assert len(kt["NT"]) == len(kt["NC"]) == 6 and len(kt["TN"]) == len(kt["CR"]) == 3
+    assert not any(v.kw.get("rot") for v in kt["TN"] + kt["CR"])  # rot: Bᵀ's rows only
+    with pytest.raises(CodeletError, match="has none"):
+        derive(Kind("mm", "complex64", "NN"), Variant.of("ctiles-async", **CT.kw, kt=1))
     with pytest.raises(CodeletError, match="complex64 only"):
         derive(Kind("mm", "float32", "NN"), CT)
 
 
 # -- on a CUDA GPU ------------------------------------------------------------------------------
-def _profiled(session: Session, variant: Variant) -> None:
-    """A profile whose choice for complex64 GEMMs (NN, NT, TN; every class) is `variant`."""
+def _profiled(session: Session, variants: dict[str, Variant]) -> None:
+    """A profile whose choice for complex64 GEMMs of each layout (every class) is its variant."""
     prof = Profile(session.device.fingerprint, session.device.label, "gpu")
-    prof.add(Entry(Kind("mm", "complex64", lay), c, {"M": 1024, "N": 1024, "K": 1024}, variant,
+    prof.add(Entry(Kind("mm", "complex64", lay), c, {"M": 1024, "N": 1024, "K": 1024}, v,
                    1e-3, 1.0, "GFLOP/s")
-             for lay in ("NN", "NT", "TN") for c in ("small", "medium", "large", "huge"))
+             for lay, v in variants.items() for c in ("small", "medium", "large", "huge"))
     session.profile = prof
     session.forget_choices()
 
 
+KT_128 = {"tm": 128, "tn": 64, "tk": 16, "rm": 8, "rn": 4, "stages": 2, "kt": 1}
+PROFILES = {"plain": {"NN": CT, "NT": CT, "TN": CT},
+            "kt": {"NN": CT, "NT": Variant.of("ctiles-async", **KT_128, rot=1),
+                   "TN": Variant.of("ctiles-async", **KT_128)}}
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("which", PROFILES)
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (False, True), (True, False),
-                                             ("C", False), (True, True)])
-def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, trans_a: Any,
+                                             ("C", False), (False, "C"), (True, True)])
+def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, which: str, trans_a: Any,
                                                 trans_b: Any) -> None:
     """CuPy operands in and out; the profile's ctiles-async runs every layout (TT through NN,
-    Aᴴ through CN's kernel, sizes off the tiles padded), within rounding of complex128."""
+    Aᴴ through CN's kernel, Bᴴ through NC's, sizes off the tiles padded), within rounding of
+    complex128; with kt the transposed operands tiled as stored."""
     cp = pytest.importorskip("cupy")
-    _profiled(cuda_session, CT)
+    _profiled(cuda_session, PROFILES[which])
     rng = np.random.default_rng(1)
-    for m, n, k in ((128, 192, 64), (100, 70, 50)):
+    for m, n, k in ((256, 192, 64), (100, 70, 50)):
         shape_a = (k, m) if trans_a else (m, k)
         shape_b = (n, k) if trans_b else (k, n)
         A = (rng.uniform(-1, 1, shape_a) + 1j * rng.uniform(-1, 1, shape_a)).astype(np.complex64)
@@ -120,8 +165,8 @@ def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, trans_a: 
                               trans_b=trans_b).result()
         got = cp.asnumpy(C)
         assert np.abs(got - want).max() <= 1e-5 * k * np.abs(want).max()
-    kind = Kind("mm", "complex64", "NN")
-    assert cuda_session.choose(kind, {"M": 128, "N": 192, "K": 64}) == CT
+    kind = Kind("mm", "complex64", "TN")
+    assert cuda_session.choose(kind, {"M": 256, "N": 192, "K": 64}) == PROFILES[which]["TN"]
 
 
 def test_the_h100_profile_runs_cgemm_on_the_faster_of_ctiles_and_real() -> None:

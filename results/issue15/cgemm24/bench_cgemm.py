@@ -50,13 +50,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("--layouts", default="NN,NT,TN")
     p.add_argument("--top", type=int, default=3)
     p.add_argument("--others", type=int, default=4)
+    p.add_argument("--cand", action="append", default=[], metavar="LAYOUT=VARIANT",
+                   help="screen these derivations for LAYOUT (beside the real plan) instead of "
+                        "the space's (NN) or the NN screen's fastest (NT, TN)")
     p.add_argument("--jsonl", default=None)
     args = p.parse_args(argv)
 
     import cupy as cp
 
     from liftkit.blas import Session
-    from liftkit.blas.codelets import Kind, Variant, space
+    from liftkit.blas.codelets import Kind, Variant, lookup_variant, space
 
     s = Session("gpu")
     print(f"liftkit.blas on {s.device.label} ({s.backend}), profile: "
@@ -92,8 +95,10 @@ def main(argv: list[str]) -> int:
             ref()
             e_ref = _err(cp, C, want)
             kind = Kind("mm", "complex64", lay)
+            given = [lookup_variant(kind, t.split("=", 1)[1]) for t in args.cand
+                     if t.split("=", 1)[0] == lay]
             cands = [Variant.of("real")] + (
-                ctiles if lay == "NN"
+                given if given else ctiles if lay == "NN"
                 else [v for _, v in sorted(screen_nn, key=lambda x: x[0])[:args.others]])
             ok: list[tuple[float, Variant]] = []
             for v in cands:

@@ -25,7 +25,7 @@ from liftkit.blas import programs as bp
 from liftkit.blas.mm_codelets import (  # noqa: F401 - re-exported: callers import them from here
     EDGE_CODELETS, EDGE_FORMS, MM_CODELETS, MM_WIDTH, MMA_GROUPS, MMA_K8_AHEAD, MMA_SPACE,
     SPLIT_BOUND, SPLIT_PARTS, TILES_ASYNC_SPACE, _plan_only, edge_form, edge_forms, edge_lossy,
-    fit_choice, split_tail_space, tiles_async_footprint,
+    ctiles_fit, fit_choice, split_tail_space, tiles_async_footprint,
 )
 from liftkit.blas.variants import (  # noqa: F401 - re-exported: callers import them from here
     OPS, Codelet, CodeletError, Kind, Variant, on_gpus, pad_to, padded_sizes, padding_ratio,
@@ -297,7 +297,9 @@ _VECTOR_CODELETS = ("vec", "tree")
 
 def fits(kind: Kind, variant: Variant) -> bool:
     """Whether the variant can derive the kind: complex numbers have no vector forms, so no
-    vector codelet and no vector width above 1."""
+    vector codelet and no vector width above 1; ctiles-async kt=1 needs a transposed operand."""
+    if variant.codelet == "ctiles-async" and not ctiles_fit(kind, variant):
+        return False
     if kind.dtype not in bp.COMPLEX:
         return True
     return variant.codelet not in _VECTOR_CODELETS and variant.kw.get("w", 1) == 1
@@ -317,6 +319,9 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
         # (e.g. edge-tiles-async over NT's transposed view: cp.async of vectors across rows)
         raise CodeletError(f"codelet {c.name} derives the layouts {', '.join(c.layouts)} only, "
                            f"not {kind.layout}")
+    if variant.codelet == "ctiles-async" and not ctiles_fit(kind, variant):
+        raise CodeletError(f"{variant}: kt=1 tiles a transposed operand (layout letters T, C; "
+                           f"with rot=1 the second operand), and {kind} has none")
     if not fits(kind, variant):
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")

@@ -98,13 +98,30 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
     return seq(tiles, topdown(rule(MM_SPLIT_TAIL, parts=split or 1, slots=slots, bound=bound)))
 
 
-def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
-                     ) -> Strategy:
+def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
+                     kt: int = 0, rot: int = 0) -> Strategy:
     """The complex FFMA tiles: mm-tiles-async over complex scalars (w=1: 8-byte cp.async
-    copies, rm×rn complex accumulators, each complex multiply-add 4 FMAs)."""
+    copies, rm×rn complex accumulators, each complex multiply-add 4 FMAs); kt=1: the
+    transposed operand (layout letters T, C) tiled as stored, so its copies are coalesced
+    (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's)."""
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
 
-    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1)
+    if kt and not transposes(kind):
+        raise CodeletError(f"ctiles-async kt=1 tiles a transposed operand; {kind} has none")
+    extra = {**({"kt": 1} if kt else {}), **({"rot": 1} if rot else {})}
+    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1, **extra)
+
+
+def transposes(kind: Kind) -> bool:
+    """A GEMM kind reads an operand transposed (layout letter T or C)."""
+    return kind.op == "mm" and any(c in "TC" for c in kind.layout)
+
+
+def ctiles_fit(kind: Kind, variant: "Variant") -> bool:
+    """ctiles-async's kt=1 needs a transposed operand, and with rot=1 a transposed second one
+    (the rotation is then Bᵀ's: mm-local-tiles offers no other)."""
+    kw = variant.kw
+    return not kw.get("kt") or (transposes(kind) and (not kw.get("rot") or kind.layout[1] in "TC"))
 
 
 def _tiles_async_rules() -> Mapping[str, Any]:
@@ -179,9 +196,21 @@ TILES_ASYNC_SPACE = ((128, 64, 32, 8, 8, 2), (64, 128, 16, 8, 8, 2), (64, 128, 3
 # the complex64 FFMA tilings (tm, tn, tk, rm, rn, stages) the tuner tries: rm×rn complex
 # accumulators (2·rm·rn registers), A's and B's complex tiles 8 bytes per element
 CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16, 8, 8, 2),
-                      (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 8, 2), (128, 64, 8, 8, 8, 3),
-                      (64, 128, 8, 8, 8, 3), (128, 64, 16, 8, 4, 2), (64, 64, 32, 8, 8, 2),
+                      (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2), (128, 64, 16, 8, 8, 2),
+                      (128, 64, 8, 8, 8, 3), (64, 128, 8, 8, 8, 3), (64, 64, 32, 8, 8, 2),
                       (128, 128, 8, 8, 8, 3))
+# then for layouts with a transposed operand the same tiled as stored (kt=1) and, for NT's Bᵀ
+# read across its rows, with those rotated (rot=1)
+CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2))
+
+
+def _ctiles_space(dev: str) -> list[dict[str, int]]:
+    names = ("tm", "tn", "tk", "rm", "rn", "stages")
+    if dev != "gpu":
+        return []
+    out = [dict(zip(names, p)) for p in CTILES_ASYNC_SPACE]
+    return out + [{**dict(zip(names, p)), "kt": 1, **r} for r in ({}, {"rot": 1})
+                  for p in CTILES_KT]
 
 
 # the split tail the tuner tries (mm-split-tail after tiles-async): the tail split 3, 4 or 5
@@ -337,13 +366,14 @@ MM_CODELETS: tuple[Codelet, ...] = (
     Codelet("ctiles-async", ("mm",), "complex tiles on the FFMA units: the tiles codelet over "
             "complex scalars (tm×tn tiles, rm×rn complex accumulators per thread, each complex "
             "multiply-add 4 FMAs) with the A and B tile copies made cp.async `stages` deep (the "
-            "mm-tiles-async macro with w=1); CUDA only, complex64, every "
-            "layout (no 2x real embedding, no packing kernels)",
-            _mm_ctiles_async,
-            on_gpus(("tm", "tn", "tk", "rm", "rn", "stages"), CTILES_ASYNC_SPACE),
-            lambda kind, tm, tn, tk, rm, rn, stages: _tiled_multiples(kind, Variant.of(
-                "ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages),
-                {"M": tm, "N": tn, "K": tk}),
+            "mm-tiles-async macro with w=1; kt=1: a transposed operand tiled as stored, rot=1: "
+            "rows rotated in local memory); CUDA only, complex64, every layout (no 2x real "
+            "embedding, no packing kernels)",
+            _mm_ctiles_async, _ctiles_space,
+            lambda kind, tm, tn, tk, rm, rn, stages, kt=0, rot=0: _tiled_multiples(
+                kind, Variant.of("ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
+                                 stages=stages, **({"kt": 1} if kt else {}),
+                                 **({"rot": 1} if rot else {})), {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("complex64",), rules=_tiles_async_rules),
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
             "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "

@@ -364,8 +364,10 @@ def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int, w: int = 4,
 
 
 def _rot_ok(tk: int, w: int, e: Elem) -> bool:
-    """A's rows can be rotated (`rotated_rows`): vectors of 16 bytes, at least two per row."""
-    return e.t.dtype.itemsize * w == 16 and tk // w >= 2
+    """A's rows can be rotated (`rotated_rows`): vectors of 16 bytes (or complex64 scalars, 8),
+    at least two per row."""
+    size = e.t.dtype.itemsize * w
+    return (size == 16 or (size == 8 and e.t.is_complex)) and tk // w >= 2
 
 
 def rotated_rows(c: int, vec_bytes: int) -> tuple[Any, Any]:
@@ -408,7 +410,7 @@ def _choices_tiles(site: Site) -> Options:
     # transposed operands tiled as stored (kt=1, rules/mm_layouts.py) after those; rot then
     # rotates NT's Bᵀ (so not for TN)
     if _kt_ok(parts.a, parts.b, 2):
-        out += [{**o, "kt": 1} for o in out if o["w"] > 1
+        out += [{**o, "kt": 1} for o in out if (o["w"] > 1 or parts.elem.t.is_complex)
                 and not (o.get("rot") and stored(parts.b) is None)
                 and not (stored(parts.a) is not None and o["rm"] % o["w"])]
     return out
@@ -430,9 +432,11 @@ def stored(x: Expr) -> Optional[Expr]:
     return x.args[0] if isinstance(x, FunCall) and type(x.f) is P.Transpose else None
 
 
-def _kt_ok(a: Expr, b: Expr, w: int) -> bool:
-    """kt=1 applies: an operand is a transposed view, the tiles move vectors (w > 1)."""
-    return w > 1 and (stored(a) is not None or stored(b) is not None)
+def _kt_ok(a: Expr, b: Expr, w: int, e: Optional[Elem] = None) -> bool:
+    """kt=1 applies: an operand is a transposed view, the tiles move vectors (w > 1) or
+    complex scalars (8 or 16 bytes, which have no vectors)."""
+    return (w > 1 or (e is not None and e.t.is_complex)) and (stored(a) is not None
+                                                               or stored(b) is not None)
 
 
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
@@ -451,9 +455,9 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     kt=1: an operand given as the view `transpose $ X` (TN's A, NT's B) is tiled as X is
     stored (`transposed_tiles`), so every tile copy moves contiguous vectors."""
     if kt:
-        if not _kt_ok(a, b, w) or vectors or scalar_copies:
+        if not _kt_ok(a, b, w, e) or vectors or scalar_copies:
             raise ValueError("kt=1 tiles a transposed operand (transpose $ X) as stored, with "
-                             f"vectors (w > 1); got w={w} for {e.t}")
+                             f"vectors (w > 1) or complex scalars; got w={w} for {e.t}")
         from liftkit.rewrite.rules.mm_layouts import transposed_tiles  # builds on this module
 
         return transposed_tiles(a, b, tm, tn, tk, rm, rn, unroll, w, e, private, rot)

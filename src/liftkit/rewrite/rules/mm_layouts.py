@@ -48,7 +48,8 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     module docstring); a or b (or both) is `transpose $ X`."""
     at, bt = stored(a), stored(b)
     ta, tb = at is not None, bt is not None
-    if (not (ta or tb) or w < 2 or not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)
+    if (not (ta or tb) or (w < 2 and not e.t.is_complex)
+            or not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)
             or (ta and rm % w) or (rot and not _rot_ok(tk, w, e))):
         raise ValueError(f"inconsistent transposed tiles tm={tm} tn={tn} tk={tk} rm={rm} "
                          f"rn={rn} w={w} rot={rot} for {e.t}")
@@ -56,8 +57,10 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     y = bt if bt is not None else b
     wy, wx = tm // rm, tn // rn
     idw = e.id(w)
-    vec = D.map(D.asVector(w))
-    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, vec)
+    # w = 1 (complex scalars, which have no vectors): the vector views are identities
+    vec: tuple[Any, ...] = (D.map(D.asVector(w)),) if w > 1 else ()
+    to_scalars: tuple[Any, ...] = (D.map(D.asScalar),) if w > 1 else ()
+    rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
     from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
 
     def k_inner(lanes: int, rotate: bool) -> tuple[Any, Any]:
@@ -65,7 +68,7 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
         if not rotate:
             return rounds, D.compose(D.transpose, D.split(lanes), from_local(tk // w))
         to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w)
-        return (D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join, vec),
+        return (D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join, *vec),
                 D.compose(D.transpose, D.split(lanes), D.split(tk // w), to_chunk, D.join,
                           D.map(D.join)))
 
@@ -79,11 +82,10 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     # phase) read 8 different rows of it, but one row of A (a broadcast)
     a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy, False)
     b_rounds, b_threads = k_inner(wx, bool(rot)) if tb else k_outer(tn, wx)
-    scalars = D.compose(D.map(D.asScalar), D.split(1))  # [v]_r → [[t]_w]_r
+    scalars = D.compose(*to_scalars, D.split(1))  # [v]_r → [[t]_w]_r
     # a K step's values as the block update takes them: A's [rm][w] scalars, B's [w][rn/w]
-    a_cols = D.compose(D.transpose, D.map(D.asScalar)) if ta else scalars
-    b_rows = (lambda v: D.map(D.asVector(w)) << D.transpose << scalars << v) if tb \
-        else (lambda v: v)
+    a_cols = D.compose(D.transpose, *to_scalars) if ta else scalars
+    b_rows = (lambda v: D.compose(*vec, D.transpose, scalars) << v) if tb else (lambda v: v)
     a_steps = (lambda t: D.split(w) << t) if ta else (lambda t: D.transpose << t)
     b_steps = (lambda t: D.transpose << t) if tb else (lambda t: D.split(w) << t)
     a_depth, b_depth = (2 if ta else 1), (1 if tb else 2)
@@ -114,8 +116,8 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     # the result [wy][wx][rm][rn/w] of vectors as the tile's rows: a work-item's columns are
     # the vectors x + wx·j (B as stored K-outer) or the columns x + wx·j (Bᵀ), its rows the
     # rows y + wy·i (A) or the rows of the vectors y + wy·g (Aᵀ)
-    cols = D.compose(D.join, D.transpose, D.map(D.asScalar)) if tb \
-        else D.compose(D.asScalar, D.join, D.transpose)
+    cols = D.compose(D.join, D.transpose, *to_scalars) if tb \
+        else D.compose(*((D.asScalar,) if w > 1 else ()), D.join, D.transpose)
     rows = D.compose(D.join, D.join, D.transpose, D.map(D.split(w))) if ta \
         else D.compose(D.join, D.transpose)
     wg_rows = D.compose(rows, D.map(D.map(cols)), D.map(D.transpose))
