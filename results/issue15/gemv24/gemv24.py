@@ -58,6 +58,20 @@ VARIANTS = {
 }
 
 
+# run 2: wider row runs per work-group in the two-pass form (lanes·w·item = 128-512 bytes of a
+# row: run 1's best shapes read 64-128), fewer row groups in the tree form
+VARIANTS2 = {
+    ("float32", "T"): [_tree(2, 128, 8), _tree(2, 64, 8), _tree(2, 32, 8), _split(8, 16, 4, 16),
+                       _split(16, 16, 4, 8), _split(32, 8, 4, 16), _split(32, 4, 4, 16),
+                       _split(8, 32, 4, 8), _split(4, 16, 8, 16), _split(4, 16, 8, 8)],
+    ("float64", "T"): [_tree(2, 128, 8), _tree(2, 64, 8), _tree(2, 32, 8), _tree(4, 32, 4),
+                       _tree(4, 128, 4), _split(16, 16, 2, 8), _split(8, 16, 4, 8),
+                       _cg(4, 64, 4)],
+    ("float32", "N"): [],
+    ("float64", "N"): [],
+}
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="4096,8192")
@@ -66,7 +80,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeat", type=int, default=30)
     p.add_argument("--rounds", type=int, default=3, help="alternating per-call rounds per kind")
     p.add_argument("--out", default=".")
+    p.add_argument("--set", type=int, default=1, help="the variants of run 1 or 2")
     args = p.parse_args(argv)
+    lists = {1: VARIANTS, 2: VARIANTS2}[args.set]
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -146,7 +162,7 @@ def main(argv: list[str]) -> int:
                 kind = Kind("gemv", dt_name, lay)
                 s.calls.clear()
                 profile_choice = str(default_choose(kind, {"M": n, "N": n}))
-                todo = [profile_choice] + [v for v in VARIANTS[(dt_name, lay)] if v != profile_choice]
+                todo = [profile_choice] + [v for v in lists[(dt_name, lay)] if v != profile_choice]
                 best: dict[str, Any] = {}
                 for i, vtext in enumerate(todo):
                     v = lookup_variant(kind, vtext)

@@ -3,7 +3,9 @@ GEMV float32 N and T at 4096², DGEMM NN 1024, device arrays (CuPy) in and out. 
 whichever liftkit is on the path (the commit before the host change, or after it); where the
 queue has `use_plan_calls` (after), also its modes: `new` (blocking stream, ctypes plan
 calls), `ctypes` (independent stream: an event and a wait per call, ctypes), `bindings`
-(independent stream, cuda.bindings events and cuda.core launches: the driver path of before).
+(independent stream, cuda.bindings events: the driver path of before); launches are
+cuda.core's in every mode (run 1 of gemv24 also had them through ctypes, on arguments packed
+once per plan: 7.6 µs a launch against cuda.core's 6.1 µs, so they went).
 
     python results/issue15/gemv24/host24.py --label after --out DIR    # on the GPU machine
 
@@ -12,8 +14,8 @@ NaN fails), then
 - host: µs of Python per call issuing `repeat` calls while the stream they go on is held by a
   long product (no queue fills, nothing waits), median of 5;
 - call: `repeat` calls back to back between CUDA events on CuPy's stream, median of 5 batches.
-Then, after: the driver pieces (ctypes record on the legacy stream, wait, a packed launch,
-cuda.core's launch of the same kernel), µs per call over 2000 calls in batches of 100.
+Then, after: the driver pieces (ctypes record on the legacy stream, wait, cuda.core's launch of
+a planned kernel), µs per call over 2000 calls in batches of 100.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", default=".")
     args = p.parse_args(argv)
-    out = open(Path(args.out) / f"host_{args.label}.jsonl", "w")
+    out = open(Path(args.out) / "host.jsonl", "a")
 
     import cupy as cp
 
@@ -139,7 +141,6 @@ def pieces(cp: Any, s: Any, out: Any) -> None:
     ln = next(st for st in plan.launches if st.step == "launch")
     values = [int(A.data.ptr), int(x.data.ptr), int(y.data.ptr), np.float32(1), np.float32(0)] + \
         ([s.zeros(plan.zeros)[0].ptr] if plan.zeros else [])
-    pk = q._packed[id(ln)][1]
     args = list(ln.args)
     for pos, slot in ln.slots:
         args[pos] = values[slot]
@@ -160,9 +161,8 @@ def pieces(cp: Any, s: Any, out: Any) -> None:
         "ctypes cuEventRecord, legacy stream": t(lambda: d.record(ev, 0)),
         "ctypes cuEventRecord, our stream": t(lambda: d.record(ev, sint)),
         "ctypes cuStreamWaitEvent": t(lambda: d.wait(sint, ev, 0)),
-        "ctypes packed launch (gemv 256)": t(lambda: pk.launch(values)),
         "cuda.core launch (gemv 256)": t(lambda: q._core.launch(q.stream, ln.config, ln.handle, *args)),
-        "launch_all (ctypes)": t(lambda: q.launch_all(plan.launches, values)),
+        "launch_all": t(lambda: q.launch_all(plan.launches, values)),
         "call_event (ctypes)": t(q.call_event),
         "planned gemv 256, whole call": t(lambda: s.gemv(A, x, y)),
         "cupy matmul gemv 256, whole call": t(lambda: cp.matmul(A, x, out=y)),

@@ -4,7 +4,7 @@ CuPy's module and type name (what `Operands` reads: shape, dtype, strides, devic
 data.ptr). Prints µs per call of `liftkit.blas.gemv` / `gemm` on an installed plan, and a
 cProfile of it.
 
-    python results/issue15/gemv24/host_stub.py [--profile]
+    python results/issue15/gemv24/host_stub.py [--profile] [--bindings]
 """
 
 from __future__ import annotations
@@ -88,10 +88,9 @@ def stub_session() -> Any:
     q._core = types.SimpleNamespace(launch=lambda *a: None)
     q.alloc = lambda n: DevBuf(1 << 30, max(1, n))  # type: ignore[method-assign]
     q.fill_zero = lambda *a, **k: None  # type: ignore[method-assign]
-    if "--cuda-core" not in sys.argv:  # the ctypes plan calls, as no-ops
-        q.direct = types.SimpleNamespace(record=lambda e, s: 0, wait=lambda s, e, f: 0,
-                                         launch=lambda *a: 0)
-    q._stream_int, q._order_int, q._packed = 0, 0, {}
+    if "--bindings" not in sys.argv:  # the ctypes record and wait, as no-ops
+        q.direct = types.SimpleNamespace(record=lambda e, s: 0, wait=lambda s, e, f: 0)
+    q._stream_int, q._order_int = 0, 0
     s = Session.__new__(Session)
     s.backend, s.q, s.profile = "cuda", q, None
     s._chosen, s._units, s._zeros, s._scratch = {}, {}, None, None

@@ -9,7 +9,7 @@
 #      beside CuPy, GEMV float32 N/T 4096², DGEMM 1024, and the driver pieces;
 #   3. gemv24.py: every GEMV variant checked, timed by kernel and per call beside cuBLAS, the
 #      best and the profile's choice per call in alternating rounds.
-# Writes under $OUT: card.txt, tests.log, host.log, host_*.jsonl, log, gemv.jsonl.
+# Writes under $OUT: card.txt, tests.log, host.log, host.jsonl, log, gemv.jsonl.
 set -o pipefail
 export PYTHONUNBUFFERED=1 LIFTKIT_CACHE_DIR=/tmp/lk-gemv24
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/card.txt
@@ -24,7 +24,8 @@ host() {  # label, python path first
 }
 host before1 "$BASE"
 host after1 "$PWD/src"
-timeout ${T_BENCH:-120} python3 results/issue15/gemv24/gemv24.py --out $OUT 2>&1 | tee $OUT/log \
-    | cut -c1-240
+timeout ${T_BENCH:-120} python3 results/issue15/gemv24/gemv24.py --out $OUT ${ARGS:-} 2>&1 \
+    | tee $OUT/log | cut -c1-240
 host before2 "$BASE"
 host after2 "$PWD/src"
+echo "GPU tests: $(tail -1 $OUT/tests.log)"

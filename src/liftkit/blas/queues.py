@@ -9,8 +9,8 @@ kernel builds and launches, and events, all asynchronous in one in-order queue.
   `__cuda_array_interface__` are read and written in place: before their first use the stream
   waits (on the device, not the host) for the stream their library is working on — by CUDA's
   own ordering where that is the legacy default stream (CuPy's and PyTorch's default) and ours
-  is blocking, as a session's is. A call plan's launches, waits and future's event go through
-  ctypes (`backends.cuda.driver_calls.PlanCalls`, `PackedLaunch`: packed once per plan).
+  is blocking, as a session's is. A call's waits and future's event go through ctypes
+  (`backends.cuda.driver_calls.PlanCalls`), its launches through cuda.core.
 
 The session, the GEMM plans and the level-1/2 operations speak only to this interface, so the
 same code runs on both backends; only the kernels' C dialect and these classes differ.
@@ -319,21 +319,21 @@ class CUDAQueue:
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
-        self._packed: dict[int, Any] = {}  # id of a plan's Launch -> (it, PackedLaunch)
         self.use_plan_calls(True)
 
-    # a call plan's record, wait and launches through ctypes (`driver_calls.PlanCalls`; None:
-    # through cuda.bindings and cuda.core, as a stubbed runner or a missing libcuda leaves it)
+    # a future's event record and the library waits through ctypes (`driver_calls.PlanCalls`;
+    # None: through cuda.bindings, as a stubbed runner or a missing libcuda leaves it). Launches
+    # stay cuda.core's: on the H100's host its launch took 6.1 µs, cuLaunchKernel through ctypes
+    # on arguments packed once per plan 7.6 µs (results/issue15/gemv24)
     direct: Any = None
 
     def use_plan_calls(self, on: bool = True) -> bool:
-        """Record, wait and launch planned kernels through ctypes (on), or through cuda.bindings
-        and cuda.core; False where ctypes cannot open libcuda or the runner is not CUDA's."""
+        """Record events and wait for library streams through ctypes (on), or through
+        cuda.bindings; False where ctypes cannot open libcuda or the runner is not CUDA's."""
         from liftkit.backends.cuda.driver_calls import PlanCalls
         from liftkit.backends.cuda.runner import CUDARunner
 
         self.direct = PlanCalls.open() if on and type(self.runner) is CUDARunner else None
-        self._packed = {}
         return self.direct is not None
 
     def _direct_failed(self, err: int, what: str) -> None:
@@ -583,7 +583,7 @@ class CUDAQueue:
     def launch_all(self, steps: Sequence[Any], values: Sequence[Any]) -> None:
         """Enqueue a call plan's steps (`liftkit.blas.calls`: a Launch's argument list filled
         from `values` by slot; Clear and Copy on the slots' addresses)."""
-        launch, stream, d = self._core.launch, self.stream, self.direct
+        launch, stream = self._core.launch, self.stream
         for ln in steps:
             if ln.step != "launch":
                 if ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
@@ -594,15 +594,6 @@ class CUDAQueue:
                 else:
                     self.zero(values[ln.slot], ln.nbytes)
                 continue
-            if d is not None:
-                pk = self._packed.get(id(ln))
-                if pk is None or pk[0] is not ln:
-                    pk = self._pack(ln, values)
-                if pk[1] is not None:  # the slots' values packed in place, one driver call
-                    err = pk[1].launch(values)
-                    if err:
-                        self._direct_failed(err, f"launch of kernel {ln.name}")
-                    continue
             args = list(ln.args)
             for pos, slot in ln.slots:
                 args[pos] = values[slot]
@@ -611,32 +602,6 @@ class CUDAQueue:
             except Exception as err:  # noqa: BLE001 - cuda.core's own error type
                 raise BlasError(f"kernel {ln.name}: the launch failed on {self.device.label} "
                                 f"({err})") from None
-
-    def _pack(self, ln: Any, values: Sequence[Any]) -> tuple[Any, Any]:
-        """(ln, its launch packed for `cuLaunchKernel`: `driver_calls.PackedLaunch`), kept by
-        the Launch's id; packed None where an argument has no fixed C type (a complex scalar)
-        or the launch has a cluster: it then launches through cuda.core."""
-        from liftkit.backends.cuda.driver_calls import PackedLaunch, kernel_function
-
-        args = list(ln.args)
-        for pos, slot in ln.slots:
-            args[pos] = values[slot]
-        cfg = ln.config
-        packed = None
-        if not getattr(cfg, "cluster", None):
-            try:
-                func = int(kernel_function(self._drv(), ln.handle))
-                grid, block = tuple(cfg.grid), tuple(cfg.block)
-                dims = (*grid, *(1,) * (3 - len(grid)), *block, *(1,) * (3 - len(block)),
-                        int(cfg.shmem_size or 0))
-                packed = PackedLaunch.make(self.direct, func, dims, self._stream_int, args,
-                                           ln.slots)
-            except Exception:  # noqa: BLE001 - no function or geometry here: cuda.core's launch
-                packed = None
-        if len(self._packed) > 512:
-            self._packed.clear()
-        pk = self._packed[id(ln)] = (ln, packed)
-        return pk
 
     @functools.cached_property
     def _stream_int(self) -> int:

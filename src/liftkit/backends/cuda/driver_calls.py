@@ -1,19 +1,17 @@
 """Driver calls through ctypes, for the task runtime's CUDA device: an event recorded on and
 a wait of another library's stream (a raw handle), and its uploads and downloads; for
-liftkit.blas's call plans (`PlanCalls`, `PackedLaunch`): record, wait and launches whose
-arguments are packed once per plan, a call writing only its pointers and scalars.
+liftkit.blas's calls (`PlanCalls`): a future's event record and the library waits.
 
-The runtime's kernel launches stay cuda.core's: its argument packing is compiled code, and run
-7 on the H100 timed it ahead of ``cuLaunchKernel`` on arguments packed in Python at each call
-(one buffer of 8-byte slots) and called through ctypes or cuda.bindings.
+Kernel launches stay cuda.core's: its argument packing is compiled code, and run 7 on the H100
+timed it ahead of ``cuLaunchKernel`` on arguments packed in Python (one buffer of 8-byte slots)
+and called through ctypes or cuda.bindings; results/issue15/gemv24 timed it (6.1 µs) ahead of
+``cuLaunchKernel`` through ctypes on arguments packed once per call plan (7.6 µs).
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional, Sequence
-
-import numpy as np
+from typing import Any, Optional
 
 
 class DriverCalls:
@@ -94,74 +92,25 @@ def kernel_function(driver: Any, kernel: Any) -> Any:
 
 
 class PlanCalls:
-    """cuEventRecord, cuStreamWaitEvent and cuLaunchKernel through ctypes with their argument
-    types declared, so handles and addresses pass as Python ints (liftkit.blas's call plans:
-    cuda.bindings makes a handle object and a result enum per call, cuda.core's launch packs
-    every argument per call, where a plan changes only its pointers and scalars). Each returns
-    the CUresult as an int (0: success). `open()` is None where ctypes cannot open libcuda."""
+    """cuEventRecord and cuStreamWaitEvent through ctypes with their argument types declared,
+    so handles pass as Python ints (liftkit.blas's calls: cuda.bindings makes a handle object
+    and a result enum per call; on the H100's host 0.6-0.8 µs each through ctypes, 1.3-1.4
+    through cuda.bindings, results/issue15/gemv23 and gemv24). Each returns the CUresult as an
+    int (0: success). `open()` is None where ctypes cannot open libcuda."""
 
-    __slots__ = ("record", "wait", "launch")
+    __slots__ = ("record", "wait")
 
     @staticmethod
     def open() -> Optional["PlanCalls"]:
         try:
             lib = ctypes.CDLL("libcuda.so.1")  # (its own function objects: argtypes are ours)
             calls = PlanCalls()
-            calls.record, calls.wait, calls.launch = (lib.cuEventRecord, lib.cuStreamWaitEvent,
-                                                      lib.cuLaunchKernel)
+            calls.record, calls.wait = lib.cuEventRecord, lib.cuStreamWaitEvent
         except (OSError, AttributeError):
             return None
-        p, u = ctypes.c_void_p, ctypes.c_uint
+        p = ctypes.c_void_p
         calls.record.argtypes = [p, p]
-        calls.wait.argtypes = [p, p, u]
-        calls.launch.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
-        for f in (calls.record, calls.wait, calls.launch):
+        calls.wait.argtypes = [p, p, ctypes.c_uint]
+        for f in (calls.record, calls.wait):
             f.restype = ctypes.c_int
         return calls
-
-
-# a kernel argument's bytes by its value's type (an int is a device address), 8 per argument
-_CODES = {int: "Q", np.int32: "i4x", np.int64: "q", np.uint32: "I4x", np.float32: "f4x",
-          np.float64: "d"}
-
-
-class PackedLaunch:
-    """A kernel launch as `cuLaunchKernel` reads it, made once for a launch that repeats with
-    new values in some arguments (`slots`: (argument position, index into the values a call
-    passes)): every argument has an 8-byte cell, those of the slots first, in order, so one
-    `struct.pack_into` writes a call's values; the driver copies the arguments at the launch,
-    so the cells are reused. `go()` launches (returns the CUresult); None from `make` where a
-    value has no fixed C type here (a complex scalar: the caller launches through cuda.core)."""
-
-    __slots__ = ("fill", "pick", "go", "_cells", "_params")
-
-    @staticmethod
-    def make(calls: "PlanCalls", func: int, dims: tuple[int, ...], stream: int,
-             args: Sequence[Any], slots: Sequence[tuple[int, int]]) -> Optional["PackedLaunch"]:
-        import operator
-        import struct
-        from functools import partial
-
-        n = len(args)
-        first = [pos for pos, _ in slots]
-        rest = [i for i in range(n) if i not in set(first)]
-        codes = [_CODES.get(type(args[i])) for i in first + rest]
-        if None in codes:
-            return None
-        pk = PackedLaunch()
-        cell = {pos: k for k, pos in enumerate(first + rest)}
-        pk._cells = (ctypes.c_uint64 * max(1, n))()
-        base = ctypes.addressof(pk._cells)
-        pk._params = (ctypes.c_void_p * max(1, n))(*[base + 8 * cell[i] for i in range(n)])
-        k = len(first)
-        struct.pack_into("<" + "".join(codes[k:]), pk._cells, 8 * k, *[args[i] for i in rest])
-        pk.fill = struct.Struct("<" + "".join(codes[:k]))
-        pick = operator.itemgetter(*[slot for _, slot in slots]) if slots else (lambda v: ())
-        pk.pick = (lambda v: (pick(v),)) if k == 1 else pick
-        pk.go = partial(calls.launch, func, *dims, stream, ctypes.addressof(pk._params), None)
-        return pk
-
-    def launch(self, values: Sequence[Any]) -> int:
-        """Launch with `values` in the slots (the CUresult)."""
-        self.fill.pack_into(self._cells, 0, *self.pick(values))
-        return self.go()
