@@ -1,6 +1,7 @@
 """reduceMmaF64K16AheadSpread (mm-tensor-cores ik=16 ahead=2): the read-ahead DMMA loop of
 reduceMmaF64K8AheadSpread on m16n8k16. Same meaning (interpreter, bit for bit on integers),
-printed and parsed, offered by the rule after every m16n8k8 choice and by liftkit.blas's `mma`
+printed and parsed, offered by the rule after every m16n8k8 choice, then on the deeper
+pipelines only it may stage (cuBLAS's 128×64×32 ×3, 144 KB), and by liftkit.blas's `mma`
 codelet (tuner space); the CUDA C issues m16n8k16 only, one barrier per tile, the next tile's
 fragments read after it (one k-step per 16-deep tile: into new registers, carried at the end);
 NVRTC compiles it for Hopper and older GPUs; (gpu marker) the kernel against NumPy."""
@@ -16,6 +17,7 @@ from liftkit.codegen import CompileOptions, compile_program
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import walk
 from liftkit.ir.patterns.cuda import ReduceMmaF64K16AheadSpread
+from liftkit.rewrite.core import RewriteError
 from liftkit.rewrite.rules.cuda import tensor_core_mm
 
 from .f64_mma import assert_sound_and_round_trips, ints, tensor_core_offers
@@ -23,7 +25,8 @@ from .f64_mma import assert_sound_and_round_trips, ints, tensor_core_offers
 CUDA = CompileOptions(dialect="cuda")
 
 
-@pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4), (64, 64, 32, 4, 3), (64, 128, 16, 8, 2)])
+@pytest.mark.parametrize("tiles", [(64, 64, 16, 4, 4), (64, 64, 32, 4, 3), (64, 128, 16, 8, 2),
+                                   (128, 64, 32, 8, 3)])
 def test_k16_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
     tm, tn, tk, warps, staged = tiles
     d = tensor_core_mm("f64", tm, tn, tk, warps, staged, lines=True, ik=16, ahead=2)
@@ -33,14 +36,20 @@ def test_k16_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
     assert_sound_and_round_trips(d.final, tm, tn, tk)
 
 
-def test_the_rule_offers_k16_last_for_the_k8_tilings() -> None:
+def test_the_rule_offers_k16_last_for_the_k8_tilings_then_deeper() -> None:
     offers = tensor_core_offers()
     first = next(i for i, o in enumerate(offers) if o.get("ik") == 16)
     k16 = offers[first:]
-    assert k16 and all(o.get("ik") == 16 and o.get("ahead") == 2 for o in k16)
+    assert k16 and all(o.get("ik") == 16 and o.get("ahead") == 2 and o.get("lines") for o in k16)
     k8 = [o for o in offers[:first] if o.get("ik") == 8 and not o.get("ahead")]
-    assert [{k: v for k, v in o.items() if k not in ("ik", "ahead")} for o in k16] == \
+    assert [{k: v for k, v in o.items() if k not in ("ik", "ahead")} for o in k16[:len(k8)]] == \
         [{k: v for k, v in o.items() if k != "ik"} for o in k8]
+    # then the 32-deep tilings whose 3 stages pass 128 KB (cuBLAS's shape first), k16 only
+    deep = [(o["tm"], o["tn"], o["tk"], o["warps"], o["staged"]) for o in k16[len(k8):]]
+    assert deep[0] == (128, 64, 32, 8, 3) and all(t[2] == 32 and t[4] == 3 for t in deep)
+    assert all({**o, "ik": 8} not in offers for o in k16[len(k8):])
+    with pytest.raises(RewriteError, match="applies nowhere"):  # not on m16n8k8: 128 KB at most
+        tensor_core_mm("f64", 128, 64, 32, 8, 3, lines=True, ik=8, ahead=2)
     for staged, ahead in [(1, 2), (4, 1), (4, 0)]:
         with pytest.raises(ValueError, match="reading fragments ahead"):
             tensor_core_mm("f64", 64, 64, 16, 4, staged, lines=True, ik=16, ahead=ahead)
@@ -80,13 +89,19 @@ def test_blas_mma_codelet_offers_and_derives_k16() -> None:
     space = CODELETS["mma"].space("gpu")
     k16 = [p for p in space if p.get("ik") == 16]
     assert k16 and all(p["ahead"] == 2 and p["lines"] == 1 for p in k16)
+    assert {"tm": 128, "tn": 64, "tk": 32, "warps": 8, "staged": 3} == \
+        {k: k16[0][k] for k in ("tm", "tn", "tk", "warps", "staged")}  # cuBLAS's shape first
     assert space.index(k16[0]) > max(i for i, p in enumerate(space) if p.get("ik") == 8)
     for layout in ("NN", "TN", "NT"):
         kind = Kind("mm", "float64", layout)
-        v = lookup_variant(kind, "mma(tm=64,tn=64,tk=16,warps=4,staged=4,lines=1,ik=16,ahead=2)")
-        assert multiples(kind, v) == {"M": 64, "N": 64, "K": 16}
-        mma = [n for n in walk(derive(kind, v).final.body) if isinstance(n, P.ReduceMma)]
-        assert [type(n) for n in mma] == [ReduceMmaF64K16AheadSpread]
+        for text, mult in [("mma(tm=64,tn=64,tk=16,warps=4,staged=4,lines=1,ik=16,ahead=2)",
+                             {"M": 64, "N": 64, "K": 16}),
+                            ("mma(tm=128,tn=64,tk=32,warps=8,staged=3,lines=1,ik=16,ahead=2)",
+                             {"M": 128, "N": 64, "K": 32})]:
+            v = lookup_variant(kind, text)
+            assert multiples(kind, v) == mult
+            mma = [n for n in walk(derive(kind, v).final.body) if isinstance(n, P.ReduceMma)]
+            assert [type(n) for n in mma] == [ReduceMmaF64K16AheadSpread]
 
 
 @pytest.mark.gpu
@@ -96,7 +111,8 @@ def test_k16_product_on_the_gpu() -> None:
     if not devices:
         pytest.skip("no CUDA GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
-    for tiles in [(64, 64, 16, 4, 4), (64, 64, 16, 4, 3), (128, 64, 16, 8, 4), (64, 64, 32, 4, 2)]:
+    for tiles in [(64, 64, 16, 4, 4), (64, 64, 16, 4, 3), (128, 64, 16, 8, 4), (64, 64, 32, 4, 2),
+                  (128, 64, 32, 8, 3)]:
         d = tensor_core_mm("f64", *tiles, lines=True, ik=16, ahead=2)
         A, B = ints((256, 96), 3), ints((96, 192), 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)

@@ -250,11 +250,13 @@ MMA_K8_AHEAD = (0, 2)
 MMA_GROUPS = (4,)
 
 
-# the read-ahead loop on m16n8k16 (ik=16, ahead=2; reduceMmaF64K16AheadSpread): the tilings
-# (tm, tn, tk, warps, staged) whose fragments fit the registers without spilling (NVRTC 13 for
-# sm_90a: 209, 205, 168, 212 registers; 128x64 on 4 warps spills), twice the fragment registers
-# per DMMA of ik=8 and half the DMMAs; tried after the m16n8k8 ones (results/issue15/fp64-24)
-MMA_K16_SPACE = ((64, 64, 16, 4, 4), (128, 64, 16, 8, 4), (64, 64, 16, 4, 3), (64, 128, 16, 8, 4))
+# the read-ahead loop on m16n8k16 (ik=16, ahead=2; reduceMmaF64K16AheadSpread), tilings (tm, tn,
+# tk, warps, staged) tried after the m16n8k8 ones: cuBLAS's DGEMM shape on the H100 (128×64×32,
+# 8 warps, 3 stages of 144 KB, m16n8k16; 42.7 us at 1024³ against our 48.8, NVRTC 13: 250
+# registers, no spill; not yet timed), then the fastest of results/issue15/fp64-24's run 2
+# (64×64×32 ×3: 0.77× cuBLAS at 1024, the shipped m16n8k8 0.84×; 16-deep tiles, one k-step
+# per barrier, ran 0.56-0.72×)
+MMA_K16_SPACE = ((128, 64, 32, 8, 3), (64, 64, 32, 4, 3))
 
 
 def _mma_k8_space() -> list[dict[str, int]]:

@@ -149,6 +149,10 @@ MAX_MMA_CHOICES = 240
 # local memory of a staged product: beyond 48 KB a CUDA block gets it at launch (dynamic shared
 # memory; an H100 gives up to 227 KB, an A100 163 KB; the runner refuses more in words)
 MMA_LOCAL_BYTES = 128 * 1024
+# deeper pipelines offered only as the m16n8k16 read-ahead loop, after every other choice: cuBLAS's
+# DGEMM shape on the H100 (128×64×32 tiles, 3 stages = 144 KB, 8 warps, DMMA m16n8k16;
+# results/issue15/fp64-24 ncu.txt), within an A100's 163 KB
+MMA_DEEP_LOCAL_BYTES = 160 * 1024
 _CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
 
 
@@ -238,7 +242,8 @@ def mm_nest(site: Site, casts: Optional[dict[str, type]] = None, f64: Optional[t
     return a, b, a_t.length, b_t.elem.length, a_t.elem.length, cls
 
 
-def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bool:
+def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int,
+            cap: int = MMA_LOCAL_BYTES) -> bool:
     from liftkit.codegen.cuda_mma import plan
 
     im, in_, ik = cls.shape
@@ -253,7 +258,7 @@ def _mma_ok(cls: type, tm: int, tn: int, tk: int, warps: int, staged: int) -> bo
     threads = 32 * warps
     local_bytes = (tm + tn) * tk * cls.operand.dtype.itemsize * max(staged, 1)
     return not staged or (tm * tk % threads == 0 and tn * tk % threads == 0 and tk % 4 == 0
-                          and local_bytes <= MMA_LOCAL_BYTES)
+                          and local_bytes <= cap)
 
 
 def _mma_choices(site: Site) -> Options:
@@ -279,6 +284,26 @@ def _mma_choices(site: Site) -> Options:
         k8 = [{**o, "ik": 8} for o in out if o.get("lines") and o["tk"] >= 16]
         out += k8 + [{**o, "ahead": h} for h in (1, 2) for o in k8]  # then reading fragments ahead
         out += [{**o, "ik": 16, "ahead": 2} for o in k8]  # and that loop on m16n8k16
+        out += [{"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged, "lines": True,
+                 "ik": 16, "ahead": 2} for tm, tn, tk, warps, staged in _deep_tilings(
+                     cls, (cm, cn, ck), across)]  # then deeper pipelines, on m16n8k16 only
+    return out
+
+
+def _deep_tilings(cls: type, sizes: tuple[Optional[int], ...], across: tuple[bool, bool]
+                  ) -> list[tuple[int, int, int, int, int]]:
+    """The `lines` tilings at least 32 deep whose cp.async stages fit MMA_DEEP_LOCAL_BYTES but
+    not MMA_LOCAL_BYTES (constant sizes: those the tiles divide)."""
+    out = []
+    for tm, tn, tk in MMA_TILES:
+        if tk < 32 or not all(c is None or c % t == 0 for c, t in zip(sizes, (tm, tn, tk))):
+            continue
+        for warps in WARPS:
+            for staged in STAGINGS:
+                if staged > 1 and min(tm, tn) >= 64 and not _mma_ok(cls, tm, tn, tk, warps, staged) \
+                        and _mma_ok(cls, tm, tn, tk, warps, staged, MMA_DEEP_LOCAL_BYTES) \
+                        and _lines_ok(cls, tm, tn, tk, warps, across):
+                    out.append((tm, tn, tk, warps, staged))
     return out
 
 
@@ -447,9 +472,11 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`)."""
     from liftkit import dsl as D
     from liftkit.ir.nodes import Literal as Lit
+    from liftkit.ir.patterns.cuda import ReduceMmaF64K16AheadSpread
 
     across = _copied_across(a, b)
-    if not _mma_ok(cls, tm, tn, tk, warps, staged) or \
+    cap = MMA_DEEP_LOCAL_BYTES if cls is ReduceMmaF64K16AheadSpread else MMA_LOCAL_BYTES
+    if not _mma_ok(cls, tm, tn, tk, warps, staged, cap) or \
             (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps, across))):
         raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
