@@ -170,18 +170,21 @@ def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, which: st
 
 
 def test_the_h100_profile_runs_cgemm_on_the_faster_of_ctiles_and_real() -> None:
-    """The shipped H100 profile (results/issue15/cgemm24/run1, per call beside cuBLAS): CGEMM
-    NN and NT at 1024³ and 8192³ on ctiles-async 128×64×16 8×4, at 4096³ and TN through the
-    real plan; conjugating layouts follow their plain ones."""
+    """The shipped H100 profile (results/issue15/cgemm24 runs 1-2, per call beside cuBLAS):
+    CGEMM on ctiles-async 128×64×16 8×4 — NN as stored, TN with Aᵀ tiled as stored, NT with
+    Bᵀ tiled as stored and its rows rotated — except NN and NT at 4096³ (the real plan);
+    conjugating layouts follow their plain ones."""
     from liftkit.blas.profile import SHIPPED, file_name
     from liftkit.blas.session import _tuned_kinds
 
     prof = Profile.load(SHIPPED / file_name("cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"))
-    best = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2)
-    for lay, n, want in (("NN", 1024, best), ("NN", 4096, Variant.of("real")),
-                         ("NN", 8192, best), ("NT", 1024, best), ("NT", 8192, best),
-                         ("NT", 4096, Variant.of("real")), ("TN", 1024, Variant.of("real")),
-                         ("TN", 8192, Variant.of("real"))):
-        got = prof.choose(Kind("mm", "complex64", lay), {"M": n, "N": n, "K": n}, multiples)
-        assert got == want, (lay, n, got)
+    tiles = {"tm": 128, "tn": 64, "tk": 16, "rm": 8, "rn": 4, "stages": 2}
+    want = {"NN": Variant.of("ctiles-async", **tiles),
+            "NT": Variant.of("ctiles-async", **tiles, kt=1, rot=1),
+            "TN": Variant.of("ctiles-async", **tiles, kt=1)}
+    for lay in ("NN", "NT", "TN"):
+        for n in (1024, 4096, 8192):
+            got = prof.choose(Kind("mm", "complex64", lay), {"M": n, "N": n, "K": n}, multiples)
+            assert got == (Variant.of("real") if n == 4096 and lay != "TN" else want[lay]), \
+                (lay, n, got)
     assert _tuned_kinds(Kind("mm", "complex64", "RC"))[1] == Kind("mm", "complex64", "NT")

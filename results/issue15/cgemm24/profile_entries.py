@@ -7,6 +7,7 @@ faster one runs. The kind's earlier plain (not `via`) entries of those classes g
 "real" entries (which real kernel the real plan runs) stay.
 
     python3 results/issue15/cgemm24/profile_entries.py PROFILE.json run1/rows.jsonl
+    python3 results/issue15/cgemm24/profile_entries.py PROFILE.json run2/rows.jsonl  # NT, TN
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ def main(profile: str, jsonl: str) -> None:
                         "rate": r["liftkit"], "unit": "GFLOP/s"})
     prof["entries"] = entries
     prof["notes"]["cgemm24"] = (
-        "complex64 GEMM NN/NT/TN at 1024/4096/8192: the real plan and the complex FFMA tiles "
-        "(ctiles-async) per call beside cuBLAS, alternating rounds (results/issue15/cgemm24/run1); "
-        "the faster runs: NN/NT 1024 and 8192 ctiles-async 128x64x16 8x4, 4096 and TN real")
+        "complex64 GEMM at 1024/4096/8192: the real plan and the complex FFMA tiles "
+        "(ctiles-async) per call beside cuBLAS, alternating rounds (results/issue15/cgemm24): NN "
+        "from run1 (1024, 8192 on ctiles 128x64x16 8x4; 4096 real), NT/TN from run2 (the "
+        "transposed operand tiled as stored, kt=1, NT's rows rotated; NT 4096 real)")
     with open(profile, "w") as f:
         json.dump(prof, f, indent=1)
         f.write("\n")
