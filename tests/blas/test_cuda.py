@@ -256,7 +256,9 @@ def test_cuda_defaults() -> None:
     assert default_variant(Kind("transpose", "float32"), "gpu", big, "cuda") == Variant.of(
         "tiles-t", r=32, k=8)
     assert default_variant(Kind("gemv", "float64", "T"), "gpu", big, "cuda").codelet == \
-        "column-groups"
+        "column-groups-tree"
+    assert default_variant(Kind("gemv", "float32", "T"), "gpu", big, "cuda").codelet == \
+        "column-groups-split"
     assert default_variant(Kind("mm", "float32", "NN"), "gpu", big, "cuda").codelet == "tiles-async"
     assert default_variant(Kind("mm", "float64", "NT"), "gpu", big, "cuda") == Variant.of("nn")
     assert default_variant(Kind("mm", "complex64", "CN"), "gpu", big, "cuda") == Variant.of("real")

@@ -426,12 +426,14 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     # or slower (run21b, gemv23 run 1)
     **{("gemv", dt, lay): Variant.of("group-rows", L=128, w={"float32": 4, "float64": 2}.get(dt, 1))
        for dt in bp.DTYPES for lay in "NR"},
-    # real GEMV T on the H100: float64 4 lanes of double4 over 64 row groups, 16 columns per
-    # work-group (1.00x cuBLAS at 8192², 0.93x at 4096², gemv23); float32 the two-pass form, 4
-    # lanes of float8 over 16 row groups × 8 row chunks (0.99x at 8192², 0.84x at 4096², where
-    # the one-pass (4, 64, 4) read 0.95x / 0.84x); one work-item per column (`glb`) 0.15-0.26x
-    ("gemv", "float32", "T"): Variant.of("column-groups-split", lanes=4, g=16, w=8, r=8),
-    ("gemv", "float64", "T"): Variant.of("column-groups", lanes=4, g=64, w=4),
+    # real GEMV T on the H100 (results/issue15/gemv24, kernels beside cuBLAS at 4096² / 8192²):
+    # float32 the two-pass form over whole 512-byte runs of a row, 32 lanes of float4 × 8 row
+    # groups × 16 row chunks (0.88 / 1.00x, where (4, 16, 8, 8) read 0.84 / 0.99x); float64 4
+    # lanes of double4 over 128 row groups finished by a tree (0.96-0.97 / 1.00x, where the
+    # in-order column-groups(4, 64, 4) read 0.94 / 1.00x); one work-item per column (`glb`)
+    # 0.15-0.26x
+    ("gemv", "float32", "T"): Variant.of("column-groups-split", lanes=32, g=8, w=4, r=16),
+    ("gemv", "float64", "T"): Variant.of("column-groups-tree", lanes=4, g=128, w=4),
     # complex GEMV T and Aᴴ: 8 lanes × 64 row groups of single elements (results/issue15/gemv23
     # run 4, T: 0.83-0.98x cuBLAS by kernel at 4096²/8192², one work-item per column 0.06-0.11x)
     **{("gemv", dt, lay): Variant.of("column-groups", lanes=8, g=64, w=1)
