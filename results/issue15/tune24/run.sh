@@ -36,6 +36,7 @@ grep -E "^tuning|measurements" $OUT/tune2.log | cut -c1-200
 python3 results/issue15/tune24/count.py $W/prof/profile-*.json
 cp $W/prof/profile-*.json $OUT/profile-tuned.json
 echo "cubins in the fresh kernel cache: $(ls $W/kernels | wc -l)"
+python3 -m liftkit blas profile show $OUT/profile-tuned.json 2>&1 | head -30 | cut -c1-160
 # 3. tuned entries against cuBLAS; tuned vs shipped choices per call
 timeout ${T_CMP:-90} python3 results/issue15/tune24/compare.py --tuned $OUT/profile-tuned.json \
     --shipped src/liftkit/blas/profiles/profile-397cb6df054d2a73.json --sizes 1024,4096 \
