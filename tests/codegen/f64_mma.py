@@ -39,3 +39,8 @@ def tensor_core_offers() -> list[dict[str, Any]]:
         lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
         << D.zip(rowA, colB)) << D.transpose << B) << A)
     return [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])]
+
+
+def deep(o: dict[str, Any]) -> bool:
+    """An offer whose cp.async stages pass 128 KB (offered last, to the read-ahead loops only)."""
+    return (o["tm"] + o["tn"]) * o["tk"] * 8 * max(o["staged"], 1) > 128 * 1024

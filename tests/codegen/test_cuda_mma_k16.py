@@ -20,7 +20,7 @@ from liftkit.ir.patterns.cuda import ReduceMmaF64K16AheadSpread
 from liftkit.rewrite.core import RewriteError
 from liftkit.rewrite.rules.cuda import tensor_core_mm
 
-from .f64_mma import assert_sound_and_round_trips, ints, tensor_core_offers
+from .f64_mma import deep, assert_sound_and_round_trips, ints, tensor_core_offers
 
 CUDA = CompileOptions(dialect="cuda")
 
@@ -39,17 +39,19 @@ def test_k16_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
 def test_the_rule_offers_k16_last_for_the_k8_tilings_then_deeper() -> None:
     offers = tensor_core_offers()
     first = next(i for i, o in enumerate(offers) if o.get("ik") == 16)
-    k16 = offers[first:]
+    k16, tail = [o for o in offers[first:] if not deep(o)], [o for o in offers[first:] if deep(o)]
+    assert offers[first:] == k16 + tail and not any(deep(o) for o in offers[:first])
     assert k16 and all(o.get("ik") == 16 and o.get("ahead") == 2 and o.get("lines") for o in k16)
     k8 = [o for o in offers[:first] if o.get("ik") == 8 and not o.get("ahead")]
-    assert [{k: v for k, v in o.items() if k not in ("ik", "ahead")} for o in k16[:len(k8)]] == \
+    assert [{k: v for k, v in o.items() if k not in ("ik", "ahead")} for o in k16] == \
         [{k: v for k, v in o.items() if k != "ik"} for o in k8]
-    # then the 32-deep tilings whose 3 stages pass 128 KB (cuBLAS's shape first), k16 only
-    deep = [(o["tm"], o["tn"], o["tk"], o["warps"], o["staged"]) for o in k16[len(k8):]]
-    assert deep[0] == (128, 64, 32, 8, 3) and all(t[2] == 32 and t[4] == 3 for t in deep)
-    assert all({**o, "ik": 8} not in offers for o in k16[len(k8):])
-    with pytest.raises(RewriteError, match="applies nowhere"):  # not on m16n8k8: 128 KB at most
-        tensor_core_mm("f64", 128, 64, 32, 8, 3, lines=True, ik=8, ahead=2)
+    # then the 32-deep tilings whose 3 stages pass 128 KB (cuBLAS's shape first), read ahead
+    # on m16n8k16, then on m16n8k8 only
+    assert [(o["tm"], o["tn"], o["tk"], o["warps"], o["staged"], o["ik"]) for o in tail[:2]] == \
+        [(128, 64, 32, 8, 3, 16), (128, 64, 32, 8, 3, 8)]
+    assert all(o["tk"] == 32 and o["staged"] == 3 and o["ahead"] == 2 for o in tail)
+    with pytest.raises(RewriteError, match="applies nowhere"):  # the others: 128 KB at most
+        tensor_core_mm("f64", 128, 64, 32, 8, 3, lines=True, ik=8, ahead=1)
     for staged, ahead in [(1, 2), (4, 1), (4, 0)]:
         with pytest.raises(ValueError, match="reading fragments ahead"):
             tensor_core_mm("f64", 64, 64, 16, 4, staged, lines=True, ik=16, ahead=ahead)
@@ -91,7 +93,9 @@ def test_blas_mma_codelet_offers_and_derives_k16() -> None:
     assert k16 and all(p["ahead"] == 2 and p["lines"] == 1 for p in k16)
     assert {"tm": 128, "tn": 64, "tk": 32, "warps": 8, "staged": 3} == \
         {k: k16[0][k] for k in ("tm", "tn", "tk", "warps", "staged")}  # cuBLAS's shape first
-    assert space.index(k16[0]) > max(i for i, p in enumerate(space) if p.get("ik") == 8)
+    assert {**k16[0], "ik": 8} in space  # and on m16n8k8
+    assert space.index(k16[0]) > max(i for i, p in enumerate(space) if p.get("ik") == 8
+                                     and p["tk"] < 32)  # after the 16-deep m16n8k8 ones
     for layout in ("NN", "TN", "NT"):
         kind = Kind("mm", "float64", layout)
         for text, mult in [("mma(tm=64,tn=64,tk=16,warps=4,staged=4,lines=1,ik=16,ahead=2)",
@@ -111,8 +115,8 @@ def test_k16_product_on_the_gpu() -> None:
     if not devices:
         pytest.skip("no CUDA GPU")
     runner = cuda.CUDARunner(devices[0], cuda.ModuleCache(disk=False))
-    for tiles in [(64, 64, 16, 4, 4), (64, 64, 16, 4, 3), (128, 64, 16, 8, 4), (64, 64, 32, 4, 2),
-                  (128, 64, 32, 8, 3)]:
-        d = tensor_core_mm("f64", *tiles, lines=True, ik=16, ahead=2)
+    for tiles, ik in [((64, 64, 16, 4, 4), 16), ((64, 64, 16, 4, 3), 16), ((128, 64, 16, 8, 4), 16),
+                      ((64, 64, 32, 4, 2), 16), ((128, 64, 32, 8, 3), 16), ((128, 64, 32, 8, 3), 8)]:
+        d = tensor_core_mm("f64", *tiles, lines=True, ik=ik, ahead=2)  # (the last two: 144 KB)
         A, B = ints((256, 96), 3), ints((96, 192), 4)
         np.testing.assert_array_equal(runner.run(compile_program(d.final, CUDA), A, B), A @ B)

@@ -15,7 +15,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import walk
 from liftkit.rewrite.rules.cuda import tensor_core_mm
 
-from .f64_mma import assert_sound_and_round_trips, ints, tensor_core_offers
+from .f64_mma import deep, assert_sound_and_round_trips, ints, tensor_core_offers
 
 CUDA = CompileOptions(dialect="cuda")
 
@@ -31,7 +31,7 @@ def test_k8_product_is_sound_and_round_trips(tiles: tuple[int, ...]) -> None:
 
 
 def test_the_rule_offers_k8_after_the_others_for_line_tilings_only() -> None:
-    offers = tensor_core_offers()
+    offers = [o for o in tensor_core_offers() if not deep(o)]  # (deep ones: test_cuda_mma_k16)
     first = next(i for i, o in enumerate(offers) if o.get("ik"))
     # m16n8k8 first, then (test_cuda_mma_k16) the read-ahead loop on m16n8k16
     assert first > 0 and [o.get("ik") for o in offers[first:]] == sorted(o.get("ik") for o in offers[first:])

@@ -54,7 +54,8 @@ K16 = [_mma(64, 64, 16, 4, 4, 16), _mma(64, 64, 16, 4, 3, 16), _mma(128, 64, 16,
 # ahead=1 does not
 T128 = [_mma(128, 128, 16, 8, 4, 8, kparts=2, kslots=264), _mma(128, 128, 16, 8, 3, 8, kparts=2, kslots=264)]
 W128 = [_mma(128, 128, 16, 8, 4, 8), _mma(128, 128, 16, 8, 3, 8), _mma(128, 128, 16, 8, 4, 8, ahead=1)]
-DEEP = _mma(128, 64, 32, 8, 3, 16)  # cuBLAS's DGEMM shape (144 KB of stages: ik=16 only)
+DEEP = _mma(128, 64, 32, 8, 3, 16)  # cuBLAS's DGEMM shape (144 KB of stages: read-ahead loops)
+DEEP8 = _mma(128, 64, 32, 8, 3, 8)  # the same on m16n8k8
 # (name, dtype, layout, n, kernel layout forced, plan, variants: the shipped one first)
 ROWS: list[tuple[str, str, str, int, str, str, list[str]]] = [
     ("DGEMM NN", "float64", "NN", 1024, "NN", "mma",
@@ -74,13 +75,15 @@ ROWS: list[tuple[str, str, str, int, str, str, list[str]]] = [
       W128[2], W128[1]]),
     # rows 9-13 (after run 2): cuBLAS's own shape at 1024 (ncu.txt of run 1: 128×64×32, 3 stages,
     # 8 warps of 32×32, DMMA m16n8k16), the rule's deep tilings, beside the shipped kernels
-    ("DGEMM NN", "float64", "NN", 1024, "NN", "mma", [K8_128, DEEP, _mma(64, 128, 32, 8, 3, 16)]),
-    ("DGEMM TN", "float64", "TN", 1024, "TN", "mma", [K8_64, DEEP]),
-    ("DGEMM NT", "float64", "NT", 1024, "NT", "mma", [K8_64, DEEP]),
+    ("DGEMM NN", "float64", "NN", 1024, "NN", "mma",
+     [K8_128, DEEP, DEEP8, _mma(64, 128, 32, 8, 3, 16)]),
+    ("DGEMM TN", "float64", "TN", 1024, "TN", "mma", [K8_64, DEEP, DEEP8]),
+    ("DGEMM NT", "float64", "NT", 1024, "NT", "mma", [K8_64, DEEP, DEEP8]),
     ("ZGEMM NN", "complex128", "NN", 1024, "NN", "real",
-     [K8_128, _mma(128, 64, 16, 4, 4, 8, group=2), DEEP, _mma(128, 64, 32, 8, 3, 16, group=2)]),
+     [_mma(128, 64, 16, 4, 4, 8, group=2), K8_128, DEEP, DEEP8, _mma(128, 64, 32, 8, 3, 16, group=2)]),
     ("DGEMM NN", "float64", "NN", 4096, "NN", "mma",
-     [_mma(128, 64, 16, 4, 4, 8, group=4), _mma(128, 64, 32, 8, 3, 16, group=4)]),
+     [_mma(128, 64, 16, 4, 4, 8, group=4), _mma(128, 64, 32, 8, 3, 16, group=4),
+      _mma(128, 64, 32, 8, 3, 8, group=4)]),
 ]
 
 

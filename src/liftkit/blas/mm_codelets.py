@@ -250,21 +250,21 @@ MMA_K8_AHEAD = (0, 2)
 MMA_GROUPS = (4,)
 
 
-# the read-ahead loop on m16n8k16 (ik=16, ahead=2; reduceMmaF64K16AheadSpread), tilings (tm, tn,
-# tk, warps, staged) tried after the m16n8k8 ones: cuBLAS's DGEMM shape on the H100 (128×64×32,
-# 8 warps, 3 stages of 144 KB, m16n8k16; 42.7 us at 1024³ against our 48.8, NVRTC 13: 250
-# registers, no spill; not yet timed), then the fastest of results/issue15/fp64-24's run 2
-# (64×64×32 ×3: 0.77× cuBLAS at 1024, the shipped m16n8k8 0.84×; 16-deep tiles, one k-step
-# per barrier, ran 0.56-0.72×)
-MMA_K16_SPACE = ((128, 64, 32, 8, 3), (64, 64, 32, 4, 3))
+# the read-ahead loops (ahead=2) on deeper tiles, (tm, tn, tk, warps, staged, ik), tried after the
+# m16n8k8 ones: cuBLAS's DGEMM shape on the H100 (128×64×32, 8 warps, 3 stages of 144 KB,
+# m16n8k16: 42.7 us at 1024³ against our 48.8; NVRTC 13: 250 registers, no spill) and the same
+# on m16n8k8 (202), not yet timed; then the fastest m16n8k16 tiling of results/issue15/fp64-24
+# run 2 (64×64×32 ×3: 0.77× cuBLAS at 1024, the shipped m16n8k8 0.84×; 16-deep m16n8k16
+# tiles, one k-step per barrier, ran 0.56-0.72×)
+MMA_DEEP_SPACE = ((128, 64, 32, 8, 3, 16), (128, 64, 32, 8, 3, 8), (64, 64, 32, 4, 3, 16))
 
 
 def _mma_k8_space() -> list[dict[str, int]]:
     k8 = [{**_mma_params(p), "ik": 8, **({"ahead": h} if h else {})}
           for h in MMA_K8_AHEAD for p in MMA_SPACE if p[5] and p[2] >= 16 and p[4] >= 2]
-    k16 = [{**dict(zip(("tm", "tn", "tk", "warps", "staged"), p)), "lines": 1, "ik": 16,
-            "ahead": 2} for p in MMA_K16_SPACE]
-    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + k16
+    deep = [{**dict(zip(("tm", "tn", "tk", "warps", "staged", "ik"), p)), "lines": 1,
+             "ahead": 2} for p in MMA_DEEP_SPACE]
+    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + deep
 
 
 def _plan_only(kind: Kind) -> Strategy:
@@ -438,7 +438,9 @@ def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Var
     whose grid takes whole groups of row tiles) where the groups would pad beyond what its tiles
     pad (4097 rows: 4224 with 128-row tiles, 4608 in groups of 4), the same kernel in row order;
     DGEMM NT's own DMMA kernel (no guarded form) where it would pad at all, the `nn` plan
-    instead (the transpose, then the NN kernel's guarded form: no padded copies)."""
+    instead (the transpose, then the NN kernel's guarded form: no padded copies); likewise the
+    complex tiles (`ctiles-async`, no guarded form), the `real` plan (its real kernel's
+    guarded forms and odd-size entries: results/issue15/odd24)."""
     from liftkit.blas.codelets import multiples  # the registry, which holds these codelets
 
     if variant.kw.get("group"):
@@ -448,6 +450,9 @@ def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Var
     if (kind.op, kind.layout, variant.codelet) == ("mm", "NT", "mma") and \
             padded_sizes(sizes, multiples(kind, variant)) != dict(sizes):
         return Variant.of("nn")
+    if variant.codelet == "ctiles-async" and \
+            padded_sizes(sizes, multiples(kind, variant)) != dict(sizes):
+        return Variant.of("real")
     return variant
 
 

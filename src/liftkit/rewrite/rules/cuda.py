@@ -149,9 +149,9 @@ MAX_MMA_CHOICES = 240
 # local memory of a staged product: beyond 48 KB a CUDA block gets it at launch (dynamic shared
 # memory; an H100 gives up to 227 KB, an A100 163 KB; the runner refuses more in words)
 MMA_LOCAL_BYTES = 128 * 1024
-# deeper pipelines offered only as the m16n8k16 read-ahead loop, after every other choice: cuBLAS's
-# DGEMM shape on the H100 (128×64×32 tiles, 3 stages = 144 KB, 8 warps, DMMA m16n8k16;
-# results/issue15/fp64-24 ncu.txt), within an A100's 163 KB
+# deeper pipelines offered only to the read-ahead loops (ahead=2 on m16n8k16, then m16n8k8), after
+# every other choice: cuBLAS's DGEMM shape on the H100 (128×64×32 tiles, 3 stages = 144 KB, 8
+# warps, DMMA m16n8k16; results/issue15/fp64-24 run1/ncu.txt), within an A100's 163 KB
 MMA_DEEP_LOCAL_BYTES = 160 * 1024
 _CASTS = {"toTF32": P.ReduceMmaTF32, "toBF16": P.ReduceMmaBF16}
 
@@ -285,8 +285,8 @@ def _mma_choices(site: Site) -> Options:
         out += k8 + [{**o, "ahead": h} for h in (1, 2) for o in k8]  # then reading fragments ahead
         out += [{**o, "ik": 16, "ahead": 2} for o in k8]  # and that loop on m16n8k16
         out += [{"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged, "lines": True,
-                 "ik": 16, "ahead": 2} for tm, tn, tk, warps, staged in _deep_tilings(
-                     cls, (cm, cn, ck), across)]  # then deeper pipelines, on m16n8k16 only
+                 "ik": ik, "ahead": 2} for tm, tn, tk, warps, staged in _deep_tilings(
+                     cls, (cm, cn, ck), across) for ik in (16, 8)]  # then deeper pipelines, read ahead
     return out
 
 
@@ -472,10 +472,11 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`)."""
     from liftkit import dsl as D
     from liftkit.ir.nodes import Literal as Lit
-    from liftkit.ir.patterns.cuda import ReduceMmaF64K16AheadSpread
+    from liftkit.ir.patterns.cuda import ReduceMmaF64K8AheadSpread, ReduceMmaF64K16AheadSpread
 
     across = _copied_across(a, b)
-    cap = MMA_DEEP_LOCAL_BYTES if cls is ReduceMmaF64K16AheadSpread else MMA_LOCAL_BYTES
+    deep = cls in (ReduceMmaF64K8AheadSpread, ReduceMmaF64K16AheadSpread)
+    cap = MMA_DEEP_LOCAL_BYTES if deep else MMA_LOCAL_BYTES
     if not _mma_ok(cls, tm, tn, tk, warps, staged, cap) or \
             (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps, across))):
         raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
