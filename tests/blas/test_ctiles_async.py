@@ -149,8 +149,8 @@ PROFILES = {"plain": {"NN": CT, "NT": CT, "TN": CT},
 def test_blas_runs_complex_gemm_on_ctiles_async(cuda_session: Session, which: str, trans_a: Any,
                                                 trans_b: Any) -> None:
     """CuPy operands in and out; the profile's ctiles-async runs every layout (TT through NN,
-    Aᴴ through CN's kernel, Bᴴ through NC's, sizes off the tiles padded), within rounding of
-    complex128; with kt the transposed operands tiled as stored."""
+    Aᴴ through CN's kernel, Bᴴ through NC's; sizes off the tiles through the real plan), within
+    rounding of complex128; with kt the transposed operands tiled as stored."""
     cp = pytest.importorskip("cupy")
     _profiled(cuda_session, PROFILES[which])
     rng = np.random.default_rng(1)
@@ -188,3 +188,17 @@ def test_the_h100_profile_runs_cgemm_on_the_faster_of_ctiles_and_real() -> None:
             assert got == (Variant.of("real") if n == 4096 and lay != "TN" else want[lay]), \
                 (lay, n, got)
     assert _tuned_kinds(Kind("mm", "complex64", "RC"))[1] == Kind("mm", "complex64", "NT")
+
+
+def test_sizes_off_the_complex_tiles_take_the_real_plan() -> None:
+    """ctiles-async has no guarded form: where its tiles would pad, the session runs the real
+    plan instead (whose real kernel has guarded forms and odd-size entries), as DGEMM NT's own
+    DMMA kernel gives way to the nn plan."""
+    from liftkit.blas.codelets import fit_choice
+
+    nn = Kind("mm", "complex64", "NN")
+    best = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2)
+    assert fit_choice(nn, best, {"M": 1024, "N": 1024, "K": 1024}) == best
+    for odd in ({"M": 1000, "N": 1000, "K": 1000}, {"M": 1023, "N": 1025, "K": 999},
+                {"M": 1024, "N": 1024, "K": 1000}):
+        assert fit_choice(nn, best, odd) == Variant.of("real")
