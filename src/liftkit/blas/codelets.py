@@ -149,18 +149,19 @@ GEMV_GROUPS_SPACE = {"N": ((32, 8, 4), (32, 4, 4), (32, 8, 2), (32, 16, 4), (32,
                            (16, 32, 2), (8, 128, 2), (16, 64, 2), (32, 32, 1), (16, 32, 4))}
 
 
-# GEMV T in two passes (lanes, g, w, r): the lane-column work-groups that read 128 bytes of a
-# row per warp row, r times as many; the H100's fastest first (results/issue15/gemv23 runs 2-3:
-# float32 8192² (4,16,8,8) 0.99x cuBLAS by kernel, float64 4096² (4,16,4,8) 0.96x)
-GEMV_SPLIT_SPACE = ((4, 16, 8, 8), (4, 32, 8, 4), (4, 16, 8, 16), (4, 32, 8, 8), (4, 16, 4, 8),
-                    (4, 32, 4, 8), (8, 16, 2, 8), (4, 64, 8, 2))
+# GEMV T in two passes (lanes, g, w, r): the lane-column work-groups that read 128-512 bytes of
+# a row per warp row, r times as many; the H100's fastest first (results/issue15/gemv24: float32
+# 8192² (32,8,4,16) 1.00x cuBLAS by kernel, 4096² (8,32,4,8) 0.89x; gemv23 runs 2-3: float32
+# 8192² (4,16,8,8) 0.99x, float64 4096² (4,16,4,8) 0.96x)
+GEMV_SPLIT_SPACE = ((32, 8, 4, 16), (8, 32, 4, 8), (4, 16, 8, 8), (16, 16, 2, 8), (4, 32, 8, 4),
+                    (4, 16, 8, 16), (4, 16, 4, 8), (4, 32, 4, 8), (8, 16, 2, 8))
 
 
-# GEMV T in one kernel with a tree over the g row groups (lanes, g, w): column-groups' shapes
-# whose in-order finish (g steps by `lanes` work-items) was long beside a short main loop at
-# 4096² (float32 (2, 128, 8): 32 row steps, then 128 in-order adds), more row groups per block
-GEMV_TREE_SPACE = ((2, 128, 8), (2, 256, 8), (4, 64, 8), (4, 128, 8), (2, 128, 4), (4, 64, 4),
-                   (2, 256, 4), (4, 128, 4))
+# GEMV T in one kernel with a tree over the g row groups (lanes, g, w), the H100's fastest first
+# (results/issue15/gemv24: (2, 128, 8) float32 / float64 4096² 0.88 / 0.97x cuBLAS by kernel,
+# (4, 128, 4) float64 0.97 / 1.00x at 4096² / 8192²; 256 row groups, or 4 lanes of float8,
+# read 0.64-0.75x at 4096²)
+GEMV_TREE_SPACE = ((2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8), (2, 64, 8))
 
 
 def _pow2(lo: int, hi: int) -> list[int]:
