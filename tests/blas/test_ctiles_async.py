@@ -35,13 +35,15 @@ def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarra
     return A @ B, stored(A, layout[0]), stored(B, layout[1])
 
 
-@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "CN", "NR"])
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "CN", "NR", "RN-rot"])
 def test_ctiles_async_is_sound(layout: str) -> None:
     """Every layout (conjugations through the product, transposes through the views) derives,
-    needs the tiles' multiples, and equals op(A)·op(B) bit for bit in the interpreter."""
+    needs the tiles' multiples, and equals op(A)·op(B) bit for bit in the interpreter; rot=1
+    without kt rotates A's rows of 8-byte complex numbers in local memory."""
+    layout, _, rot = layout.partition("-")
     k = Kind("mm", "complex64", layout)
     v = Variant.of("ctiles-async", tm=32, tn=32, tk=16, rm=4, rn=4, stages=2) \
-        if layout in ("NN", "TN") else CT
+        if layout in ("NN", "TN") else Variant.of("ctiles-async", **CT.kw, rot=1) if rot else CT
     tm, tn, tk = v.kw["tm"], v.kw["tn"], v.kw["tk"]
     assert multiples(k, v) == {"M": tm, "N": tn, "K": tk}
     want, X, Y = _operands(layout, 2 * tm, tn, 3 * tk, 7)
