@@ -174,10 +174,11 @@ def _pow2(lo: int, hi: int) -> list[int]:
 
 CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("glb", ("mm", "gemv", "transpose", "axpby2d", "scal", "axpy", "cembed", "cprep",
-                    "pad2d", "crop2d"),
+                    "pad2d", "crop2d", "window2d", "tailcols", "hcat"),
             "one work-item per output element (map → mapGlb), any size",
             lambda kind: (_glb2d(kind) if kind.op in ("mm", "transpose", "axpby2d", "cprep",
-                                                      "pad2d", "crop2d")
+                                                      "pad2d", "crop2d", "window2d", "tailcols",
+                                                      "hcat")
                           else _embed_rows(kind) if kind.op == "cembed"
                           else rule("map-mapGlb", dim=0) if kind.op in MAP1
                           else rule(mc.CPU_ROWS, w=1)),

@@ -44,6 +44,7 @@ class Packed:
     events: tuple[Any, ...]
     source: Operand
     keep: tuple[Any, ...] = ()  # temporaries of the packing kernels
+    edge: Any = None  # the split plan's edge column of the second operand (`split.SplitPlan`)
 
 
 @dataclass(frozen=True)
@@ -545,6 +546,20 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
         layout = _LETTER[t1, c1] + _LETTER[t2, c2]
         first, transposed, sizes = fst, False, {"M": rows, "N": cols, "K": ka}
     kind = Kind("mm", DTYPES[dt], layout)
+    if dt.kind != "c":  # an interior and an edge column, where forced or measured faster
+        from liftkit.blas.split import measured_split, plan_split
+
+        w = (variant.kw.get("w", 64) if variant is not None and variant.codelet == "split"
+             else None if variant is not None else measured_split(session, kind, sizes))
+        split = None if w is None else plan_split(
+            session, dt, m, n, ka, bool(trans_a), bool(trans_b), (order_a, order_b, order_c),
+            layout, first, transposed, sizes, w)
+        if split is not None:
+            return split
+        if variant is not None and variant.codelet == "split":
+            raise BlasError(f"gemm: the split plan needs a real NN product whose N − 1 is a "
+                            f"multiple of {w} and of its interior kernel's tiles, got {layout} "
+                            f"{sizes['M']}×{sizes['N']}×{ka}")
     chosen = variant or session.choose(kind, sizes)
     embed = None
     if (chosen.codelet == "real" and dt.kind == "c") or (chosen.codelet == "nn" and
@@ -605,6 +620,8 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     if any(type(x) is np.ndarray and not (x.flags.c_contiguous or x.flags.f_contiguous)
            for x in arrays if x is not None):
         return None
+    if hasattr(plan, "call_plan"):  # the split plan (`split.SplitPlan`)
+        return plan.call_plan(given, alpha, beta)
     s, item = plan.session, plan.dtype.itemsize
     fixed = (s.calls.address(E.unit),) if E is not None and E.doubled else ()  # the (1, i) buffer
     base = 5 + len(fixed)

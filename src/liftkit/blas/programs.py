@@ -25,6 +25,7 @@ from liftkit.types import ScalarType, complex64, complex128
 
 M, N, K = size("M"), size("N"), size("K")
 P, Q = size("P"), size("Q")  # padded sizes (pad2d, crop2d)
+R = size("R")  # the columns of a split GEMM's edge (hcat, tailcols)
 
 DTYPES: dict[str, ScalarType] = {"float32": float32, "float64": float64,
                                  "complex64": complex64, "complex128": complex128}
@@ -171,6 +172,40 @@ def crop2d(dtype: str) -> Lambda:
     t = scalar_type(dtype)
     return fun([t[Q][P]], lambda X: map(map(_id(t))) << map(crop(0, Q - N)) << crop(0, P - M)
                << X)
+
+
+def window2d(dtype: str) -> Lambda:
+    """The first Q columns of X (M×N, Q ≤ N) as the top-left block of a P×Q matrix of zeros
+    (P ≥ M): a split GEMM's interior operand, B's aligned columns with rows padded to K'
+    (`liftkit.blas.split`)."""
+    t = scalar_type(dtype)
+    z = _zero(t)
+    return fun([t[N][M]], lambda X: map(map(_id(t))) << transpose << map(pad(0, P - M, z))
+               << transpose << map(crop(0, N - Q)) << X)
+
+
+def tailcols(dtype: str) -> Lambda:
+    """The last R columns of X (M×N, R ≤ N) as the rows of an R×P matrix, zero past M (P ≥ M):
+    the vectors of a split GEMM's edge columns, padded to K'."""
+    t = scalar_type(dtype)
+    z = _zero(t)
+    return fun([t[N][M]], lambda X: map(map(_id(t))) << map(pad(0, P - M, z)) << transpose
+               << map(crop(N - R, 0)) << X)
+
+
+def hcat(dtype: str) -> Lambda:
+    """[X | Eᵀ] for X (M×Q, the interior product) and E (R×P, P ≥ M: the edge columns' products
+    as rows): a split GEMM's M×(Q+R) result. The blocks are placed by padding each with zeros
+    and adding, which is exact (x + 0 = x; the products are never -0: sums start at +0)."""
+    t = scalar_type(dtype)
+    z, add = _zero(t), _add(t)
+
+    def body(X: Any, E: Any) -> Any:
+        return map(lambda xe: map(lambda p: add(p[0], p[1])) << zip(
+            pad(0, R, z) << xe[0], pad(Q, 0, z) << xe[1])) << zip(
+            X, transpose << map(crop(0, P - M)) << E)
+
+    return fun([t[Q][M], t[P][R]], body)
 
 
 def scal(dtype: str) -> Lambda:

@@ -74,6 +74,8 @@ class Kind:
             "transpose": lambda: bp.transpose_prog(t), "axpby2d": lambda: bp.axpby2d(t, lay == "T"),
             "cembed": lambda: bp.cembed(t, lay), "cprep": lambda: bp.cprep(t, lay),
             "pad2d": lambda: bp.pad2d(t), "crop2d": lambda: bp.crop2d(t),
+            "window2d": lambda: bp.window2d(t), "tailcols": lambda: bp.tailcols(t),
+            "hcat": lambda: bp.hcat(t),
             "scal": lambda: bp.scal(t), "axpy": lambda: bp.axpy(t), "dot": lambda: bp.dot(t),
             "dotc": lambda: bp.dotc(t), "asum": lambda: bp.asum(t), "sumsq": lambda: bp.sumsq(t)}
         if self.op not in builders:
