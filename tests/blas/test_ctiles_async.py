@@ -79,6 +79,31 @@ def test_transposed_operands_tiled_as_stored_are_sound(layout: str, v: Variant) 
     assert "cp.async.ca.shared.global [%0], [%1], 8;" in src
 
 
+@pytest.mark.parametrize("layout", ["NN", "TN", "NC"])
+def test_the_split_tail_adds_complex_parts(layout: str) -> None:
+    """split/slots: mm-split-tail over the complex tile loop (its last partial wave, here the
+    whole small grid, split along K): sound bit for bit; the fix-up passes each complex
+    accumulator through the workspace as two floats; NVRTC compiles it."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    k = Kind("mm", "complex64", layout)
+    kt = {"kt": 1} if layout != "NN" else {}
+    v = Variant.of("ctiles-async", tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, split=3,
+                   slots=396, **kt)
+    want, X, Y = _operands(layout, 128, 64, 96, 13)
+    d = derive(k, v)
+    np.testing.assert_array_equal(np.asarray(interpret(d.final, X, Y)), want)
+    src = compile_program(d.final, CompileOptions(dialect="cuda")).kernels[0].source
+    assert "int* sk_flags" in src and "float* sk_ws" in src and "cfloat_new((" in src
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    try:
+        assert compile_cuda(src, "compute_90a", name="cgemm_split.cu").ptx
+    except ImportError as err:  # pragma: no cover - no NVRTC library
+        pytest.skip(f"needs NVRTC: {err}")
+
+
 @pytest.mark.parametrize("layout,mad", [
     ("NN", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(x.y, y.x, fma(x.x, y.y, acc.y))"),
     ("RC", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(-x.y, y.x, fma(x.x, -y.y, acc.y))")])
@@ -139,9 +164,13 @@ def _profiled(session: Session, variants: dict[str, Variant]) -> None:
 
 
 KT_128 = {"tm": 128, "tn": 64, "tk": 16, "rm": 8, "rn": 4, "stages": 2, "kt": 1}
+SPLIT = {"split": 2, "slots": 396}  # (a small grid: every tile split)
 PROFILES = {"plain": {"NN": CT, "NT": CT, "TN": CT},
             "kt": {"NN": CT, "NT": Variant.of("ctiles-async", **KT_128, rot=1),
-                   "TN": Variant.of("ctiles-async", **KT_128)}}
+                   "TN": Variant.of("ctiles-async", **KT_128)},
+            "split": {"NN": Variant.of("ctiles-async", **CT.kw, **SPLIT),
+                      "NT": Variant.of("ctiles-async", **KT_128, rot=1, **SPLIT),
+                      "TN": Variant.of("ctiles-async", **KT_128, **SPLIT)}}
 
 
 @pytest.mark.gpu

@@ -99,17 +99,26 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
 
 
 def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
-                     kt: int = 0, rot: int = 0) -> Strategy:
+                     kt: int = 0, rot: int = 0, split: int = 0, slots: int = 0, bound: int = 0
+                     ) -> Strategy:
     """The complex FFMA tiles: mm-tiles-async over complex scalars (w=1: 8-byte cp.async
     copies, rm×rn complex accumulators, each complex multiply-add 4 FMAs); kt=1: the
     transposed operand (layout letters T, C) tiled as stored, so its copies are coalesced
-    (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's)."""
+    (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's);
+    split/slots/bound: then mm-split-tail, as tiles-async (the parts' partial sums added as
+    pairs of reals)."""
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
+    from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     if kt and not transposes(kind):
         raise CodeletError(f"ctiles-async kt=1 tiles a transposed operand; {kind} has none")
     extra = {**({"kt": 1} if kt else {}), **({"rot": 1} if rot else {})}
-    return rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1, **extra)
+    tiles = rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1, **extra)
+    if not (split or bound):
+        return tiles
+    if not slots:
+        raise CodeletError("ctiles-async split into parts needs the GPU's slots (resident blocks)")
+    return seq(tiles, topdown(rule(MM_SPLIT_TAIL, parts=split or 1, slots=slots, bound=bound)))
 
 
 def transposes(kind: Kind) -> bool:
@@ -372,10 +381,12 @@ MM_CODELETS: tuple[Codelet, ...] = (
             "rows rotated in local memory); CUDA only, complex64, every layout (no 2x real "
             "embedding, no packing kernels)",
             _mm_ctiles_async, _ctiles_space,
-            lambda kind, tm, tn, tk, rm, rn, stages, kt=0, rot=0: _tiled_multiples(
-                kind, Variant.of("ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
-                                 stages=stages, **({"kt": 1} if kt else {}),
-                                 **({"rot": 1} if rot else {})), {"M": tm, "N": tn, "K": tk}),
+            lambda kind, tm, tn, tk, rm, rn, stages, kt=0, rot=0, split=0, slots=0, bound=0:
+                _tiled_multiples(kind, Variant.of(
+                    "ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
+                    **({"kt": 1} if kt else {}), **({"rot": 1} if rot else {}),
+                    **({"split": split, "slots": slots} if split or bound else {}),
+                    **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("complex64",), rules=_tiles_async_rules),
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
             "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "

@@ -153,10 +153,14 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
     scalar = elem.elem if isinstance(elem, VectorType) else elem
     width = elem.width if isinstance(elem, VectorType) else 1
     if not isinstance(scalar, ScalarType):
-        raise CodegenError(f"reduceSplitTail adds float or double accumulators, not {elem}")
-    per = len(mine) * width
+        raise CodegenError(f"reduceSplitTail adds float, double or complex accumulators, not "
+                           f"{elem}")
+    # complex accumulators go through the workspace as their (re, im) pairs of reals
+    pair = 2 if scalar.is_complex else 1
+    per = len(mine) * width * pair
     flags = _temp(g, "sk_flags", int32, slots, zeroed=True)
-    ws = _temp(g, "sk_ws", scalar, slots * per * threads, zeroed=False)
+    ws = _temp(g, "sk_ws", scalar.real if pair == 2 else scalar, slots * per * threads,
+               zeroed=False)
 
     def epilogue() -> None:
         tid = " + ".join(f"{name} * {math.prod(ls[:d])}" if d else name
@@ -173,12 +177,21 @@ def split_tail(g: "Generator", p: ReduceSplitTail, init: View, kt: ArithExpr, ct
 
         def add_from(at: Callable[[int], str]) -> None:
             for n, v in enumerate(views):
+                if pair == 2:
+                    acc = f"({em.load(v)})"
+                    em.store(v, f"{scalar.name}_new({acc}.x + __ldcg({at(2 * n)}), "
+                                f"{acc}.y + __ldcg({at(2 * n + 1)}))")
+                    continue
                 got = [f"__ldcg({at(n * width + c)})" for c in range(width)]
                 val = f"{ctype(elem)}({', '.join(got)})" if width > 1 else got[0]
                 em.store(v, f"{em.load(v)} + {val}")
 
         def write_to(at: Callable[[int], str]) -> None:
             for n, v in enumerate(views):
+                if pair == 2:
+                    for c, part in enumerate("xy"):
+                        em.line(f"__stcg({at(2 * n + c)}, ({em.load(v)}).{part});")
+                    continue
                 for c in range(width):
                     lane = f"({em.load(v)}).s[{c}]" if width > 1 else em.load(v)
                     em.line(f"__stcg({at(n * width + c)}, {lane});")

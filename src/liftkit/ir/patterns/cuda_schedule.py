@@ -36,7 +36,8 @@ from liftkit.ir.patterns.cuda import CudaPattern, ReduceMmaF64K8AheadSpread, ToL
 from liftkit.ir.patterns.maps import MapWrg
 from liftkit.ir.patterns.reductions import ReduceSeq, fold
 from liftkit.semantics.values import axis_len, expand, tmap
-from liftkit.types import ArrayType, ScalarType, Type, VectorType, float32, float64
+from liftkit.types import (ArrayType, ScalarType, Type, VectorType, complex64, complex128, float32,
+                           float64)
 
 if TYPE_CHECKING:  # pragma: no cover
     from liftkit.ir.typecheck import Typing
@@ -47,12 +48,13 @@ MAX_PARTS = 16
 
 
 def _float_leaves(t: Type) -> bool:
-    """t is a (nested) array of float/double scalars or vectors: what the parts add element-wise."""
+    """t is a (nested) array of float/double scalars or vectors, or of complex numbers: what the
+    parts add element-wise."""
     while isinstance(t, ArrayType):
         t = t.elem
     if isinstance(t, VectorType):
         t = t.elem
-    return isinstance(t, ScalarType) and t in (float32, float64)
+    return isinstance(t, ScalarType) and t in (float32, float64, complex64, complex128)
 
 
 @dataclass(frozen=True, repr=False)
@@ -93,7 +95,8 @@ class ReduceSplitTail(ReduceSeq, CudaPattern):
             raise PatternError("reduceSplitTail splits a work-group's loop: use it inside mapWrg")
         if not _float_leaves(args[0]):
             raise PatternError(f"reduceSplitTail adds partial sums element by element: the "
-                               f"accumulator must be an array of float or double, got {args[0]}")
+                               f"accumulator must be an array of float, double or complex "
+                               f"numbers, got {args[0]}")
         return super().infer(t, args)
 
     def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
