@@ -175,3 +175,48 @@ def test_split_where_it_does_not_apply(session) -> None:  # type: ignore[no-unty
     assert not split.splittable(Kind("mm", "float32", "NT"), {"M": 9, "N": 65, "K": 9})
     assert not split.splittable(Kind("mm", "float32", "NN"), {"M": 9, "N": 1, "K": 9}, 1)
     assert split.splittable(Kind("mm", "float64", "NN"), {"M": 1, "N": 1025, "K": 1})
+
+
+@pytest.mark.parametrize("faster", [True, False], ids=["won", "lost"])
+def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, faster) -> None:  # type: ignore[no-untyped-def]
+    """After a real NN class's variants, `liftkit blas tune --edges` times the split plan at
+    n−1 × n+1 × n−25 (1023×1025×999 for 1024) beside the GEMM's own plan there (as a call
+    runs it); the split entry (via "split") is added only where it was faster, and the library
+    then picks the split plan at those very sizes; a resumed run measures neither again
+    (measure is replaced: nothing is timed for real)."""
+    from liftkit.blas import Profile, Session
+    from liftkit.blas import tune as tune_mod
+    from liftkit.blas.profile import size_class
+
+    at = {"M": 1023, "N": 1025, "K": 999}
+    kind = Kind("mm", "float32", "NN")
+    seen: list[tuple[Variant, dict[str, int], bool]] = []
+
+    def fake(s: Any, kind: Kind, variant: Variant, sizes: dict[str, int], plan: bool = False,
+             **_: Any) -> Any:
+        t = tune_mod.Trial(kind, size_class(kind.op, sizes), variant, dict(sizes))
+        seen.append((variant, dict(sizes), plan))
+        t.rate = (2.0 if faster else 0.5) if variant.codelet == "split" else 1.0
+        t.seconds = 1.0 / t.rate
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    assert tune_mod.split_sizes(kind, "large", "cpu") == at
+    assert tune_mod.split_sizes(kind, "small", "gpu") is None  # (129 is not small)
+    assert tune_mod.split_sizes(Kind("mm", "float32", "NT"), "large", "cpu") is None
+    prof = Profile(session.profile.fingerprint, session.profile.label, "cpu")
+    s = Session(session.device, profile=prof)
+    tune_mod.tune(s, [kind], ["large"], prof, progress=False, peaks=None, max_variants=1,
+                  edges=True)
+    split_runs = [x for x in seen if x[1] == at]
+    assert [(x[0].codelet == "split", x[2]) for x in split_runs] == [(False, True), (True, False)]
+    entries = prof.ranked(kind, "large", via="split")
+    assert [(e.variant, dict(e.sizes)) for e in entries] == (
+        [(Variant.of("split", w=64), at)] if faster else [])
+    assert prof.notes["splits"][f"{kind}|large"]["entry"] is faster
+    assert (split.measured_split(s, kind, at) == 64) is faster
+    assert split.measured_split(s, kind, {**at, "K": 1000}) is None
+    seen.clear()
+    tune_mod.tune(s, [kind], ["large"], prof, progress=False, peaks=None, max_variants=1,
+                  edges=True)
+    assert not [x for x in seen if x[1] == at]

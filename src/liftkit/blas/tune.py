@@ -201,7 +201,7 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     the trial then names that kernel (`via` "real")."""
     t = Trial(kind, size_class(kind.op, sizes), variant)
     inputs = inputs if inputs is not None else Inputs()
-    if variant.codelet in ("real", "nn") or plan:
+    if variant.codelet in ("real", "nn", "split") or plan:
         t = _measure_plan(session, t, sizes, repeat, max_seconds, seed, inputs, real)
         if real is not None and variant.codelet == "real":
             t.variant, t.via = real, "real"
@@ -245,7 +245,7 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
     try:
         ops = [session.operand(x, name, "gemm", 2) for x, name in zip(xs, ("A", "B"))]
         lay = kind.layout
-        if t.variant.codelet in ("real", "nn"):
+        if t.variant.codelet in ("real", "nn", "split"):  # (split: liftkit.blas.split)
             plan = session.plan_gemm(ops[0].shape, ops[1].shape, dt, trans_a=lay[0] == "T",
                                      trans_b=lay[1] == "T", variant=t.variant, real=real)
             if plan.padded != plan.sizes:
@@ -574,6 +574,36 @@ def real_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Ta
     return [Task(v, sizes, "real") for v in out]
 
 
+def split_sizes(kind: Kind, cls: str, device_kind: str) -> Optional[dict[str, int]]:
+    """Where a class's split plan is measured (`liftkit.blas.split`): M = n − 1, N = n + 1,
+    K = n − 25 for the class's n (1023×1025×999 at 1024: N one past the tiles, K off 8), None
+    where those sizes fall in another class or the kind has no split plan."""
+    from liftkit.blas.split import splittable
+
+    n = SIZES[device_kind]["mm"][cls]
+    sizes = {"M": n - 1, "N": n + 1, "K": max(1, n - 25)}
+    if not splittable(kind, sizes) or size_class("mm", sizes) != cls:
+        return None
+    return sizes
+
+
+def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[Task]:
+    """The split plan at `split_sizes` beside the GEMM's own plan there (the kernel
+    `gemm.mm_kernel` picks, timed as a call runs it: mode "split-base"); none where measured
+    before (`notes["splits"]`). The split entry (via "split") is kept only where it won."""
+    from liftkit.blas.gemm import mm_kernel
+    from liftkit.blas.split import SPLIT_W
+
+    sizes = split_sizes(kind, cls, session.device_kind)
+    if sizes is None or f"{kind}|{cls}" in prof.notes.get("splits", {}):
+        return []
+    try:
+        base = mm_kernel(session, kind, sizes).variant
+    except Exception:  # noqa: BLE001 - no kernel for these sizes: nothing to compare with
+        return []
+    return [Task(base, sizes, "split-base"), Task(Variant.of("split", w=SPLIT_W), sizes, "split")]
+
+
 def followups(prof: Profile, kind: Kind, cls: str, device_kind: str, edges: bool
               ) -> tuple[list[Task], bool]:
     """(what is left to measure after the class's variants, whether guarded forms are among
@@ -595,7 +625,8 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
     """(variants, follow-ups at most) a tuning run from nothing measures for these kinds and
     classes: every variant of the space, and at most 1 + 2·EDGE_TOP guarded trials per GEMM
     class whose variants have guarded forms (not where `skip`: measured before), 2·REAL_TOP
-    real kernels per complex NN class."""
+    real kernels per complex NN class, the split plan beside the GEMM's own plan per real NN
+    class (`split_tasks`)."""
     from liftkit.blas.codelets import edge_forms
 
     n = more = 0
@@ -606,6 +637,8 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
             if edges and kind.op == "mm" and not skip(kind, cls) \
                     and any(edge_forms(v) for v in vs):
                 more += 1 + 2 * EDGE_TOP
+            if edges and kind.op == "mm" and split_sizes(kind, cls, device_kind) is not None:
+                more += 2  # the split plan and the GEMM's own plan (`split_tasks`)
             if kind.op == "mm" and kind.dtype in REAL_OF and kind.layout == "NN" and \
                     Variant.of("real") in vs:
                 more += 2 * REAL_TOP
@@ -705,12 +738,12 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                             continue
                         bar.update(task, description=f"{kind} {cls} {tk.key}")
                         t0 = time.perf_counter()
-                        if tk.mode != "real":
+                        if tk.mode not in ("real", "split"):
                             pre.ready(kind, tk.variant)
                         if tk.mode == "real":
                             trial = measure(session, kind, Variant.of("real"), tk.sizes,
                                             inputs=inputs, real=tk.variant)
-                        elif tk.mode == "plan":
+                        elif tk.mode in ("plan", "split-base"):
                             trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
                                             plan=True)
                         else:
@@ -747,9 +780,11 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         save(prof)
                         saved[0] = time.perf_counter()
                 more, edge = followups(prof, kind, cls, session.device_kind, edges)
+                splits = split_tasks(session, prof, kind, cls) if edges else []
+                more += splits
                 if not more and not edge:
                     continue
-                pre.add((kind, tk.variant) for tk in more if tk.mode != "real")
+                pre.add((kind, tk.variant) for tk in more if tk.mode not in ("real", "split"))
                 bar.update(task, total=(bar.tasks[task].total or 0) + len(more) * max(1, rounds))
                 got = run(kind, cls, more)
                 new = [Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate, t.unit, t.via)
@@ -767,6 +802,17 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         {"variant": str(padded.variant), "rate": padded.rate},
                         "guarded": {str(t.variant): t.rate for t in guarded},
                         "entries": [str(t.variant) for t in won]}
+                if splits:  # the split plan where it beat the GEMM's own plan
+                    base, sp = (got.get(tk.key) for tk in splits)
+                    won = sp is not None and (base is None or sp.seconds < base.seconds)
+                    if won:
+                        new.append(Entry(kind, cls, sp.sizes, sp.variant, sp.seconds, sp.rate,
+                                         sp.unit, "split"))
+                    prof.notes.setdefault("splits", {})[f"{kind}|{cls}"] = {
+                        "sizes": splits[0].sizes,
+                        "plan": None if base is None else
+                        {"variant": str(base.variant), "rate": base.rate},
+                        "split": None if sp is None else sp.rate, "entry": won}
                 prof.add(new)
                 session.forget_choices()
                 prof.notes["failed"] = sorted(failed)
