@@ -220,3 +220,64 @@ def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, f
     tune_mod.tune(s, [kind], ["large"], prof, progress=False, peaks=None, max_variants=1,
                   edges=True)
     assert not [x for x in seen if x[1] == at]
+
+
+@pytest.mark.gpu
+def test_split_plans_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no-untyped-def]
+    """The split plan on CUDA (pad2d, window2d, tailcols, the interior, the GEMV, hcat from
+    NVRTC), CuPy operands, at ragged sizes, plain and with α, β; against NumPy."""
+    cp = pytest.importorskip("cupy")
+    g = np.random.default_rng(17)
+    for dt, (m, n, k, w) in (("float32", (67, 65, 33, 64)), ("float64", (45, 33, 29, 16))):
+        a, b = g.standard_normal((m, k)).astype(dt), g.standard_normal((k, n)).astype(dt)
+        plan = gm.plan_gemm(cuda_session, a.shape, b.shape, dt, variant=Variant.of("split", w=w))
+        assert isinstance(plan, split.SplitPlan)
+        ws = plan.workspace()
+        want = a.astype(np.float64) @ b
+        c = cp.full((m, n), np.nan, dt)
+        plan.run(plan.pack("A", cp.asarray(a), ws), plan.pack("B", cp.asarray(b), ws), c).result()
+        np.testing.assert_allclose(cp.asnumpy(c), want, rtol=_tol(dt), atol=_tol(dt) * k)
+        c0 = g.standard_normal((m, n)).astype(dt)
+        c = cp.asarray(c0)
+        plan.run(plan.pack("A", cp.asarray(a), ws), plan.pack("B", cp.asarray(b), ws), c,
+                 alpha=2.0, beta=0.5).result()
+        np.testing.assert_allclose(cp.asnumpy(c), 2 * want + 0.5 * c0, rtol=_tol(dt),
+                                   atol=_tol(dt) * k)
+
+
+def test_split_plans_launch_six_kernels_on_cuda(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The CUDA queue stubbed (benchmarks/blas_host.py, the shipped H100 profile): with a split
+    entry at SGEMM 1023×1025×999 a call launches pad2d, window2d, tailcols, the interior, the
+    GEMV and hcat and copies nothing, the same on the repeated call (its call plan); with α, β
+    the epilogue is a seventh launch; the interior is the profile's 1023×1024×K' kernel."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "blas_host.py"
+    spec = importlib.util.spec_from_file_location("blas_host", path)
+    host = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(host)  # type: ignore[union-attr]
+    modules: dict = {}
+    s = host.stub_session(patch=monkeypatch.setattr, modules=modules)
+    for name, mod in modules.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    got: list = []
+    s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
+    A, B, C = (host.ndarray(sh, "float32") for sh in ((1023, 999), (999, 1025), (1023, 1025)))
+    assert not isinstance(s.plan_gemm(A.shape, B.shape, np.float32), split.SplitPlan)
+    from liftkit.blas.profile import Entry
+
+    at = {"M": 1023, "N": 1025, "K": 999}
+    s.profile.add([Entry(Kind("mm", "float32", "NN"), "large", at, Variant.of("split", w=64),
+                         1.0, 1.0, via="split")])
+    s.forget_choices()
+    plan = s.plan_gemm(A.shape, B.shape, np.float32)
+    assert isinstance(plan, split.SplitPlan) and plan.edge.n0 == 1024
+    assert plan.edge.ka % 4 == 0 and plan.edge.pad_x is not None
+    assert plan._at()["mm"] == {"M": 1023, "N": 1024, "K": plan.edge.ka}
+    for alpha, beta, launches in ((1.0, 0.0, 6), (1.0, 0.0, 6), (2.0, 0.5, 7), (2.0, 0.5, 7)):
+        got.clear()
+        host.COUNTS.clear()
+        s.gemm(A, B, C, alpha=alpha, beta=beta)
+        assert len(got) == launches and host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
