@@ -18,7 +18,7 @@ from liftkit.codegen import CompileOptions, compile_program
 
 CUDA = CompileOptions(dialect="cuda")
 H100 = "cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"
-PLANS = ("real", "nn")  # codelets that are plans over other kernels (liftkit.blas.gemm)
+PLANS = ("real", "nn", "split")  # plans over other kernels (liftkit.blas.gemm, blas.split)
 
 
 def _source(low) -> str:  # type: ignore[no-untyped-def]

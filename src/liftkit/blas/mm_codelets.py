@@ -276,9 +276,9 @@ def _mma_k8_space() -> list[dict[str, int]]:
     return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + deep
 
 
-def _plan_only(kind: Kind) -> Strategy:
-    raise CodeletError(f"{kind}: codelets real and nn are plans of several derived kernels "
-                       "(liftkit.blas.gemm), not one derivation")
+def _plan_only(kind: Kind, **_: int) -> Strategy:
+    raise CodeletError(f"{kind}: codelets real, nn and split are plans of several derived "
+                       "kernels (liftkit.blas.gemm, liftkit.blas.split), not one derivation")
 
 
 def tiles_async_footprint(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
@@ -431,6 +431,12 @@ MM_CODELETS: tuple[Codelet, ...] = (
             "profile's NN kernel (the FP64 tensor-core derivation reads NN and TN only)",
             _plan_only, lambda dev: [{}] if dev == "gpu" else [],
             lambda kind: {}, dtypes=("float32", "float64"), layouts=("NT", "TN")),
+    Codelet("split", ("mm",), "N one past a multiple of w: the 1..N−1 interior on the profile's "
+            "kernel (X padded to 16-byte rows by pad2d, Y's columns by window2d), the last "
+            "column by a GEMV (tailcols), the two placed by hcat (liftkit.blas.split); measured "
+            "by `tune --edges` beside the GEMM's own plan, never in a class's space",
+            _plan_only, lambda dev: [], lambda kind, w: {}, dtypes=("float32", "float64"),
+            layouts=("NN",)),
 )
 
 
