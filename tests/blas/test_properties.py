@@ -317,3 +317,48 @@ def test_gemm_on_profiled_guarded_forms_at_any_size(dev_session: Session) -> Non
                f"orders={oa}{ob}{oc} [{plan.built.variant}]", got, want, **_tol(dt, k))
     assert not failures, "\n".join(failures)
     assert {"edge-tiles", "edge-tiles/elems"} <= seen, seen
+
+
+def test_gemm_split_plans_at_random_shapes(dev_session: Session) -> None:
+    """40 random float32/float64 GEMMs (every op flag and order, α, β, sizes 1…300 with M and N
+    one past a multiple of 8) in a session whose profile holds a split entry (via "split") at
+    each case's kernel sizes: where the kernel is NN the plan is the split plan (interior,
+    GEMV column, hcat: liftkit.blas.split), elsewhere the usual one; against NumPy."""
+    from liftkit.blas.profile import size_class
+    from liftkit.blas.split import SplitPlan
+
+    prof = Profile(dev_session.device.fingerprint, dev_session.device.label,
+                   dev_session.device_kind)
+    s = Session(dev_session.device, profile=prof)
+    rng = np.random.default_rng(23)
+    failures: list[str] = []
+    split = 0
+    for case in range(40):
+        dt = (np.float32, np.float64)[case % 2]
+        ta, tb = _flag(rng), _flag(rng)
+        oa, ob, oc = (str(rng.choice(["C", "F"])) for _ in range(3))
+        m, n = (8 * int(rng.integers(1, 38)) + 1 for _ in range(2))
+        k = _size(rng)
+        A = _mat(rng, (m, k) if ta in (False, "N") else (k, m), dt, oa)
+        B = _mat(rng, (k, n) if tb in (False, "N") else (n, k), dt, ob)
+        C0 = _mat(rng, (m, n), dt, oc)
+        plain = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb, order_a=oa,
+                            order_b=ob, order_c=oc)
+        kind = Kind("mm", np.dtype(dt).name, plain.layout)
+        prof.add([Entry(kind, size_class("mm", plain.sizes), dict(plain.sizes),
+                        Variant.of("split", w=8), 1.0, 1e9, via="split")])
+        s.forget_choices()
+        plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb, order_a=oa,
+                           order_b=ob, order_c=oc)
+        if isinstance(plan, SplitPlan) != (plain.layout == "NN"):
+            failures.append(f"case {case}: {plain.layout} {plain.sizes}: {type(plan).__name__}")
+        split += isinstance(plan, SplitPlan)
+        alpha, beta = _scalar(rng, dt, [1.0, -0.5]), _scalar(rng, dt, [0.0, 0.25])
+        got = s.gemm(A, B, C0.copy(order=oc), alpha=alpha, beta=beta, trans_a=ta,
+                     trans_b=tb).result()
+        want = alpha * _op(A, ta) @ _op(B, tb) + beta * _wide(C0)
+        _check(failures, f"case {case}: {np.dtype(dt).name} {m}x{n}x{k} ta={ta} tb={tb} "
+               f"orders={oa}{ob}{oc} alpha={alpha} beta={beta} [{plan.variant}]", got, want,
+               **_tol(dt, k))
+    assert not failures, "\n".join(failures)
+    assert split >= 10, split
