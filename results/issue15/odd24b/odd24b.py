@@ -120,6 +120,43 @@ def build_all(arch: str, workers: int) -> list[dict[str, Any]]:
         return list(pool.map(_build, jobs))
 
 
+def pieces(s: Any, plan: Any, A: Any, B: Any, reps: int = 10) -> dict[str, float]:
+    """Each kernel of a split plan by device time (us per launch): `reps` launches between two
+    markers, queued behind three interior products so that the host's launches run ahead of
+    the GPU (the small kernels would otherwise be timed at the host's launch rate)."""
+    q, e, at, nb = s.q, plan.edge, plan._at(), plan._bytes()
+    ws = plan.workspace()
+    a, b = plan.pack("A", A, ws), plan.pack("B", B, ws)
+    dt = plan.dtype.type
+    prod, col = ws.buffer("split-P", nb["split-P"]), ws.buffer("split-e", nb["split-e"])
+    zeros, _ = s.zeros(e.mg * plan.dtype.itemsize)
+    dest = q.alloc(plan.m * plan.n * plan.dtype.itemsize)
+    steps = {
+        "window2d B": lambda: e.window.launch(q, {0: b.source.buf}, {}, b.buf, at["window"]),
+        "tailcols B": lambda: e.tail.launch(q, {0: b.source.buf}, {}, b.edge, at["tail"]),
+        "interior": lambda: plan.built.launch(q, {0: a.buf, 1: b.buf}, {}, prod, at["mm"],
+                                              (), ws),
+        "GEMV": lambda: e.gemv.launch(q, {0: a.buf, 1: b.edge, 2: zeros}, {3: dt(1), 4: dt(0)},
+                                      col, at["gemv"], (), ws),
+        "hcat": lambda: e.hcat.launch(q, {0: prod, 1: col}, {}, dest, at["hcat"]),
+        "all six": lambda: plan.launch(plan.pack("A", A, ws), plan.pack("B", B, ws), dest, [],
+                                       ws),
+    }
+    if e.pad_x is not None:
+        steps["pad2d A"] = lambda: e.pad_x.launch(q, {0: a.source.buf}, {}, a.buf, at["pad"])
+    got: dict[str, float] = {}
+    for name, fn in steps.items():
+        for _ in range(3):
+            steps["interior"]()
+        m0 = q.marker()
+        for _ in range(reps):
+            fn()
+        m1 = q.marker()
+        q.finish()
+        got[name] = q.seconds(m0, m1) / reps * 1e6
+    return got
+
+
 def gpu(out: Path, rounds: int, workers: int) -> int:
     import cupy as cp
 
@@ -211,6 +248,13 @@ def gpu(out: Path, rounds: int, workers: int) -> int:
                  "rel_error": err, "ok": err <= tol, "reps": reps, "rounds": rounds,
                  "card": card, "liftkit_rounds_us": [t * 1e6 for t in t_lk],
                  "cublas_rounds_us": [t * 1e6 for t in t_ref]}
+            if label == "split":
+                try:
+                    r["pieces_us"] = pieces(s, plan, A, B)
+                    say("    split pieces (device us per launch): " + ", ".join(
+                        f"{k} {v:.1f}" for k, v in r["pieces_us"].items()))
+                except Exception as exc:  # noqa: BLE001 - a diagnostic only
+                    say(f"    split pieces: FAILED {type(exc).__name__}: {str(exc)[:200]}")
             rows.append(r)
             say(f"{size:15s} {LETTER[dt]} {label:9s} {tr * 1e6:8.1f} {tl * 1e6:8.1f} us "
                 f"{tr / tl:5.2f}x  err {err:.1e}{'' if r['ok'] else ' WRONG'}  "
