@@ -23,7 +23,8 @@ from liftkit.programs import PROGRAMS
 from liftkit.rewrite import Rule, apply_choice, enumerate_choices
 from liftkit.rewrite.rules import ALL_RULES, MM_RULES, RULES_BY_NAME, SEARCH_RULES, normal_form
 from liftkit.rewrite.rules.corpus import Case, run
-from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER
+from liftkit.rewrite.rules.mm_blocks import MM_PRIVATE_BLOCKS
 from liftkit.rewrite.rules.mm_steps import (MM_TILES_BLOCKS, MM_TILES_PRIVATE, MM_TILES_STAGE_LOCAL,
                                             MM_TILES_UNROLL, MM_TILES_VECTORIZE, MM_TILES_WORK_ITEMS)
 from liftkit.rewrite.rules.soundness import Soundness, SoundnessError

@@ -18,7 +18,8 @@ from liftkit.ir.nodes import walk
 from liftkit.rewrite import enumerate_choices
 from liftkit.rewrite.rules import normal_form
 from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME, MM_TILES_ASYNC, TILES_ASYNC, sgemm_derivation
-from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES
+from liftkit.rewrite.rules.mm_blocks import MM_PRIVATE_BLOCKS
 from liftkit.rewrite.strategies import rule, topdown
 from liftkit.semantics import interpret
 from liftkit.types import float32, float64

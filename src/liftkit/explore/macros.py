@@ -59,7 +59,8 @@ from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.private import PRIVATE_COPY
 from liftkit.rewrite.rules.nbody_tiles import at_all_pairs
 from liftkit.rewrite.rules.gemv import GEMV_GROUP_RULES, GEMV_ROW_GROUPS, GEMV_T_GROUPS
-from liftkit.rewrite.rules.mm import MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER, mm_parts
+from liftkit.rewrite.rules.mm import MM_TILE_2D, MM_TILES_LOWER, mm_parts
+from liftkit.rewrite.rules.mm_blocks import MM_PRIVATE_BLOCKS
 from liftkit.rewrite.rules.chunking import (
     CHUNKING_RULES,
     PARTRED_COLUMNS,

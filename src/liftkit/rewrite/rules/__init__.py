@@ -40,7 +40,8 @@ from liftkit.rewrite.rules.iterate import ITERATE_RULES
 from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
 from liftkit.rewrite.rules.lowering import LOWERING_RULES
-from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_PRIVATE_BLOCKS, MM_TILE_2D, MM_TILES_LOWER
+from liftkit.rewrite.rules.mm import MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER
+from liftkit.rewrite.rules.mm_blocks import MM_PRIVATE_BLOCKS
 from liftkit.rewrite.rules.mm_steps import MM_STEP_RULES
 from liftkit.rewrite.rules.nbody_tiles import NBODY_RULES
 from liftkit.rewrite.rules.order import order_insensitive
