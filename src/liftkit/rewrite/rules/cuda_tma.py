@@ -63,7 +63,8 @@ def _choices(site: Site, casts: dict[str, type] = _CASTS) -> list[dict[str, Any]
 
 def _build(site: Site, tm: int, tn: int, tk: int, warps: int, stages: int, group: int = 0,
            casts: dict[str, type] = _CASTS) -> Any:
-    from liftkit.rewrite.rules.cuda import mm_nest, mm_wgmma
+    from liftkit.rewrite.rules.cuda import mm_nest
+    from liftkit.rewrite.rules.cuda_wgmma import mm_wgmma
 
     a, b, _, _, _, cls = mm_nest(site, casts, None)  # type: ignore[misc]
     if not group:
@@ -78,7 +79,7 @@ def grouped_mm(a: Any, b: Any, cls: type, tm: int, tn: int, tk: int, warps: int,
     from liftkit import dsl as D
     from liftkit.ir.nodes import FunCall
     from liftkit.ir.nodes import Literal as Lit
-    from liftkit.rewrite.rules.cuda import _wgmma_plan
+    from liftkit.rewrite.rules.cuda_wgmma import _wgmma_plan
 
     why = _wgmma_plan(cls)(tm, tn, tk, warps, stages)
     if why is not None or group < 1:
