@@ -13,6 +13,10 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 
+class RuntimeError_(Exception):
+    """Misuse of the runtime (an unknown or released variable)."""
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A kernel a task launches, with its source in each C dialect it can be built from
