@@ -233,3 +233,67 @@ def test_sizes_off_the_complex_tiles_take_the_real_plan() -> None:
     for odd in ({"M": 1000, "N": 1000, "K": 1000}, {"M": 1023, "N": 1025, "K": 999},
                 {"M": 1024, "N": 1024, "K": 1000}):
         assert fit_choice(nn, best, odd) == Variant.of("real")
+
+
+# -- the register caps and the whole-grid split the tuner tries on a CUDA device ----------------
+def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid() -> None:
+    """`ctiles_split_space` (in `space_at` on CUDA): for layouts tiled as stored (kt=1, whose
+    kernels exceed 128 registers: one block per SM) the 128×64 and 64×64 tiles capped at 2 and
+    4 resident blocks per SM; where the grid has fewer tiles than SMs (1024²: 128 of 128×64 for
+    132 SMs) the 128×64 tiles also split in 2 along K across the whole grid; nothing for other
+    dtypes; every one derives (NT's split bit for bit in the interpreter)."""
+    from liftkit.backends.cuda.occupancy import SMLimits
+    from liftkit.blas.codelets import ctiles_split_space, space_at
+
+    h100 = SMLimits(132, 65536, 233472, 2048, 32, 1024)
+    big = {"tm": 128, "tn": 64, "tk": 16, "rm": 8, "rn": 4, "stages": 2}
+    small = {"tm": 64, "tn": 64, "tk": 16, "rm": 4, "rn": 8, "stages": 2}
+    b2, b4, s2 = {"bound": 2, "slots": 264}, {"bound": 4, "slots": 528}, {"split": 2}
+    at = {n: {"M": n, "N": n, "K": n} for n in (1024, 4096)}
+    ct = lambda **kw: Variant.of("ctiles-async", **kw)  # noqa: E731
+    nt = {"kt": 1, "rot": 1}
+    want = {("NN", 1024): [ct(**big, **b2, **s2)], ("NN", 4096): [],
+            ("NT", 1024): [ct(**big, **nt, **b2), ct(**big, **nt, **b2, **s2),
+                           ct(**small, **nt, **b4)],
+            ("NT", 4096): [ct(**big, **nt, **b2), ct(**small, **nt, **b4)],
+            ("TN", 4096): [ct(**big, kt=1, **b2), ct(**small, kt=1, **b4)]}
+    for (lay, n), vs in want.items():
+        kind = Kind("mm", "complex64", lay)
+        assert ctiles_split_space(kind, at[n], h100) == vs, (lay, n)
+        got = space_at(kind, "gpu", "cuda", at[n], h100)
+        assert got[len(got) - len(vs):] == vs and got[:len(got) - len(vs)] == \
+            space(kind, "gpu", "cuda")
+        for v in vs:
+            assert multiples(kind, v) == {"M": v.kw["tm"], "N": v.kw["tn"], "K": 16}
+    for dt in ("complex128", "float32"):
+        assert ctiles_split_space(Kind("mm", dt, "NT"), at[1024], h100) == []
+    k = Kind("mm", "complex64", "NT")
+    v = ct(**big, **nt, **b2, **s2)
+    want_, X, Y = _operands("NT", 128, 64, 48, 17)
+    np.testing.assert_array_equal(np.asarray(interpret(derive(k, v).final, X, Y)), want_)
+
+
+@pytest.mark.parametrize("layout,v", [
+    ("NT", Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, kt=1, rot=1,
+                      bound=2, slots=264)),
+    ("TN", Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, kt=1,
+                      bound=2, slots=264))])
+def test_the_cap_holds_the_tiled_as_stored_kernels_to_128_registers(layout: str, v: Variant
+                                                                     ) -> None:
+    """__launch_bounds__(256, 2): NVRTC (sm_90a, ptxas -v) keeps NT's and TN's kt kernels at
+    ≤ 128 registers without spilling (uncapped: 143-150, one block per SM)."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    src = compile_program(derive(Kind("mm", "complex64", layout), v).final,
+                          CompileOptions(dialect="cuda")).kernels[0].source
+    assert "__launch_bounds__(256, 2)" in src
+    try:
+        log = compile_cuda(src, "sm_90a", ["--ptxas-options=-v"], name="cgemm_bound.cu").log
+    except ImportError as err:  # pragma: no cover - no NVRTC library
+        pytest.skip(f"needs NVRTC: {err}")
+    regs = re.search(r"Used (\d+) registers", log)
+    assert regs and int(regs.group(1)) <= 128, log
+    assert "0 bytes spill stores, 0 bytes spill loads" in log, log

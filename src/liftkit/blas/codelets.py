@@ -25,7 +25,7 @@ from liftkit.blas import programs as bp
 from liftkit.blas.mm_codelets import (  # noqa: F401 - re-exported: callers import them from here
     EDGE_CODELETS, EDGE_FORMS, MM_CODELETS, MM_WIDTH, MMA_GROUPS, MMA_K8_AHEAD, MMA_SPACE,
     SPLIT_BOUND, SPLIT_PARTS, TILES_ASYNC_SPACE, _plan_only, edge_form, edge_forms, edge_lossy,
-    ctiles_fit, fit_choice, split_tail_space, tiles_async_footprint,
+    ctiles_fit, ctiles_split_space, fit_choice, split_tail_space, tiles_async_footprint,
 )
 from liftkit.blas.variants import (  # noqa: F401 - re-exported: callers import them from here
     OPS, Codelet, CodeletError, Kind, Variant, on_gpus, pad_to, padded_sizes, padding_ratio,
@@ -372,9 +372,10 @@ def space(kind: Kind, device_kind: str, backend: str = "opencl") -> list[Variant
 def space_at(kind: Kind, device_kind: str, backend: str, sizes: Mapping[str, int],
              limits: Any = None) -> list[Variant]:
     """`space`, then the variants that depend on the sizes and the device (`limits`: its
-    multiprocessors' limits, `occupancy.SMLimits`; on CUDA the split tail, `split_tail_space`)."""
-    extra = split_tail_space(kind, sizes, limits) if backend == "cuda" and limits is not None \
-        else []
+    multiprocessors' limits, `occupancy.SMLimits`; on CUDA the split tail, `split_tail_space`,
+    and the complex tiles' register caps and whole-grid split, `ctiles_split_space`)."""
+    extra = split_tail_space(kind, sizes, limits) + ctiles_split_space(kind, sizes, limits) \
+        if backend == "cuda" and limits is not None else []
     return space(kind, device_kind, backend) + extra
 
 

@@ -281,11 +281,12 @@ def _plan_only(kind: Kind, **_: int) -> Strategy:
                        "kernels (liftkit.blas.gemm, liftkit.blas.split), not one derivation")
 
 
-def tiles_async_footprint(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int
-                          ) -> tuple[int, int]:
-    """(threads, bytes of shared memory) of a float32 tiles-async block: a thread per rm×rn
-    register block, `stages` A and B tiles staged in shared memory."""
-    return (tm // rm) * (tn // rn), stages * (tm + tn) * tk * 4
+def tiles_async_footprint(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
+                          size: int = 4) -> tuple[int, int]:
+    """(threads, bytes of shared memory) of a tiles-async block of `size`-byte elements
+    (float32; complex64: 8): a thread per rm×rn register block, `stages` A and B tiles staged
+    in shared memory."""
+    return (tm // rm) * (tn // rn), stages * (tm + tn) * tk * size
 
 
 def split_tail_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> list[Variant]:
@@ -310,6 +311,41 @@ def split_tail_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> list[
         out += [Variant.of("tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
                            split=p, slots=slots, bound=SPLIT_BOUND)
                 for p in SPLIT_PARTS if -(-sizes["K"] // tk) >= p]
+    return out
+
+
+# the complex tiles under a register cap (tm, tn, tk, rm, rn, stages, bound: __launch_bounds__
+# blocks per SM): 256 threads at 128 registers (2 per SM; NVRTC 13 gives NT/TN tiled as stored,
+# kt=1, 143-150 registers uncapped: one block per SM), 128 threads at 128 (4 per SM)
+CTILES_BOUNDED = ((128, 64, 16, 8, 4, 2, 2), (64, 64, 16, 4, 8, 2, 4))
+
+
+def ctiles_split_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> list[Variant]:
+    """The complex tiles (ctiles-async) worth trying at `sizes` on a device of `limits` beyond
+    their space: tiled as the layout reads best (kt=1 where an operand is transposed, rot=1
+    where the second is), under the register cap `CTILES_BOUNDED` (for layouts with kt, whose
+    kernels exceed it), and where the tile grid is smaller than the device (fewer tiles than
+    multiprocessors) split in 2 along K across the whole grid (mm-split-tail: every tile is in
+    the last partial wave; both parts of every tile resident at once); none for other kinds."""
+    from liftkit.backends.cuda.occupancy import bounded_slots
+
+    c = next(c for c in MM_CODELETS if c.name == "ctiles-async")
+    if kind.op != "mm" or kind.dtype not in (c.dtypes or ()):
+        return []
+    kt = transposes(kind)
+    lay = {"kt": 1, **({"rot": 1} if kind.layout[1] in "TC" else {})} if kt else {}
+    out = []
+    for tm, tn, tk, rm, rn, stages, bound in CTILES_BOUNDED:
+        threads, shared = tiles_async_footprint(tm, tn, tk, rm, rn, stages, 8)
+        slots = bounded_slots(limits, threads, shared, bound)
+        if slots is None:
+            continue
+        tiling = dict(tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **lay)
+        if kt:
+            out.append(Variant.of("ctiles-async", **tiling, bound=bound, slots=slots))
+        tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
+        if tiles < limits.multiprocessors and 2 * tiles <= slots and -(-sizes["K"] // tk) >= 2:
+            out.append(Variant.of("ctiles-async", **tiling, split=2, bound=bound, slots=slots))
     return out
 
 

@@ -39,7 +39,10 @@ Options = list[dict[str, Any]]
 # 128-register cap (528), × 2 (264, the 256-thread tiles), × 7 (924, 64×64 tiles); split 2-6
 SCHEDULES = ((4, 396, 0), (3, 396, 0), (5, 396, 0), (2, 396, 0), (6, 396, 0), (5, 396, 3),
              (4, 396, 3), (3, 396, 3), (1, 528, 4), (4, 528, 4), (3, 528, 4), (4, 264, 0),
-             (3, 924, 0), (4, 924, 0), (2, 924, 0))
+             (3, 924, 0), (4, 924, 0), (2, 924, 0),
+             # the complex64 FFMA tiles of 256 threads (ctiles-async) capped at 128 registers, 2
+             # resident per SM (264): alone, and a grid of fewer tiles than SMs split in 2
+             (1, 264, 2), (2, 264, 2))
 _MADS = ("madS", "mad_")
 
 
