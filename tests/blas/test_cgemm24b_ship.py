@@ -75,8 +75,11 @@ def test_ship_leaves_the_profile_alone_when_nothing_wins(tmp_path: Path) -> None
     text = prof_path.read_text()
     v = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2)
     rows_path = tmp_path / "rows.jsonl"
-    rows_path.write_text(json.dumps(_row("NN", 1024, v, 0.90, shipped=True)) + "\n" + json.dumps(
-        _row("NN", 1024, Variant.of("ctiles-async", **v.kw, split=2, bound=2, slots=264), 0.89))
-        + "\n")
+    split = Variant.of("ctiles-async", **v.kw, split=2, bound=2, slots=264)
+    rows = [_row("NN", 1024, v, 0.90, shipped=True), _row("NN", 1024, split, 0.89),
+            # a run without the device's profile: its "shipped" choice was the default
+            _row("TN", 1024, Variant.of("real"), 0.78, shipped=True, profiled=False),
+            _row("TN", 1024, split, 0.93, profiled=False)]
+    rows_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert _ship().ship(str(prof_path), str(rows_path)) == {}
     assert prof_path.read_text() == text

@@ -1,6 +1,7 @@
 """The shipped H100 profile's complex64 GEMM entries from a cgemm24b run (rows.jsonl of
 bench.py: every row checked against cuBLAS's product first, then timed per call beside cuBLAS
-in alternating rounds).
+in alternating rounds; rows of a run that found no profile for its device are left out: their
+"shipped" choice was the untuned default).
 
 Per layout and size, a candidate ships only where it beat the shipped choice timed in the same
 case (same phase: the split forms were timed after the others, beside the shipped choice again)
@@ -28,7 +29,7 @@ CLASSES = {1024: "large", 4096: "huge", 8192: "giant"}
 def winners(rows: list[dict[str, Any]], margin: float) -> dict[tuple[str, int], dict[str, Any]]:
     """(layout, n) → (the winning row, the shipped row it beat) where a candidate beat the
     shipped choice of its case and phase by `margin`."""
-    timed = [r for r in rows if "ratio" in r and r["n"] in CLASSES]
+    timed = [r for r in rows if "ratio" in r and r["n"] in CLASSES and r.get("profiled", True)]
     base = {(r["layout"], r["n"], r.get("phase", 0)): r for r in timed if r.get("shipped")}
     best: dict[tuple[str, int], dict[str, Any]] = {}
     for r in timed:
