@@ -243,9 +243,10 @@ def test_sizes_off_the_complex_tiles_take_the_real_plan() -> None:
 def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid() -> None:
     """`ctiles_split_space` (in `space_at` on CUDA): for layouts tiled as stored (kt=1, whose
     kernels exceed 128 registers: one block per SM) the 128×64 tiles (2 or 3 stages) and the
-    64×64 tiles capped at 2 and 4 resident blocks per SM; where the grid has fewer tiles than SMs (1024²: 128 of 128×64 for
-    132 SMs) the 128×64 tiles also split in 2 along K across the whole grid; nothing for other
-    dtypes; every one derives (NT's split bit for bit in the interpreter)."""
+    64×64 tiles capped at 2 and 4 resident blocks per SM; where the grid fills at most half of
+    those slots (1024²: 128 tiles of 128×64 for 264, 256 of 64×64 for 528) also split in 2
+    along K across the whole grid (every layout); nothing for other dtypes; every one derives
+    (NT's and NN's splits bit for bit in the interpreter)."""
     from liftkit.backends.cuda.occupancy import SMLimits
     from liftkit.blas.codelets import ctiles_split_space, space_at
 
@@ -257,10 +258,11 @@ def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid(
     ct = lambda **kw: Variant.of("ctiles-async", **kw)  # noqa: E731
     nt = {"kt": 1, "rot": 1}
     deep = {**big, "stages": 3}
-    want = {("NN", 1024): [ct(**big, **b2, **s2), ct(**deep, **b2, **s2)], ("NN", 4096): [],
+    want = {("NN", 1024): [ct(**big, **b2, **s2), ct(**deep, **b2, **s2),
+                           ct(**small, **b4, **s2)], ("NN", 4096): [],
             ("NT", 1024): [ct(**big, **nt, **b2), ct(**big, **nt, **b2, **s2),
                            ct(**deep, **nt, **b2), ct(**deep, **nt, **b2, **s2),
-                           ct(**small, **nt, **b4)],
+                           ct(**small, **nt, **b4), ct(**small, **nt, **b4, **s2)],
             ("NT", 4096): [ct(**big, **nt, **b2), ct(**deep, **nt, **b2), ct(**small, **nt, **b4)],
             ("TN", 4096): [ct(**big, kt=1, **b2), ct(**deep, kt=1, **b2),
                            ct(**small, kt=1, **b4)]}
@@ -274,10 +276,10 @@ def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid(
             assert multiples(kind, v) == {"M": v.kw["tm"], "N": v.kw["tn"], "K": 16}
     for dt in ("complex128", "float32"):
         assert ctiles_split_space(Kind("mm", dt, "NT"), at[1024], h100) == []
-    k = Kind("mm", "complex64", "NT")
-    v = ct(**big, **nt, **b2, **s2)
-    want_, X, Y = _operands("NT", 128, 64, 48, 17)
-    np.testing.assert_array_equal(np.asarray(interpret(derive(k, v).final, X, Y)), want_)
+    for lay, v in (("NT", ct(**big, **nt, **b2, **s2)), ("NN", ct(**small, **b4, **s2))):
+        want_, X, Y = _operands(lay, 128, 64, 48, 17)
+        np.testing.assert_array_equal(
+            np.asarray(interpret(derive(Kind("mm", "complex64", lay), v).final, X, Y)), want_)
 
 
 @pytest.mark.parametrize("layout,v", [

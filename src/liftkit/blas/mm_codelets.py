@@ -325,9 +325,10 @@ def ctiles_split_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> lis
     """The complex tiles (ctiles-async) worth trying at `sizes` on a device of `limits` beyond
     their space: tiled as the layout reads best (kt=1 where an operand is transposed, rot=1
     where the second is), under the register cap `CTILES_BOUNDED` (for layouts with kt, whose
-    kernels exceed it), and where the tile grid is smaller than the device (fewer tiles than
-    multiprocessors) split in 2 along K across the whole grid (mm-split-tail: every tile is in
-    the last partial wave; both parts of every tile resident at once); none for other kinds."""
+    kernels exceed it), and where the tile grid fills at most half the capped slots (1024²: 128
+    tiles of 128×64 or 256 of 64×64 for 264 / 528) split in 2 along K across the whole grid
+    (mm-split-tail: every tile is in the last partial wave; both parts of every tile resident
+    at once, twice the warps per SM for the same work); none for other kinds."""
     from liftkit.backends.cuda.occupancy import bounded_slots
 
     c = next(c for c in MM_CODELETS if c.name == "ctiles-async")
@@ -345,7 +346,7 @@ def ctiles_split_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> lis
         if kt:
             out.append(Variant.of("ctiles-async", **tiling, bound=bound, slots=slots))
         tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
-        if tiles < limits.multiprocessors and 2 * tiles <= slots and -(-sizes["K"] // tk) >= 2:
+        if 2 * tiles <= slots and -(-sizes["K"] // tk) >= 2:
             out.append(Variant.of("ctiles-async", **tiling, split=2, bound=bound, slots=slots))
     return out
 

@@ -40,9 +40,10 @@ Options = list[dict[str, Any]]
 SCHEDULES = ((4, 396, 0), (3, 396, 0), (5, 396, 0), (2, 396, 0), (6, 396, 0), (5, 396, 3),
              (4, 396, 3), (3, 396, 3), (1, 528, 4), (4, 528, 4), (3, 528, 4), (4, 264, 0),
              (3, 924, 0), (4, 924, 0), (2, 924, 0),
-             # the complex64 FFMA tiles of 256 threads (ctiles-async) capped at 128 registers, 2
-             # resident per SM (264): alone, and a grid of fewer tiles than SMs split in 2
-             (1, 264, 2), (2, 264, 2))
+             # the complex64 FFMA tiles (ctiles-async) capped at 128 registers, 256 threads 2
+             # resident per SM (264), 128 threads 4 (528): alone, and a grid that fills at most
+             # half the slots split in 2
+             (1, 264, 2), (2, 264, 2), (2, 528, 4))
 _MADS = ("madS", "mad_")
 
 
