@@ -172,3 +172,25 @@ def test_an_interrupted_class_resumes_after_its_last_saved_variant(
                   limits=None, edges=False, workers=0)
     assert not set(first) & set(measured) and len(first) + len(measured) == len(
         resumed.measured(SGEMM, "large"))
+
+
+def test_a_hopeless_variant_is_timed_once() -> None:
+    """A kernel whose first timed run takes RACE times the fastest so far is timed once; one
+    within RACE is timed `repeat` times; both are checked first."""
+    from liftkit.blas import tune as tune_mod
+
+    kind, sizes = SGEMM, {"M": 4, "N": 4, "K": 4}
+    want = np.ones((4, 4))
+    for first, race, runs in ((1.0, 0.3, 1), (1.0, 0.4, 5), (1.0, None, 5)):
+        spans: list[float] = []
+
+        def run(first: float = first) -> Any:
+            spans.append(first)
+            return SimpleNamespace(wait=lambda: None, seconds=first)
+
+        t = tune_mod._check_then_time(tune_mod.Trial(kind, "small", ASYNC), want, want, sizes,
+                                      run, 5, 60.0, race)
+        assert len(spans) == runs and t.seconds == first and not t.error
+    t = tune_mod._check_then_time(tune_mod.Trial(kind, "small", ASYNC), want, want + 1, sizes,
+                                  run, 5, 60.0, 0.1)
+    assert t.error == "wrong result"

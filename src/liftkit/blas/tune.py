@@ -191,13 +191,15 @@ class Trial:
 def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
             repeat: int = 5, max_seconds: float = 2.0, seed: int = 0,
             inputs: Optional[Inputs] = None, plan: bool = False,
-            real: Optional[Variant] = None) -> Trial:
+            real: Optional[Variant] = None, race: Optional[float] = None) -> Trial:
     """Derive, build, check against NumPy, then time (median of `repeat` event-timed runs,
     fewer when a run is slow). Errors are recorded, not raised: a variant a device cannot run is
     simply not chosen. `inputs`: where the inputs and reference are kept between variants.
     `plan`: a GEMM kernel timed as a call runs it, with the padded copies of its operands and
     of the product where its tiles do not divide the sizes (the padded plan a guarded form
-    competes with). `real`: for codelet `real`, its real kernel (else the profile's choice);
+    competes with). `race`: the fastest seconds measured so far at these sizes: a kernel whose
+    first timed run takes RACE times that is timed once (it cannot win). `real`: for codelet
+    `real`, its real kernel (else the profile's choice);
     the trial then names that kernel (`via` "real")."""
     t = Trial(kind, size_class(kind.op, sizes), variant)
     inputs = inputs if inputs is not None else Inputs()
@@ -226,7 +228,7 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     except Exception as err:  # noqa: BLE001 - a launch the device refuses or a kernel fault
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
-    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds)
+    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds, race)
 
 
 def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int,
@@ -283,11 +285,17 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
     return _check_then_time(t, want, got, sizes, run, repeat, max_seconds)
 
 
+# a kernel whose first timed run takes RACE times the fastest so far at its sizes is timed once:
+# it cannot win, and five runs of a slow 8192³ variant (glb, scalar tiles) took 2 s each
+RACE = 3.0
+
+
 def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[str, int],
-                     run: Callable[[], Any], repeat: int, max_seconds: float) -> Trial:
+                     run: Callable[[], Any], repeat: int, max_seconds: float,
+                     race: Optional[float] = None) -> Trial:
     """Compare with NumPy (tolerance by precision, growing with the summed length), then time
-    the median of up to `repeat` runs within `max_seconds`; the rate is the real (unpadded)
-    problem's."""
+    the median of up to `repeat` runs within `max_seconds` (one where the first is RACE times
+    `race`); the rate is the real (unpadded) problem's."""
     kind = t.kind
     k = sizes.get("K", sizes.get("N", 1))
     tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
@@ -300,7 +308,7 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
         span = run()
         span.wait()
         times.append(span.seconds)
-        if time.perf_counter() - start > max_seconds:
+        if time.perf_counter() - start > max_seconds or (race and span.seconds > RACE * race):
             break
     t.seconds = statistics.median(times)
     amount, t.unit = work(kind, sizes)
@@ -746,8 +754,11 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         elif tk.mode in ("plan", "split-base"):
                             trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
                                             plan=True)
-                        else:
-                            trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs)
+                        else:  # raced against the fastest variant so far at these sizes
+                            fastest = min((b.seconds for b in best.values()
+                                           if not b.mode and b.sizes == tk.sizes), default=None)
+                            trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
+                                            race=fastest)
                         trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
                         if on_trial is not None:
                             on_trial(trial)
