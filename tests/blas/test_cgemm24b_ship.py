@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 from liftkit.blas.codelets import Kind, Variant, derive, multiples
@@ -32,9 +31,21 @@ def _row(lay: str, n: int, v: Variant, ratio: float, shipped: bool = False, phas
             "cublas": 8.0 * n ** 3 / t / ratio / 1e9, "ratio": ratio, **more}
 
 
-def test_ship_adds_only_winners_and_the_profile_still_chooses_and_derives(tmp_path: Path) -> None:
+def _before_cgemm24b(tmp_path: Path) -> Path:
+    """The shipped H100 profile as it was before a cgemm24b run was shipped into it (its
+    register-capped entries and notes taken out), so the test does not depend on that run."""
     prof_path = tmp_path / file_name(H100)
-    shutil.copy(SHIPPED / file_name(H100), prof_path)
+    prof = json.loads((SHIPPED / file_name(H100)).read_text())
+    prof["entries"] = [e for e in prof["entries"] if not (
+        e["dtype"] == "complex64" and e["variant"]["codelet"] == "ctiles-async"
+        and "bound" in e["variant"].get("params", {}))]
+    prof["notes"].pop("cgemm24b", None)
+    prof_path.write_text(json.dumps(prof, indent=1) + "\n")
+    return prof_path
+
+
+def test_ship_adds_only_winners_and_the_profile_still_chooses_and_derives(tmp_path: Path) -> None:
+    prof_path = _before_cgemm24b(tmp_path)
     before = Profile.load(prof_path)
     ct = lambda **kw: Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, **kw)  # noqa: E731
     nt, tn = ct(stages=2, kt=1, rot=1), ct(stages=2, kt=1)
@@ -70,8 +81,7 @@ def test_ship_adds_only_winners_and_the_profile_still_chooses_and_derives(tmp_pa
 
 
 def test_ship_leaves_the_profile_alone_when_nothing_wins(tmp_path: Path) -> None:
-    prof_path = tmp_path / file_name(H100)
-    shutil.copy(SHIPPED / file_name(H100), prof_path)
+    prof_path = _before_cgemm24b(tmp_path)
     text = prof_path.read_text()
     v = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2)
     rows_path = tmp_path / "rows.jsonl"
