@@ -8,11 +8,13 @@ thread with an NVRTC compile server of its own (NVRTC runs in those processes, a
 the CUDA module cache its runner reads (`ModuleCache.put`, under the runner's key). Before it
 builds a variant the tuner waits for that variant (`ready`); the build then loads the cubin
 from the cache. A variant that cannot be compiled is left to the build, whose error the trial
-records. Driver calls (loading modules) stay on the tuning thread.
+records. Driver calls (loading modules) stay on the tuning thread, and no thread generates
+code while a trial runs (`quiet`): it would hold the GIL between a timing's launches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -44,6 +46,10 @@ class Prebuild:
         self._local = threading.local()
         self._servers: list[Any] = []
         self._lock = threading.Lock()
+        # held by the tuner while a trial runs, by a thread while it generates code: Python
+        # work on other threads during a timing delays launches between its events (the
+        # H100 run timed 128³ SGEMMs at 0.0-0.7 GFLOP/s while DGEMM was being generated)
+        self.quiet = threading.Lock()
         self.compiled = 0  # kernels NVRTC compiled here
         self.add(jobs)
 
@@ -75,7 +81,8 @@ class Prebuild:
         from liftkit.backends.cuda.cache import cuda_options, module_key
         from liftkit.backends.cuda.nvrtc import compile_cuda
 
-        _, compiled = self.store.program(kind, variant)
+        with self.quiet:
+            _, compiled = self.store.program(kind, variant)
         for k in compiled.kernels:
             path = self.cache.path_for(module_key(k.source, self.device,
                                                   cuda_options(self.device, k.build_options)))
@@ -104,6 +111,7 @@ class NoPrebuild:
     """What a run without ahead compilation uses (OpenCL, a cache without a disk directory)."""
 
     compiled = 0
+    quiet = contextlib.nullcontext()
 
     def add(self, jobs: Iterable[tuple[Kind, Variant]]) -> None:
         pass

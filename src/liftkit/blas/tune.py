@@ -198,7 +198,7 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     `plan`: a GEMM kernel timed as a call runs it, with the padded copies of its operands and
     of the product where its tiles do not divide the sizes (the padded plan a guarded form
     competes with). `race`: the fastest seconds measured so far at these sizes: a kernel whose
-    first timed run takes RACE times that is timed once (it cannot win). `real`: for codelet
+    first two timed runs take RACE times that is timed no more (it cannot win). `real`: for codelet
     `real`, its real kernel (else the profile's choice);
     the trial then names that kernel (`via` "real")."""
     t = Trial(kind, size_class(kind.op, sizes), variant)
@@ -285,8 +285,9 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
     return _check_then_time(t, want, got, sizes, run, repeat, max_seconds)
 
 
-# a kernel whose first timed run takes RACE times the fastest so far at its sizes is timed once:
-# it cannot win, and five runs of a slow 8192³ variant (glb, scalar tiles) took 2 s each
+# a kernel whose first two timed runs take RACE times the fastest so far at its sizes is timed
+# twice: it cannot win, and five runs of a slow 8192³ variant (glb, scalar tiles) took 2 s each
+# (two: one run delayed by the host is no verdict)
 RACE = 3.0
 
 
@@ -294,7 +295,7 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
                      run: Callable[[], Any], repeat: int, max_seconds: float,
                      race: Optional[float] = None) -> Trial:
     """Compare with NumPy (tolerance by precision, growing with the summed length), then time
-    the median of up to `repeat` runs within `max_seconds` (one where the first is RACE times
+    the median of up to `repeat` runs within `max_seconds` (two where both take RACE times
     `race`); the rate is the real (unpadded) problem's."""
     kind = t.kind
     k = sizes.get("K", sizes.get("N", 1))
@@ -308,7 +309,8 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
         span = run()
         span.wait()
         times.append(span.seconds)
-        if time.perf_counter() - start > max_seconds or (race and span.seconds > RACE * race):
+        if time.perf_counter() - start > max_seconds or (
+                race and len(times) >= 2 and min(times) > RACE * race):
             break
     t.seconds = statistics.median(times)
     amount, t.unit = work(kind, sizes)
@@ -680,21 +682,28 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     edges = session.device_kind == "gpu" if edges is None else edges
     prof = profile or find_profile(dev.fingerprint) or Profile(dev.fingerprint, dev.label,
                                                                session.device_kind)
+    say = progress or on_trial is not None  # a bar, or a log of trials: the phases too
     target = peak_target(session) if peaks is not None and prof.peaks is None else None
     if target is not None:
-        if progress:
+        if say:
             print(f"measuring the peak rates of {dev.label} (add, mul, mad, fma; copy)",
                   flush=True)
+        t0 = time.perf_counter()
         prof.peaks = measure_peaks(*target, settings=peaks)
+        if say:
+            print(f"  peak rates: {time.perf_counter() - t0:.1f} s", flush=True)
         if save is not None:
             save(prof)
-    elif peaks is not None and prof.peaks is None and progress:
+    elif peaks is not None and prof.peaks is None and say:
         print(f"no OpenCL device is {dev.label}: peak rates not measured", flush=True)
     if peaks is not None and "queues" not in prof.notes:
-        if progress:
+        if say:
             print(f"measuring queues on {dev.label} (independent small kernels on 1, 2, 4 "
                   f"queues; liftkit.runtime's calibration)", flush=True)
+        t0 = time.perf_counter()
         prof.notes["queues"] = measure_queues(session, quick=peaks.min_seconds < 0.01)
+        if say:
+            print(f"  queues: {time.perf_counter() - t0:.1f} s", flush=True)
         if save is not None:
             save(prof)
     session.profile = prof  # plans of several kernels (codelets real, nn) use what is tuned so far
@@ -707,6 +716,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     # compiled ahead in the order they are measured (`liftkit.blas.prebuild`, CUDA)
     ahead = [(kind, v) for kind, cls, vs in spaces for v in vs
              if v not in prof.measured(kind, cls) and f"{kind}|{cls}|{v}" not in failed]
+    ahead.sort(key=lambda kv: not kv[1].kw.get("split"))  # built first, by built_slots
     with for_session(session, ahead, workers) as pre:
         plan = []
         for kind, cls, variants in spaces:
@@ -748,17 +758,18 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         t0 = time.perf_counter()
                         if tk.mode not in ("real", "split"):
                             pre.ready(kind, tk.variant)
-                        if tk.mode == "real":
-                            trial = measure(session, kind, Variant.of("real"), tk.sizes,
-                                            inputs=inputs, real=tk.variant)
-                        elif tk.mode in ("plan", "split-base"):
-                            trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
-                                            plan=True)
-                        else:  # raced against the fastest variant so far at these sizes
-                            fastest = min((b.seconds for b in best.values()
-                                           if not b.mode and b.sizes == tk.sizes), default=None)
-                            trial = measure(session, kind, tk.variant, tk.sizes, inputs=inputs,
-                                            race=fastest)
+                        fastest = min((b.seconds for b in best.values()  # to race against
+                                       if not b.mode and b.sizes == tk.sizes), default=None)
+                        with pre.quiet:  # no code generation on other threads meanwhile
+                            if tk.mode == "real":
+                                trial = measure(session, kind, Variant.of("real"), tk.sizes,
+                                                inputs=inputs, real=tk.variant)
+                            elif tk.mode in ("plan", "split-base"):
+                                trial = measure(session, kind, tk.variant, tk.sizes,
+                                                inputs=inputs, plan=True)
+                            else:
+                                trial = measure(session, kind, tk.variant, tk.sizes,
+                                                inputs=inputs, race=fastest)
                         trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
                         if on_trial is not None:
                             on_trial(trial)
