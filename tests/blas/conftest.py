@@ -16,7 +16,7 @@ def _cpu_available() -> bool:
 
 
 @pytest.fixture(scope="session")
-def session():  # type: ignore[no-untyped-def]
+def _shared_session():  # type: ignore[no-untyped-def]
     if not _cpu_available():
         pytest.skip("needs a CPU OpenCL device")
     from liftkit.blas import Profile, Session
@@ -26,6 +26,16 @@ def session():  # type: ignore[no-untyped-def]
 
     dev = select_device("cpu")
     return Session(dev, profile=Profile(dev.fingerprint, dev.label, "cpu"))
+
+
+@pytest.fixture
+def session(_shared_session):  # type: ignore[no-untyped-def]
+    """The shared CPU session (its built kernels kept across tests) with its profile put back
+    after each test: `tune(session, ...)` leaves the profile it tuned on the session, and a
+    later test must still see the empty one."""
+    profile = _shared_session.profile
+    yield _shared_session
+    _shared_session.profile = profile
 
 
 @pytest.fixture(scope="session")

@@ -35,10 +35,10 @@ def _profiled(session: Session, entries: list[Entry]) -> Session:
 
 
 @pytest.fixture(scope="module")
-def nn_session(session: Session) -> Session:
+def nn_session(_shared_session: Session) -> Session:
     """The CPU device with a profile that runs NT and TN through the `nn` plan and transposes
     with tiles-t at every size (as the CUDA defaults do where the padding stays small)."""
-    return _profiled(session, _everywhere("transpose", REALS, ("-",), TILES_T)
+    return _profiled(_shared_session, _everywhere("transpose", REALS, ("-",), TILES_T)
                      + _everywhere("mm", REALS, ("NT", "TN"), Variant.of("nn")))
 
 
@@ -68,12 +68,12 @@ def test_nn_plan_at_any_size(nn_session: Session, dt: type) -> None:
 
 
 @pytest.fixture(scope="module")
-def real_session(session: Session) -> Session:
+def real_session(_shared_session: Session) -> Session:
     """The CPU device with a profile that runs complex GEMMs through one real GEMM (`real`)
     on `glb` (no multiples of its own: only the transposes' pad the sizes) and transposes
     with tiles-t at every size: op(A) = Aᵀ by the transpose kernel."""
     complexes = ("complex64", "complex128")
-    return _profiled(session, _everywhere("mm", REALS, ("NN",), Variant.of("glb"))
+    return _profiled(_shared_session, _everywhere("mm", REALS, ("NN",), Variant.of("glb"))
                      + _everywhere("transpose", complexes, ("-",), TILES_T)
                      + _everywhere("mm", complexes, ("NN", "NT", "TN", "CN", "TC"),
                                    Variant.of("real")))

@@ -11,8 +11,9 @@ from liftkit.blas.hybrid import PARTS, hybrid_gemm, tune_hybrid
 
 
 @pytest.fixture(scope="module")
-def second(session: Session) -> Session:
-    return Session(session.device, profile=Profile(session.device.fingerprint, "second", "cpu"))
+def second(_shared_session: Session) -> Session:
+    dev = _shared_session.device
+    return Session(dev, profile=Profile(dev.fingerprint, "second", "cpu"))
 
 
 @pytest.mark.parametrize("host_blas", [False, True])

@@ -56,7 +56,7 @@ PADDED_COMPLEX = {
                                         pytest.param("cuda", marks=pytest.mark.gpu)])
 def dev_session(request: Any) -> Session:
     """The CPU device's session, and (tests marked gpu) the GPU's on OpenCL and on CUDA."""
-    return request.getfixturevalue({"cpu": "session", "gpu": "gpu_session",
+    return request.getfixturevalue({"cpu": "_shared_session", "gpu": "gpu_session",
                                     "cuda": "cuda_session"}[request.param])
 
 
