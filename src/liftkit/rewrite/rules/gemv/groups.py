@@ -177,16 +177,22 @@ def lane_columns(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr
     def block(b: Any) -> Any:
         partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g))
 
-        def total(ps: Any) -> Any:
-            per_lane = D.zip(D.transpose << D.map(D.join) << ps, D.split(w) << b[1])
-            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(
-                lambda q: _finish(parts, vop, ev, w, q[0], q[1], False)) << one) \
-                << D.split(lanes) << per_lane
-
-        return D.let(partial, total)
+        return D.let(partial, lambda ps: _lane_totals(
+            parts, vop, ev, w, lanes, D.transpose << D.map(D.join) << ps, b[1]))
 
     cols = D.transpose << D.map(D.split(c)) << fresh(a)
     return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+
+
+def _lane_totals(parts: Gemv, vop: Any, ev: Any, w: int, lanes: int, sums: Any, ys: Any) -> Any:
+    """Each lane's column sums (`sums`: [[v]_g']_lanes, g' row groups left) finished into its w
+    elements of y (α·sum + β·y), one work-item per lane."""
+    from liftkit import dsl as D
+
+    per_lane = D.zip(sums, D.split(w) << ys)
+    return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(
+        lambda q: _finish(parts, vop, ev, w, q[0], q[1], False)) << one) \
+        << D.split(lanes) << per_lane
 
 
 def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
@@ -210,13 +216,8 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) ->
         # (flat: iterate's buffers are 1-D) [g][lanes][1] → [g·lanes] → [lanes]
         tree = D.iterate(g.bit_length() - 1, halve) << D.join << D.map(D.join) << partial
 
-        def total(ps: Any) -> Any:
-            per_lane = D.zip(D.split(1) << ps, D.split(w) << b[1])
-            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(
-                lambda q: _finish(parts, vop, ev, w, q[0], q[1], False)) << one) \
-                << D.split(lanes) << per_lane
-
-        return D.let(tree, total)
+        return D.let(tree, lambda ps: _lane_totals(parts, vop, ev, w, lanes, D.split(1) << ps,
+                                                   b[1]))
 
     cols = D.transpose << D.map(D.split(c)) << fresh(a)
     return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
