@@ -80,14 +80,16 @@ def test_forced_split_plans_at_random_shapes(session, monkeypatch, dt, tiles) ->
         session.forget_choices()
     g = np.random.default_rng(5 + tiles)
     try:
-        for _ in range(6):
+        for case in range(6):
             w = int(g.choice([32, 64] if tiles else [8, 16, 32, 64]))
+            v = Variant.of("split", w=w, **({"gemv": 1} if case % 2 else {}))
             m, k = int(g.integers(1, 300)), int(g.integers(1, 300))
             n = w * int(g.integers(1, max(2, 300 // w))) + 1
             a, b = g.standard_normal((m, k)).astype(dt), g.standard_normal((k, n)).astype(dt)
-            plan = gm.plan_gemm(session, a.shape, b.shape, dt, variant=Variant.of("split", w=w))
+            plan = gm.plan_gemm(session, a.shape, b.shape, dt, variant=v)
             assert isinstance(plan, split.SplitPlan) and plan.edge.n0 == n - 1
-            assert plan.variant == Variant.of("split", w=w)
+            assert plan.variant == v
+            assert (plan.edge.gemv.variant == split.row_gemv(dt)) == bool(case % 2)
             assert plan.workspace_bytes > 0
             if tiles:
                 assert plan.built.variant == TILES
@@ -196,7 +198,8 @@ def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, f
              **_: Any) -> Any:
         t = tune_mod.Trial(kind, size_class(kind.op, sizes), variant, dict(sizes))
         seen.append((variant, dict(sizes), plan))
-        t.rate = (2.0 if faster else 0.5) if variant.codelet == "split" else 1.0
+        t.rate = ((2.0 + variant.kw.get("gemv", 0) if faster else 0.5)
+                  if variant.codelet == "split" else 1.0)
         t.seconds = 1.0 / t.rate
         return t
 
@@ -209,12 +212,13 @@ def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, f
     tune_mod.tune(s, [kind], ["large"], prof, progress=False, peaks=None, max_variants=1,
                   edges=True)
     split_runs = [x for x in seen if x[1] == at]
-    assert [(x[0].codelet == "split", x[2]) for x in split_runs] == [(False, True), (True, False)]
+    assert [(x[0].codelet == "split", x[2]) for x in split_runs] == [
+        (False, True), (True, False), (True, False)]
+    best = Variant.of("split", w=64, gemv=1)  # (the faster of the two here)
     entries = prof.ranked(kind, "large", via="split")
-    assert [(e.variant, dict(e.sizes)) for e in entries] == (
-        [(Variant.of("split", w=64), at)] if faster else [])
-    assert prof.notes["splits"][f"{kind}|large"]["entry"] is faster
-    assert (split.measured_split(s, kind, at) == 64) is faster
+    assert [(e.variant, dict(e.sizes)) for e in entries] == ([(best, at)] if faster else [])
+    assert prof.notes["splits"][f"{kind}|large"]["entry"] == (str(best) if faster else None)
+    assert (split.measured_split(s, kind, at) == best) is faster
     assert split.measured_split(s, kind, {**at, "K": 1000}) is None
     seen.clear()
     tune_mod.tune(s, [kind], ["large"], prof, progress=False, peaks=None, max_variants=1,
@@ -228,9 +232,13 @@ def test_split_plans_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no-unt
     NVRTC), CuPy operands, at ragged sizes, plain and with α, β; against NumPy."""
     cp = pytest.importorskip("cupy")
     g = np.random.default_rng(17)
-    for dt, (m, n, k, w) in (("float32", (67, 65, 33, 64)), ("float64", (45, 33, 29, 16))):
+    for dt, (m, n, k, w), rows in (("float32", (67, 65, 33, 64), 0),
+                                   ("float64", (45, 33, 29, 16), 0),
+                                   ("float32", (130, 129, 70, 64), 1),
+                                   ("float64", (45, 33, 29, 16), 1)):
         a, b = g.standard_normal((m, k)).astype(dt), g.standard_normal((k, n)).astype(dt)
-        plan = gm.plan_gemm(cuda_session, a.shape, b.shape, dt, variant=Variant.of("split", w=w))
+        plan = gm.plan_gemm(cuda_session, a.shape, b.shape, dt,
+                            variant=Variant.of("split", w=w, gemv=rows))
         assert isinstance(plan, split.SplitPlan)
         ws = plan.workspace()
         want = a.astype(np.float64) @ b
@@ -281,3 +289,5 @@ def test_split_plans_launch_six_kernels_on_cuda(monkeypatch) -> None:  # type: i
         host.COUNTS.clear()
         s.gemm(A, B, C, alpha=alpha, beta=beta)
         assert len(got) == launches and host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
+    rows = s.plan_gemm(A.shape, B.shape, np.float32, variant=Variant.of("split", w=64, gemv=1))
+    assert rows.edge.gemv.variant == split.row_gemv("float32") and rows.edge.mg == 1024

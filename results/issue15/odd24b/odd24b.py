@@ -16,7 +16,9 @@ waited for: each side's host path included).
 
 The kernels are derived and NVRTC-compiled first in a pool of worker processes (the list comes
 from planning every row on the stubbed H100 session of benchmarks/blas_host.py, which reads
-the same shipped profile); `--dry` (no GPU) does only that, for sm_90a.
+the same shipped profile); `--dry` (no GPU) does only that, for sm_90a. Row `split-rows`
+(added after run 1, where the profile's GEMV took 16-19 us): the split with its edge GEMV a
+warp per row (`split(w=64, gemv=1)`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 LETTER = {"float32": "S", "float64": "D"}
 ODD = (1023, 1025, 999)
-ROWS = [("1023x1025x999", "auto"), ("1023x1025x999", "split"), ("1000x1000x1000", "auto"),
+ROWS = [("1023x1025x999", "auto"), ("1023x1025x999", "split"),
+        ("1023x1025x999", "split-rows"), ("1000x1000x1000", "auto"),
         ("1023x1024x1024", "interior"), ("1023x1024", "gemv")]
 
 
@@ -46,13 +49,15 @@ def _shape(size: str) -> tuple[int, ...]:
     return tuple(int(x) for x in size.split("x"))
 
 
-def split_entry(dt: str) -> Any:
+def split_entry(dt: str, label: str) -> Any:
+    """A split entry at 1023×1025×999: `split` the edge GEMV the profile's, `split-rows` a
+    warp per row (`split.row_gemv`, variant gemv=1)."""
     from liftkit.blas.codelets import Kind, Variant
     from liftkit.blas.profile import Entry, size_class
 
     sizes = dict(zip("MNK", ODD))
-    return Entry(Kind("mm", dt, "NN"), size_class("mm", sizes), sizes,
-                 Variant.of("split", w=64), 1.0, 1.0, via="split")
+    v = Variant.of("split", w=64, **({"gemv": 1} if label == "split-rows" else {}))
+    return Entry(Kind("mm", dt, "NN"), size_class("mm", sizes), sizes, v, 1.0, 1.0, via="split")
 
 
 def kernels_needed() -> list[tuple[str, str, str, dict[str, Any]]]:
@@ -69,15 +74,15 @@ def kernels_needed() -> list[tuple[str, str, str, dict[str, Any]]]:
                 s.kernel(_gemv_kind(dt), {"M": sh[0], "N": sh[1]})
                 continue
             m, n, k = sh
-            if label == "split":
-                s.profile.add([split_entry(dt)])
+            if label.startswith("split"):
+                s.profile.add([split_entry(dt, label)])
                 s.forget_choices()
             plan = s.plan_gemm((m, k), (k, n), dt)
             if plan.padded != plan.sizes:
                 plan.crop_kernel()
                 for r in "AB":
                     plan._pack_steps(r)
-            if label == "split":
+            if label.startswith("split"):
                 s.profile.entries = [e for e in s.profile.entries if e.via != "split"]
                 s.forget_choices()
     return [(k.op, k.dtype, k.layout, v.to_json()) for (k, v) in s.store._built]
@@ -206,8 +211,8 @@ def gpu(out: Path, rounds: int, workers: int) -> int:
                 ref = lambda: cp.matmul(A, B, out=R)  # noqa: E731
                 call = lambda: s.gemm(A, B, Y)  # noqa: E731
                 flops = 2 * m * n * k
-            if label == "split":
-                s.profile.add([split_entry(dt)])
+            if label.startswith("split"):
+                s.profile.add([split_entry(dt, label)])
             s.forget_choices()
             try:
                 what = ""
@@ -221,7 +226,7 @@ def gpu(out: Path, rounds: int, workers: int) -> int:
                                  f"{e.gemv.variant}")
                     elif plan.padded != plan.sizes:
                         what += " padded"
-                    if label == "split" and not isinstance(plan, split.SplitPlan):
+                    if label.startswith("split") and not isinstance(plan, split.SplitPlan):
                         raise RuntimeError("the split entry did not choose the split plan")
                 ref()
                 cp.cuda.Device().synchronize()
@@ -248,7 +253,7 @@ def gpu(out: Path, rounds: int, workers: int) -> int:
                  "rel_error": err, "ok": err <= tol, "reps": reps, "rounds": rounds,
                  "card": card, "liftkit_rounds_us": [t * 1e6 for t in t_lk],
                  "cublas_rounds_us": [t * 1e6 for t in t_ref]}
-            if label == "split":
+            if label.startswith("split"):
                 try:
                     r["pieces_us"] = pieces(s, plan, A, B)
                     say("    split pieces (device us per launch): " + ", ".join(

@@ -549,17 +549,17 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
     if dt.kind != "c":  # an interior and an edge column, where forced or measured faster
         from liftkit.blas.split import measured_split, plan_split
 
-        w = (variant.kw.get("w", 64) if variant is not None and variant.codelet == "split"
-             else None if variant is not None else measured_split(session, kind, sizes))
-        split = None if w is None else plan_split(
+        sv = (variant if variant is not None and variant.codelet == "split"
+              else None if variant is not None else measured_split(session, kind, sizes))
+        split = None if sv is None else plan_split(
             session, dt, m, n, ka, bool(trans_a), bool(trans_b), (order_a, order_b, order_c),
-            layout, first, transposed, sizes, w)
+            layout, first, transposed, sizes, sv)
         if split is not None:
             return split
-        if variant is not None and variant.codelet == "split":
+        if sv is not None and variant is not None:
             raise BlasError(f"gemm: the split plan needs a real NN product whose N − 1 is a "
-                            f"multiple of {w} and of its interior kernel's tiles, got {layout} "
-                            f"{sizes['M']}×{sizes['N']}×{ka}")
+                            f"multiple of {sv.kw.get('w', 64)} and of its interior kernel's "
+                            f"tiles, got {layout} {sizes['M']}×{sizes['N']}×{ka}")
     chosen = variant or session.choose(kind, sizes)
     embed = None
     if (chosen.codelet == "real" and dt.kind == "c") or (chosen.codelet == "nn" and

@@ -32,11 +32,19 @@ from liftkit.blas.session import DTYPES, Operand, Session, Workspace
 SPLIT_W = 64
 
 
+def row_gemv(dtype: str) -> Variant:
+    """The edge GEMV of `split(gemv=1)`: a warp per row, 4 rows per work-group, 16-byte vectors
+    (M ≈ 1000 rows make 256 work-groups). The profile's GEMV for a 1023×1024 A is chosen for
+    4096² and ran 16-19 us there on the H100 (results/issue15/odd24b run 1)."""
+    return Variant.of("row-groups", g=4, lanes=32, w=16 // np.dtype(dtype).itemsize)
+
+
 @dataclass(frozen=True)
 class Edge:
     """The split plan's kernels and sizes: the interior is M×n0×ka on `GemmPlan.built`."""
 
     w: int  # n0 is a multiple of w
+    gemv_rows: bool  # the GEMV is `row_gemv` (variant gemv=1), else the profile's choice
     n0: int  # the interior's columns (N − 1)
     ka: int  # K padded (X's columns, Y's rows in the workspace)
     ma: int  # X's rows in the workspace (≥ M: the interior's and the GEMV's padded rows)
@@ -54,8 +62,8 @@ def splittable(kind: Kind, sizes: dict[str, int], w: int = SPLIT_W) -> bool:
             and sizes["N"] > w and sizes["N"] % w == 1)
 
 
-def edge_for(session: Session, kind: Kind, sizes: dict[str, int], w: int = SPLIT_W
-             ) -> Optional[tuple[Built, Edge]]:
+def edge_for(session: Session, kind: Kind, sizes: dict[str, int], w: int = SPLIT_W,
+             gemv_rows: bool = False) -> Optional[tuple[Built, Edge]]:
     """(interior kernel, edge kernels) for these sizes, None where the kernels' multiples do
     not fit one another (the interior would pad its columns, or K' off the GEMV's multiple)."""
     if not splittable(kind, sizes, w):
@@ -65,14 +73,15 @@ def edge_for(session: Session, kind: Kind, sizes: dict[str, int], w: int = SPLIT
     item = np.dtype(dt).itemsize
     n0 = N - 1
     gk = Kind("gemv", dt, "N")
+    gv = row_gemv(dt) if gemv_rows else None
     ka = pad_to(K, 16 // item)
-    ka = pad_to(ka, session.kernel(gk, {"M": M, "N": ka}).multiples.get("N", 1))
+    ka = pad_to(ka, session.kernel(gk, {"M": M, "N": ka}, gv).multiples.get("N", 1))
     interior = mm_kernel(session, kind, {"M": M, "N": n0, "K": ka})
     p = padded_sizes({"M": M, "N": n0, "K": ka}, interior.multiples)
     if p["N"] != n0:
         return None
     ka = p["K"]
-    gemv = session.kernel(gk, {"M": M, "N": ka})
+    gemv = session.kernel(gk, {"M": M, "N": ka}, gv)
     gm = gemv.multiples
     if ka % gm.get("N", 1):
         return None
@@ -83,7 +92,7 @@ def edge_for(session: Session, kind: Kind, sizes: dict[str, int], w: int = SPLIT
     window = session.kernel(Kind("window2d", dt), {"M": K, "N": N, "P": ka, "Q": n0})
     tail = session.kernel(Kind("tailcols", dt), {"M": K, "N": N, "P": ka, "R": 1})
     hcat = session.kernel(Kind("hcat", dt), {"M": M, "Q": n0, "R": 1, "P": mg})
-    return interior, Edge(w, n0, ka, ma, mg, pad_x, window, tail, gemv, hcat)
+    return interior, Edge(w, gemv_rows, n0, ka, ma, mg, pad_x, window, tail, gemv, hcat)
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,8 @@ class SplitPlan(GemmPlan):
 
     @property
     def variant(self) -> Variant:
-        return Variant.of("split", w=self._edge.w)
+        e = self._edge
+        return Variant.of("split", w=e.w, **({"gemv": 1} if e.gemv_rows else {}))
 
     @property
     def _edge(self) -> Edge:
@@ -228,11 +238,13 @@ class SplitPlan(GemmPlan):
 
 def plan_split(session: Session, dtype: np.dtype, m: int, n: int, k: int, trans_a: bool,
                trans_b: bool, orders: tuple[str, str, str], layout: str, first: str,
-               transposed: bool, sizes: dict[str, int], w: int = SPLIT_W
+               transposed: bool, sizes: dict[str, int], variant: Variant
                ) -> Optional[SplitPlan]:
-    """The split plan of a GEMM (`gemm.plan_gemm`'s fields), None where it does not apply at
-    these sizes."""
-    got = edge_for(session, Kind("mm", DTYPES[dtype], layout), sizes, w)
+    """The split plan `variant` (split(w), split(w, gemv=1)) of a GEMM (`gemm.plan_gemm`'s
+    fields), None where it does not apply at these sizes."""
+    kw = variant.kw
+    got = edge_for(session, Kind("mm", DTYPES[dtype], layout), sizes, kw.get("w", SPLIT_W),
+                   bool(kw.get("gemv")))
     if got is None:
         return None
     interior, edge = got
@@ -240,8 +252,8 @@ def plan_split(session: Session, dtype: np.dtype, m: int, n: int, k: int, trans_
                      transposed, dict(sizes), interior, None, edge)
 
 
-def measured_split(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[int]:
-    """The profile's split entry for these very sizes (its w), None: not measured faster there
+def measured_split(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[Variant]:
+    """The profile's split entry for these very sizes (its variant), None: not measured faster there
     (the tuner adds one only where the split plan beat the GEMM's own plan, `tune.split_tasks`)."""
     from liftkit.blas.profile import size_class
 
@@ -252,9 +264,9 @@ def measured_split(session: Session, kind: Kind, sizes: dict[str, int]) -> Optio
         w = e.variant.kw.get("w", SPLIT_W)
         if dict(e.sizes) == dict(sizes) and e.variant.codelet == "split" \
                 and splittable(kind, sizes, w):
-            return w
+            return e.variant
     return None
 
 
-__all__ = ["Edge", "SPLIT_W", "SplitPlan", "edge_for", "measured_split", "plan_split",
+__all__ = ["Edge", "SPLIT_W", "row_gemv", "SplitPlan", "edge_for", "measured_split", "plan_split",
            "splittable"]

@@ -598,9 +598,10 @@ def split_sizes(kind: Kind, cls: str, device_kind: str) -> Optional[dict[str, in
 
 
 def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[Task]:
-    """The split plan at `split_sizes` beside the GEMM's own plan there (the kernel
-    `gemm.mm_kernel` picks, timed as a call runs it: mode "split-base"); none where measured
-    before (`notes["splits"]`). The split entry (via "split") is kept only where it won."""
+    """The split plans at `split_sizes` (the edge GEMV the profile's, and a warp per row:
+    gemv=1) beside the GEMM's own plan there (the kernel `gemm.mm_kernel` picks, timed as a
+    call runs it: mode "split-base"); none where measured before (`notes["splits"]`). The
+    faster split entry (via "split") is kept only where it won."""
     from liftkit.blas.gemm import mm_kernel
     from liftkit.blas.split import SPLIT_W
 
@@ -611,7 +612,8 @@ def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[T
         base = mm_kernel(session, kind, sizes).variant
     except Exception:  # noqa: BLE001 - no kernel for these sizes: nothing to compare with
         return []
-    return [Task(base, sizes, "split-base"), Task(Variant.of("split", w=SPLIT_W), sizes, "split")]
+    return [Task(base, sizes, "split-base"), Task(Variant.of("split", w=SPLIT_W), sizes, "split"),
+            Task(Variant.of("split", w=SPLIT_W, gemv=1), sizes, "split")]
 
 
 def followups(prof: Profile, kind: Kind, cls: str, device_kind: str, edges: bool
@@ -648,7 +650,7 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
                     and any(edge_forms(v) for v in vs):
                 more += 1 + 2 * EDGE_TOP
             if edges and kind.op == "mm" and split_sizes(kind, cls, device_kind) is not None:
-                more += 2  # the split plan and the GEMM's own plan (`split_tasks`)
+                more += 3  # the split plans and the GEMM's own plan (`split_tasks`)
             if kind.op == "mm" and kind.dtype in REAL_OF and kind.layout == "NN" and \
                     Variant.of("real") in vs:
                 more += 2 * REAL_TOP
@@ -825,7 +827,9 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         "guarded": {str(t.variant): t.rate for t in guarded},
                         "entries": [str(t.variant) for t in won]}
                 if splits:  # the split plan where it beat the GEMM's own plan
-                    base, sp = (got.get(tk.key) for tk in splits)
+                    base = got.get(splits[0].key)
+                    tried = [got[tk.key] for tk in splits[1:] if tk.key in got]
+                    sp = min(tried, key=lambda t: t.seconds) if tried else None
                     won = sp is not None and (base is None or sp.seconds < base.seconds)
                     if won:
                         new.append(Entry(kind, cls, sp.sizes, sp.variant, sp.seconds, sp.rate,
@@ -834,7 +838,8 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         "sizes": splits[0].sizes,
                         "plan": None if base is None else
                         {"variant": str(base.variant), "rate": base.rate},
-                        "split": None if sp is None else sp.rate, "entry": won}
+                        "split": {str(t.variant): t.rate for t in tried},
+                        "entry": str(sp.variant) if won and sp is not None else None}
                 prof.add(new)
                 session.forget_choices()
                 prof.notes["failed"] = sorted(failed)
