@@ -144,6 +144,37 @@ def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int,
 
 
 # -- operands by type ------------------------------------------------------------------------------
+class PlanSteps:
+    """A call plan's steps and workspace as they are worked out (gemm's plans and the split
+    plan): slots from `base` on name the workspace buffers in the order they are asked for."""
+
+    def __init__(self, q: Any, base: Slot) -> None:
+        self.q, self.base = q, base
+        self.steps: list[Any] = []
+        self.temps: list[tuple[Any, ...]] = []
+
+    def temp(self, name: str, nbytes: int, *written: Any) -> Slot:
+        """A workspace buffer of `nbytes` (`written`: regions the plan fills once, as zeros)."""
+        self.temps.append((name, nbytes, *written))
+        return self.base + len(self.temps) - 1
+
+    def launch(self, built: Built, sizes: dict[str, int], arrays: dict[int, Slot],
+               scalars: dict[int, Slot], out: Slot) -> None:
+        """`built`'s launches (`plan_launches`), its temporaries added to the workspace."""
+        more, ktemps = plan_launches(self.q, built, sizes, arrays, scalars, out,
+                                     self.base + len(self.temps))
+        self.steps.extend(more)
+        self.temps.extend(ktemps)
+
+    def epilogue(self, axpby: Built, rows: int, cols: int, prod: Slot, beta_zero: bool,
+                 item: int) -> None:
+        """C = α·P + β·C from the product in slot `prod` (α, β in slots 3, 4; C in 2): C
+        cleared first where β = 0, since β·C reads C and it may hold NaN."""
+        if beta_zero:
+            self.steps.append(Clear(2, rows * cols * item))
+        self.launch(axpby, {"M": rows, "N": cols}, {0: prod, 1: 2}, {2: 3, 3: 4}, 2)
+
+
 def _library(t: type) -> Optional[str]:
     mod = t.__module__.split(".", 1)[0]
     if mod == "cupy" and t.__name__ == "ndarray":

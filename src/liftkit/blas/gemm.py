@@ -613,7 +613,7 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     operands (the general path copies them).
     Slots: A, B, C, α, β, the (1, i) buffer (`real`), then the workspace buffers under the
     general path's names."""
-    from liftkit.blas.calls import CallPlan, Clear, Copy, Output, pad_copy, plan_launches
+    from liftkit.blas.calls import CallPlan, Copy, Output, PlanSteps, pad_copy
 
     E = plan.embed
     p, sizes = plan.padded, plan.sizes
@@ -626,18 +626,8 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
     fixed = (s.calls.address(E.unit),) if E is not None and E.doubled else ()  # the (1, i) buffer
     base = 5 + len(fixed)
     slot = {"A": 0, "B": 1}
-    steps: list[Any] = []
-    temps: list[tuple[Any, ...]] = []
-
-    def temp(name: str, nbytes: int, *written: Any) -> int:
-        temps.append((name, nbytes, *written))
-        return base + len(temps) - 1
-
-    def launches(built: Built, at: dict[str, int], arrays: dict[int, int],
-                 scalars: dict[int, int], out: int) -> None:
-        more, ktemps = plan_launches(s.q, built, at, arrays, scalars, out, base + len(temps))
-        steps.extend(more)
-        temps.extend(ktemps)
+    ps = PlanSteps(s.q, base)
+    steps, temp, launches = ps.steps, ps.temp, ps.launch
 
     M, N = sizes["M"], sizes["N"]
     for role in ("A", "B"):  # as `GemmPlan.pack` places them
@@ -675,13 +665,10 @@ def _call_plan(plan: GemmPlan, given: bool, arrays: tuple[Any, ...], alpha: Any,
             crop_into(compact, prod)
             prod = compact
         rows, cols = (N, M) if plan.result_transposed else (M, N)
-        if beta == 0:  # β·C reads C: cleared first (it may hold NaN)
-            steps.append(Clear(2, rows * cols * item))
         kind = Kind("axpby2d", DTYPES[plan.dtype], "T" if plan.result_transposed else "N")
-        launches(s.kernel(kind, {"M": rows, "N": cols}), {"M": rows, "N": cols},
-                 {0: prod, 1: 2}, {2: 3, 3: 4}, 2)
+        ps.epilogue(s.kernel(kind, {"M": rows, "N": cols}), rows, cols, prod, beta == 0, item)
     dt = plan.dtype.type
-    return (CallPlan(tuple(steps), 3, (dt, dt), tuple(temps), fixed=fixed),
+    return (CallPlan(tuple(steps), 3, (dt, dt), tuple(ps.temps), fixed=fixed),
             Output((plan.m, plan.n), plan.dtype, plan.orders[2], given))
 
 

@@ -186,25 +186,16 @@ class SplitPlan(GemmPlan):
         """The call plan (`gemm._call_plan`'s form): pad, window, tail, interior, GEMV, hcat,
         and for α ≠ 1, β ≠ 0 or a transposed result the epilogue. Slots: A, B, C, α, β, the
         zero buffer, the GEMV's α = 1 and β = 0, then workspace buffers."""
-        from liftkit.blas.calls import CallPlan, Clear, Output, plan_launches
+        from liftkit.blas.calls import CallPlan, Output, PlanSteps
 
         s, e, at, nb = self.session, self._edge, self._at(), self._bytes()
         item, dt = self.dtype.itemsize, self.dtype.type
         M, N = self.sizes["M"], self.sizes["N"]
-        base = 8
-        steps: list[Any] = []
-        temps: list[tuple[Any, ...]] = []
+        ps = PlanSteps(s.q, 8)
+        launches = ps.launch
 
         def temp(name: str) -> int:
-            temps.append((name, nb[name]) if name in nb else (name, M * N * item))
-            return base + len(temps) - 1
-
-        def launches(built: Built, sizes: dict[str, int], arrays: dict[int, int],
-                     scalars: dict[int, int], out: int) -> None:
-            more, ktemps = plan_launches(s.q, built, sizes, arrays, scalars, out,
-                                         base + len(temps))
-            steps.extend(more)
-            temps.extend(ktemps)
+            return ps.temp(name, nb.get(name, M * N * item))
 
         slot = {"A": 0, "B": 1}
         x, y = (slot[self.first], slot["B" if self.first == "A" else "A"])
@@ -226,12 +217,10 @@ class SplitPlan(GemmPlan):
             whole = temp("product")
             launches(e.hcat, at["hcat"], {0: prod, 1: edge}, {}, whole)
             rows, cols = (N, M) if self.result_transposed else (M, N)
-            if beta == 0:  # β·C reads C: cleared first (it may hold NaN)
-                steps.append(Clear(2, rows * cols * item))
             kind = Kind("axpby2d", DTYPES[self.dtype], "T" if self.result_transposed else "N")
-            launches(s.kernel(kind, {"M": rows, "N": cols}), {"M": rows, "N": cols},
-                     {0: whole, 1: 2}, {2: 3, 3: 4}, 2)
-        return (CallPlan(tuple(steps), 3, (dt, dt), tuple(temps), zeros=e.mg * item,
+            ps.epilogue(s.kernel(kind, {"M": rows, "N": cols}), rows, cols, whole, beta == 0,
+                        item)
+        return (CallPlan(tuple(ps.steps), 3, (dt, dt), tuple(ps.temps), zeros=e.mg * item,
                          fixed=(dt(1), dt(0))),
                 Output((self.m, self.n), self.dtype, self.orders[2], given))
 
