@@ -1,0 +1,157 @@
+"""What a tuning run measures after a GEMM class's variants (`liftkit.blas.tune`): the guarded
+forms at an odd size against the class's choice run padded, the complex `real` plan on the real
+dtype's best kernels, and the split plan beside the GEMM's own plan — each a `Task` whose
+winner becomes a profile entry of its own kind (`Profile.guarded`, `via` "real", `via` "split").
+The class sizes are tune.py's (imported where used: tune.py builds on this module).
+
+Guarded forms (rules/mm_edges.py, `codelets.edge_forms`): those of the class's EDGE_TOP fastest
+variants, timed at a size off every tile against the class's choice run padded (its operands
+and product copied, as a call runs it); the faster ones become the profile's guarded entries
+(`gemm.profiled_edge`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from liftkit.blas.codelets import Kind, Variant, padded_sizes
+from liftkit.blas.gemm import REAL_OF
+from liftkit.blas.profile import Profile, size_class
+from liftkit.blas.session import Session
+
+EDGE_TOP = 2
+# the odd representative size: the class's n − 24, a multiple of 8 (float4, double2 and DMMA
+# chunks fit, so the vector forms compete) but ≡ 40 mod 64, which no tile divides (1000 for
+# 1024; results/issue15/odd23 measured the shipped guarded entries at 1000³ and 1999³)
+EDGE_OFF = 24
+# the complex `real` plan's own real kernel: the real dtype's REAL_TOP fastest variants in the
+# class of the real product (M×2N×2K) and in the complex class, each timed as the whole plan
+# (complex NN; the other layouts' plans look the NN entries up too, `gemm.real_choice`)
+REAL_TOP = 2
+
+
+@dataclass(frozen=True)
+class Task:
+    """One measurement of a tuning run: `variant` at `sizes`; mode "" the kernel alone, "plan"
+    the kernel as a call runs it (padded copies where its tiles do not divide the sizes), "real"
+    the complex kind's `real` plan on the real kernel `variant`."""
+
+    variant: Variant
+    sizes: dict[str, int]
+    mode: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.mode}:{self.variant}" if self.mode else str(self.variant)
+
+
+def odd_sizes(kind: Kind, cls: str, device_kind: str) -> dict[str, int]:
+    """The GEMM sizes a class's guarded forms are measured at (`EDGE_OFF`)."""
+    from liftkit.blas.tune import SIZES
+
+    n = max(8, SIZES[device_kind]["mm"][cls] - EDGE_OFF)
+    return {"M": n, "N": n, "K": n}
+
+
+def edge_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Task]:
+    """The padded plan of the class's choice, then the guarded forms of its EDGE_TOP fastest
+    variants that fit the odd sizes with no padding (forms copying whole vectors first); none
+    where the choice has no guarded form or its tiles divide the odd sizes."""
+    from liftkit.blas.codelets import EDGE_FORMS, CodeletError, edge_forms, fit_choice, multiples
+
+    ranked = prof.ranked(kind, cls)
+    odd = odd_sizes(kind, cls, device_kind)
+    if not ranked or not edge_forms(ranked[0].variant):
+        return []
+    try:  # the choice as the library runs it at these sizes (no grouped order that pads more)
+        choice = fit_choice(kind, ranked[0].variant, odd)
+        if choice.codelet not in EDGE_FORMS or padded_sizes(odd, multiples(kind, choice)) == odd:
+            return []
+    except (CodeletError, ValueError):
+        return []
+    forms: list[Variant] = []
+    for e in ranked[:EDGE_TOP]:
+        for v in edge_forms(e.variant):
+            try:
+                fits = padded_sizes(odd, multiples(kind, v)) == odd
+            except (CodeletError, ValueError):  # this kind has no such guarded form
+                continue
+            if fits and v not in forms:
+                forms.append(v)
+    if not forms:
+        return []
+    forms.sort(key=lambda v: bool(v.kw.get("elems")) or (v.codelet == "edge-mma"
+                                                         and not v.kw.get("lines")))
+    return [Task(choice, odd, "plan")] + [Task(v, odd) for v in forms]
+
+
+def real_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Task]:
+    """The real kernels a complex NN class's `real` plan is timed on (`REAL_TOP`): none before
+    the plan itself was measured, nor for other kinds."""
+    from liftkit.blas.codelets import CodeletError, multiples
+    from liftkit.blas.tune import sizes_for
+
+    if kind.op != "mm" or kind.dtype not in REAL_OF or kind.layout != "NN" \
+            or Variant.of("real") not in prof.measured(kind, cls):
+        return []
+    sizes = sizes_for(kind, cls, device_kind)
+    want = {"M": sizes["M"], "N": 2 * sizes["N"], "K": 2 * sizes["K"]}
+    rk = Kind("mm", REAL_OF[kind.dtype], "NN")
+    out: list[Variant] = []
+    for c in dict.fromkeys((size_class("mm", want), cls)):
+        for e in prof.ranked(rk, c)[:REAL_TOP]:
+            try:
+                fits = padded_sizes(want, multiples(rk, e.variant)) == want
+            except (CodeletError, ValueError):
+                continue
+            if fits and e.variant not in out:
+                out.append(e.variant)
+    return [Task(v, sizes, "real") for v in out]
+
+
+def split_sizes(kind: Kind, cls: str, device_kind: str) -> Optional[dict[str, int]]:
+    """Where a class's split plan is measured (`liftkit.blas.split`): M = n − 1, N = n + 1,
+    K = n − 25 for the class's n (1023×1025×999 at 1024: N one past the tiles, K off 8), None
+    where those sizes fall in another class or the kind has no split plan."""
+    from liftkit.blas.split import splittable
+    from liftkit.blas.tune import SIZES
+
+    n = SIZES[device_kind]["mm"][cls]
+    sizes = {"M": n - 1, "N": n + 1, "K": max(1, n - 25)}
+    if not splittable(kind, sizes) or size_class("mm", sizes) != cls:
+        return None
+    return sizes
+
+
+def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[Task]:
+    """The split plans at `split_sizes` (the edge GEMV the profile's, and a warp per row:
+    gemv=1) beside the GEMM's own plan there (the kernel `gemm.mm_kernel` picks, timed as a
+    call runs it: mode "split-base"); none where measured before (`notes["splits"]`). The
+    faster split entry (via "split") is kept only where it won."""
+    from liftkit.blas.gemm import mm_kernel
+    from liftkit.blas.split import SPLIT_W
+
+    sizes = split_sizes(kind, cls, session.device_kind)
+    if sizes is None or f"{kind}|{cls}" in prof.notes.get("splits", {}):
+        return []
+    try:
+        base = mm_kernel(session, kind, sizes).variant
+    except Exception:  # noqa: BLE001 - no kernel for these sizes: nothing to compare with
+        return []
+    return [Task(base, sizes, "split-base"), Task(Variant.of("split", w=SPLIT_W), sizes, "split"),
+            Task(Variant.of("split", w=SPLIT_W, gemv=1), sizes, "split")]
+
+
+def followups(prof: Profile, kind: Kind, cls: str, device_kind: str, edges: bool
+              ) -> tuple[list[Task], bool]:
+    """(what is left to measure after the class's variants, whether guarded forms are among
+    them): the guarded forms where this (kind, class) has none measured yet (`notes["edges"]`),
+    the complex plan's real kernels not measured yet."""
+    out: list[Task] = []
+    edge = edges and kind.op == "mm" and f"{kind}|{cls}" not in prof.notes.get("edges", {})
+    if edge:
+        out += edge_tasks(prof, kind, cls, device_kind)
+    done = prof.measured(kind, cls, via="real")
+    out += [t for t in real_tasks(prof, kind, cls, device_kind) if t.variant not in done]
+    return out, edge
