@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional
 
+from liftkit.blas.calls import array_library
 from liftkit.blas.codelets import CodeletError, Kind, Variant
 from liftkit.blas.gemm import GemmPlan, Packed, Trans
 from liftkit.blas.gemm import gemm as _gemm
@@ -109,7 +110,7 @@ def default_session(device: Optional[str] = None) -> Session:
 def _session(args: tuple[Any, ...], device: Optional[str]) -> Session:
     """The session of the arrays' device: a pyopencl array's context, or the CUDA GPU a
     CuPy/PyTorch array lives on; else `device`'s."""
-    if device is None and _cupy_type(type(args[0])):  # (the call plans' common case, first)
+    if device is None and array_library(type(args[0])) == "cupy":  # the planned calls' case
         return _session_for("cuda", None)
     from liftkit.blas.queues import is_cuda_array
     from liftkit.blas.session import _pyopencl_array
@@ -121,12 +122,6 @@ def _session(args: tuple[Any, ...], device: Optional[str]) -> Session:
         if device is None and is_cuda_array(a):
             return _session_for("cuda", None)
     return default_session(device)
-
-
-@functools.cache
-def _cupy_type(t: type) -> bool:
-    """A CuPy array type (always a CUDA GPU's memory)."""
-    return t.__name__ == "ndarray" and t.__module__.split(".", 1)[0] == "cupy"
 
 
 def gemm(A: Any, B: Any, C: Any = None, *, alpha: Any = 1.0, beta: Any = 0.0,

@@ -17,6 +17,7 @@ forgotten choice makes new ones.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from dataclasses import dataclass
@@ -143,7 +144,6 @@ def plan_launches(q: Any, built: Built, sizes: dict[str, int], arrays: dict[int,
     return launches, temp_list
 
 
-# -- operands by type ------------------------------------------------------------------------------
 class PlanSteps:
     """A call plan's steps and workspace as they are worked out (gemm's plans and the split
     plan): slots from `base` on name the workspace buffers in the order they are asked for."""
@@ -175,7 +175,11 @@ class PlanSteps:
         self.launch(axpby, {"M": rows, "N": cols}, {0: prod, 1: 2}, {2: 3, 3: 4}, 2)
 
 
-def _library(t: type) -> Optional[str]:
+# -- operands by type ------------------------------------------------------------------------------
+@functools.cache
+def array_library(t: type) -> Optional[str]:
+    """The library whose device arrays `t` are ("cupy", "torch", "pyopencl"), else None (per
+    type, once: every planned call asks)."""
     mod = t.__module__.split(".", 1)[0]
     if mod == "cupy" and t.__name__ == "ndarray":
         return "cupy"
@@ -195,7 +199,6 @@ class Operands:
     the call without waiting on their events)."""
 
     def __init__(self, queue: Any = None) -> None:
-        self._libs: dict[type, Optional[str]] = {}
         self._queue = queue  # an OpenCL session's queue (pyopencl arrays on it are planned)
 
     def key(self, x: Any) -> Any:
@@ -204,9 +207,7 @@ class Operands:
         if t is np.ndarray:
             f = x.flags
             return (t, x.shape, x.dtype, f.c_contiguous, f.f_contiguous, f.writeable)
-        lib = self._libs.get(t, 0)
-        if lib == 0:
-            lib = self._libs[t] = _library(t)
+        lib = array_library(t)
         if lib == "cupy":  # (its memory's device: x.device would make a Device object)
             return (t, x.shape, x.dtype, x.strides, x.data.device_id)
         if lib == "torch":
@@ -219,7 +220,7 @@ class Operands:
     def pointer(self, x: Any) -> Any:
         """A device array's address (CuPy or PyTorch; `key` saw its type first); a pyopencl
         array's buffer."""
-        lib = self._libs[type(x)]
+        lib = array_library(type(x))
         if lib == "pyopencl":
             return x.base_data
         return int(x.data.ptr) if lib == "cupy" else int(x.data_ptr())
