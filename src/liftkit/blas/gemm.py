@@ -30,7 +30,7 @@ from liftkit.blas.codelets import (
     CodeletError, Kind, Variant, edge_forms, edge_lossy, multiples, pad_to, padded_sizes,
 )
 from liftkit.blas.kernels import BlasError, Built
-from liftkit.blas.profile import size_class
+from liftkit.blas.profile import EDGE_CODELETS, size_class
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
 
 
@@ -133,10 +133,10 @@ def profiled_edge(session: Session, kind: Kind, sizes: dict[str, int]) -> Option
     prof = getattr(session, "profile", None)
     if prof is None:
         return None
-    ranked = prof.guarded(kind, size_class(kind.op, sizes))  # (fastest first)
-    for e in ranked:  # measured at these very sizes: the fastest, padded to its vectors or not
-        if dict(e.sizes) == dict(sizes):  # (its call's pad2d/crop2d copies were timed with it)
+    for e in prof.at_sizes(kind, sizes):  # the fastest measured here, padded to its vectors
+        if e.variant.codelet in EDGE_CODELETS:  # or not (its pad2d/crop2d copies timed with it)
             return e.variant
+    ranked = prof.guarded(kind, size_class(kind.op, sizes))  # (fastest first)
     for e in sorted(ranked, key=lambda e: (_element_wise(e.variant),
                                            round(_distance(e.sizes, sizes), 6))):
         try:
@@ -195,12 +195,10 @@ def real_choice(session: Session, kind: Kind, sizes: dict[str, int], want: dict[
 
     plain = kind.layout.replace("R", "N").replace("C", "T")
     kinds = tuple(dict.fromkeys((kind, Kind("mm", kind.dtype, plain), Kind("mm", kind.dtype, "NN"))))
-    cls = size_class(kind.op, sizes)
     for k in kinds:  # measured at these very sizes: the fastest, padded or not
-        exact = [e for e in prof.ranked(k, cls, "real") + prof.guarded(k, cls, "real")
-                 if dict(e.sizes) == dict(sizes)]
+        exact = prof.at_sizes(k, sizes, "real")
         if exact:
-            return max(exact, key=lambda e: e.rate).variant
+            return exact[0].variant
     for k in kinds:
         v = prof.choose(k, sizes, mult, via="real", at=want)
         if v is not None and padded_sizes(want, multiples(rk, v)) == want:

@@ -142,6 +142,14 @@ class Profile:
                and e.via == via and e.variant.codelet in EDGE_CODELETS]
         return sorted(out, key=lambda e: -e.rate)
 
+    def at_sizes(self, kind: Kind, sizes: Mapping[str, int], via: str = "") -> list[Entry]:
+        """The entries measured at these very sizes (guarded forms too), fastest first: what
+        was timed where a call runs beats what its class's representative size suggests (the
+        odd sizes' guarded forms, the complex `real` plan's kernels, the split plan)."""
+        want = dict(sizes)
+        out = [e for e in self.entries if e.kind == kind and e.via == via and dict(e.sizes) == want]
+        return sorted(out, key=lambda e: -e.rate)
+
     def choose(self, kind: Kind, sizes: Mapping[str, int], multiples_of: Any, via: str = "",
                at: Optional[Mapping[str, int]] = None) -> Optional[Variant]:
         """The fastest measured variant for this size class whose padding is acceptable; a

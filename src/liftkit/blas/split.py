@@ -244,15 +244,11 @@ def plan_split(session: Session, dtype: np.dtype, m: int, n: int, k: int, trans_
 def measured_split(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[Variant]:
     """The profile's split entry for these very sizes (its variant), None: not measured faster there
     (the tuner adds one only where the split plan beat the GEMM's own plan, `tune.split_tasks`)."""
-    from liftkit.blas.profile import size_class
-
     prof = getattr(session, "profile", None)
     if prof is None or kind.dtype not in ("float32", "float64") or kind.layout != "NN":
         return None
-    for e in prof.ranked(kind, size_class("mm", sizes), via="split"):
-        w = e.variant.kw.get("w", SPLIT_W)
-        if dict(e.sizes) == dict(sizes) and e.variant.codelet == "split" \
-                and splittable(kind, sizes, w):
+    for e in prof.at_sizes(kind, sizes, via="split"):
+        if e.variant.codelet == "split" and splittable(kind, sizes, e.variant.kw.get("w", SPLIT_W)):
             return e.variant
     return None
 
