@@ -242,11 +242,8 @@ def _embedding(session: Session, dt: np.dtype, layout: str, sizes: dict[str, int
     # (`real_choice`), else the real dtype's, its guarded form only where the transpose pads
     # nothing
     ownv = real_variant or real_choice(session, Kind("mm", name, layout), sizes, want)
-    if ownv is not None and M % tm == 0 and K % tk == 0:
-        real = mm_kernel(session, rk, want, ownv)
-    else:
-        real = (mm_kernel(session, rk, want) if M % tm == 0 and K % tk == 0
-                else session.kernel(rk, want, ownv))
+    real = (mm_kernel(session, rk, want, ownv) if M % tm == 0 and K % tk == 0
+            else session.kernel(rk, want, ownv))
     mult = real.multiples
     padded = {"M": pad_to(M, math.lcm(mult.get("M", 1), tm)),
               "N": pad_to(N, half(mult.get("N", 1))),
@@ -420,7 +417,7 @@ class GemmPlan:
         p = self.padded
         return {"M": self.sizes["M"], "N": self.sizes["N"], "P": p["M"], "Q": p["N"]}
 
-    def _crop(self, dest: Any, prod: Any, ev: Any, temps: list[Any]) -> Any:
+    def crop_product(self, dest: Any, prod: Any, ev: Any, temps: list[Any]) -> Any:
         """Enqueue the padded product's M×N block into `dest` after `ev`; its event."""
         s, p, item = self.session, self.padded, self.dtype.itemsize
         M, N = self.sizes["M"], self.sizes["N"]
@@ -464,13 +461,13 @@ class GemmPlan:
         elif self._plain(alpha, beta):  # padded: the product's top-left M×N block is C
             prod = ws.buffer("product", p["M"] * p["N"] * item)
             ev, temps = self.launch(first, second, prod, waits, ws)
-            events = [self._crop(out.buf, prod, ev, temps)]
+            events = [self.crop_product(out.buf, prod, ev, temps)]
         else:
             prod = ws.buffer("product", p["M"] * p["N"] * item)
             ev, temps = self.launch(first, second, prod, waits, ws)
             if (p["M"], p["N"]) != (M, N):
                 compact = ws.buffer("product-compact", M * N * item)
-                ev = self._crop(compact, prod, ev, temps)
+                ev = self.crop_product(compact, prod, ev, temps)
                 prod = compact
             rows, cols = (N, M) if self.result_transposed else (M, N)
             if beta == 0:

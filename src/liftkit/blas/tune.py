@@ -274,7 +274,7 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
             else:  # the padded product's top-left M×N block is the result
                 prod = ws.buffer("product", p["M"] * p["N"] * item)
                 ev, temps = plan.launch(a, b, prod, waits, ws)
-                ev = q.copy2d(out, prod, M, N * item, p["N"] * item, N * item, [ev])
+                ev = plan.crop_product(out, prod, ev, temps)  # (as a call copies it out)
             keep[:] = [a, b, temps]
             return _Span(q, marker, ev if ev is not None else q.marker())
 
