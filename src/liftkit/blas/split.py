@@ -119,10 +119,8 @@ class SplitPlan(GemmPlan):
 
     @property
     def workspace_bytes(self) -> int:
-        e, item, M = self._edge, self.dtype.itemsize, self.sizes["M"]
-        pm = padded_sizes({"M": M, "N": e.n0, "K": e.ka}, self.built.multiples)["M"]
-        total = (e.ma * e.ka + e.ka * e.n0 + e.ka + pm * e.n0 + e.mg) * item
-        return total + M * self.sizes["N"] * item  # the product for the epilogue
+        # the pieces' buffers, and the product for the epilogue
+        return sum(self._bytes().values()) + self.sizes["M"] * self.sizes["N"] * self.dtype.itemsize
 
     def _at(self) -> dict[str, dict[str, int]]:
         """Each kernel's sizes."""
