@@ -63,3 +63,29 @@ def cuda_session():  # type: ignore[no-untyped-def]
 
     dev = cuda_device("gpu")
     return Session(dev, profile=Profile(dev.fingerprint, dev.label, "gpu"))
+
+
+@pytest.fixture(scope="session")
+def blas_host():  # type: ignore[no-untyped-def]
+    """benchmarks/blas_host.py (the stubbed CUDA driver, runner and arrays) as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "blas_host.py"
+    spec = importlib.util.spec_from_file_location("blas_host", path)
+    host = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(host)  # type: ignore[union-attr]
+    return host
+
+
+@pytest.fixture
+def stub_cuda(blas_host, monkeypatch):  # type: ignore[no-untyped-def]
+    """A liftkit.blas session on the stubbed CUDA queue (no GPU: launches recorded, not run),
+    with the shipped H100 profile; the stub's modules in sys.modules for the test."""
+    import sys
+
+    modules: dict = {}
+    s = blas_host.stub_session(patch=monkeypatch.setattr, modules=modules)
+    for name, mod in modules.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    return s

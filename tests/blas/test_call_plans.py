@@ -5,31 +5,20 @@ new plans. The GPU tests (tests/blas/test_cuda.py) check the results on a device
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+import importlib
 from typing import Any
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def host() -> Any:
-    spec = importlib.util.spec_from_file_location("blas_host", ROOT / "benchmarks" / "blas_host.py")
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+@pytest.fixture()
+def host(blas_host: Any) -> Any:
+    return blas_host
 
 
 @pytest.fixture()
-def session(host: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    modules: dict[str, Any] = {}
-    s = host.stub_session(patch=monkeypatch.setattr, modules=modules)
-    for name, mod in modules.items():
-        monkeypatch.setitem(sys.modules, name, mod)
+def session(stub_cuda: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    s = stub_cuda
     # the padded tests count the driver's 2-D copies: kept at odd pitches here (the derived
     # pad2d/crop2d kernels that CUDA runs there instead: tests/blas/test_pad_kernels.py)
     monkeypatch.setattr(importlib.import_module("liftkit.blas.gemm"), "copy_kernels",

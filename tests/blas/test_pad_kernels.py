@@ -175,22 +175,11 @@ def test_padded_gemm_through_the_copy_kernels_on_a_cuda_gpu(cuda_session, monkey
                                        atol=tol * k)
 
 
-def test_padded_plans_launch_the_copy_kernels_on_cuda(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_padded_plans_launch_the_copy_kernels_on_cuda(blas_host, stub_cuda) -> None:  # type: ignore[no-untyped-def]
     """The CUDA queue stubbed (benchmarks/blas_host.py): SGEMM 2048×2049×2047 pads A and B by
     pad2d and takes C's block out by crop2d, four launches and no 2-D copy, the same on the
     repeated call (its call plan); with α, β the epilogue is a fifth launch."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "blas_host.py"
-    spec = importlib.util.spec_from_file_location("blas_host", path)
-    host = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(host)  # type: ignore[union-attr]
-    modules: dict = {}
-    s = host.stub_session(patch=monkeypatch.setattr, modules=modules)
-    for name, mod in modules.items():
-        monkeypatch.setitem(sys.modules, name, mod)
+    host, s = blas_host, stub_cuda
     got: list = []
     s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
     A, B, C = (host.ndarray(sh, "float32") for sh in ((2048, 2047), (2047, 2049), (2048, 2049)))

@@ -253,23 +253,12 @@ def test_split_plans_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no-unt
                                    atol=_tol(dt) * k)
 
 
-def test_split_plans_launch_six_kernels_on_cuda(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_split_plans_launch_six_kernels_on_cuda(blas_host, stub_cuda) -> None:  # type: ignore[no-untyped-def]
     """The CUDA queue stubbed (benchmarks/blas_host.py, the shipped H100 profile): with a split
     entry at SGEMM 1023×1025×999 a call launches pad2d, window2d, tailcols, the interior, the
     GEMV and hcat and copies nothing, the same on the repeated call (its call plan); with α, β
     the epilogue is a seventh launch; the interior is the profile's 1023×1024×K' kernel."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "blas_host.py"
-    spec = importlib.util.spec_from_file_location("blas_host", path)
-    host = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(host)  # type: ignore[union-attr]
-    modules: dict = {}
-    s = host.stub_session(patch=monkeypatch.setattr, modules=modules)
-    for name, mod in modules.items():
-        monkeypatch.setitem(sys.modules, name, mod)
+    host, s = blas_host, stub_cuda
     got: list = []
     s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
     A, B, C = (host.ndarray(sh, "float32") for sh in ((1023, 999), (999, 1025), (1023, 1025)))
