@@ -47,8 +47,15 @@ def test_two_kernels_through_an_intermediate() -> None:
 
 @pytest.mark.parametrize("variant", SPLIT)
 def test_split_columns_at_any_size(session: Session, variant: Variant) -> None:
+    check_gemv_t_at_random_shapes(session, variant, 11)
+
+
+def check_gemv_t_at_random_shapes(session: Session, variant: Variant, seed: int) -> None:
+    """GEMV T forced to `variant` (float32 and float64) against NumPy at 6 random shapes, A
+    row-major read transposed and column-major read as stored, α/β, through the general path
+    and then the call plan."""
     s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], variant)
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(seed)
     for case in range(6):
         dt = (np.float32, np.float64)[case % 2]
         order = "CF"[case // 2 % 2]

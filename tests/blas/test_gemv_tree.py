@@ -13,8 +13,7 @@ from liftkit.blas import Kind, Session, Variant
 from liftkit.blas.codelets import derive
 from liftkit.rewrite.rules.corpus import run, same_result
 
-from .test_gpu_codelets import _forced
-from .test_properties import _mat
+from .test_gemv_split import check_gemv_t_at_random_shapes
 
 TREE = [Variant.of("column-groups-tree", lanes=2, g=8, w=4),
         Variant.of("column-groups-tree", lanes=4, g=16, w=2),
@@ -52,21 +51,7 @@ def test_one_kernel_with_a_tree() -> None:
 
 @pytest.mark.parametrize("variant", TREE)
 def test_tree_columns_at_any_size(session: Session, variant: Variant) -> None:
-    s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], variant)
-    rng = np.random.default_rng(13)
-    for case in range(6):
-        dt = (np.float32, np.float64)[case % 2]
-        order = "CF"[case // 2 % 2]
-        flag = order == "C"  # a row-major A read transposed: this kernel
-        A = _mat(rng, (int(rng.integers(1, 200)), int(rng.integers(1, 120))), dt, order)
-        x = _mat(rng, (A.shape[0] if flag else A.shape[1],), dt)
-        y = _mat(rng, (A.shape[1] if flag else A.shape[0],), dt)
-        want = 1.5 * (A.T if flag else A).astype(np.float64) @ x - 0.5 * y
-        for _ in range(2):  # the general path, then the call plan
-            got = s.gemv(A, x, y.copy(), alpha=1.5, beta=-0.5, trans=flag).result()
-            tol = 1e-4 if dt == np.float32 else 1e-12
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
-                                       err_msg=str((case, A.shape)))
+    check_gemv_t_at_random_shapes(session, variant, 13)
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
