@@ -17,7 +17,6 @@ forgotten choice makes new ones.
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 from dataclasses import dataclass
@@ -176,10 +175,9 @@ class PlanSteps:
 
 
 # -- operands by type ------------------------------------------------------------------------------
-@functools.cache
 def array_library(t: type) -> Optional[str]:
-    """The library whose device arrays `t` are ("cupy", "torch", "pyopencl"), else None (per
-    type, once: every planned call asks)."""
+    """The library whose device arrays `t` are ("cupy", "torch", "pyopencl"), else None (a
+    pure function of the type; `Operands` keeps its answers, since every planned call asks)."""
     mod = t.__module__.split(".", 1)[0]
     if mod == "cupy" and t.__name__ == "ndarray":
         return "cupy"
@@ -200,6 +198,15 @@ class Operands:
 
     def __init__(self, queue: Any = None) -> None:
         self._queue = queue  # an OpenCL session's queue (pyopencl arrays on it are planned)
+        self._libs: dict[type, Optional[str]] = {}  # array_library's answers, per type
+
+    def library(self, t: type) -> Optional[str]:
+        """`array_library(t)`, looked up once per type (every planned call asks)."""
+        try:
+            return self._libs[t]
+        except KeyError:
+            lib = self._libs[t] = array_library(t)
+            return lib
 
     def key(self, x: Any) -> Any:
         """The part of a call's kind this argument decides (None: no plan for its type)."""
@@ -207,7 +214,7 @@ class Operands:
         if t is np.ndarray:
             f = x.flags
             return (t, x.shape, x.dtype, f.c_contiguous, f.f_contiguous, f.writeable)
-        lib = array_library(t)
+        lib = self.library(t)
         if lib == "cupy":  # (its memory's device: x.device would make a Device object)
             return (t, x.shape, x.dtype, x.strides, x.data.device_id)
         if lib == "torch":
@@ -220,7 +227,7 @@ class Operands:
     def pointer(self, x: Any) -> Any:
         """A device array's address (CuPy or PyTorch; `key` saw its type first); a pyopencl
         array's buffer."""
-        lib = array_library(type(x))
+        lib = self.library(type(x))
         if lib == "pyopencl":
             return x.base_data
         return int(x.data.ptr) if lib == "cupy" else int(x.data_ptr())
