@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from liftkit.blas.queues import CUDAQueue, DevBuf
+from liftkit.blas.queues import CUDAQueue, DevBuf, LibraryStreams
 
 
 class _Driver:
@@ -41,7 +41,7 @@ def _queue(drv: _Driver) -> CUDAQueue:
     q._drv = lambda: drv  # type: ignore[method-assign]
     q._check = lambda result, what: None  # type: ignore[method-assign]
     q._ordinals, q._plans, q._waited, q._in_call = {}, {}, None, False
-    q._ring, q._ring_next = [], 0
+    q._ring, q._ring_next, q._library_stream = [], 0, LibraryStreams()
     q._order_event, q.stream = object(), type("S", (), {"handle": 0})()
     q.device = type("D", (), {"ordinal": 0, "label": "stub"})()
     return q

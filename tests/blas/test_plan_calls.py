@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from liftkit.blas.kernels import BlasError
-from liftkit.blas.queues import CUDAQueue
+from liftkit.blas.queues import CUDAQueue, LibraryStreams
 
 
 class _Calls:
@@ -38,6 +38,7 @@ def _queue(calls: _Calls) -> CUDAQueue:
     q.stream = types.SimpleNamespace(handle=55)
     q.device = types.SimpleNamespace(ordinal=0, label="stub GPU")
     q._waited, q._in_call, q._ring, q._ring_next = None, False, [], 0
+    q._library_stream = LibraryStreams()
     return q
 
 
@@ -72,16 +73,14 @@ def test_a_failed_driver_call_is_one_line() -> None:
         q.wait_library(types.SimpleNamespace())
 
 
-def test_a_blocking_stream_needs_no_wait_for_the_legacy_default_stream(monkeypatch: Any) -> None:
+def test_a_blocking_stream_needs_no_wait_for_the_legacy_default_stream() -> None:
     """CUDA orders a blocking stream after the legacy default stream's work (handle 0): no
     record and wait; another library stream is still waited for, as is stream 0 by a
     non-blocking queue."""
-    import liftkit.blas.queues as queues
-
     calls = _Calls()
     q = _queue(calls)
     library = {"stream": 0}
-    monkeypatch.setattr(queues, "_library_stream", lambda x: library["stream"])
+    q._library_stream = lambda x: library["stream"]  # type: ignore[assignment]
     q.blocking = True
     q.wait_library(object())
     assert calls.log == []

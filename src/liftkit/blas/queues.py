@@ -22,7 +22,7 @@ import functools
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -316,6 +316,7 @@ class CUDAQueue:
         # 2-D copy descriptors by geometry, made once: filling one field by field costs more
         # host time than the copy's driver call (a padded GEMM copies three matrices per call)
         self._copies2d: dict[tuple[int, int, int, int], Any] = {}
+        self._library_stream = LibraryStreams()
         drv = self._drv()
         self._order_event = self._check(
             drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "event")
@@ -467,7 +468,7 @@ class CUDAQueue:
     def _wait_library(self, x: Any) -> None:
         """Order our stream after the work the array's library has enqueued (device-side;
         nothing to do for the legacy default stream where ours is blocking)."""
-        handle = _library_stream(x)
+        handle = self._library_stream(x)
         if (self._in_call and handle == self._waited) or (handle == 0 and self.blocking):
             return
         self._waited = handle if self._in_call else None
@@ -733,18 +734,27 @@ def _backend_check() -> Any:
     return check
 
 
-def _library_stream(x: Any) -> Any:
-    """The stream handle the array's library is enqueuing on now (0: the legacy default)."""
-    try:
-        return _stream_of(type(x))(x)
-    except Exception:  # noqa: BLE001 - fall back to the legacy default stream
-        return 0
+class LibraryStreams:
+    """The stream handle an array's library is enqueuing on now (0: the legacy default, also
+    where the library's look-up fails): how to ask is worked out once per array type and kept
+    here (a queue's own; its call plans ask on every call)."""
+
+    def __init__(self) -> None:
+        self._by_type: dict[type, Callable[[Any], Any]] = {}
+
+    def __call__(self, x: Any) -> Any:
+        t = type(x)
+        get = self._by_type.get(t)
+        if get is None:
+            get = self._by_type[t] = _stream_getter(t)
+        try:
+            return get(x)
+        except Exception:  # noqa: BLE001 - fall back to the legacy default stream
+            return 0
 
 
-@functools.cache
-def _stream_of(t: type) -> Any:
-    """How to ask an array type's library for its current stream (per type, once: the call
-    plans ask on every call)."""
+def _stream_getter(t: type) -> Callable[[Any], Any]:
+    """How to ask an array type's library for its current stream."""
     mod = t.__module__.split(".", 1)[0]
     if mod == "cupy":  # the array's library is imported already
         get = sys.modules["cupy"].cuda.get_current_stream
