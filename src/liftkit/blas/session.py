@@ -10,7 +10,7 @@ inputs' library).
 
 from __future__ import annotations
 
-import functools
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
@@ -388,15 +388,11 @@ class Session:
         return Future(self.q, events, finish, keep)
 
 
-@functools.cache
 def _pyopencl_array() -> Any:
-    """pyopencl.array where pyopencl is installed (a CUDA-only machine may lack it); looked up
-    once (every operand asks)."""
-    try:
-        import pyopencl.array as cla
-    except ImportError:
-        return None
-    return cla
+    """pyopencl.array where it is imported, else None: an argument can only be a pyopencl
+    array once its module is loaded, so nothing is imported here (a CUDA-only machine may lack
+    pyopencl, and every operand asks)."""
+    return sys.modules.get("pyopencl.array")
 
 
 def _resolve_backend(backend: str, device: Any, context: Any) -> str:
