@@ -33,6 +33,7 @@ from .nodes import (
     Prod,
     Sum,
     Var,
+    Xor,
 )
 from .parse import parse_arith
 from .ranges import prove_eq, prove_ge, prove_gt, prove_le, prove_lt
@@ -53,6 +54,7 @@ from .simplify import (
     ne,
     pow_,
     simplify,
+    xor,
 )
 
 
@@ -81,6 +83,7 @@ __all__ = [
     "Prod",
     "Sum",
     "Var",
+    "Xor",
     "cst",
     "divides",
     "eq",
@@ -106,4 +109,5 @@ __all__ = [
     "raw",
     "simplify",
     "size_var",
+    "xor",
 ]

@@ -10,7 +10,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .errors import ArithError
-from .nodes import ArithExpr, Cond, Cst, IfThenElse, IntDiv, Log, Max, Min, Mod, Pow, Prod, Sum, Var, _compare, _ilog
+from .nodes import (ArithExpr, Cond, Cst, IfThenElse, IntDiv, Log, Max, Min, Mod, Pow, Prod, Sum, Var, Xor,
+                    _compare, _ilog)
 
 
 def _is_int(x: Any) -> bool:
@@ -82,4 +83,6 @@ def eval_numpy(e: ArithExpr, env: Mapping[str, Any]) -> Any:
         return min(a, b) if scalar else np.minimum(a, b)
     if t is Max:
         return max(a, b) if scalar else np.maximum(a, b)
+    if t is Xor:
+        return a ^ b if scalar else np.bitwise_xor(a, b)
     raise TypeError(f"cannot evaluate {t.__name__}")  # pragma: no cover

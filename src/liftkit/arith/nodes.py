@@ -12,7 +12,7 @@ Canonical form (what the smart constructors return):
 * ``Prod``: >= 2 factors; an optional leading ``Cst`` coefficient (not 0/1)
   followed by atoms sorted by key (repeated atoms encode powers).
 * every other node is an *atom* (``Var``, ``IntDiv``, ``Mod``, ``Pow``,
-  ``Log``, ``Min``, ``Max``, ``IfThenElse``).
+  ``Log``, ``Min``, ``Max``, ``Xor``, ``IfThenElse``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _ilog(base: int, x: int) -> int:
 class ArithExpr:
     """Abstract base of symbolic integer expressions (immutable, hashable).
 
-    Operators (``+ - * // % **``, unary ``-``, reflected forms with ints)
+    Operators (``+ - * // % ** ^``, unary ``-``, reflected forms with ints)
     return already simplified expressions.  ``==`` is *structural* equality
     (``Cst(3) == 3`` holds); use :func:`lt`, :func:`eq`, ... for comparison
     objects and :func:`prove_eq` for semantic equality.
@@ -206,6 +206,12 @@ class ArithExpr:
 
     def __rpow__(self, o: Any) -> "ArithExpr":
         return _S.pow_(o, self) if _ok(o) else NotImplemented
+
+    def __xor__(self, o: Any) -> "ArithExpr":
+        return _S.xor(self, o) if _ok(o) else NotImplemented
+
+    def __rxor__(self, o: Any) -> "ArithExpr":
+        return _S.xor(o, self) if _ok(o) else NotImplemented
 
     def __neg__(self) -> "ArithExpr":
         return _S.neg(self)
@@ -431,6 +437,18 @@ class Max(_Binary):
 
     def _ev(self, env: Mapping[str, int]) -> int:
         return max(self.a._ev(env), self.b._ev(env))
+
+
+class Xor(_Binary):
+    """Bitwise exclusive or a ^ b of non-negative operands (index swizzles: a row's chunks
+    permuted by `chunk xor row`, its own inverse). Python's ^ on ints is C's on the
+    non-negative domain, the only one simplification and ranges assume."""
+
+    __slots__ = ()
+    _rank = 11
+
+    def _ev(self, env: Mapping[str, int]) -> int:
+        return self.a._ev(env) ^ self.b._ev(env)
 
 
 class Cond:

@@ -6,10 +6,11 @@ Grammar (C precedence, unary minus binds tighter than ``*``)::
     term    := unary (('*' | '/' | '%') unary)*
     unary   := '-' unary | '+' unary | primary
     primary := INT | NAME | NAME '(' expr ',' expr ')'
-             | '(' expr [CMP expr] ['?' expr ':' expr] ')'
+             | '(' expr [CMP expr] ['?' expr ':' expr] ')' | '(' expr ('^' expr)+ ')'
 
 ``pow``/``lift_pow``, ``log``/``lift_log``, ``min`` and ``max`` are the
-functions; ``(a < b ? x : y)`` and ``((a < b) ? x : y)`` are conditionals.
+functions; ``(a < b ? x : y)`` and ``((a < b) ? x : y)`` are conditionals;
+``(a ^ b)`` is a bitwise xor (always printed in parentheses).
 The result is built through the smart constructors, i.e. simplified.
 """
 
@@ -22,7 +23,7 @@ from . import simplify as S
 from .errors import ArithError
 from .nodes import ArithExpr, Cond, Var
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(<=|>=|==|!=|[-+*/%(),?:<>]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(<=|>=|==|!=|[-+*/%(),?:<>^]))")
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
 _FUNCS = {
     "pow": S.pow_,
@@ -135,6 +136,12 @@ class _Parser:
             self.i -= 1
             raise self._fail(f"unexpected {tok!r}")
         inner = self.expr()
+        if self._peek() == "^":
+            while self._peek() == "^":
+                self.i += 1
+                inner = S.xor(self._arith(inner), self._arith(self.expr()))
+            self._expect(")")
+            return inner
         if self._peek() in _CMP:
             op = self.toks[self.i][1]
             self.i += 1

@@ -22,6 +22,7 @@ from .nodes import (
     Prod,
     Sum,
     Var,
+    Xor,
 )
 
 SUM, MUL, UNARY, ATOM = 1, 2, 3, 4
@@ -76,6 +77,8 @@ def _fmt(e: ArithExpr, in_c: bool) -> tuple[str, int]:
         if in_c and t in (Pow, Log):
             name = "lift_" + name
         return f"{name}({_fmt(e.a, in_c)[0]}, {_fmt(e.b, in_c)[0]})", ATOM  # type: ignore[attr-defined]
+    if t is Xor:  # C's ^ binds looser than + and ==: always in parentheses
+        return f"({_fmt(e.a, in_c)[0]} ^ {_fmt(e.b, in_c)[0]})", ATOM  # type: ignore[attr-defined]
     if t is IfThenElse:
         c = cond_str(e.cond, in_c)  # type: ignore[attr-defined]
         if in_c:

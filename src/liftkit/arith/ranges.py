@@ -39,6 +39,7 @@ from .nodes import (
     Prod,
     Sum,
     Var,
+    Xor,
     _ilog,
 )
 from .poly import add_into, make_term, poly_mul, term_list
@@ -134,6 +135,11 @@ def _cb(e: ArithExpr) -> Bound:
             bl if al is None else (al if bl is None else max(al, bl)),
             None if ah is None or bh is None else max(ah, bh),
         )
+    if t is Xor:  # C's domain: both operands >= 0; below the next power of two of either
+        ah, bh = const_bounds(e.a)[1], const_bounds(e.b)[1]  # type: ignore[attr-defined]
+        if ah is None or bh is None:
+            return (0, None)
+        return (0, (1 << max(ah, bh, 0).bit_length()) - 1)
     raise TypeError(f"no bounds for {t.__name__}")  # pragma: no cover
 
 
@@ -272,6 +278,14 @@ def _atom_bound(a: ArithExpr, upper: bool) -> ArithExpr | None:
                 return bx if by is None else by
             return None
         return _S.min_(bx, by) if take_min else _S.max_(bx, by)
+    if t is Xor:  # operands >= 0: 0 <= a ^ b <= min(a + b, the numeric bound)
+        if not upper:
+            return ZERO
+        hi = const_bounds(a)[1]
+        if hi is not None:
+            return Cst(hi)
+        ha, hb = sym_hi(a.a), sym_hi(a.b)  # type: ignore[attr-defined]
+        return None if ha is None or hb is None else _S.add(ha, hb)
     return None  # pragma: no cover
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .nodes import ArithExpr, Cond, Cst, IfThenElse, IntDiv, Log, Max, Min, Mod, Pow, Prod, Sum
+from .nodes import ArithExpr, Cond, Cst, IfThenElse, IntDiv, Log, Max, Min, Mod, Pow, Prod, Sum, Xor
 
 
 def _e(x: Any) -> ArithExpr:
@@ -60,6 +60,10 @@ def max_(a: Any, b: Any) -> Max:
     return Max(_e(a), _e(b))
 
 
+def xor(a: Any, b: Any) -> Xor:
+    return Xor(_e(a), _e(b))
+
+
 def cond(op: str, a: Any, b: Any) -> Cond:
     return Cond(op, _e(a), _e(b))
 
@@ -68,7 +72,7 @@ def if_then_else(c: Cond, a: Any, b: Any) -> IfThenElse:
     return IfThenElse(c, _e(a), _e(b))
 
 
-__all__ = ["add", "cond", "div", "if_then_else", "log", "max_", "min_", "mod", "mul", "neg", "pow_", "sub"]
+__all__ = ["add", "cond", "div", "if_then_else", "log", "max_", "min_", "mod", "mul", "neg", "pow_", "sub", "xor"]
 
 
 def substitute(e: ArithExpr, mapping: "dict[str, Any]") -> ArithExpr:

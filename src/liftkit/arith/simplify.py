@@ -33,6 +33,7 @@ from .nodes import (
     Prod,
     Sum,
     Var,
+    Xor,
     _ilog,
 )
 from .poly import (
@@ -427,6 +428,89 @@ def max_(a: Any, b: Any) -> ArithExpr:
     return _minmax(a, b, False)
 
 
+def _xor_operands(e: ArithExpr) -> list[ArithExpr]:
+    """The operands of a (canonical) xor chain, or [e]."""
+    if type(e) is Xor and e._canon:
+        return _xor_operands(e.a) + _xor_operands(e.b)
+    return [e]
+
+
+def _xor_chain(ops: list[ArithExpr]) -> ArithExpr:
+    acc = ops[0]
+    for x in ops[1:]:
+        acc = Xor(acc, x, True)
+    return acc
+
+
+def _xor_split(ops: list[ArithExpr]) -> ArithExpr | None:
+    """2^m*q + (r ^ others) for an operand 2^m*q + r with 0 <= r < 2^m and every other
+    operand in [0, 2^m) (a xor never carries into the bits above them); the smallest such
+    m, or None. Keeps the xor to the low bits, e.g. (17*x + 256*j) ^ 5 = 256*j + ((17*x) ^ 5):
+    the part that varies with an unrolled index added outside."""
+    for i, s in enumerate(ops):
+        if type(s) is Cst:
+            continue
+        others = ops[:i] + ops[i + 1:]
+        his = []
+        for o in others:
+            lo, hi = _R.const_bounds(o)
+            if lo is None or lo < 0 or hi is None:
+                break
+            his.append(hi)
+        else:
+            terms = list(term_list(s))
+            for m in range(max(his).bit_length(), 63):
+                g = 1 << m
+                high: dict = {}
+                low: dict = {}
+                for mono, c in terms:
+                    if mono == ():
+                        if c // g:
+                            high[()] = (c // g) * g
+                        if c % g:
+                            low[()] = c % g
+                    elif c % g == 0:
+                        high[mono] = c
+                    else:
+                        low[mono] = c
+                if not high:
+                    break  # a larger m keeps no more terms high
+                r = build(low) if low else ZERO
+                if _R.nonneg(r) and _R.prove_lt(r, Cst(g)):
+                    return add(build(high), xor(r, _xor_chain(others)) if others else r)
+    return None
+
+
+def xor(a: Any, b: Any) -> ArithExpr:
+    """a ^ b for a, b >= 0 (C's ^ on the non-negative domain), simplified: nested xors
+    flattened and sorted, constants folded, equal operands cancelled (x ^ x = 0, x ^ 0 = x),
+    and high bits of one operand that the others cannot reach moved out as a sum
+    (`_xor_split`)."""
+    a, b = to_expr(a), to_expr(b)
+    if type(a) is Cst and type(b) is Cst:
+        return Cst(a.v ^ b.v)
+    c = 0
+    odd: dict = {}
+    for x in _xor_operands(a) + _xor_operands(b):
+        if type(x) is Cst:
+            c ^= x.v
+        elif x in odd:
+            del odd[x]  # x ^ x = 0
+        else:
+            odd[x] = True
+    ops = sorted(odd, key=keyof)
+    if c:
+        ops.append(Cst(c))
+    if not ops:
+        return ZERO
+    if len(ops) == 1:
+        return ops[0]
+    split_out = _xor_split(ops)
+    if split_out is not None:
+        return split_out
+    return _xor_chain(ops)
+
+
 def _cmp(op: str, a: Any, b: Any) -> Cond:
     return Cond(op, to_expr(a), to_expr(b), True)
 
@@ -528,7 +612,7 @@ def _rebuild(e: ArithExpr, sub_map: dict | None, memo: dict) -> ArithExpr:
         c = e.cond
         r2 = if_then_else(_cmp(c.op, rb(c.lhs), rb(c.rhs)), rb(e.then), rb(e.els))
     else:
-        fn = {IntDiv: intdiv, Mod: mod, Pow: pow_, Log: log, Min: min_, Max: max_}[t]
+        fn = {IntDiv: intdiv, Mod: mod, Pow: pow_, Log: log, Min: min_, Max: max_, Xor: xor}[t]
         r2 = fn(rb(e.a), rb(e.b))
     memo[id(e)] = (e, r2)  # keep e alive so its id stays unique
     return r2
@@ -579,4 +663,5 @@ __all__ = [
     "sub",
     "substitute",
     "to_expr",
+    "xor",
 ]
