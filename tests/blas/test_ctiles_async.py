@@ -80,7 +80,7 @@ def test_transposed_operands_tiled_as_stored_are_sound(layout: str, v: Variant) 
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN", "NC"])
-def test_the_split_tail_adds_complex_parts(layout: str) -> None:
+def test_the_split_tail_adds_complex_parts(layout: str, compile_cuda: Any) -> None:
     """split/slots: mm-split-tail over the complex tile loop (its last partial wave, here the
     whole small grid, split along K): sound bit for bit; the fix-up passes each complex
     accumulator through the workspace as two floats; NVRTC compiles it."""
@@ -95,19 +95,14 @@ def test_the_split_tail_adds_complex_parts(layout: str) -> None:
     np.testing.assert_array_equal(np.asarray(interpret(d.final, X, Y)), want)
     src = compile_program(d.final, CompileOptions(dialect="cuda")).kernels[0].source
     assert "int* sk_flags" in src and "float* sk_ws" in src and "cfloat_new((" in src
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
-    try:
-        assert compile_cuda(src, "compute_90a", name="cgemm_split.cu").ptx
-    except ImportError as err:  # pragma: no cover - no NVRTC library
-        pytest.skip(f"needs NVRTC: {err}")
+    assert compile_cuda(src, "compute_90a", name="cgemm_split.cu").ptx
 
 
 @pytest.mark.parametrize("layout,mad", [
     ("NN", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(x.y, y.x, fma(x.x, y.y, acc.y))"),
     ("RC", "fma(-x.y, y.y, fma(x.x, y.x, acc.x)), fma(-x.y, y.x, fma(x.x, -y.y, acc.y))")])
-def test_the_kernel_is_four_fmas_per_complex_multiply_add(layout: str, mad: str) -> None:
+def test_the_kernel_is_four_fmas_per_complex_multiply_add(layout: str, mad: str,
+                                                          compile_cuda: Any) -> None:
     """The CUDA C copies 8-byte elements by cp.async (two stages of both tiles) and its PTX
     has 4·rm·rn·tk fma.rn.f32 (no separate multiplies and adds), conjugated factors too
     (their signs in the FMAs: conj(x)·conj(y) for RC)."""
@@ -119,13 +114,7 @@ def test_the_kernel_is_four_fmas_per_complex_multiply_add(layout: str, mad: str)
     assert "cp.async.ca.shared.global [%0], [%1], 8;" in src
     assert f"cfloat stage[{tm * tk * s}];" in src and f"cfloat stage_2[{tn * tk * s}];" in src
     assert mad in src
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
-    try:
-        ptx = compile_cuda(src, "compute_90a", name="cgemm.cu").ptx
-    except Exception as err:  # noqa: BLE001 - no NVRTC library
-        pytest.skip(f"needs NVRTC: {err}")
+    ptx = compile_cuda(src, "compute_90a", name="cgemm.cu").ptx
     assert ptx.count("fma.rn.f32") == 4 * rm * rn * tk
     assert "mul.rn.f32" not in ptx and "add.rn.f32" not in ptx  # (sub: an add of -x)
 
@@ -289,22 +278,16 @@ def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid(
                       bound=2, slots=264)),
     ("NT", Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=3, kt=1, rot=1,
                       bound=2, slots=264))])
-def test_the_cap_holds_the_tiled_as_stored_kernels_to_128_registers(layout: str, v: Variant
-                                                                     ) -> None:
+def test_the_cap_holds_the_tiled_as_stored_kernels_to_128_registers(layout: str, v: Variant,
+                                                                     compile_cuda: Any) -> None:
     """__launch_bounds__(256, 2): NVRTC (sm_90a, ptxas -v) keeps NT's and TN's kt kernels at
     ≤ 128 registers without spilling (uncapped: 143-156, one block per SM)."""
     from liftkit.codegen import CompileOptions, compile_program
 
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
     src = compile_program(derive(Kind("mm", "complex64", layout), v).final,
                           CompileOptions(dialect="cuda")).kernels[0].source
     assert "__launch_bounds__(256, 2)" in src
-    try:
-        log = compile_cuda(src, "sm_90a", ["--ptxas-options=-v"], name="cgemm_bound.cu").log
-    except ImportError as err:  # pragma: no cover - no NVRTC library
-        pytest.skip(f"needs NVRTC: {err}")
+    log = compile_cuda(src, "sm_90a", ["--ptxas-options=-v"], name="cgemm_bound.cu").log
     regs = re.search(r"Used (\d+) registers", log)
     assert regs and int(regs.group(1)) <= 128, log
     assert "0 bytes spill stores, 0 bytes spill loads" in log, log

@@ -6,6 +6,8 @@ compiled for CUDA by NVRTC."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -60,14 +62,8 @@ def test_complex_groups_at_any_size(session: Session, variant: Variant, layout: 
 
 
 @pytest.mark.parametrize("variant,layout", [(ROWS, "N"), (COLUMNS, "C"), (SPLIT, "T")])
-def test_complex_groups_compile_for_cuda(variant: Variant, layout: str) -> None:
-    from liftkit.backends.cuda.nvrtc import compile_cuda, nvrtc_version
+def test_complex_groups_compile_for_cuda(variant: Variant, layout: str, compile_cuda: Any) -> None:
     from liftkit.codegen.compiler import CompileOptions, compile_program
-
-    try:
-        nvrtc_version()
-    except Exception:  # noqa: BLE001 - no NVRTC here
-        pytest.skip("needs NVRTC")
     for dt in ("complex64", "complex128"):
         for k in compile_program(derive(Kind("gemv", dt, layout), variant).final,
                                  CompileOptions(dialect="cuda")).kernels:

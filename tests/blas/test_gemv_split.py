@@ -5,6 +5,8 @@ multiples, both storage orders, α and β) against NumPy, and compiled for CUDA 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -72,14 +74,8 @@ def check_gemv_t_at_random_shapes(session: Session, variant: Variant, seed: int)
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64"])
-def test_split_columns_compile_for_cuda(dt: str) -> None:
-    from liftkit.backends.cuda.nvrtc import compile_cuda, nvrtc_version
+def test_split_columns_compile_for_cuda(dt: str, compile_cuda: Any) -> None:
     from liftkit.codegen.compiler import CompileOptions, compile_program
-
-    try:
-        nvrtc_version()
-    except Exception:  # noqa: BLE001 - no NVRTC here
-        pytest.skip("needs NVRTC")
     for v in (SPLIT[0], Variant.of("column-groups-split", lanes=4, g=64, w=8, r=2)):
         d = derive(Kind("gemv", dt, "T"), v)
         for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:

@@ -7,6 +7,8 @@ bundled 4096³/8192³/1024×1024×8192 `mm` derivations replay to the split kern
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from liftkit.blas.codelets import (
@@ -96,10 +98,7 @@ def test_the_bundled_sgemm_derivations_replay_to_the_split_kernel() -> None:
         assert _source(bundled.low_level_program(d, mm())) == _source(want)
 
 
-def test_nvrtc_compiles_the_shipped_kernels() -> None:
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
+def test_nvrtc_compiles_the_shipped_kernels(compile_cuda: Any) -> None:
     prof = _profile()
     for dt in ("float32", "float64"):
         v = prof.choose(Kind("mm", dt, "NN"), {"M": 4096, "N": 4096, "K": 4096}, multiples)

@@ -4,6 +4,8 @@ with NVRTC."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -35,16 +37,10 @@ def test_blocked_transpose_at_any_size(session: Session, variant: Variant) -> No
         assert got is out and np.array_equal(out, A.T), (case, A.shape, order)
 
 
-def test_blocked_transpose_compiles_for_cuda() -> None:
-    from liftkit.backends.cuda import compile_cuda, nvrtc_version
+def test_blocked_transpose_compiles_for_cuda(compile_cuda: Any) -> None:
     from liftkit.blas.codelets import derive
     from liftkit.codegen.compiler import compile_program
     from liftkit.codegen.kernel import CompileOptions
-
-    try:
-        nvrtc_version()
-    except Exception:  # noqa: BLE001 - no NVRTC wheel
-        pytest.skip("needs NVRTC")
     d = derive(Kind("transpose", "float64"), Variant.of("blocks-t", r=8, swap=0))
     assert d.replay()  # the recorded derivation replays
     for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:

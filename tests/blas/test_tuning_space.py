@@ -146,10 +146,7 @@ def test_offered_variants_derive_with_the_footprint_the_slots_assume(h100: SMLim
         assert sum(int(n) for n in staged) * 4 == shared, v
 
 
-def test_offered_variants_compile_with_nvrtc(h100: SMLimits) -> None:
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
+def test_offered_variants_compile_with_nvrtc(h100: SMLimits, compile_cuda: Any) -> None:
     for kind, v in _offered(h100):
         for k in compile_program(derive(kind, v).final, CUDA).kernels:
             compile_cuda(k.source, "compute_90a", k.build_options, name=f"{k.name}.cu")
@@ -319,7 +316,7 @@ def test_tune_measures_guarded_forms_against_the_padded_choice(
     assert seen == []
 
 
-def test_guarded_forms_the_shipped_rankings_offer_compile_with_nvrtc() -> None:
+def test_guarded_forms_the_shipped_rankings_offer_compile_with_nvrtc(compile_cuda: Any) -> None:
     """With the shipped H100 profile's rankings, the guarded forms the tuner would time for
     S/D GEMM NN (`tune.edge_tasks`: the split tail and DMMA ik/ahead kept, the grouped order
     dropped) derive, and compile with NVRTC where cuda-python is installed."""
@@ -339,11 +336,6 @@ def test_guarded_forms_the_shipped_rankings_offer_compile_with_nvrtc() -> None:
     assert not any(v.kw.get("group") for _, v in offered)
     sources = [k for kind, v in offered
                for k in compile_program(derive(kind, v).final, CUDA).kernels]
-    try:
-        from liftkit.backends.cuda import compile_cuda
-        import cuda.bindings.nvrtc  # noqa: F401 - NVRTC itself
-    except ImportError:
-        pytest.skip("cuda-python is not installed: derived only")
     for k in sources:
         compile_cuda(k.source, "compute_90a", k.build_options, name=f"{k.name}.cu")
 

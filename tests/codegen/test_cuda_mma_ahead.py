@@ -9,6 +9,7 @@ compiles it for Hopper and older GPUs; (gpu marker) the kernel against NumPy."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,7 +57,7 @@ def _loop(src: str) -> str:
     return src[start.start():src.index("cp.async.wait_group 0;")]
 
 
-def test_ahead_cuda_reads_the_next_tile_after_its_one_barrier_and_compiles() -> None:
+def test_ahead_cuda_reads_the_next_tile_after_its_one_barrier_and_compiles(compile_cuda: Any) -> None:
     d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=1)
     src = compile_program(d.final, CUDA).kernels[0].source
     loop = _loop(src)
@@ -73,14 +74,12 @@ def test_ahead_cuda_reads_the_next_tile_after_its_one_barrier_and_compiles() -> 
     plain = compile_program(tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8).final,
                             CUDA).kernels[0].source
     assert plain != src and "(i + 1) % 4" not in plain and _loop(plain).count("__syncthreads();") == 1
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     for arch in ("compute_90a", "compute_80"):
         assert "mma.sync.aligned" in compile_cuda(src, arch, name="ahead.cu").ptx
 
 
-def test_spread_issues_the_copies_among_the_last_products() -> None:
+def test_spread_issues_the_copies_among_the_last_products(compile_cuda: Any) -> None:
     d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8, ahead=2)
     src = compile_program(d.final, CUDA).kernels[0].source
     before, after = _loop(src).split("__syncthreads();")
@@ -91,8 +90,6 @@ def test_spread_issues_the_copies_among_the_last_products() -> None:
     assert [r.count("m16n8k8.row.col.f64") for r in rows] == [4, 4, 8]
     assert older.count("if (i + 4 < K/16)") == 2 and "m16n8k8" not in older
     assert after.count("cp.async.commit_group") == 1 and "cp.async.commit_group" not in before
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     for arch in ("compute_90a", "compute_80"):
         assert "mma.sync.aligned" in compile_cuda(src, arch, name="spread.cu").ptx

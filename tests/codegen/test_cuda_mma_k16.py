@@ -9,6 +9,7 @@ NVRTC compiles it for Hopper and older GPUs; (gpu marker) the kernel against Num
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -66,7 +67,8 @@ def _loop(src: str) -> str:
 
 
 @pytest.mark.parametrize("tk, steps", [(16, 1), (32, 2)])
-def test_k16_cuda_issues_m16n8k16_after_one_barrier_and_compiles(tk: int, steps: int) -> None:
+def test_k16_cuda_issues_m16n8k16_after_one_barrier_and_compiles(tk: int, steps: int,
+                                                                 compile_cuda: Any) -> None:
     d = tensor_core_mm("f64", 64, 64, tk, 4, 3, lines=True, ik=16, ahead=2)
     src = compile_program(d.final, CUDA).kernels[0].source
     loop = _loop(src)
@@ -78,8 +80,6 @@ def test_k16_cuda_issues_m16n8k16_after_one_barrier_and_compiles(tk: int, steps:
     assert hopper.count("m16n8k16.row.col.f64") == 8 and before.count("m16n8k16.row.col.f64") == 8 * (steps - 1)
     assert "(i + 1) % 3" in hopper and "if (i + 3 < K/" in hopper
     assert "m8n8k4.row.col.f64" in before  # the pre-Hopper fallback on the same accumulators
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     for arch in ("compute_90a", "compute_80"):
         assert "mma.sync.aligned" in compile_cuda(src, arch, name="k16.cu").ptx

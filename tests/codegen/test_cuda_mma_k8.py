@@ -7,6 +7,8 @@ compiles it; (gpu marker) the kernel against NumPy."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -45,15 +47,13 @@ def test_the_rule_offers_k8_after_the_others_for_line_tilings_only() -> None:
         tensor_core_mm("tf32", 128, 128, 16, 4, 3, lines=True, ik=8)
 
 
-def test_k8_cuda_issues_m16n8k8_only_and_compiles() -> None:
+def test_k8_cuda_issues_m16n8k8_only_and_compiles(compile_cuda: Any) -> None:
     d = tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True, ik=8)
     src = compile_program(d.final, CUDA).kernels[0].source
     assert "m16n8k8.row.col.f64" in src and "m16n8k16" not in src
     assert "m8n8k4.row.col.f64" in src  # the pre-Hopper fallback on the same accumulators
     plain = compile_program(tensor_core_mm("f64", 128, 64, 16, 4, 4, lines=True).final, CUDA)
     assert "m16n8k16.row.col.f64" in plain.kernels[0].source
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     assert "mma.sync.aligned.m16n8k8.row.col.f64" in compile_cuda(src, "compute_90a", name="k8.cu").ptx
 

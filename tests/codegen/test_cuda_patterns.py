@@ -129,10 +129,7 @@ def test_warp_derivation_of_asum_and_dot_is_sound_and_shuffles() -> None:
         assert "iterate" not in src
 
 
-def test_cuda_sources_compile_to_ptx() -> None:
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
+def test_cuda_sources_compile_to_ptx(compile_cuda: Any) -> None:
     for p in (warp_sums(), warp_sums(max, float("-inf")), warp_reductions(reduction_gpu("dot")).final):
         for k in compile_program(p, CUDA).kernels:
             ptx = compile_cuda(k.source, "compute_90a", name=f"{k.name}.cu").ptx
@@ -222,7 +219,7 @@ def test_mma_type_errors_in_words(tiles, message) -> None:  # type: ignore[no-un
     assert P.ReduceMmaTF32.shape == (16, 8, 8)
 
 
-def test_mma_cuda_code_and_ptx() -> None:
+def test_mma_cuda_code_and_ptx(compile_cuda: Any) -> None:
     for kind, instr in (("tf32", "m16n8k8.row.col.f32.tf32.tf32.f32"), ("bf16", "m16n8k16.row.col.f32.bf16.bf16.f32"),
                         ("f64", "m8n8k4.row.col.f64.f64.f64.f64")):
         for staged in (0, 1):
@@ -230,8 +227,6 @@ def test_mma_cuda_code_and_ptx() -> None:
             assert f"mma.sync.aligned.{instr}" in src
             assert ("cvt.rna.tf32.f32" in src) == (kind == "tf32")
             assert ("__shared__" in src) == bool(staged)
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     for kind in MMA:
         for staged in (1, 2):
@@ -281,7 +276,8 @@ def test_line_staging_means_the_tiles_and_copies_16_bytes(kind: str) -> None:
 
 
 @pytest.mark.parametrize("layout", ["TN", "NT", "TT"])
-def test_line_staging_copies_transposed_operands_along_their_memory_rows(layout: str) -> None:
+def test_line_staging_copies_transposed_operands_along_their_memory_rows(layout: str,
+                                                                        compile_cuda: Any) -> None:
     """A transposed operand's tile (A of TN, B of NT) is copied in 16-byte chunks of its stored
     rows (each cp.async reads one 16-byte vector of the array, never a vector built from
     separate loads, which cp.async cannot take) and means the same product; NVRTC compiles it."""
@@ -299,14 +295,12 @@ def test_line_staging_copies_transposed_operands_along_their_memory_rows(layout:
             copies = re.findall(r'cp\.async\.(\w+)\.shared\.global .*?"l"\(&(.*?)\)\);', k.source)
             vec = "double2" if kind == "f64" else "float4"
             assert copies and all(level == "cg" and src.startswith(f"((const {vec}*)") for level, src in copies)
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     for k in kernels:
         assert "cp.async.cg" in compile_cuda(k.source, "sm_90", k.build_options, name=f"{k.name}.cu").ptx
 
 
-def test_local_memory_beyond_48_kb_comes_from_the_launch() -> None:
+def test_local_memory_beyond_48_kb_comes_from_the_launch(compile_cuda: Any) -> None:
     """A block declares at most 48 KB of shared memory statically: a deeper pipeline's buffers
     are carved from dynamic shared memory (16-byte aligned), whose size the kernel carries for
     its launch; up to 48 KB nothing changes."""
@@ -317,8 +311,6 @@ def test_local_memory_beyond_48_kb_comes_from_the_launch() -> None:
     assert f"double* stage_2 = (double*)(lk_dynamic_shared + {4 * 128 * 16 * 8});" in k.source
     small = compile_program(mm_low("f64", 128, 64, 16, 4, 2), CUDA).kernels[0]
     assert small.dynamic_shared == 0 and "__shared__ __align__(16) double stage[" in small.source
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     assert "mma.sync" in compile_cuda(k.source, "compute_90a", name="dyn.cu").ptx
 

@@ -140,7 +140,7 @@ def test_thread_pieces_cover_the_tile_in_whole_lines_without_bank_conflicts(rows
 # CUDA C, NVRTC, refusals
 
 
-def test_wgmma_cuda_code_and_sm90a_build() -> None:
+def test_wgmma_cuda_code_and_sm90a_build(compile_cuda: Any) -> None:
     c = compile_program(low("tf32z", 128, 256, 32, 8, 3), CUDA)
     src = c.source
     assert "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32" in src
@@ -150,8 +150,7 @@ def test_wgmma_cuda_code_and_sm90a_build() -> None:
     assert "0xffffe000u" in src and "0x1000u" not in src  # truncation: no rounding carry
     assert "0x1000u" in compile_program(low("tf32", 128, 128, 32, 8, 2), CUDA).source
     assert c.kernels[0].dynamic_shared == 3 * (128 + 256) * 32 * 4 + ALIGN
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import NVRTCError, compile_cuda
+    from liftkit.backends.cuda import NVRTCError
 
     for p in (low("tf32z", 128, 256, 32, 8, 3), low("tf32", 128, 128, 64, 8, 2), low("tf32z", 64, 128, 32, 4, 2)):
         for k in compile_program(p, CUDA).kernels:

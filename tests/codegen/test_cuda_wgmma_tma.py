@@ -204,10 +204,8 @@ def test_pair_cuda_code_multicasts_half_of_b_to_both_blocks() -> None:
         compile_program(by_hand(reduceWgmmaTmaPairTF32Z, 128, 256, 32, 8, 4), CUDA)
 
 
-def test_every_offered_tiling_builds_for_sm90a_without_spills() -> None:
+def test_every_offered_tiling_builds_for_sm90a_without_spills(compile_cuda: Any) -> None:
     assert len(OFFERED) >= 6
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     # grouped: each tiling with one group, every group in turn (the group changes only the block
     # index arithmetic before the tile loop; the GPU test runs them all)

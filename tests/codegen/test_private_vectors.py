@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 from dataclasses import replace
 
 import numpy as np
@@ -46,10 +47,7 @@ def _run(runner: OpenCLRunner, prog, x: np.ndarray, options: CompileOptions | No
     return compiled.source
 
 
-def _cuda_compiles(prog) -> None:
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
+def _cuda_compiles(prog, compile_cuda: Any) -> None:
     for k in compile_program(prog, CompileOptions(dialect="cuda")).kernels:
         assert ".entry KERNEL" in compile_cuda(k.source, "compute_90a", name="k.cu").ptx
 
@@ -151,8 +149,8 @@ def test_a_field_of_global_structs_is_read_lane_by_lane(runner: OpenCLRunner) ->
 
 @pytest.mark.parametrize("prog", [_vectors_out_of_registers(4), _vector_accumulator(4),
                                   _vector_accumulator(2, seq_out=mapSeq)])
-def test_cuda_spelling_compiles(prog) -> None:
-    _cuda_compiles(prog)
+def test_cuda_spelling_compiles(prog, compile_cuda: Any) -> None:
+    _cuda_compiles(prog, compile_cuda)
 
 
 def test_the_default_window_covers_vectors_in_registers() -> None:

@@ -5,6 +5,8 @@ CPU device."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -29,10 +31,7 @@ def program(literal: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("literal", ["Tuple", "Tuple2_float_float"])
-def test_nvrtc_compiles_a_tuple_compound_literal(literal: str) -> None:
-    nvrtc = pytest.importorskip("cuda.bindings.nvrtc")  # noqa: F841 - NVRTC from pip, no GPU needed
-    from liftkit.backends.cuda import compile_cuda
-
+def test_nvrtc_compiles_a_tuple_compound_literal(literal: str, compile_cuda: Any) -> None:
     compiled = compile_program(program(literal), CompileOptions(dialect="cuda"))
     src = compiled.kernels[0].source
     assert f"return {literal}{{a + b, a - b}};" in src
