@@ -125,6 +125,11 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
             2, 4, 0, lambda acc, t: (lambda l: mapLcl(0)(lambda p: add(p[0], p[1])) << zip(acc, l))(
                 toLocalAsync(2, mapLcl(0)(id)) << t), lit(np.zeros(64, np.float32), float32[64]))
             << split(64) << row) << x),
+    "last_work_group": lambda: program(  # work-groups meeting in global memory (patterns/wrg.py)
+        [float32[4][N][M], float32[M]], lambda x, z: join << lastWrg(
+            toGlobal(mapLcl(0)(mapSeq(id))) << toLocal(mapLcl(0)(reduceSeq(add, 0.0))) << split(2),
+            lambda ps, zi: mapLcl(0)(lambda p: add(p, zi)) << reduceSeq(add, 0.0) << join << join
+            << ps)(x, z)),
     **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
     **{f"warpgroup_mma_{cls.name}": (lambda cls=cls: _wgmma(cls)) for cls in WGMMA_PATTERNS},
     "dmma_split_tail": lambda: _dmma_split(),

@@ -143,6 +143,12 @@ def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strate
     return rule(GEMV_LANE_COLUMNS_SPLIT, lanes=lanes, g=g, w=w, r=r)
 
 
+def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strategy:
+    from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_LAST
+
+    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r)
+
+
 def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_TREE
 
@@ -243,6 +249,15 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "workspace, then one work-item per column sums its r partials in order (the "
             "gemv-lane-columns-split rule, rewrite.rules.gemv); complex types one element at a time",
             _gemv_groups_split,
+            on_gpus(("lanes", "g", "w", "r"), GEMV_SPLIT_SPACE),
+            lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
+            dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
+    Codelet("column-groups-last", ("gemv",), "GEMV T in one kernel: column-groups-split's "
+            "work-groups (r row chunks), their sums in a global workspace, the last work-group "
+            "of a column block (an atomic counter per block) summing its r partials in order "
+            "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); "
+            "complex types one element at a time",
+            _gemv_groups_last,
             on_gpus(("lanes", "g", "w", "r"), GEMV_SPLIT_SPACE),
             lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),

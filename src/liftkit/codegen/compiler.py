@@ -116,6 +116,10 @@ class _Recorder(TypeChecker):
             self.required = max(self.required, n.value if n.is_constant else 0)
         if (parts := split_parts(f)) is not None:  # reduceSplitTail: its parts along the grid's z
             self.maps.append((P.MapWrg(f.f, 2), cst(parts), enclosing))
+        if isinstance(f, P.LastWrg):  # its blocks along dimension 0, their parts along 1
+            xs = arg_types[0]
+            self.maps += [(P.MapWrg(f.f, 0), xs.length, enclosing),  # type: ignore[attr-defined]
+                          (P.MapWrg(f.f, 1), xs.elem.length, enclosing)]  # type: ignore[attr-defined]
         return out
 
 
@@ -229,8 +233,8 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
     for k, tmp in enumerate(gen.temps):
         _check_temp_size(tmp.type, size_names, body)
         bname = f"{name}:{tmp.memory.name}"
-        args.append(KernelArg("buffer", tmp.memory.name, dialect.pointer("global", ctype(tmp.memory.elem)),
-                              buffer=bname))
+        args.append(KernelArg("buffer", tmp.memory.name, dialect.pointer(
+            "global", ctype(tmp.memory.elem), volatile=tmp.volatile), buffer=bname))
         buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary", zeroed=tmp.zeroed))
     for s in size_names:
         args.append(KernelArg("size", s, "int", size=_var(s)))

@@ -58,6 +58,11 @@ class Dialect:
     # (complex ctype, real ctype) -> the complex type's declaration and its constructor
     # `<ctype>_new(re, im)`; the arithmetic helpers on top are shared (`liftkit.codegen.complex`)
     complex_type: Callable[[str, str], list[str]]
+    # work-groups meeting in global memory (lastWrg): a fence after which the work-item's
+    # global writes are seen by every work-group, and (int lvalue) -> its atomic increment,
+    # the old value
+    global_fence: str
+    atomic_inc: Callable[[str], str]
     # what patterns beyond OpenCL may use (`CudaPattern.feature`): "warp-shuffle", "mma", ...
     features: frozenset[str] = frozenset()
     # (C value, lane offset) -> the value of the lane `offset` away by xor, from a full warp
@@ -68,10 +73,12 @@ class Dialect:
     dynamic_local: Optional[Callable[[str, str, int], str]] = None
     static_local_limit: int = 0
 
-    def pointer(self, space: str, elem: str, const: bool = False) -> str:
-        """`global float*`, `const local int*`, `float*` (CUDA)."""
+    def pointer(self, space: str, elem: str, const: bool = False, volatile: bool = False) -> str:
+        """`global float*`, `const local int*`, `float*` (CUDA); `volatile`: every access goes
+        to memory (what other work-groups wrote, not a cached line)."""
         qual = self.space_qualifier[space]
-        words = (["const"] if const else []) + ([qual] if qual else []) + [f"{elem}*"]
+        words = ((["const"] if const else []) + (["volatile"] if volatile else [])
+                 + ([qual] if qual else []) + [f"{elem}*"])
         return " ".join(words)
 
     def input_pointer(self, elem: str) -> str:
@@ -114,6 +121,8 @@ OPENCL = Dialect(
     # OpenCL's float2/double2: NumPy's complex layout and alignment, with .x/.y as re/im
     complex_type=lambda c, r: [f"typedef {r}2 {c};",
                                f"{c} {c}_new({r} re, {r} im) {{ return ({r}2)(re, im); }}"],
+    global_fence="mem_fence(CLK_GLOBAL_MEM_FENCE);",
+    atomic_inc=lambda lv: f"atomic_inc(&{lv})",
 )
 
 
@@ -166,6 +175,8 @@ CUDA = Dialect(
     complex_type=lambda c, r: [
         f"struct __align__({2 * (4 if r == 'float' else 8)}) {c} {{ {r} x, y; }};",
         f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
+    global_fence="__threadfence();",
+    atomic_inc=lambda lv: f"atomicAdd((int*)&{lv}, 1)",
     features=frozenset({"warp-shuffle", "mma", "cp.async", "wgmma"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
     # a block declares at most 48 KB statically; more comes at launch (opted in per kernel)

@@ -69,6 +69,7 @@ class GlobalTemp:
     memory: Memory
     type: Type
     zeroed: bool = False  # zero-filled by the host, left zero by the kernel (Buffer.zeroed)
+    volatile: bool = False  # read by other work-groups of the same launch (lastWrg)
 
 
 class Generator:
@@ -167,6 +168,10 @@ class Generator:
             from liftkit.codegen.cuda_patterns import generate
 
             return generate(self, f, args, env, ctx, dest)
+        if isinstance(f, P.LastWrg):
+            from liftkit.codegen.last_wrg import gen_last_wrg
+
+            return gen_last_wrg(self, f, args, env, ctx, dest)
         if isinstance(f, P.AddressSpaceWrapper):
             return self.call(f.f, args, env, replace(ctx.inside(f), write_to=f.space), dest, node)  # type: ignore[arg-type]
         if isinstance(f, (P.ParallelMap, P.MapSeq, P.MapSeqUnroll)):

@@ -36,7 +36,7 @@ def is_layout(f: FunDecl) -> bool:
 def global_map_in(f: FunDecl) -> Optional[P.ParallelMap]:
     """The first mapGlb or mapWrg inside f: its work-items span work-groups, so reading its
     result needs a barrier across work-groups (a new kernel)."""
-    return next((n for n in walk(f) if isinstance(n, (P.MapGlb, P.MapWrg))), None)
+    return next((n for n in walk(f) if isinstance(n, (P.MapGlb, P.MapWrg, P.LastWrg))), None)
 
 
 @dataclass(frozen=True)

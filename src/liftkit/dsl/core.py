@@ -112,6 +112,12 @@ def mapVec(f: FunLike) -> P.MapVec:
     return P.MapVec(fn(f))
 
 
+def lastWrg(f: FunLike, g: FunLike) -> P.LastWrg:
+    """lastWrg(f, g) $ (blocks of parts, one value per block): f per part in a work-group of
+    its own, g of a block's r partials (and its value) by the block's last work-group."""
+    return P.LastWrg(fn(f), fn(g))
+
+
 # -- reductions -----------------------------------------------------------------------------------
 def _with_init(pattern: P.Pattern, init: Any) -> FunDecl:
     """reduce(f, z) as a unary function of the array: λxs. reduce(f)(z, xs)."""
@@ -284,7 +290,7 @@ def mapAll(f: FunLike, depth: int) -> FunDecl:
 
 __all__ = [
     "size", "sizes", "fn", "fun", "map", "mapSeq", "mapSeqUnroll", "mapGlb", "mapWrg", "mapLcl",
-    "mapVec", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
+    "mapVec", "lastWrg", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
     "transpose", "unzip", "reorder", "asScalar", "Id", "zip", "tuple_", "get", "at",
     "reorderStride", "gather", "scatter", "slide", "boundary", "pad", "crop", "asVector", "toGlobal",
     "toLocal", "toPrivate", "let", "compose", "slide2D", "pad2D", "transposeGather", "tile", "untile",

@@ -59,9 +59,10 @@ from liftkit.ir.patterns.reductions import (
     ReduceSeq,
     ReduceSeqUnroll,
 )
+from liftkit.ir.patterns.wrg import WRG_PATTERNS, LastWrg
 
 ALL_PATTERNS: tuple[type[Pattern], ...] = (MAP_PATTERNS + REDUCE_PATTERNS + LAYOUT_PATTERNS + MEMORY_PATTERNS
-                                           + CUDA_PATTERNS)
+                                           + WRG_PATTERNS + CUDA_PATTERNS)
 PATTERNS_BY_NAME: dict[str, type[Pattern]] = {p.name: p for p in ALL_PATTERNS}
 
 __all__ = [
@@ -69,7 +70,7 @@ __all__ = [
     "PatternError", "index_fun", "AsScalar", "AsVector", "At", "Crop", "Gather", "Get", "Id", "Join", "Pad",
     "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Transpose", "Tuple", "Unzip", "Zip",
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
-    "ParallelMap", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
+    "ParallelMap", "LastWrg", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
     "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceMmaF64K8", "ReduceWgmma",
     "ReduceWgmmaTF32",

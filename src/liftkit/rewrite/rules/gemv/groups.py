@@ -238,6 +238,28 @@ def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any) -> Any:
         << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups
 
 
+def _chunk_sums(vop: Any, m: UserFun, ev: Any, t: ScalarType, w: int, lanes: int, cols: Any,
+                xs: Any) -> Any:
+    """[lanes·w] sums of one work-group (lanes×g work-items) over a block of columns `cols`
+    [g][·][lanes·w] against `xs` [g][·] (no h, s, g): the g row groups' partials in local
+    memory, each lane's w columns summed over them in order by row 0's work-items."""
+    from liftkit import dsl as D
+
+    partial = _column_partials(vop, m, ev, w, D.zip(cols, xs))
+
+    def total(ps: Any) -> Any:  # one work-item per lane: Σ over the g groups, w columns
+        per_lane = D.transpose << D.map(D.join) << ps  # [lanes][g]
+
+        def lane(q: Any) -> Any:
+            tot = D.reduceSeq(vop, ev) << q
+            return D.mapSeq(D.id_of(t)) << (D.asScalar << tot if w > 1 else tot)
+
+        return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(lane) << one) \
+            << D.split(lanes) << per_lane
+
+    return D.let(partial, total)
+
+
 def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int) -> Expr:
     """gemv T's body in two kernels: work-groups of lanes×g work-items over lanes·w columns ×
     one of r row chunks (rows ≡ j mod g·r in chunk ⌊j/g⌋ mod r: r times the work-groups of
@@ -250,24 +272,10 @@ def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r
     vop, vm, ev = vector_ops(op, m, t, w)
     c, big = lanes * w, g * r
 
-    def block(cols: Any, xs: Any) -> Any:  # cols [g][M/(g·r)][c], xs [g][M/(g·r)]
-        partial = _column_partials(vop, m, ev, w, D.zip(cols, xs))
-
-        def total(ps: Any) -> Any:  # one work-item per lane: Σ over the g groups, w columns
-            per_lane = D.transpose << D.map(D.join) << ps  # [lanes][g]
-
-            def lane(q: Any) -> Any:
-                tot = D.reduceSeq(vop, ev) << q
-                return D.mapSeq(D.id_of(t)) << (D.asScalar << tot if w > 1 else tot)
-
-            return D.join << D.join << D.mapLcl(1)(lambda one: D.mapLcl(0)(lane) << one) \
-                << D.split(lanes) << per_lane
-
-        return D.let(partial, total)
-
     def chunk(ch: Any) -> Any:  # this chunk's g row groups of A and x
         strips = D.transpose << D.map(D.transpose) << D.map(D.map(D.split(c))) << ch[0]
-        return D.join << D.mapWrg(0)(lambda cols: block(cols, ch[1])) << strips
+        return D.join << D.mapWrg(0)(lambda cols: _chunk_sums(vop, m, ev, t, w, lanes, cols, ch[1])) \
+            << strips
 
     rows = D.split(g) << D.transpose << D.split(big) << fresh(a)  # [r][g][M/(g·r)][N]
     xs = D.split(g) << D.transpose << D.split(big) << fresh(x)
@@ -275,6 +283,33 @@ def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r
     return D.join << D.mapGlb(0)(lambda q: alpha_beta(parts, D.reduceSeq(parts.op, fresh(parts.z))
                                                       << q[0], q[1])) \
         << D.zip(D.transpose << partials, D.split(1) << D.join << D.split(c) << fresh(y))
+
+
+def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int) -> Expr:
+    """gemv T's body in one kernel: `lane_columns_split`'s work-groups (lanes·w columns × one
+    of r row chunks) as lastWrg's parts, each block of columns' r sums in a global workspace,
+    the block's last work-group summing them in order (one work-item per column) and applying
+    h, s, g: the split form's r times the work-groups without its second kernel."""
+    from liftkit import dsl as D
+
+    op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
+    vop, vm, ev = vector_ops(op, m, t, w)
+    c, big = lanes * w, g * r
+    xs = D.split(g) << D.transpose << D.split(big) << fresh(x)  # [r][g][M/(g·r)]
+    rows = D.split(g) << D.transpose << D.split(big) << fresh(a)  # [r][g][M/(g·r)][N]
+    # [N/c][r][g][M/(g·r)][c]: block b's r chunks, each paired with its x elements
+    strips = D.transpose << D.map(D.transpose) << D.map(D.map(D.transpose)) \
+        << D.map(D.map(D.map(D.split(c)))) << rows
+    blocks = D.map(lambda b: D.zip(b, xs)) << strips
+
+    def finish(ps: Any, ys: Any) -> Any:  # ps [r][c], ys [c]: a work-item per column
+        cols = D.zip(D.transpose << ps, D.split(1) << ys)
+        return D.join << D.join << D.mapLcl(1)(lambda row: D.mapLcl(0)(
+            lambda q: alpha_beta(parts, D.reduceSeq(op, fresh(parts.z)) << q[0], q[1])) << row) \
+            << D.split(lanes) << cols
+
+    return D.join << D.lastWrg(lambda q: _chunk_sums(vop, m, ev, t, w, lanes, q[0], q[1]),
+                               finish)(blocks, D.split(c) << fresh(y))
 
 
 GEMV_T_GROUPS = site_rule(
@@ -312,6 +347,21 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
     lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
                                               GROUPS + (256,)),
     lambda parts, t, rows, cols, lanes, g, w: lane_columns_tree(parts, t, lanes, g, w))
+
+
+GEMV_LANE_COLUMNS_LAST = site_rule(
+    "gemv-lane-columns-last",
+    "gemv-lane-columns-split's site → join ∘ lastWrg(λ(cols, xs). the g row groups' sums of "
+    "lanes·w columns of one row chunk, λ(P, ys). join ∘ mapLcl(1)(mapLcl(0)(λ(p, yj). h(s("
+    "reduce(⊕, z) $ p), g(yj)))) ∘ split lanes $ zip(transpose $ P, split 1 $ ys)) $ (blocks of "
+    "lanes·w columns × r chunks of rows ≡ j mod g·r, split lanes·w $ y)",
+    "liftkit.blas GPU GEMV T (issue 15): the split reduction over r·g row groups in one kernel, "
+    "the last work-group of a column block summing its r partials (CUDA's threadFenceReduction)",
+    lambda site: gemv_at(site, True, complex_ok=True),
+    lambda parts, t, rows, cols: [dict(o, r=r) for o in _lane_offers(parts, t, rows, cols, T_LANES,
+                                                                      T_WIDTHS)
+                                  for r in SPLIT_PARTS if fits(rows, o["g"] * r)],
+    lambda parts, t, rows, cols, lanes, g, w, r: lane_columns_last(parts, t, lanes, g, w, r))
 
 
 GEMV_LANE_COLUMNS_SPLIT = site_rule(

@@ -1,0 +1,93 @@
+"""Code for `lastWrg(f, g)` (ir/patterns/wrg.py): a grid of n × r work-groups whose partial
+results meet in global memory, the last work-group of each block finishing it.
+
+    for each work-group (b, k) of its share of the grid (b along dimension 0, k along 1):
+        f(xs[b][k]) → ws[b][k]                    every work-item its part, then a fence
+        barrier                                   the group's writes all fenced
+        lead: last = atomic_inc(&count[b]) == r − 1
+        barrier                                   `last` is the group's, in local memory
+        if (last) {                               uniform: g's barriers are reached by all
+            fence                                 the other groups' partials are seen
+            g(ws[b], zs[b]) → out[b]
+            lead: count[b] = 0                    ready for the next launch
+        }
+
+Every work-group fences its partial before it counts itself, so the one that counts r − 1
+sees all r partials; it reads them through a volatile pointer (not from a cache that may hold
+an older line). The counters are a global temporary the host zero-fills when it allocates it
+(`Buffer.zeroed`) and that each launch leaves zero (the last work-group of a block resets its
+counter): launches in order on one stream share them; a launch that never starts leaves them
+as they were; a launch that dies part way (a device fault) leaves the CUDA context or OpenCL
+queue unusable, and a new session allocates new, zeroed counters. The spellings of the atomic
+increment and the fence come from the dialect table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from liftkit.arith import cst
+from liftkit.codegen import views as V
+from liftkit.codegen.memory import Memory, element_count, storage_elem
+from liftkit.codegen.views import CodegenError, View
+from liftkit.ir import patterns as P
+from liftkit.ir.nodes import Param
+from liftkit.ir.typecheck import TypeChecker
+from liftkit.types import ArrayType, int32
+
+if TYPE_CHECKING:  # pragma: no cover
+    from liftkit.codegen.generator import Arg, Ctx, Generator
+
+_BOTH = {"CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE"}
+
+
+def gen_last_wrg(g: "Generator", p: P.LastWrg, args: Sequence["Arg"], env: dict[Param, View],
+                 ctx: "Ctx", dest: Optional[View]) -> View:
+    """Emit lastWrg(f, g) $ (xs, zs) into dest (see the module docstring)."""
+    from liftkit.codegen.generator import GlobalTemp
+
+    em, d = g.em, g.em.dialect
+    if ctx.scopes:
+        raise CodegenError("lastWrg is a kernel's whole grid: it cannot run inside a map")
+    xs, zs = args[0].gen(None), args[1].gen(None)
+    xt = V.array_view_type(xs.type)
+    zt = V.array_view_type(zs.type)
+    assert isinstance(xt, ArrayType) and isinstance(xt.elem, ArrayType)
+    n, r = xt.length, xt.elem.length
+    u = TypeChecker().apply(p.f, [xt.elem.elem], g.type_env(env), ctx.enclosing + p.groups(p.f))
+    if dest is None:
+        out_t = g.result_type(p, [xt, zt], env, ctx)
+        dest = g.allocate(out_t, "global", ctx, "tmp")
+
+    def temp(hint: str, t: ArrayType, zeroed: bool) -> View:
+        elem = storage_elem(t, "global")
+        em.note_type(elem)
+        mem = Memory(em.names.fresh(hint), "global", elem, element_count(t, "global"), "param")
+        g.temps.append(GlobalTemp(mem, t, zeroed=zeroed, volatile=True))
+        return V.MemoryView(mem, t)
+
+    ws = temp("lw_parts", ArrayType(ArrayType(u, r), n), False)
+    count = temp("lw_count", ArrayType(int32, n), True)
+    last = em.local_array(int32, "lw_last", cst(1)).name
+    ls = g.local_size or (1,)
+    lead = " && ".join(f"{d.ids('lcl', k)} == 0" for k in range(len(ls)) if ls[k] > 1) or "true"
+    wrg0, wrg1 = p.groups(p.f)
+    for b, ctx_b in g.loop("wrg", 0, n, ctx, wrg0, False):
+        for k, ctx_k in g.loop("wrg", 1, r, ctx_b, wrg1, False):
+            since = len(em.block.stmts)
+            g.apply(p.f, [xs.access(b).access(k)], env, ctx_k, ws.access(b).access(k))
+            held = em.take_trailing_barrier(since)
+            em.line(d.global_fence)
+            em.barrier(held | _BOTH)
+            with em.if_(lead):
+                em.line(f"{last}[0] = {d.atomic_inc(em.load(count.access(b)))} == "
+                        f"{(r - 1).to_c()};")
+            em.barrier({"CLK_LOCAL_MEM_FENCE"})
+            with em.if_(f"{last}[0]"):
+                em.line(d.global_fence)
+                since = len(em.block.stmts)
+                g.apply(p.g, [ws.access(b), zs.access(b)], env, ctx_k, dest.access(b))
+                em.take_trailing_barrier(since)  # nothing reads g's result in this launch
+                with em.if_(lead):
+                    em.store(count.access(b), "0")
+    return dest

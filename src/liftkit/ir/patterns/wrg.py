@@ -1,0 +1,84 @@
+"""Work-groups that meet in global memory: `lastWrg(f, g)`, a sum across work-groups in one
+kernel (issue 15, GEMV T).
+
+`lastWrg(f, g) $ (xs, zs)`, xs : [[T]_r]_n, zs : [Z]_n: n blocks of r parts each. The work-group
+(b, k) of a grid of n × r work-groups (dimension 0: the blocks, 1: the parts) computes f's
+partial result U of part k of block b into a global workspace; the last of a block's r
+work-groups to finish (an atomic counter per block, after a fence) applies g to the block's r
+partials and z_b. Within a kernel OpenCL and CUDA order nothing across work-groups, except
+through atomics and fences: the counter is that order, taken once per work-group, never waited
+on (no work-group spins, so any schedule of the grid finishes). Which work-group is last varies
+from run to run, what it computes does not: g reads the r partials in part order, so the
+result is deterministic (no floating-point atomics).
+
+Meaning (the interpreter's): map(λ(ps, z). g(map(f) $ ps, z)) $ zip(xs, zs).
+
+Type: f : T → U and g : ([U]_r, Z) → V are typed as functions a work-group runs (inside mapWrg(0)
+and mapWrg(1): they may use mapLcl and local memory); the result is [V]_n. The pattern is a
+kernel's whole grid: it may not be nested in a parallel map, nor contain one over work-groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from liftkit.ir.nodes import FunDecl, walk
+from liftkit.ir.patterns.base import Kind, Pattern, PatternError, expect_args, param
+from liftkit.ir.patterns.maps import MapGlb, MapWrg, ParallelMap
+from liftkit.semantics.values import axis_len
+from liftkit.types import ArrayType, Type, int32, same_type
+
+if TYPE_CHECKING:  # pragma: no cover
+    from liftkit.ir.typecheck import Typing
+    from liftkit.semantics.interpreter import Env, Evaluator
+    from liftkit.semantics.values import Value
+
+
+@dataclass(frozen=True, repr=False)
+class LastWrg(Pattern):
+    """lastWrg(f, g): see the module docstring."""
+
+    name = "lastWrg"
+    f: FunDecl = param(Kind.FUN)
+    g: FunDecl = param(Kind.FUN)
+    arity = 2
+    high_level = False
+
+    def groups(self, fun: FunDecl) -> tuple[MapWrg, MapWrg]:
+        """The work-group maps f and g run inside (what their mapLcl and toLocal nest in)."""
+        return MapWrg(fun, 0), MapWrg(fun, 1)
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        from liftkit.ir.typecheck import Typing
+
+        expect_args(self, args)
+        xs, zs = args
+        if not (isinstance(xs, ArrayType) and isinstance(xs.elem, ArrayType)):
+            raise PatternError(f"lastWrg: expects blocks of parts ([[T]_r]_n) first, got {xs}")
+        if not isinstance(zs, ArrayType):
+            raise PatternError(f"lastWrg: expects one value per block second ([Z]_n), got {zs}")
+        if not same_type(ArrayType(int32, xs.length), ArrayType(int32, zs.length)):
+            raise PatternError(f"lastWrg: {xs.length} blocks but {zs.length} values for them")
+        for p in t.enclosing:
+            if isinstance(p, (ParallelMap, LastWrg)):
+                raise PatternError(f"lastWrg is a kernel's whole grid: it cannot be nested inside "
+                                   f"{p.name}")
+        for fun in (self.f, self.g):
+            inner = next((n for n in walk(fun) if isinstance(n, (MapGlb, MapWrg, LastWrg))), None)
+            if inner is not None:
+                raise PatternError(f"lastWrg's functions run in one work-group each: they may not "
+                                   f"contain {inner.name}")
+        u = Typing(t.checker, t.env, t.enclosing + self.groups(self.f)).apply(self.f, [xs.elem.elem])
+        v = Typing(t.checker, t.env, t.enclosing + self.groups(self.g)).apply(
+            self.g, [ArrayType(u, xs.elem.length), zs.elem])
+        return ArrayType(v, xs.length)
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        xs, zs = args
+        blocks = ev.nested(axis_len(xs, ev.brank))
+        parts = blocks.nested(axis_len(xs, blocks.brank)).call(self.f, [xs], env)
+        return blocks.call(self.g, [parts, zs], env)
+
+
+WRG_PATTERNS = (LastWrg,)

@@ -1,0 +1,146 @@
+"""GEMV T in one kernel whose column blocks' row chunks meet in global memory (pattern lastWrg,
+rule gemv-lane-columns-last, codelet column-groups-last): the pattern's meaning, type rule and
+printing; the derivation sound in the interpreter (integer inputs: exact sums, real and
+complex); the generated kernel run for real on the CPU device at random shapes (general path
+and call plan, the counters reused by every later call), and compiled for CUDA by NVRTC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from liftkit import dsl as D
+from liftkit.blas import Kind, Session, Variant
+from liftkit.blas.codelets import derive
+from liftkit.ir.parser import parse
+from liftkit.ir.printer import show
+from liftkit.ir.typecheck import check_program
+from liftkit.rewrite.rules.corpus import run, same_result
+from liftkit.types import LiftTypeError
+
+from .test_gemv_split import _forced, _mat, check_gemv_t_at_random_shapes
+
+LAST = [Variant.of("column-groups-last", lanes=2, g=8, w=4, r=4),
+        Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8),
+        Variant.of("column-groups-last", lanes=8, g=4, w=1, r=2)]
+
+
+def _sums_of_parts() -> D.FunDecl:
+    """lastWrg over [[[float]_4]_r]_n: each part's two halves' sums (a work-group of 2
+    work-items), the block's 2·r sums added in order to its value z."""
+    def part(xs: D.Expr) -> D.Expr:
+        return D.toGlobal(D.mapLcl(0)(D.mapSeq(D.id))) << D.toLocal(
+            D.mapLcl(0)(D.reduceSeq(D.add, 0.0))) << D.split(2) << xs
+
+    def finish(ps: D.Expr, z: D.Expr) -> D.Expr:
+        return D.mapLcl(0)(lambda p: D.add(p, z)) << D.reduceSeq(D.add, 0.0) << D.join << D.join \
+            << ps
+
+    return D.lastWrg(part, finish)
+
+
+def test_last_wrg_means_a_map_of_its_blocks() -> None:
+    n, r = D.sizes("n r")
+    prog = D.fun([D.ArrayType(D.ArrayType(D.ArrayType(D.float32, 4), r), n), D.float32[n]],
+                 lambda xs, zs: D.join << _sums_of_parts()(xs, zs))
+    xs = np.arange(3 * 5 * 4, dtype=np.float32).reshape(3, 5, 4)
+    zs = np.array([1.0, -2.0, 0.5], np.float32)
+    got = run(prog, [xs, zs], {"n": 3, "r": 5})
+    np.testing.assert_array_equal(np.asarray(got).ravel(), xs.reshape(3, -1).sum(1) + zs)
+    assert show(parse(show(prog))) == show(prog)
+    assert "lastWrg(" in show(prog)
+
+
+def test_last_wrg_is_refused_where_it_cannot_run() -> None:
+    n, r = D.sizes("n r")
+    xt = D.ArrayType(D.ArrayType(D.ArrayType(D.float32, 4), r), n)
+    with pytest.raises(LiftTypeError, match="blocks but"):
+        check_program(D.fun([xt, D.float32[n + 1]], lambda xs, zs: D.join << _sums_of_parts()(xs, zs)))
+    with pytest.raises(LiftTypeError, match="cannot be nested inside mapGlb"):
+        check_program(D.fun([D.ArrayType(xt, 2), D.float32[n]], lambda xss, zs: D.mapGlb(
+            lambda xs: D.join << _sums_of_parts()(xs, zs)) << xss))
+
+
+def test_last_wrg_runs_on_the_cpu_device() -> None:
+    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.codegen.compiler import compile_program
+
+    n, r = D.sizes("n r")
+    prog = D.fun([D.ArrayType(D.ArrayType(D.ArrayType(D.float32, 4), r), n), D.float32[n]],
+                 lambda xs, zs: D.join << _sums_of_parts()(xs, zs))
+    c = compile_program(prog)
+    assert len(c.kernels) == 1
+    assert [b.zeroed for b in c.buffers if b.role == "temporary"] == [False, True]
+    rng = np.random.default_rng(3)
+    xs = rng.integers(-8, 9, (37, 11, 4)).astype(np.float32)
+    zs = rng.integers(-8, 9, 37).astype(np.float32)
+    got = OpenCLRunner("cpu").run(c, xs, zs)
+    np.testing.assert_array_equal(np.asarray(got).ravel(), xs.reshape(37, -1).sum(1) + zs)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "complex64"])
+@pytest.mark.parametrize("variant", LAST)
+def test_last_columns_are_sound_in_the_interpreter(dt: str, variant: Variant) -> None:
+    if dt == "complex64":  # one element per step, a warp's run ≥ 8 of them
+        p = dict(variant.params)
+        variant = Variant.of("column-groups-last", lanes=8, g=p["g"], w=1, r=p["r"])
+    kind = Kind("gemv", dt, "T")
+    d = derive(kind, variant)
+    assert d.replay()
+    rng = np.random.default_rng(11)
+    m, n = 64, 64
+
+    def ints(shape: tuple[int, ...]) -> np.ndarray:
+        v = rng.integers(-4, 5, shape).astype(dt)
+        return (v + 1j * rng.integers(-4, 5, shape)).astype(dt) if dt == "complex64" else v
+
+    xs = [ints((m, n)), ints((m,)), ints((n,)), np.array(3.0, dt), np.array(-2.0, dt)]
+    assert same_result(run(d.final, xs, {"M": m, "N": n}), run(kind.program(), xs, {"M": m, "N": n}))
+
+
+def test_one_kernel_with_counters() -> None:
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    d = derive(Kind("gemv", "float32", "T"), Variant.of("column-groups-last", lanes=8, g=32, w=4, r=8))
+    for dialect, inc in (("opencl", "atomic_inc(&"), ("cuda", "atomicAdd((int*)&")):
+        c = compile_program(d.final, CompileOptions(dialect=dialect))
+        assert len(c.kernels) == 1 and c.kernels[0].ndrange.local_size == (8, 32)
+        src = c.kernels[0].source
+        assert inc in src and "volatile" in src and src.count("== 7;") == 1
+        zeroed = [b for b in c.buffers if b.zeroed]
+        assert len(zeroed) == 1 and zeroed[0].role == "temporary"
+
+
+@pytest.mark.parametrize("variant", LAST)
+def test_last_columns_at_any_size(session: Session, variant: Variant) -> None:
+    check_gemv_t_at_random_shapes(session, variant, 17)
+
+
+def test_last_columns_complex_on_the_cpu_device(session: Session) -> None:
+    v = Variant.of("column-groups-last", lanes=8, g=4, w=1, r=2)
+    s = _forced(session, [Kind("gemv", "complex128", "T")], v)
+    rng = np.random.default_rng(5)
+    A = _mat(rng, (77, 45), np.float64) + 1j * _mat(rng, (77, 45), np.float64)
+    x = _mat(rng, (77,), np.float64) - 0.5j
+    y = _mat(rng, (45,), np.float64) + 2j
+    want = (1.5 - 1j) * A.T @ x + 0.25j * y
+    for _ in range(3):
+        got = s.gemv(A, x, y.copy(), alpha=1.5 - 1j, beta=0.25j, trans=True).result()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-11)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_last_columns_compile_for_cuda(dt: str) -> None:
+    from liftkit.backends.cuda.nvrtc import compile_cuda, nvrtc_version
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    try:
+        nvrtc_version()
+    except Exception:  # noqa: BLE001 - no NVRTC here
+        pytest.skip("needs NVRTC")
+    from liftkit.blas.codelets import GEMV_SPLIT_SPACE
+
+    for lanes, g, w, r in GEMV_SPLIT_SPACE[:4]:
+        d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-last", lanes=lanes, g=g, w=w, r=r))
+        for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:
+            compile_cuda(k.source, "compute_90", list(k.build_options or []))
