@@ -14,6 +14,7 @@ import functools
 import math
 from typing import Any, Mapping, Optional
 
+from liftkit.blas.mm_zmma import ZMMA_CODELET
 from liftkit.blas.variants import Codelet, CodeletError, Kind, Variant, on_gpus, padded_sizes
 from liftkit.explore import macros as mc
 from liftkit.rewrite.strategies import Strategy, rule, seq, topdown
@@ -426,6 +427,7 @@ MM_CODELETS: tuple[Codelet, ...] = (
                     **({"split": split, "slots": slots} if split or bound else {}),
                     **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("complex64",), rules=_tiles_async_rules),
+    ZMMA_CODELET,  # complex128 tiles on the FP64 tensor cores (blas/mm_zmma.py)
     Codelet("edge-tiles", ("mm",), "the tiles codelet for any M, N, K: the same kernel over "
             "padded views of A and B (K zeros, M and N clamped), its ragged edge's stores guarded "
             "(the mm-edge-tiles rule, rewrite.rules.mm_edges); with vectors of w, w must divide "
@@ -496,7 +498,8 @@ def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Var
     DGEMM NT's own DMMA kernel (no guarded form) where it would pad at all, the `nn` plan
     instead (the transpose, then the NN kernel's guarded form: no padded copies); likewise the
     complex tiles (`ctiles-async`, no guarded form), the `real` plan (its real kernel's
-    guarded forms and odd-size entries: results/issue15/odd24)."""
+    guarded forms and odd-size entries: results/issue15/odd24); so are ZGEMM's complex DMMA
+    tiles (`zmma`)."""
     from liftkit.blas.codelets import multiples  # the registry, which holds these codelets
 
     if variant.kw.get("group"):
@@ -506,7 +509,7 @@ def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Var
     if (kind.op, kind.layout, variant.codelet) == ("mm", "NT", "mma") and \
             padded_sizes(sizes, multiples(kind, variant)) != dict(sizes):
         return Variant.of("nn")
-    if variant.codelet == "ctiles-async" and \
+    if variant.codelet in ("ctiles-async", "zmma") and \
             padded_sizes(sizes, multiples(kind, variant)) != dict(sizes):
         return Variant.of("real")
     return variant

@@ -20,6 +20,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, walk
 from liftkit.codegen.stages import is_layout
 from liftkit.ir.patterns.cuda import WARP, copy_levels
+from liftkit.ir.patterns.cuda_complex import ReduceMmaZ64
 from liftkit.types import ArrayType, VectorType
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +41,10 @@ def generate(g: "Generator", p: P.CudaPattern, args: Sequence["Arg"], env: dict[
         from liftkit.codegen.cuda_wgmma import reduce_wgmma  # Hopper: codegen/cuda_wgmma.py
 
         return reduce_wgmma(g, p, args, env, ctx, dest)
+    if isinstance(p, ReduceMmaZ64):  # complex128 on the FP64 tensor cores: codegen/cuda_zmma.py
+        from liftkit.codegen.cuda_zmma import reduce_zmma
+
+        return reduce_zmma(g, p, args, env, ctx, dest)
     if isinstance(p, P.ReduceMma):
         from liftkit.codegen.cuda_mma import reduce_mma  # tensor cores: codegen/cuda_mma.py
 

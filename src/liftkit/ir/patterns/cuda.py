@@ -651,7 +651,10 @@ class ToLocalAsync(CudaPattern):
 
 # the schedule of a cp.async tile loop (reduceSplitTail) builds on the classes above
 from liftkit.ir.patterns.cuda_schedule import ReduceMmaSplit, ReduceSplitTail  # noqa: E402
+# the complex128 tile loop on the FP64 tensor cores (reduceMmaZ64) builds on reduceMma
+from liftkit.ir.patterns.cuda_complex import ZMMA_PATTERNS  # noqa: E402
 
 CUDA_PATTERNS: tuple[type[Pattern], ...] = ((ReduceWarp,) + MMA_PATTERNS + WGMMA_PATTERNS
-                                            + (ToLocalAsync, ReduceSplitTail, ReduceMmaSplit))
+                                            + (ToLocalAsync, ReduceSplitTail, ReduceMmaSplit)
+                                            + ZMMA_PATTERNS)
 
