@@ -18,7 +18,9 @@ from liftkit.ir.typecheck import check_program
 from liftkit.rewrite.rules.corpus import run, same_result
 from liftkit.types import LiftTypeError
 
-from .test_gemv_split import _forced, _mat, check_gemv_t_at_random_shapes
+from .test_gemv_split import check_gemv_t_at_random_shapes
+from .test_gpu_codelets import _forced
+from .test_properties import _mat
 
 LAST = [Variant.of("column-groups-last", lanes=2, g=8, w=4, r=4),
         Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8),
