@@ -18,6 +18,7 @@ from liftkit.ir.nodes import FunCall, alpha_equal, FunDecl, Lambda, Literal, Nod
 from liftkit.ir.parser import ParseError, parse, parse_program, parse_type
 from liftkit.ir.patterns import PATTERNS_BY_NAME, Kind, PartRed, Pattern
 from liftkit.ir.patterns.cuda import MMA_PATTERNS, WGMMA_PATTERNS
+from liftkit.ir.patterns.cuda_complex import ZMMA_PATTERNS
 from liftkit.ir.printer import pretty, show
 from liftkit.ir.typecheck import check_program
 from liftkit.ir.userfuns import standard_user_funs
@@ -133,7 +134,19 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
     **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
     **{f"warpgroup_mma_{cls.name}": (lambda cls=cls: _wgmma(cls)) for cls in WGMMA_PATTERNS},
     "dmma_split_tail": lambda: _dmma_split(),
+    **{f"complex_tensor_cores_{cls.name}": (lambda cls=cls: _complex_tensor_cores(cls))
+       for cls in ZMMA_PATTERNS},
 }
+
+
+def _complex_tensor_cores(cls: Any) -> Lambda:
+    """complex128 C = A·B on the FP64 tensor cores over complex tiles (rewrite/rules/
+    cuda_complex.py builds it), staged raw by cp.async two deep."""
+    from liftkit.rewrite.rules.cuda_complex import mm_complex_tensor_cores
+    from liftkit.types import complex128
+
+    A, B = Param("A", complex128[N][M]), Param("B", complex128[M][N])
+    return Lambda((A, B), mm_complex_tensor_cores(A, B, 0, 32, 16, 8, 1, 2, cls.ahead))
 
 
 def _dmma_split() -> Lambda:
