@@ -234,7 +234,7 @@ def compile_kernel(params: Sequence[Param], body: Expr, out_names: Sequence[str]
         _check_temp_size(tmp.type, size_names, body)
         bname = f"{name}:{tmp.memory.name}"
         args.append(KernelArg("buffer", tmp.memory.name, dialect.pointer(
-            "global", ctype(tmp.memory.elem), volatile=tmp.volatile), buffer=bname))
+            "global", ctype(tmp.memory.elem), volatile=tmp.memory.volatile), buffer=bname))
         buffers.append(Buffer(bname, tmp.type, bytes_of(tmp.type), "temporary", zeroed=tmp.zeroed))
     for s in size_names:
         args.append(KernelArg("size", s, "int", size=_var(s)))

@@ -63,6 +63,9 @@ class Dialect:
     # the old value
     global_fence: str
     atomic_inc: Callable[[str], str]
+    # a complex number in volatile memory is read and written field by field (CUDA's struct
+    # has no volatile copy; OpenCL's float2 / double2 vectors do)
+    volatile_complex_fields: bool
     # what patterns beyond OpenCL may use (`CudaPattern.feature`): "warp-shuffle", "mma", ...
     features: frozenset[str] = frozenset()
     # (C value, lane offset) -> the value of the lane `offset` away by xor, from a full warp
@@ -123,6 +126,7 @@ OPENCL = Dialect(
                                f"{c} {c}_new({r} re, {r} im) {{ return ({r}2)(re, im); }}"],
     global_fence="mem_fence(CLK_GLOBAL_MEM_FENCE);",
     atomic_inc=lambda lv: f"atomic_inc(&{lv})",
+    volatile_complex_fields=False,
 )
 
 
@@ -177,6 +181,7 @@ CUDA = Dialect(
         f"__device__ inline {c} {c}_new({r} re, {r} im) {{ {c} z; z.x = re; z.y = im; return z; }}"],
     global_fence="__threadfence();",
     atomic_inc=lambda lv: f"atomicAdd((int*)&{lv}, 1)",
+    volatile_complex_fields=True,
     features=frozenset({"warp-shuffle", "mma", "cp.async", "wgmma"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
     # a block declares at most 48 KB statically; more comes at launch (opted in per kernel)

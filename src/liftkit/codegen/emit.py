@@ -308,10 +308,21 @@ class Emitter:
             aligned = self.aligned_vector(loc)
             self.line(f"{aligned} = {value};" if aligned else
                       f"vstore{loc.width}({value}, {self.vec_address(loc)});")
+        elif self._complex_fields(loc):
+            tmp = self.private_var(t, "val", value).name
+            lv = self.loc_c(loc, lvalue=True)
+            self.line(f"{lv}.x = {tmp}.x; {lv}.y = {tmp}.y;")
         else:
             self.line(f"{self.loc_c(loc)} = {value};")
 
-    def loc_c(self, loc: Loc) -> str:
+    def _complex_fields(self, loc: MemLoc) -> bool:
+        """A whole complex number in volatile memory that the dialect reads and writes field
+        by field."""
+        t = loc.mem.elem
+        return (loc.mem.volatile and self.dialect.volatile_complex_fields and not loc.fields
+                and loc.lane is None and isinstance(t, ScalarType) and t.is_complex)
+
+    def loc_c(self, loc: Loc, lvalue: bool = False) -> str:
         if isinstance(loc, ValueLoc):
             return loc.c_expr
         if isinstance(loc, LanesLoc):
@@ -342,6 +353,9 @@ class Emitter:
             scalar = ctype(loc.mem.elem.elem)  # type: ignore[attr-defined]
             w = loc.mem.elem.width  # type: ignore[attr-defined]
             return f"(({self.dialect.pointer(loc.mem.space, scalar)}){loc.mem.name})[{(loc.offset * w + loc.lane).to_c()}]"
+        if not lvalue and self._complex_fields(loc):
+            self.note_type(loc.mem.elem)
+            return f"{ctype(loc.mem.elem)}_new({out}.x, {out}.y)"
         return out
 
     def aligned(self, w: ArithExpr, offset: ArithExpr) -> bool:

@@ -69,7 +69,6 @@ class GlobalTemp:
     memory: Memory
     type: Type
     zeroed: bool = False  # zero-filled by the host, left zero by the kernel (Buffer.zeroed)
-    volatile: bool = False  # read by other work-groups of the same launch (lastWrg)
 
 
 class Generator:

@@ -62,8 +62,9 @@ def gen_last_wrg(g: "Generator", p: P.LastWrg, args: Sequence["Arg"], env: dict[
     def temp(hint: str, t: ArrayType, zeroed: bool) -> View:
         elem = storage_elem(t, "global")
         em.note_type(elem)
-        mem = Memory(em.names.fresh(hint), "global", elem, element_count(t, "global"), "param")
-        g.temps.append(GlobalTemp(mem, t, zeroed=zeroed, volatile=True))
+        mem = Memory(em.names.fresh(hint), "global", elem, element_count(t, "global"), "param",
+                     volatile=True)
+        g.temps.append(GlobalTemp(mem, t, zeroed=zeroed))
         return V.MemoryView(mem, t)
 
     ws = temp("lw_parts", ArrayType(ArrayType(u, r), n), False)

@@ -38,6 +38,7 @@ class Memory:
     readonly: bool = False
     constant_offsets: bool = True  # private arrays: every access used a constant index so far
     vector_align: int = 0  # local arrays: bytes of the widest vector read or written as such
+    volatile: bool = False  # global: read by other work-groups of the same launch (lastWrg)
 
     def elem_width(self) -> int:
         return self.elem.width if isinstance(self.elem, VectorType) else 1
