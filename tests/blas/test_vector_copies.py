@@ -45,6 +45,11 @@ def _want(op: str, x: np.ndarray, at: dict[str, int]) -> np.ndarray:
     return y
 
 
+def _mat(g: np.random.Generator, shape: tuple[int, int], dt: str) -> np.ndarray:
+    x = g.standard_normal(shape)
+    return (x + 1j * g.standard_normal(shape) if dt.startswith("complex") else x).astype(dt)
+
+
 def _random_sizes(op: str, g: np.random.Generator, w: int) -> tuple[tuple[int, int], dict]:
     """(source shape, sizes) of a random copy whose result rows are whole vectors of w."""
     m, n = (int(v) for v in g.integers(1, 40, 2))
@@ -145,13 +150,15 @@ def test_split_plans_on_vector_copies_at_random_shapes(session, monkeypatch, dt)
     assert seen == {"vec2d"}
 
 
-@pytest.mark.parametrize("dt", REALS)
+@pytest.mark.parametrize("dt", (*REALS, "complex64"))
 def test_padded_gemms_on_vector_copies_at_random_shapes(session, monkeypatch, dt) -> None:  # type: ignore[no-untyped-def]
     """Padded plans whose operands are placed by pad2d (CUDA's path where a pitch is off 16
-    bytes, forced here) in vectors, the product's block out by crop2d, against NumPy."""
+    bytes, forced here) in vectors, the product's block out by crop2d, against NumPy; complex64
+    copied as the float32 matrix of twice the columns (`gemm.as_real_copy`)."""
     monkeypatch.setattr(gm, "copy_kernels", lambda s, have, need, item: True)
     monkeypatch.setattr(gm, "edge_forms", lambda v: [])  # padded, not guarded
-    tiles = Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4)
+    tiles = (Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1) if dt == "complex64"
+             else Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4))
     choose = session.choose
     monkeypatch.setattr(session, "choose", lambda kind, sizes: tiles if kind.op == "mm" else (
         copy_vector(kind, sizes) or choose(kind, sizes)))
@@ -161,16 +168,16 @@ def test_padded_gemms_on_vector_copies_at_random_shapes(session, monkeypatch, dt
     try:
         for _ in range(4):
             m, n, k = (int(v) for v in g.integers(1, 80, 3))
-            A = g.standard_normal((m, k)).astype(dt)
-            B = g.standard_normal((k, n)).astype(dt)
+            A, B = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
             plan = gm.plan_gemm(session, (m, k), (k, n), dt)
             seen |= {st.built.variant.codelet for r in "AB" for st in plan._pack_steps(r)
                      if st.built is not None}
             ws = plan.workspace()
             got = plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), workspace=ws).result()
-            np.testing.assert_allclose(got, A.astype(np.float64) @ B,
-                                       rtol=1e-4 if dt == "float32" else 1e-10,
-                                       atol=1e-3 * k if dt == "float32" else 1e-10 * k)
+            low = dt in ("float32", "complex64")
+            np.testing.assert_allclose(got, A.astype(np.complex128) @ B,
+                                       rtol=1e-4 if low else 1e-10,
+                                       atol=1e-3 * k if low else 1e-10 * k)
     finally:
         monkeypatch.undo()
         session.forget_choices()

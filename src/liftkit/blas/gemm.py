@@ -359,9 +359,10 @@ class GemmPlan:
                 return []
             nbytes = need[0] * need[1] * item
             if copy_kernels(self.session, have, need, item):  # the derived pad2d (zero margins)
-                at = {"M": have[0], "N": have[1], "P": need[0], "Q": need[1]}
+                at = as_real_copy(DTYPES[self.dtype],
+                                  {"M": have[0], "N": have[1], "P": need[0], "Q": need[1]})
                 return [PackStep(f"{name}/k", nbytes, self.session.kernel(
-                    Kind("pad2d", DTYPES[self.dtype]), at), at)]
+                    Kind("pad2d", REAL_OF.get(DTYPES[self.dtype], DTYPES[self.dtype])), at), at)]
             return [PackStep(name, nbytes, have=have, need=need)]
 
         if E is None:
@@ -410,12 +411,14 @@ class GemmPlan:
         if (p["M"], p["N"]) == (M, N) or not copy_kernels(self.session, (M, N), (p["M"], p["N"]),
                                                            self.dtype.itemsize):
             return None
-        return self.session.kernel(Kind("crop2d", DTYPES[self.dtype]), self._crop_at)
+        name = DTYPES[self.dtype]
+        return self.session.kernel(Kind("crop2d", REAL_OF.get(name, name)), self._crop_at)
 
     @property
     def _crop_at(self) -> dict[str, int]:
         p = self.padded
-        return {"M": self.sizes["M"], "N": self.sizes["N"], "P": p["M"], "Q": p["N"]}
+        return as_real_copy(DTYPES[self.dtype], {"M": self.sizes["M"], "N": self.sizes["N"],
+                                                 "P": p["M"], "Q": p["N"]})
 
     def crop_product(self, dest: Any, prod: Any, ev: Any, temps: list[Any]) -> Any:
         """Enqueue the padded product's M×N block into `dest` after `ev`; its event."""
@@ -489,6 +492,15 @@ def copy_kernels(s: Session, have: tuple[int, int], need: tuple[int, int], item:
     CUDA where a pitch is not a multiple of 16 bytes (cuMemcpy2D copies such rows slowly:
     about 50 us for SGEMM 1023×1025×999's three copies on the H100, results/issue15/odd23)."""
     return s.backend == "cuda" and bool((have[1] * item) % 16 or (need[1] * item) % 16)
+
+
+def as_real_copy(dtype: str, at: dict[str, int]) -> dict[str, int]:
+    """The sizes of a 2-D copy (pad2d, crop2d) of a complex matrix run as a copy of the real
+    one of twice its columns (the same bytes; its kernel is the real dtype's): rows of floats,
+    which the vector form (`codelets.copy_vector`) copies 16 bytes at a time."""
+    if dtype not in REAL_OF:
+        return at
+    return {**at, "N": 2 * at["N"], "Q": 2 * at["Q"]}
 
 
 def _pad_into(s: Session, ws: Workspace, name: str, src: Any, have: tuple[int, int],
