@@ -23,6 +23,7 @@ context for the process (pyopencl arguments select the session of their context)
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Optional
 
 from liftkit.blas.calls import array_library
@@ -96,31 +97,53 @@ for _name, _f in vars(_SessionMethods).items():
         setattr(Session, _name, _f if _name == "plan_gemm" else _one_call(_f))
 
 
-@functools.cache
-def _session_for(spec: Optional[str], context: Any) -> Session:
-    return Session(spec) if context is None else Session(context=context)
+class DefaultSessions:
+    """The module-level functions' sessions, one per device spec or pyopencl context, made on
+    first use and kept for the process: an explicit registry (`clear` drops them), whose lock
+    makes one session per key where threads race to their first call."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[Optional[str], Any], Session] = {}
+        self._lock = threading.Lock()
+
+    def get(self, spec: Optional[str], context: Any = None) -> Session:
+        s = self._by_key.get((spec, context))
+        if s is None:
+            with self._lock:
+                s = self._by_key.get((spec, context))
+                if s is None:
+                    s = Session(spec) if context is None else Session(context=context)
+                    self._by_key[(spec, context)] = s
+        return s
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_key.clear()
+
+
+SESSIONS = DefaultSessions()
 
 
 def default_session(device: Optional[str] = None) -> Session:
     """The process's session for a device spec ("cpu", "gpu", a name; None: the default
-    device), created on first use."""
-    return _session_for(device, None)
+    device), created on first use (`SESSIONS`)."""
+    return SESSIONS.get(device)
 
 
 def _session(args: tuple[Any, ...], device: Optional[str]) -> Session:
     """The session of the arrays' device: a pyopencl array's context, or the CUDA GPU a
     CuPy/PyTorch array lives on; else `device`'s."""
     if device is None and array_library(type(args[0])) == "cupy":  # the planned calls' case
-        return _session_for("cuda", None)
+        return SESSIONS.get("cuda")
     from liftkit.blas.queues import is_cuda_array
     from liftkit.blas.session import _pyopencl_array
 
     cla = _pyopencl_array()
     for a in args:
         if cla is not None and isinstance(a, cla.Array):
-            return _session_for(None, a.context)
+            return SESSIONS.get(None, a.context)
         if device is None and is_cuda_array(a):
-            return _session_for("cuda", None)
+            return SESSIONS.get("cuda")
     return default_session(device)
 
 
@@ -170,4 +193,5 @@ def nrm2(x: Any, *, device: Optional[str] = None) -> Future:
 __all__ = ["BlasError", "CodeletError", "Future", "GemmPlan", "HybridResult", "Kind",
            "NoProfileWarning", "hybrid_gemm", "tune_hybrid",
            "Packed", "Profile", "ProfileError", "Session", "Variant", "Workspace", "asum", "axpy",
-           "default_session", "dot", "dotc", "gemm", "gemv", "nrm2", "scal", "transpose"]
+           "DefaultSessions", "SESSIONS", "default_session", "dot", "dotc", "gemm", "gemv", "nrm2",
+           "scal", "transpose"]
