@@ -2,19 +2,21 @@
 results meet in global memory, the last work-group of each block finishing it.
 
     for each work-group (b, k) of its share of the grid (b along dimension 0, k along 1):
-        f(xs[b][k]) → ws[b][k]                    every work-item its part, then a fence
-        barrier                                   the group's writes all fenced
-        lead: last = atomic_inc(&count[b]) == r − 1
+        f(xs[b][k]) → ws[b][k]                    every work-item its part
+        barrier                                   the group's writes all made
+        lead: fence                               ... and seen by every work-group
+              last = atomic_inc(&count[b]) == r − 1
+              fence                               what the others fenced is seen here
         barrier                                   `last` is the group's, in local memory
         if (last) {                               uniform: g's barriers are reached by all
-            fence                                 the other groups' partials are seen
             g(ws[b], zs[b]) → out[b]
             lead: count[b] = 0                    ready for the next launch
         }
 
-Every work-group fences its partial before it counts itself, so the one that counts r − 1
-sees all r partials; it reads them through a volatile pointer (not from a cache that may hold
-an older line). The counters are a global temporary the host zero-fills when it allocates it
+Every work-group fences its partial before it counts itself (one work-item after the
+group's barrier: the fence is cumulative, as in CUDA's grid synchronisation), so the one that
+counts r − 1 sees all r partials; it reads them through a volatile pointer (not from a cache
+that may hold an older line). The counters are a global temporary the host zero-fills when it allocates it
 (`Buffer.zeroed`) and that each launch leaves zero (the last work-group of a block resets its
 counter): launches in order on one stream share them; a launch that never starts leaves them
 as they were; a launch that dies part way (a device fault) leaves the CUDA context or OpenCL
@@ -77,15 +79,14 @@ def gen_last_wrg(g: "Generator", p: P.LastWrg, args: Sequence["Arg"], env: dict[
         for k, ctx_k in g.loop("wrg", 1, r, ctx_b, wrg1, False):
             since = len(em.block.stmts)
             g.apply(p.f, [xs.access(b).access(k)], env, ctx_k, ws.access(b).access(k))
-            held = em.take_trailing_barrier(since)
-            em.line(d.global_fence)
-            em.barrier(held | _BOTH)
+            em.barrier(em.take_trailing_barrier(since) | _BOTH)
             with em.if_(lead):
+                em.line(d.global_fence)
                 em.line(f"{last}[0] = {d.atomic_inc(em.load(count.access(b)))} == "
                         f"{(r - 1).to_c()};")
+                em.line(d.global_fence)
             em.barrier({"CLK_LOCAL_MEM_FENCE"})
             with em.if_(f"{last}[0]"):
-                em.line(d.global_fence)
                 since = len(em.block.stmts)
                 g.apply(p.g, [ws.access(b), zs.access(b)], env, ctx_k, dest.access(b))
                 em.take_trailing_barrier(since)  # nothing reads g's result in this launch
