@@ -402,9 +402,9 @@ class _Device:
         return math.prod(self.shape) * self.dtype.itemsize
 
 
-@functools.cache
 def _device_array() -> Any:
-    """liftkit.backends.cuda.arrays.device_array, imported once (None without cuda-python)."""
+    """liftkit.backends.cuda.arrays.device_array (None without cuda-python): asked only where a
+    GPU array is passed, and then the import is a look-up in sys.modules."""
     try:
         from liftkit.backends.cuda.arrays import device_array
     except ImportError:
