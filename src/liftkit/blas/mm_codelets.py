@@ -113,7 +113,7 @@ def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, st
 
     if kt and not transposes(kind):
         raise CodeletError(f"ctiles-async kt=1 tiles a transposed operand; {kind} has none")
-    extra = {**({"kt": 1} if kt else {}), **({"rot": 1} if rot else {})}
+    extra = {**({"kt": 1} if kt else {}), **({"rot": rot} if rot else {})}
     tiles = rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1, **extra)
     if not (split or bound):
         return tiles
@@ -208,10 +208,12 @@ TILES_ASYNC_SPACE = ((128, 64, 32, 8, 8, 2), (64, 128, 16, 8, 8, 2), (64, 128, 3
 CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16, 8, 8, 2),
                       (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2), (128, 64, 16, 8, 8, 2),
                       (128, 64, 8, 8, 8, 3), (64, 128, 8, 8, 8, 3), (64, 64, 32, 8, 8, 2),
-                      (128, 128, 8, 8, 8, 3))
+                      (128, 128, 8, 8, 8, 3), (128, 64, 32, 8, 4, 2))
 # then for layouts with a transposed operand the same tiled as stored (kt=1) and, for NT's Bᵀ
-# read across its rows, with those rotated (rot=1)
-CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2))
+# read across its rows, with those rotated (rot=1) or swizzled (rot=2: chunk xor row, one xor
+# per K step's read; 128×64×16: 128 registers where the rotation's take 150)
+CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2),
+             (128, 64, 32, 8, 4, 2))
 
 
 def _ctiles_space(dev: str) -> list[dict[str, int]]:
@@ -219,7 +221,7 @@ def _ctiles_space(dev: str) -> list[dict[str, int]]:
     if dev != "gpu":
         return []
     out = [dict(zip(names, p)) for p in CTILES_ASYNC_SPACE]
-    return out + [{**dict(zip(names, p)), "kt": 1, **r} for r in ({}, {"rot": 1})
+    return out + [{**dict(zip(names, p)), "kt": 1, **r} for r in ({}, {"rot": 1}, {"rot": 2})
                   for p in CTILES_KT]
 
 
@@ -423,7 +425,7 @@ MM_CODELETS: tuple[Codelet, ...] = (
             lambda kind, tm, tn, tk, rm, rn, stages, kt=0, rot=0, split=0, slots=0, bound=0:
                 _tiled_multiples(kind, Variant.of(
                     "ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
-                    **({"kt": 1} if kt else {}), **({"rot": 1} if rot else {}),
+                    **({"kt": 1} if kt else {}), **({"rot": rot} if rot else {}),
                     **({"split": split, "slots": slots} if split or bound else {}),
                     **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("complex64",), rules=_tiles_async_rules),

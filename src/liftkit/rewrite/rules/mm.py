@@ -199,6 +199,9 @@ SYMBOLIC_TILES_FLOAT4 = ((128, 64, 32, 8, 8, 1, 4), (128, 128, 32, 8, 8, 1, 4), 
                   (128, 128, 32, 4, 16, 1, 4), (128, 128, 16, 8, 16, 1, 4), (128, 128, 32, 8, 16, 1, 4),
                   (256, 128, 16, 16, 8, 1, 4), (128, 256, 16, 8, 16, 1, 4), (256, 128, 8, 16, 8, 1, 4),
                   (128, 128, 16, 16, 8, 1, 4))
+# complex scalars only, after those: the complex FFMA tiles' 128×64 8×4 shape 32 deep (half the
+# tile steps, barriers and copy rounds per K of the 16-deep form; results/issue15/cgemm25)
+SYMBOLIC_TILES_COMPLEX = ((128, 64, 32, 8, 4, 1, 1),)
 # tile heights whose symbolic float4/double2 sets are offered again with A's rows rotated in
 # local memory (rot=1, after all others): where a warp reads 2-8 rows of A at once
 ROT_ROWS = (64, 128, 256)
@@ -361,25 +364,36 @@ def _tiles_ok(tm: int, tn: int, tk: int, rm: int, rn: int, w: int = 4,
     return MIN_GROUP <= nt <= MAX_GROUP and (tm * tk // w) % nt == 0 and (tk * tn // w) % nt == 0
 
 
-def _rot_ok(tk: int, w: int, e: Elem) -> bool:
+def _rot_ok(tk: int, w: int, e: Elem, rot: int = 1) -> bool:
     """A's rows can be rotated (`rotated_rows`): vectors of 16 bytes (or complex64 scalars, 8),
-    at least two per row."""
-    size = e.t.dtype.itemsize * w
-    return (size == 16 or (size == 8 and e.t.is_complex)) and tk // w >= 2
+    at least two per row; swizzled (rot=2) a power of two of them."""
+    size, c = e.t.dtype.itemsize * w, tk // w
+    return ((size == 16 or (size == 8 and e.t.is_complex)) and c >= 2
+            and rot in (1, 2) and (rot == 1 or not c & (c - 1)))
 
 
-def rotated_rows(c: int, vec_bytes: int) -> tuple[Any, Any]:
+def rotated_rows(c: int, vec_bytes: int, rot: int = 1) -> tuple[Any, Any]:
     """(position → chunk, chunk → position) gathers over a flattened tile of rows of c vectors:
     vector j of row r is kept at position (j + s(r)) mod c of its row, s(r) = (r / L) mod c
     with L the rows sharing one 128-byte line of 32 banks. Rows that a warp reads at the same
     vector index then land in different banks (without it every row of 128 bytes starts at
     bank 0: a 4-way conflict when a warp reads 4 rows). The first gathers the copy's source
     (the copy itself stays contiguous: conflict-free stores), the second the reads. Together
-    they are the identity, so the tile means what it meant."""
+    they are the identity, so the tile means what it meant.
+
+    rot=2 swizzles instead of rotating (c a power of two): vector j of row r at position
+    j xor s(r), the same banks apart; xor is its own inverse, so both gathers are one, and a
+    work-item's reads at K steps j are `row base + (s xor j)`, one xor each from the same s,
+    where NVRTC keeps the rotation's (j + s) mod c for every j in registers (complex NT tiles:
+    128 registers instead of 150)."""
     lines = max(1, 128 // (c * vec_bytes))
 
     def shift(r: Any) -> Any:
         return (r // lines) % c
+
+    if rot == 2:
+        swizzle = D.gather(lambda i, n: (i // c) * c + ((i % c) ^ shift(i // c)))
+        return swizzle, swizzle
 
     to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)
     to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)
@@ -393,7 +407,9 @@ def _choices_tiles(site: Site) -> Options:
     m, n, k, ws = parts.m, parts.n, parts.k, parts.elem.widths
     cm, cn, ck = const(m), const(n), const(k)
     if cm is None or cn is None or ck is None:
-        combos = [c for c in _symbolic_tiles(ws) if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
+        combos = [c for c in _symbolic_tiles(ws) + (
+            list(SYMBOLIC_TILES_COMPLEX) if parts.elem.t.is_complex else [])
+            if _fits(cm, c[0]) and _fits(cn, c[1]) and _fits(ck, c[2])]
         combos = list(dict.fromkeys(combos))
     else:
         combos = [(tm, tn, tk, rm, rn, 1, w) for w in ws for tm in TILE_SIZES for tn in TILE_SIZES
@@ -405,6 +421,9 @@ def _choices_tiles(site: Site) -> Options:
            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
     if cm is None or cn is None or ck is None:  # the rotated A rows after all the others
         out += [{**o, "rot": 1} for o in out if o["tm"] in ROT_ROWS and _rot_ok(o["tk"], o["w"], parts.elem)]
+        # then the same swizzled instead (rot=2: `rotated_rows`)
+        out += [{**o, "rot": 2} for o in out if o.get("rot") == 1
+                and _rot_ok(o["tk"], o["w"], parts.elem, 2)]
     # transposed operands tiled as stored (kt=1, rules/mm_layouts.py) after those; rot then
     # rotates NT's Bᵀ (so not for TN)
     if _kt_ok(parts.a, parts.b, 2):
@@ -459,7 +478,7 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
         from liftkit.rewrite.rules.mm_layouts import transposed_tiles  # builds on this module
 
         return transposed_tiles(a, b, tm, tn, tk, rm, rn, unroll, w, e, private, rot)
-    if (not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e))
+    if (not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e, rot))
             or (rot and (vectors or scalar_copies)) or (vectors and scalar_copies)):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
                          f"rot={rot} for {e.t}")
@@ -471,7 +490,7 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
     a_rounds = rounds
     if rot:
-        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w)
+        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w, rot)
         a_rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join,
                              *((D.map(D.asVector(w)),) if w > 1 else ()))
         a_threads = D.compose(D.transpose, D.split(wy), D.split(tk // w), to_chunk, D.join,

@@ -12,7 +12,8 @@ local memory and the register blocks are views over the other arrangement:
   of each, and uses its elements as scalars (A's broadcast factor) or, for Bᵀ, regroups the w
   elements of w rows into vectors over its columns (a transposed view of its registers);
   rot=1 rotates Bᵀ's tile rows in local memory (`rotated_rows`) against bank conflicts (a
-  quarter-warp reads 8 of its rows at once; A's row it reads is one, a broadcast);
+  quarter-warp reads 8 of its rows at once; A's row it reads is one, a broadcast); rot=2
+  swizzles them (chunk j of row r at j xor s(r)) to the same end;
 * an operand stored with K outermost (B in NN and TN, Aᵀ in TN) keeps tiles of tk rows × t
   ([tk][t/w] vectors); a work-item owns the vectors x, x + lanes, … of each row; for Aᵀ the
   w rows of a vector are w rows of C, used as scalars (the transposed view of its registers).
@@ -50,7 +51,7 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     ta, tb = at is not None, bt is not None
     if (not (ta or tb) or (w < 2 and not e.t.is_complex)
             or not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)
-            or (ta and rm % w) or (rot and not _rot_ok(tk, w, e))):
+            or (ta and rm % w) or (rot and not _rot_ok(tk, w, e, rot))):
         raise ValueError(f"inconsistent transposed tiles tm={tm} tn={tn} tk={tk} rm={rm} "
                          f"rn={rn} w={w} rot={rot} for {e.t}")
     x = at if at is not None else a
@@ -67,7 +68,7 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
         """(copy rounds, work-items' rows) of a tile [t][tk]: work-item l owns rows l + lanes·i."""
         if not rotate:
             return rounds, D.compose(D.transpose, D.split(lanes), from_local(tk // w))
-        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w)
+        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w, rot)
         return (D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join, *vec),
                 D.compose(D.transpose, D.split(lanes), D.split(tk // w), to_chunk, D.join,
                           D.map(D.join)))

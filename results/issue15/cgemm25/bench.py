@@ -1,0 +1,48 @@
+"""cgemm25: CGEMM (complex64) through liftkit.blas beside cuBLAS (CuPy `matmul`) per call, the
+profile's shipped choice and the ctiles-async forms session 25 added to the tuning space:
+Bᵀ's rows swizzled (rot=2: chunk j of row r at j xor r, read at `base xor j`, 128 registers
+uncapped where the rotation's take 150) and the 128×64 8×4 tiles 32 deep (tk=32: half the tile
+steps, barriers and copy rounds per K). The method is cgemm24b's (`../cgemm24b/bench.py`, run
+with these cases): every candidate's product (output poisoned with NaN) checked against cuBLAS's
+complex64 product of the same operands (max |diff| / max |cuBLAS| ≤ 1e-4), then timed per call
+in alternating rounds (a batch of cuBLAS calls, a batch of liftkit calls, between CUDA events;
+two passes, forward then backward), each side's median, ratio = cuBLAS time / liftkit time,
+complex flops 8mnk; kernels compiled ahead in a pool before anything is timed.
+
+    python3 results/issue15/cgemm25/bench.py --jsonl rows.jsonl [--cases NT:1024,...]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+T16, T32 = "tm=128,tn=64,tk=16,rm=8,rn=4", "tm=128,tn=64,tk=32,rm=8,rn=4"
+# (layout, n, candidates beside the shipped choice: NN/TN 1024 ctiles-async 128×64×16 (TN kt),
+# NT 1024 kt rot=1; 4096 NN/NT the real plan or the capped kt rot, TN ctiles kt)
+CASES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
+    ("NN", 1024, (f"{T32},stages=2", f"{T32},stages=3", f"{T16},stages=3")),
+    ("NT", 1024, (f"{T16},stages=2,kt=1,rot=2", f"{T16},stages=3,kt=1,rot=2",
+                  f"{T32},stages=2,kt=1,rot=2")),
+    ("TN", 1024, (f"{T32},stages=2,kt=1", f"{T32},stages=3,kt=1")),
+    ("NT", 4096, (f"{T16},stages=2,kt=1,rot=2", f"{T16},stages=3,kt=1,rot=2,bound=2,slots=264",
+                  f"{T32},stages=2,kt=1,rot=2")),
+    ("NN", 4096, (f"{T32},stages=2",)),
+    ("TN", 4096, (f"{T32},stages=2,kt=1",)),
+)
+
+
+def _method():  # type: ignore[no-untyped-def]
+    """cgemm24b's bench module (checks, alternating rounds, the pool), to run these cases."""
+    path = Path(__file__).resolve().parent.parent / "cgemm24b" / "bench.py"
+    spec = importlib.util.spec_from_file_location("cgemm24b_bench", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+if __name__ == "__main__":
+    bench = _method()
+    bench.CASES = CASES
+    sys.exit(bench.main(sys.argv[1:]))

@@ -1,0 +1,119 @@
+"""Session 25's complex FFMA tiles (results/issue15/cgemm25): rows swizzled in local memory
+(rot=2: chunk j of row r at j xor s(r), `rules/mm.rotated_rows`) and the 128×64 8×4 tiles 32
+deep (tk=32). The swizzle is a permutation that is its own inverse and spreads a warp's rows over
+the banks; every derivation equals op(A)·op(B) bit for bit in the interpreter; NVRTC compiles
+NT's swizzled kernel to one xor per K step in 128 registers without a cap."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from liftkit import dsl as D
+from liftkit.blas import Kind, Variant
+from liftkit.blas.codelets import derive, multiples, space
+from liftkit.rewrite.rules.mm import FLOAT32, local_tiles, rotated_rows
+from liftkit.semantics import interpret
+from liftkit.types import float32
+
+
+@pytest.mark.parametrize("c,vec_bytes", [(16, 8), (4, 16), (8, 16), (2, 16)])
+def test_the_swizzle_is_its_own_inverse_and_spreads_rows_over_banks(c: int, vec_bytes: int
+                                                                    ) -> None:
+    """rot=2's two gathers are one (xor undoes itself): in the interpreter, a permutation of
+    each row that is its own inverse; c line-groups of rows read at one chunk land at c
+    different positions (banks) of their lines, as rot=1's rotation does."""
+    to_pos, to_chunk = rotated_rows(c, vec_bytes, 2)
+    assert to_pos is to_chunk
+    rows = 64
+    perm = [int(v) for v in np.asarray(interpret(
+        D.fun([float32[rows * c]], lambda x: to_pos << x), np.arange(rows * c, dtype=np.float32)))]
+    assert sorted(perm) == list(range(rows * c))
+    assert all(perm[perm[p]] == p for p in range(rows * c))
+    assert all(perm[p] // c == p // c for p in range(rows * c))  # stays in its row
+    lines = max(1, 128 // (c * vec_bytes))
+    for j in range(c):  # c consecutive line-groups of rows at chunk j: distinct positions
+        slots = {perm[(r * lines) * c + j] % c for r in range(c)}
+        assert len(slots) == c
+
+
+def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
+    """(want, X, Y): op(X)·op(Y) of integer-valued complex64 operands stored as the layout says."""
+    rng = np.random.default_rng(seed)
+    cplx = lambda shape: (rng.integers(-8, 9, shape) + 1j * rng.integers(-8, 9, shape)  # noqa: E731
+                          ).astype(np.complex64)
+    A, B = cplx((m, k)), cplx((k, n))
+
+    def stored(x: np.ndarray, letter: str) -> np.ndarray:
+        y = np.conj(x) if letter in "RC" else x
+        return (y.T if letter in "TC" else y).copy()
+
+    return A @ B, stored(A, layout[0]), stored(B, layout[1])
+
+
+CASES = [("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=2)),
+         ("NC", dict(tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1, rot=2)),
+         ("NN", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, rot=2)),
+         ("NN", dict(tm=128, tn=64, tk=32, rm=8, rn=4, stages=2)),
+         ("TN", dict(tm=128, tn=64, tk=32, rm=8, rn=4, stages=2, kt=1)),
+         ("NT", dict(tm=128, tn=64, tk=32, rm=8, rn=4, stages=3, kt=1, rot=2))]
+
+
+@pytest.mark.parametrize("layout,kw", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_swizzled_and_deep_complex_tiles_are_sound(layout: str, kw: dict) -> None:
+    """NT's (and NC's) Bᵀ rows swizzled, NN's A rows swizzled, the 32-deep tiles: op(A)·op(B)
+    bit for bit on integer-valued operands, the tiles' multiples as declared."""
+    k, v = Kind("mm", "complex64", layout), Variant.of("ctiles-async", **kw)
+    assert multiples(k, v) == {"M": kw["tm"], "N": kw["tn"], "K": kw["tk"]}
+    want, X, Y = _operands(layout, kw["tm"], 2 * kw["tn"], 2 * kw["tk"], 5)
+    np.testing.assert_array_equal(np.asarray(interpret(derive(k, v).final, X, Y)), want)
+
+
+def test_float4_rows_swizzled_are_sound() -> None:
+    """rot=2 for SGEMM's float4 tiles (A's rows, 4 vectors of 16 bytes a row) too."""
+    m, n, k = 128, 64, 32
+    prog = D.fun([float32[k][m], float32[n][k]], lambda X, Y: local_tiles(  # (M×K, K×N)
+        X, Y, 128, 64, 16, 8, 8, 0, 4, FLOAT32, rot=2))
+    rng = np.random.default_rng(3)
+    A = rng.integers(-8, 9, (m, k)).astype(np.float32)
+    B = rng.integers(-8, 9, (k, n)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(interpret(prog, A, B)), A @ B)
+
+
+def test_the_tuning_space_offers_the_swizzle_and_the_deep_tiles() -> None:
+    """NT/NC: kt with rot=2 beside rot=1 for every kt tiling; every layout the 32-deep tiles."""
+    deep = {"tm": 128, "tn": 64, "tk": 32, "rm": 8, "rn": 4, "stages": 2}
+    for lay in ("NT", "NC"):
+        got = space(Kind("mm", "complex64", lay), "gpu", "cuda")
+        assert Variant.of("ctiles-async", **deep, kt=1, rot=2) in got
+        assert Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, kt=1,
+                          rot=2) in got
+    for lay in ("NN", "TN"):
+        got = space(Kind("mm", "complex64", lay), "gpu", "cuda")
+        assert Variant.of("ctiles-async", **deep) in got
+        assert not any(v.kw.get("rot") == 2 for v in got if v.kw.get("kt"))
+
+
+def test_nt_swizzled_is_one_xor_per_k_step_in_128_registers() -> None:
+    """NVRTC (sm_90a, ptxas -v): NT's kt kernel with Bᵀ swizzled takes ≤ 128 registers with no
+    cap and no spill (rotated: 150, one block per SM where two fit); its reads of Bᵀ are
+    `base + (x ^ j)` for the 16 K steps j of a tile, four rows (immediate offsets) each."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
+    from liftkit.backends.cuda import compile_cuda
+
+    v = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, kt=1, rot=2)
+    src = compile_program(derive(Kind("mm", "complex64", "NT"), v).final,
+                          CompileOptions(dialect="cuda")).kernels[0].source
+    reads = set(re.findall(r"stage_2\[[^\]]*\^ (\d+)\)[^\]]*\]", src))
+    assert reads == {str(j) for j in range(1, 16)}, reads
+    try:
+        log = compile_cuda(src, "sm_90a", ["--ptxas-options=-v"], name="cgemm_swizzle.cu").log
+    except ImportError as err:  # pragma: no cover - no NVRTC library
+        pytest.skip(f"needs NVRTC: {err}")
+    regs = re.search(r"Used (\d+) registers", log)
+    assert regs and int(regs.group(1)) <= 128, log
+    assert "0 bytes spill stores, 0 bytes spill loads" in log, log
