@@ -169,3 +169,16 @@ def test_last_columns_on_the_gpu(backend: str, request: pytest.FixtureRequest) -
                 got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
                                            err_msg=f"{backend} {v} {shape}")
+
+
+def test_last_columns_with_beta_zero_never_read_y(session: Session) -> None:
+    """β = 0: y's old values (NaN here) are not read, as BLAS asks; α alone scales."""
+    v = Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8)
+    s = _forced(session, [Kind("gemv", "float32", "T")], v)
+    rng = np.random.default_rng(9)
+    A = _mat(rng, (300, 70), np.float32)
+    x = _mat(rng, (300,), np.float32)
+    for alpha in (1.0, -2.0):
+        y = np.full(70, np.nan, np.float32)
+        got = s.gemv(A, x, y, alpha=alpha, trans=True).result()
+        np.testing.assert_allclose(got, alpha * A.T.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
