@@ -1,5 +1,5 @@
 """The 2-D copies of the padded and split GEMM plans in 16-byte vectors (the `vec2d` codelet:
-vectorize-map on each result row's map, `codelets.copy_vector` choosing it on GPUs where the
+vectorize-map on each result row's map, `codelets.copy_form` choosing it on GPUs where the
 result rows are whole vectors): each copy against NumPy at random shapes on the CPU device
 (margins written, sources of any pitch), the choice rule, and split / padded GEMMs whose
 copies are the vector forms against NumPy at random shapes."""
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from liftkit.blas.codelets import (COPY_ROWS, Kind, Variant, copy_vector, default_variant,
+from liftkit.blas.codelets import (COPY_ROWS, Kind, Variant, copy_form, default_variant,
                                    multiples)
 
 gm = importlib.import_module("liftkit.blas.gemm")  # (liftkit.blas.gemm is also a function)
@@ -91,19 +91,19 @@ def test_vector_copies_at_random_shapes(session, op, dt) -> None:  # type: ignor
 
 
 def test_the_vector_form_is_chosen_on_gpus_where_rows_are_whole_vectors() -> None:
-    """copy_vector: 16-byte vectors where the result rows divide (pad2d Q, window2d Q,
+    """copy_form: 16-byte vectors where the result rows divide (pad2d Q, window2d Q,
     crop2d N, tailcols P), nothing for complex types, other operations or ragged rows; a GPU's
     default for the copies, never the CPU's."""
     at = {"M": 1023, "N": 999, "P": 1024, "Q": 1000}
-    assert copy_vector(Kind("pad2d", "float32"), at) == Variant.of("vec2d", w=4)
-    assert copy_vector(Kind("pad2d", "float64"), at) == Variant.of("vec2d", w=2)
-    assert copy_vector(Kind("pad2d", "float32"), {**at, "Q": 1002}) is None
-    assert copy_vector(Kind("pad2d", "float64"), {**at, "Q": 1002}) == Variant.of("vec2d", w=2)
-    assert copy_vector(Kind("crop2d", "float32"), {"M": 5, "N": 1025, "P": 8, "Q": 1028}) is None
-    assert copy_vector(Kind("tailcols", "float32"), {"M": 9, "N": 9, "P": 12, "R": 1}) \
+    assert copy_form(Kind("pad2d", "float32"), at) == Variant.of("vec2d", w=4)
+    assert copy_form(Kind("pad2d", "float64"), at) == Variant.of("vec2d", w=2)
+    assert copy_form(Kind("pad2d", "float32"), {**at, "Q": 1002}) is None
+    assert copy_form(Kind("pad2d", "float64"), {**at, "Q": 1002}) == Variant.of("vec2d", w=2)
+    assert copy_form(Kind("crop2d", "float32"), {"M": 5, "N": 1025, "P": 8, "Q": 1028}) is None
+    assert copy_form(Kind("tailcols", "float32"), {"M": 9, "N": 9, "P": 12, "R": 1}) \
         == Variant.of("vec2d", w=4)
-    assert copy_vector(Kind("pad2d", "complex64"), at) is None
-    assert copy_vector(Kind("hcat", "float32"), {"M": 4, "Q": 4, "R": 4, "P": 4}) is None
+    assert copy_form(Kind("pad2d", "complex64"), at) is None
+    assert copy_form(Kind("hcat", "float32"), {"M": 4, "Q": 4, "R": 4, "P": 4}) is None
     assert default_variant(Kind("pad2d", "float32"), "gpu", at, "cuda") == Variant.of("vec2d", w=4)
     assert default_variant(Kind("pad2d", "float32"), "gpu", {**at, "Q": 1001}, "cuda") \
         == Variant.of("glb")
@@ -111,9 +111,9 @@ def test_the_vector_form_is_chosen_on_gpus_where_rows_are_whole_vectors() -> Non
 
 
 def _vector_copies(session: Any, monkeypatch: Any) -> None:
-    """The session chooses the copies as a GPU does (`copy_vector` where it fits)."""
+    """The session chooses the copies as a GPU does (`copy_form` where it fits)."""
     choose = session.choose
-    monkeypatch.setattr(session, "choose", lambda kind, sizes: copy_vector(kind, sizes) or
+    monkeypatch.setattr(session, "choose", lambda kind, sizes: copy_form(kind, sizes) or
                         choose(kind, sizes))
     session.forget_choices()
 
@@ -161,7 +161,7 @@ def test_padded_gemms_on_vector_copies_at_random_shapes(session, monkeypatch, dt
              else Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=4))
     choose = session.choose
     monkeypatch.setattr(session, "choose", lambda kind, sizes: tiles if kind.op == "mm" else (
-        copy_vector(kind, sizes) or choose(kind, sizes)))
+        copy_form(kind, sizes) or choose(kind, sizes)))
     session.forget_choices()
     g = np.random.default_rng(7 if dt == "float32" else 8)
     seen = set()
@@ -182,3 +182,58 @@ def test_padded_gemms_on_vector_copies_at_random_shapes(session, monkeypatch, dt
         monkeypatch.undo()
         session.forget_choices()
     assert "vec2d" in seen
+
+
+@pytest.mark.parametrize("dt", ("complex64", "complex128"))
+@pytest.mark.parametrize("letter", ("N", "R"))
+def test_the_embedding_in_chunks_at_random_shapes(session, dt, letter) -> None:  # type: ignore[no-untyped-def]
+    """cembed in chunks of 4 (chunks2d, a GPU's choice where 4 divides op(Y)'s rows) against
+    NumPy: row 2k of the 2K×N result is op(Y)[k], row 2k+1 is i·op(Y)[k] (R: conj(Y))."""
+    from liftkit.blas.codelets import EMBED_CHUNK
+
+    g = np.random.default_rng(31 if letter == "N" else 32)
+    q = session.q
+    v = Variant.of("chunks2d", n=EMBED_CHUNK)
+    kind = Kind("cembed", dt, letter)
+    assert copy_form(kind, {"K": 3, "N": 8}) == v and copy_form(kind, {"K": 3, "N": 6}) is None
+    assert copy_form(Kind("cembed", dt, "T"), {"K": 3, "N": 8}) is None
+    assert multiples(kind, v) == {"N": EMBED_CHUNK}
+    unit = _put(q, np.array([1, 1j], dt))
+    for _ in range(8):
+        k, n = int(g.integers(1, 30)), EMBED_CHUNK * int(g.integers(1, 12))
+        y = _mat(g, (k, n), dt)
+        out = _put(q, np.full((2 * k, n), np.nan, dt))
+        session.kernel(kind, {"K": k, "N": n}, v).launch(q, {0: _put(q, y), 1: unit}, {}, out,
+                                                         {"K": k, "N": n})
+        got = np.empty((2 * k, n), dt)
+        q.read(got, out)
+        op = np.conjugate(y) if letter == "R" else y
+        want = np.empty((2 * k, n), dt)
+        want[0::2], want[1::2] = op, 1j * op
+        np.testing.assert_array_equal(got, want)
+
+
+def test_complex_gemms_through_the_real_plan_on_chunked_embeddings(session, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The complex `real` plan (forced) with cembed in chunks (the session chooses the copies as
+    a GPU does) against NumPy at random shapes, N a multiple of 4 and not."""
+    _vector_copies(session, monkeypatch)
+    g = np.random.default_rng(33)
+    seen = set()
+    try:
+        for case in range(6):
+            dt = ("complex64", "complex128")[case % 2]
+            m, k = (int(v) for v in g.integers(1, 60, 2))
+            n = 4 * int(g.integers(1, 15)) + (case % 3 == 2)
+            A, B = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
+            plan = gm.plan_gemm(session, (m, k), (k, n), dt, variant=Variant.of("real"))
+            seen.add(plan.embed.b_prep.variant.codelet)
+            ws = plan.workspace()
+            got = plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), workspace=ws).result()
+            low = dt == "complex64"
+            np.testing.assert_allclose(got, A.astype(np.complex128) @ B,
+                                       rtol=1e-4 if low else 1e-10,
+                                       atol=1e-3 * k if low else 1e-10 * k)
+    finally:
+        monkeypatch.undo()
+        session.forget_choices()
+    assert seen == {"chunks2d", "glb"}

@@ -69,10 +69,28 @@ def _vec2d(kind: Kind, w: int) -> Strategy:
                topdown(rule("map-mapGlb", dim=0)))
 
 
-def copy_vector(kind: Kind, sizes: Optional[Mapping[str, int]]) -> Optional[Variant]:
-    """The vector form (`vec2d`, 16-byte vectors) of a 2-D copy at these sizes where its result
-    rows are whole vectors, else None (real types: complex numbers have no OpenCL vectors)."""
-    if kind.op not in COPY_ROWS or kind.dtype in bp.COMPLEX or sizes is None:
+def _embed_chunks(kind: Kind, n: int) -> Strategy:
+    """cembed with n consecutive elements of op(Y)'s row per work-item (split-join on the row's
+    map, mapSeq over the chunk): n independent loads in flight per work-item instead of one."""
+    return at((1,), seq(rule("map-mapGlb", dim=1), topdown(rule("split-join", n=n)),
+                        topdown(rule("map-mapGlb", dim=0)), topdown("map-mapSeq"),
+                        topdown("map-mapSeq")))
+
+
+EMBED_CHUNK = 4  # cembed's elements per work-item on GPUs (`copy_form`)
+
+
+def copy_form(kind: Kind, sizes: Optional[Mapping[str, int]]) -> Optional[Variant]:
+    """A GPU's form of a GEMM plan's copies at these sizes: the 2-D copies (`COPY_ROWS`) in
+    16-byte vectors (`vec2d`) where their result rows are whole vectors (real types: complex
+    numbers have no OpenCL vectors); the complex embedding (cembed, rows of Y as stored: N, R)
+    in chunks of EMBED_CHUNK where they divide its rows. None: one element per work-item."""
+    if sizes is None:
+        return None
+    if kind.op == "cembed":
+        ok = kind.layout in "NR" and sizes.get("N", 1) % EMBED_CHUNK == 0
+        return Variant.of("chunks2d", n=EMBED_CHUNK) if ok else None
+    if kind.op not in COPY_ROWS or kind.dtype in bp.COMPLEX:
         return None
     w = 16 // (4 if kind.dtype == "float32" else 8)
     return Variant.of("vec2d", w=w) if sizes.get(COPY_ROWS[kind.op], 1) % w == 0 else None
@@ -309,6 +327,9 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "lanes read as the source lies (one vector load where consecutive)",
             _vec2d, lambda dev: [],
             lambda kind, w: {COPY_ROWS[kind.op]: w}, dtypes=("float32", "float64")),
+    Codelet("chunks2d", ("cembed",), "n consecutive elements of a row per work-item "
+            "(split-join on the row's map, mapSeq over the chunk)",
+            _embed_chunks, lambda dev: [], lambda kind, n: {"N": n}),
     Codelet("vec", ("scal",), "float vectors of w per work-item (map-glb-vec)",
             lambda kind, w: rule(mc.MAP_GLB_VEC, w=w),
             lambda dev: [{"w": w} for w in (2, 4, 8)],
@@ -506,8 +527,8 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
         mult = _multiples_if_derives(kind, better)
         if mult is not None and padding_ratio(sizes, mult) <= DEFAULT_MAX_PADDING:
             return better
-    if device_kind == "gpu" and (vec := copy_vector(kind, sizes)) is not None:
-        return vec  # a GPU's 2-D copies in 16-byte vectors where the rows are whole vectors
+    if device_kind == "gpu" and (form := copy_form(kind, sizes)) is not None:
+        return form  # a GPU's copies: 16-byte vectors, or chunks, where the rows divide
     if kind.op in REDUCTIONS:
         return Variant.of("chunks", n=64 if device_kind == "gpu" else 256)
     if kind.op == "gemv":

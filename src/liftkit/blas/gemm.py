@@ -497,7 +497,7 @@ def copy_kernels(s: Session, have: tuple[int, int], need: tuple[int, int], item:
 def as_real_copy(dtype: str, at: dict[str, int]) -> dict[str, int]:
     """The sizes of a 2-D copy (pad2d, crop2d) of a complex matrix run as a copy of the real
     one of twice its columns (the same bytes; its kernel is the real dtype's): rows of floats,
-    which the vector form (`codelets.copy_vector`) copies 16 bytes at a time."""
+    which the vector form (`codelets.copy_form`) copies 16 bytes at a time."""
     if dtype not in REAL_OF:
         return at
     return {**at, "N": 2 * at["N"], "Q": 2 * at["Q"]}
