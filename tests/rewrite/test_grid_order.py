@@ -8,6 +8,7 @@ run on the CPU OpenCL device equal to NumPy; the DMMA kernel compiles with NVRTC
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -95,7 +96,7 @@ def test_row_groups_run_on_the_cpu_device() -> None:
         runner.run(compiled, A[:96], B)
 
 
-def test_dmma_row_groups_in_liftkit_blas_compile() -> None:
+def test_dmma_row_groups_in_liftkit_blas_compile(compile_cuda: Any) -> None:
     """mma(group=8): the grid is 8 row tiles × N/64 × M/1024 blocks, the multiples ask for whole
     groups (M a multiple of 1024), the guarded forms drop it; NVRTC compiles the kernel."""
     kind = Kind("mm", "float64", "NN")
@@ -106,9 +107,6 @@ def test_dmma_row_groups_in_liftkit_blas_compile() -> None:
     (k,) = compiled.kernels
     assert [str(x) for x in k.ndrange.global_size] == ["1024", "N/64", "M/1024"]
     assert "blockIdx.z" in k.source
-    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    del nvrtc
-    from liftkit.backends.cuda import compile_cuda
 
     compile_cuda(k.source, "sm_90a", list(k.build_options))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def test_kt_is_offered_after_the_others_and_only_for_transposed_operands() -> No
 
 
 @pytest.mark.parametrize("layout", ["NT", "TN"])
-def test_the_pipelined_transposed_tiles_in_cuda(layout: str) -> None:
+def test_the_pipelined_transposed_tiles_in_cuda(layout: str, compile_cuda: Any) -> None:
     """mm-tiles-async kt=1 from blas's NT/TN program: sound, every tile copy a 16-byte cp.async
     (no element-wise gathers), 2 stages of both tiles; NT's scalar stores, TN's float4 ones;
     NVRTC compiles it."""
@@ -92,8 +93,6 @@ def test_the_pipelined_transposed_tiles_in_cuda(layout: str) -> None:
     assert not re.search(r"cp\.async\.ca\.shared\.global \[%0\], \[%1\], [48];", src)
     assert src.count(f"float stage[{tm * tk * s}];") + src.count(f"float stage_2[{tn * tk * s}];") == 2
     assert ("out[" in src and "] = vec.s0;" in src) == (layout == "NT")
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     ptx = compile_cuda(src, "compute_90a", name="sgemm.cu").ptx
     assert ptx.count("fma.rn.f32") == rm * rn * tk and "cp.async.cg.shared.global" in ptx

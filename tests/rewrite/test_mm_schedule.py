@@ -7,6 +7,8 @@ refusal, and (gpu marker) split and unsplit tiles against NumPy on a GPU."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -117,7 +119,7 @@ def test_the_meaning_adds_the_parts_in_order() -> None:
     assert not np.array_equal(interpret(low, A, B), got)
 
 
-def test_the_schedule_in_cuda() -> None:
+def test_the_schedule_in_cuda(compile_cuda: Any) -> None:
     """Parts along the grid's z; the tail test against the slots; each part's range of the
     loop; the ordered fix-up through flags and a workspace; the bound as __launch_bounds__;
     NVRTC compiles it."""
@@ -147,8 +149,6 @@ def test_the_schedule_in_cuda() -> None:
     assert "sk_" not in bound.source and not any(b.role == "temporary" for b in
                                                  compile_program(sgemm_schedule_derivation(
                                                      4096, 4096, 4096, 128, 64, 32, 8, 8, 2, 1, 528, 4).final, CUDA).buffers)
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     ptx = compile_cuda(src, "compute_90a", name="sgemm_tail.cu").ptx
     assert "cp.async.cg.shared.global" in ptx and "atom.global" in ptx

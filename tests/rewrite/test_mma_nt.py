@@ -6,6 +6,8 @@ too; FP32 NT products stay off the tensor cores; NVRTC compiles them; (gpu) agai
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -40,10 +42,7 @@ def test_fp32_nt_stays_off_the_tensor_cores() -> None:
     assert enumerate_choices(normal_form(bp.mm("float64", "NT")), rules)
 
 
-def test_dmma_nt_compiles() -> None:
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
+def test_dmma_nt_compiles(compile_cuda: Any) -> None:
     for v in VARIANTS[:2]:
         (k,) = compile_program(derive(NT, v).final, CompileOptions(dialect="cuda")).kernels
         compile_cuda(k.source, "sm_90a", list(k.build_options))

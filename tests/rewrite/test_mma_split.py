@@ -8,6 +8,8 @@ dimension and the ordered fix-up and compiles with NVRTC; (gpu) against NumPy, l
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -61,16 +63,13 @@ def test_split_is_offered_only_on_the_read_ahead_loop() -> None:
     assert all("kparts" not in e.kw for e in edge_forms(Variant.of("mma", **K8S, kparts=2, kslots=264)))
 
 
-def test_split_dmma_cuda_source_and_nvrtc() -> None:
+def test_split_dmma_cuda_source_and_nvrtc(compile_cuda: Any) -> None:
     d = derive(Kind("mm", "float64", "NN"), Variant.of("mma", **K8S, kparts=2, kslots=264)).final
     (k,) = compile_program(d, CUDA).kernels
     assert [str(x) for x in k.ndrange.global_size][2] == "2"
     src = k.source
     assert "(int)blockIdx.z" in src and "sk_flags" in src and "__ldcg(" in src and "__stcg(" in src
     assert src.count("return;  // the tile's last part stores it") == 1
-    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    del nvrtc
-    from liftkit.backends.cuda import compile_cuda
 
     compile_cuda(src, "sm_90a", list(k.build_options))
 

@@ -7,6 +7,8 @@ refusal in the pattern's words, and (gpu marker) the kernel against NumPy on a G
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -95,7 +97,7 @@ def test_the_macro_is_the_two_rules_and_replays() -> None:
 
 
 @pytest.mark.parametrize("stages", [2, 3])
-def test_the_pipelined_tile_loop_in_cuda(stages: int) -> None:
+def test_the_pipelined_tile_loop_in_cuda(stages: int, compile_cuda: Any) -> None:
     """Tiles 0..s-2 issued before the loop; in it wait_group s-2, the one barrier, the next
     copies (16 bytes each, around L1), one commit; s buffers per operand; NVRTC compiles it."""
     d = sgemm_derivation(4096, 4096, 4096, 64, 128, 16, 8, 8, stages)
@@ -109,8 +111,6 @@ def test_the_pipelined_tile_loop_in_cuda(stages: int) -> None:
         < body.index(f"if (i + {stages - 1} < K/16)") < body.index("madS4")
     assert "cp.async.cg.shared.global [%0], [%1], 16;" in body
     assert f"float stage[{64 * 16 * stages}];" in src and f"float stage_2[{128 * 16 * stages}];" in src
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     ptx = compile_cuda(src, "compute_90a", name="sgemm.cu").ptx
     assert "cp.async.cg.shared.global" in ptx and "fma.rn.f32" in ptx
@@ -122,7 +122,8 @@ WIDE = [(256, 128, 8, 16, 8, 3), (64, 128, 32, 4, 16, 2), (64, 128, 32, 8, 8, 3)
 
 
 @pytest.mark.parametrize("tiles", WIDE, ids=["x".join(map(str, t)) for t in WIDE])
-def test_wide_blocks_and_deep_tiles_replay_soundly(tiles: tuple[int, ...]) -> None:
+def test_wide_blocks_and_deep_tiles_replay_soundly(tiles: tuple[int, ...],
+                                                    compile_cuda: Any) -> None:
     """The Hopper tilings beyond the first ones: from the bundled `mm` (symbolic sizes), equal
     to A·B in the interpreter (bit for bit) and compiled by NVRTC; local memory beyond 48 KB is
     carved from dynamic shared memory."""
@@ -134,8 +135,6 @@ def test_wide_blocks_and_deep_tiles_replay_soundly(tiles: tuple[int, ...]) -> No
     local = (tm + tn) * tk * 4 * stages
     assert k.dynamic_shared == (local if local > 48 * 1024 else 0)
     assert ("extern __shared__" in k.source) == (local > 48 * 1024)
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
 
     assert "fma.rn.f32" in compile_cuda(k.source, "compute_90a", name="sgemm.cu").ptx
 
