@@ -141,6 +141,7 @@ def test_cli_tune_show_export_import(session: Session, tmp_path: Path, monkeypat
     # without the progress bar, a line per trial: when it ended, what it measured, how long
     trials = [ln for ln in text.splitlines() if " s  scal/float64/- small " in ln]
     assert len(trials) == 2 and all("GFLOP/s (" in ln for ln in trials), text
+    assert ": 2 entries, 2 measurements in " in text  # (one entry per variant and class here)
     installed = tmp_path / "profiles" / file_name(session.device.fingerprint)
     assert installed.is_file()
     code, text = _cli("blas", "profile", "show", "--device", "cpu")

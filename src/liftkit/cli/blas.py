@@ -141,7 +141,7 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
                            f"not of {dev.label}; use --fresh or another --out")
         if profile is not None and not target.is_file():  # the shipped one (or the user's)
             print(f"resuming the profile liftkit has for {dev.label} ({len(profile.entries)} "
-                  f"measurements, written to {target}); --fresh measures everything on this "
+                  f"entries, written to {target}); --fresh measures everything on this "
                   f"device", file=out, flush=True)
     if profile is None:
         profile = Profile(dev.fingerprint, dev.label, session.device_kind)
@@ -159,17 +159,20 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     settings = {"full": PeakSettings(), "quick": TINY, "none": None}[args.peaks]
     from liftkit.blas.tune import trial_line
 
+    trials = [0]  # this run's measurements (the profile keeps one entry per winner and class)
+
     def log(trial: Any) -> None:  # without the bar, a line per trial (what a log file keeps)
-        print(trial_line(trial, time.perf_counter() - started), file=out, flush=True)
+        trials[0] += 1
+        if args.no_progress:
+            print(trial_line(trial, time.perf_counter() - started), file=out, flush=True)
 
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
-                   max_variants=args.max_variants, peaks=settings,
-                   on_trial=log if args.no_progress else None, rounds=args.rounds,
-                   edges={"auto": None, "on": True, "off": False}[args.edges],
+                   max_variants=args.max_variants, peaks=settings, on_trial=log,
+                   rounds=args.rounds, edges={"auto": None, "on": True, "off": False}[args.edges],
                    workers=args.jobs)
     save(profile)
-    print(f"profile of {dev.label}: {len(profile.entries)} measurements, "
-          f"{time.perf_counter() - started:.0f} s this run -> {target}", file=out)
+    print(f"profile of {dev.label}: {len(profile.entries)} entries, {trials[0]} measurements "
+          f"in {time.perf_counter() - started:.0f} s this run -> {target}", file=out)
     _print_peaks(profile, out)
     _print_best(profile, out)
     return 0
