@@ -69,6 +69,6 @@ fi
 echo "== end at $(since) s; $(date -u)"
 } 2>&1 | tee "$OUT/log"
 # summary: the lines a report needs
-grep -E "^NVIDIA|^host|^sources|tune: rc|tuned from nothing|measurements =|  failed:|trials in the log|compare: rc|tuned/shipped|== end" \
+grep -E "^NVIDIA|^host|^sources|tune: rc|tuned from nothing|measurements =|measurements in|  failed:|trials in the log|compare: rc|tuned/shipped|== end" \
     "$OUT/log" | cut -c1-240 > "$OUT/summary.txt"
 true
