@@ -575,7 +575,8 @@ class CUDAQueue:
         config, _ = self.launch_config(handle, kernel, glob, local)
         values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
         try:
-            self._core.launch(self._on or self.stream, config, handle, *values)
+            self._core.launch(self.stream if self._on is None else self._on, config, handle,
+                              *values)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
                             f"({err})") from None
@@ -601,7 +602,7 @@ class CUDAQueue:
             if ln.step != "launch":
                 if ln.step in ("fork", "back", "join"):  # the second stream's part of a plan
                     getattr(self, ln.step)()
-                    stream = self._on or self.stream
+                    stream = self.stream if self._on is None else self._on
                 elif ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
                     self.copy(DevBuf(values[ln.dst], 0), DevBuf(values[ln.src], 0), ln.row_bytes)
                 elif ln.step == "copy":

@@ -184,6 +184,7 @@ class SplitPlan(GemmPlan):
                                  {3: dt(1), 4: dt(0)}, col, at["gemv"], [*after, *zw], ws)
 
         if e.side:
+            e.gemv.workspace_temps(at["gemv"], ws)  # (made on the first stream, before the fork)
             q.fork()
             try:
                 ev_e, more = gemv(list(waits))
