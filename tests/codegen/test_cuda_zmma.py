@@ -94,7 +94,9 @@ def test_cuda_issues_dmma_on_complex_tiles_and_compiles(layout: str, tiles: tupl
     # on 8 warps: 2×4 fragments, 4 k-steps)
     assert sum(h.count("m16n8k8.row.col.f64") for h in hopper) == 32
     assert "m16n8k16" not in src and loop.count("__syncthreads();") == 1
-    assert "cdouble fb" in loop and "lk_odd ? fb" in loop  # b's embedding at its reads
+    # 8-byte parts read as the lane's k-slots ask, b's signs flipped by lane constants
+    assert "((const double*)&" in loop and "[lk_p ^ lk_cj ^ 1]" in loop and "__hiloint2double" in loop
+    assert "? " not in loop  # no selects on the data
     assert "cp.async.cg.shared.global" in loop and ", 16;" in loop  # complex elements, raw
     nvrtc = pytest.importorskip("liftkit.backends.cuda.nvrtc")
     for arch in ("sm_90a", "sm_80"):

@@ -54,6 +54,17 @@ ROWS: list[tuple[str, str, int, list[str]]] = [
     ("ZGEMM NT", "NT", 8192, [SHIPPED, BEST]),
     ("ZGEMM TN", "TN", 8192, [SHIPPED, BEST]),
 ]
+# run 2 (after the 8-byte fragment reads): 1024 again, then 2048 (the rest of class large)
+SET2 = [_z(128, 32, 8, 4, 4), _z(128, 32, 8, 4, 4, 1, 2), _z(128, 32, 8, 4, 4, 0),
+        _z(128, 32, 8, 4, 4, 0, 2), _z(64, 64, 8, 8, 4), _z(64, 32, 16, 4, 3), _z(64, 64, 16, 8, 3)]
+ROWS2: list[tuple[str, str, int, list[str]]] = [
+    ("ZGEMM NN", "NN", 1024, [SHIPPED, *SET2]),
+    ("ZGEMM TN", "TN", 1024, [SHIPPED, *SET2]),
+    ("ZGEMM NT", "NT", 1024, [SHIPPED, *SET2]),
+    ("ZGEMM NN", "NN", 2048, [SHIPPED, *SET2[:2]]),
+    ("ZGEMM TN", "TN", 2048, [SHIPPED, *SET2[:2]]),
+    ("ZGEMM NT", "NT", 2048, [SHIPPED, *SET2[:2]]),
+]
 # zmma forced at sizes off its tiles (padded copies): checked only
 ODD = [((1000, 1000, 1000), "NN"), ((1023, 1025, 999), "TN"), ((777, 129, 65), "NT")]
 
@@ -70,8 +81,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--jsonl", default=os.path.join(os.environ.get("OUT", "."), "zgemm25.jsonl"))
     p.add_argument("--dry", action="store_true", help="derive and NVRTC-compile every variant "
                    "here (no GPU), print registers and spills, and stop")
+    p.add_argument("--run2", action="store_true", help="run 2's rows (ROWS2)")
     a = p.parse_args(argv)
-    rows = [ROWS[int(i)] for i in a.rows.split(",")] if a.rows else ROWS
+    table_rows = ROWS2 if a.run2 else ROWS
+    rows = [table_rows[int(i)] for i in a.rows.split(",")] if a.rows else table_rows
     jobs = _jobs(rows) + [(lay, SPACE[0]) for _, lay in ODD]
     if a.dry:
         for (lay, text), (regs, spill) in _prebuild(list(dict.fromkeys(jobs)), "sm_90a", None).items():

@@ -4,20 +4,23 @@ on the FP64 tensor cores (DMMA m16n8k8), the complex tiles read as they are stag
 The product of complex tiles is the real product of a's rows read as reals (re, im of each k)
 and b's real embedding, whose 2×2 block of complex element (k, n) is [[br, bi], [-bi, br]] at
 real rows (k, re), (k, im) and columns (n, re), (n, im): column (n, re) of the result is then the
-real part of C's element n, (n, im) its imaginary part. The rows of a k-step may be summed in
-any order as long as both operands agree, so one m16n8k8 instruction takes 4 complex k with real
-k-slot t + 4·c meaning (complex k t, part c), and 8 real columns as 4 complex ones, slot 2j + c
-meaning (complex column j, part c), the instruction's own accumulator layout:
+real part of C's element n, (n, im) its imaginary part. The k of a step may be summed in any
+order as long as both operands agree, so one m16n8k8 instruction takes 4 complex k, its k-slot
+t meaning (complex k t, part p) and slot t + 4 the other part, p = bit 1 of t; and 8 real
+columns as 4 complex ones, slot 2j + c meaning (complex column j, part c), the instruction's own
+accumulator layout:
 
-- lane (group g, thread t) reads a's complex elements (g, t) and (g + 8, t) once each (16-byte
-  loads): their real parts are A registers 0, 1, their imaginary parts 2, 3;
-- it reads b's complex element (column g/2, k t) (16 bytes; lanes 2j and 2j+1 read the same)
-  and makes its two B registers, real rows (t, re) and (t, im) of embedded column g: for g
-  even (the real part's column) br and -bi, for g odd bi and br; conjugated factors only change
-  these signs (a conjugated: the (t, im) row negated; b conjugated: bi negated);
+- lane (group g, thread t) reads parts p and 1 - p of a's complex elements (g, t) and (g + 8, t)
+  (8 bytes each, straight into the instruction's registers: A registers 0, 1 and 2, 3);
+- it reads parts p ^ cj and p ^ cj ^ 1 of b's element (column g/2, k t), cj = g & 1 (lanes 2j
+  and 2j+1 read the same element), the two embedded rows of its column g, and flips a sign
+  where the embedding has -bi (or a conjugated factor asks), in the high word by a lane
+  constant: no selects on the data;
 - its accumulators 0, 1 are C's complex element (g, t) and 2, 3 element (g + 8, t), stored as
   one 16-byte complex each.
 
+With part p varying by t, a half warp's 8-byte reads cover both halves of the complex elements,
+so rows rotated as rules/cuda_complex.py stages them give 16 distinct words per read.
 So no packing kernel writes the embedding and the staged b tile holds K×N complex numbers, half
 of the embedded 2K×2N reals. Before sm_90 each m16n8k8 is four m8n8k4 on the same registers.
 The tile loop is the cp.async pipeline the real kernels use, or (reduceMmaZ64Ahead) the
@@ -91,12 +94,11 @@ def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dic
 
     lcl = [em.dialect.ids("lcl", d) for d in range(len(ls))]
     lin = lcl[0] + "".join(f" + {_prod(ls[:d])} * {lcl[d]}" for d in range(1, len(ls)) if ls[d] > 1)
-    nm = {h: em.names.fresh(h) for h in ("lk_warp_m", "lk_warp_n", "lk_g", "lk_t", "lk_odd")}
+    nm = {h: em.names.fresh(h) for h in ("lk_warp_m", "lk_warp_n", "lk_g", "lk_t")}
     em.line(f"int {nm['lk_warp_m']} = ({lin}) / {WARP * wn}, {nm['lk_warp_n']} = (({lin}) / {WARP}) % {wn};")
     em.line(f"int {nm['lk_g']} = (({lin}) % {WARP}) >> 2, {nm['lk_t']} = ({lin}) & 3;")
-    em.line(f"bool {nm['lk_odd']} = ({nm['lk_g']} & 1) != 0;")
     warp_m, warp_n = Var(nm["lk_warp_m"], 0, wm), Var(nm["lk_warp_n"], 0, wn)
-    gv, tv, odd = Var(nm["lk_g"], 0, 8), Var(nm["lk_t"], 0, 4), nm["lk_odd"]
+    gv, tv = Var(nm["lk_g"], 0, 8), Var(nm["lk_t"], 0, 4)
     row0 = [warp_m * cst(fm_n * FRAG_M) + cst(fm * FRAG_M) for fm in range(fm_n)]
     col0 = [warp_n * cst(fn_n * FRAG_N) + cst(fn * FRAG_N) for fn in range(fn_n)]
 
@@ -113,9 +115,21 @@ def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dic
                     acc[fm, fn, 2 * h + part] = em.private_var(float64, f"c{fm}_{fn}_{2 * h + part}",
                                                                f"{z}.{field}").name
 
-    sa = "-" if conj_a else ""
-    nb = "" if conj_b else "-"  # the sign of -bi (b conjugated: +bi)
-    pb = "-" if conj_b else ""  # the sign of bi
+    # the lane's k-slot parts: slot t holds part p = bit 1 of t, slot t + 4 the other (so that a
+    # half warp's 8-byte reads of a's rows cover both halves of the complex elements: with the
+    # rows rotated (rules/cuda_complex.py) no two lanes share a bank); b's register r reads
+    # part (p ^ r) ^ cj of its element, cj = g & 1 the real (0) or imaginary (1) column, and
+    # flips its sign (in the high word, a lane constant) where the embedding has -bi or a
+    # conjugation asks
+    p_, cj = em.names.fresh("lk_p"), em.names.fresh("lk_cj")
+    em.line(f"int {p_} = ({nm['lk_t']} >> 1) & 1, {cj} = {nm['lk_g']} & 1;")
+    masks = []
+    for r in range(2):
+        ci = f"({p_} ^ {r})"
+        mask = em.names.fresh(f"lk_sign{r}")
+        em.line(f"int {mask} = (({ci} & ({cj} ^ 1)) ^ ({int(conj_a)} & {ci}) ^ "
+                f"({int(conj_b)} & ({ci} ^ {cj}))) << 31;")
+        masks.append(mask)
 
     def frag_views(a: View, b: View, s: int) -> dict[Any, View]:
         """The complex elements lane (g, t) reads in k-step s of one tile pair."""
@@ -127,19 +141,24 @@ def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dic
         return out
 
     def read(views: dict[Any, View], keys: Sequence[Any]) -> dict[Any, list[str]]:
-        """The registers of `keys` read as new variables: a's element as its (re, im), b's as
-        the two embedded rows of this lane's column."""
+        """The registers of `keys` (k-slots t and t + 4) read as new variables, each an 8-byte
+        part of its complex element in memory: a's as they are, b's as the embedding's."""
         regs: dict[Any, list[str]] = {}
         for key in keys:
-            v = em.names.fresh(f"f{key[0]}")
-            em.line(f"{cd} {v} = {em.load(views[key])};")
-            if key[0] == "a":
-                regs[key] = [f"{v}.x", f"{v}.y"]  # (conjugations: in b's signs)
-            else:
-                r0, r1 = em.names.fresh("fb"), em.names.fresh("fb")
-                em.line(f"double {r0} = {odd} ? {pb}{v}.y : {v}.x;")
-                em.line(f"double {r1} = {odd} ? {sa}{v}.x : {_neg(sa, nb)}{v}.y;")
-                regs[key] = [r0, r1]
+            if not isinstance(em.resolve(views[key]), V.MemLoc):
+                raise CodegenError(f"{p.name} reads the parts of its tiles' complex elements in "
+                                   "memory: its function must give tiles in memory (staged by "
+                                   "toLocal/toLocalAsync, or the inputs), not computed values")
+            at = f"((const double*)&{em.load(views[key])})"
+            rs = [em.names.fresh(f"f{key[0]}"), em.names.fresh(f"f{key[0]}")]
+            for r, name in enumerate(rs):
+                if key[0] == "a":
+                    em.line(f"double {name} = {at}[{p_} ^ {r}];")
+                else:
+                    em.line(f"double {name} = {at}[{p_} ^ {cj} ^ {r}];")
+                    em.line(f"{name} = __hiloint2double(__double2hiint({name}) ^ {masks[r]}, "
+                            f"__double2loint({name}));")
+            regs[key] = rs
         return regs
 
     def issue(fr: dict[Any, list[str]], fm: int, fn: int) -> None:
@@ -194,11 +213,6 @@ def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dic
                 em.store(c_elem(out, fm, fn, h),
                          f"{cd}_new({acc[fm, fn, 2 * h]}, {acc[fm, fn, 2 * h + 1]})")
     return dest
-
-
-def _neg(sa: str, nb: str) -> str:
-    """The sign of a's conjugation times b's -bi sign."""
-    return "-" if (sa == "-") != (nb == "-") else ""
 
 
 def _ahead_loop(g: "Generator", p: ReduceMmaZ64, chains: list[Any], tiles: View,

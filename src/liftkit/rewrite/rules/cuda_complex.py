@@ -10,8 +10,9 @@ embedding's packing kernel).
   rows are rotated so that the fragment reads spread over the banks: a tile is copied along the
   direction its memory is contiguous in (as `mm-tensor-cores`' `lines`: rows along k for A of
   NN and B of NT, k rows for B of NN and A of TN), chunk c of stored row r at position
-  (c + s(r)) mod C, s(r) = 4r along k (a read's rows g and g+1 in different halves of the bank
-  groups), 2r across (its 4 k rows in different quarters). `ahead` = 1: `reduceMmaZ64Ahead`,
+  (c + s(r)) mod C, s(r) = 2r for A's rows along k and B's k rows, 4r for A's k rows and B's
+  rows along k (`ROTATION`: a half warp's 8-byte reads of 16 elements' parts then hit 16
+  distinct words of a line). `ahead` = 1: `reduceMmaZ64Ahead`,
   the fragments read a k-step ahead across tiles, the next copies among the last products.
 
 It changes the order of the reduction as every reduce rule (exact on the integer-valued complex
@@ -44,6 +45,10 @@ ZMMA_STAGES = (4, 3, 2)
 ZMMA_LOCAL_BYTES = 200 * 1024
 ZMMA_MAX_FRAGS = 16  # accumulator fragments per warp (4 doubles each: 128 registers)
 ELEM_BYTES = 16
+# the rotation step s(r) = step·r of each operand's stored rows (`stage_rotated`), by operand and
+# copy direction (across: k rows): the half warps' 8-byte fragment reads (codegen/cuda_zmma.py)
+# then hit 16 distinct 8-byte words of a 128-byte line
+ROTATION = {("a", False): 2, ("a", True): 4, ("b", False): 4, ("b", True): 2}
 
 
 def zmma_nest(site: Site) -> Optional[tuple[Expr, Expr, int]]:
@@ -112,7 +117,7 @@ def _choices(site: Site) -> Options:
     return out + [{**o, "ahead": 1} for o in out]
 
 
-def stage_rotated(rows: int, cols: int, threads: int, across: bool, staged: int) -> Any:
+def stage_rotated(rows: int, cols: int, threads: int, across: bool, staged: int, step: int) -> Any:
     """A rows×cols complex tile (cols along k) copied by cp.async `staged` deep, 16-byte
     elements in rounds of `threads`, along the direction its memory is contiguous in (`across`:
     as its cols×rows k rows), into rows rotated by s(r) (module docstring): stored chunk c of
@@ -120,7 +125,6 @@ def stage_rotated(rows: int, cols: int, threads: int, across: bool, staged: int)
     from liftkit import dsl as D
 
     c_n = rows if across else cols
-    step = 2 if across else 4
     rot = c_n >= 8
 
     def shift(r: Any) -> Any:
@@ -156,8 +160,8 @@ def mm_complex_tensor_cores(a: Expr, b: Expr, conj: int, tm: int, tn: int, tk: i
                          f"{staged} stages do not fit")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     threads = 32 * warps
-    sa = stage_rotated(tm, tk, threads, across[0], staged)
-    sb = stage_rotated(tn, tk, threads, across[1], staged)
+    sa = stage_rotated(tm, tk, threads, across[0], staged, ROTATION["a", across[0]])
+    sb = stage_rotated(tn, tk, threads, across[1], staged, ROTATION["b", across[1]])
     op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
     cls = ReduceMmaZ64Ahead if ahead else ReduceMmaZ64
     mma = cls(warps=cst(warps), conj=cst(conj), f=D.fn(op))
