@@ -54,7 +54,7 @@ def _derived_multiples(kind: Kind, variant: "Variant") -> dict[str, int]:
 
 def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, lines: int = 0,
             ik: int = 0, ahead: int = 0, group: int = 0, kparts: int = 0,
-            kslots: int = 0) -> Strategy:
+            kslots: int = 0, pairs: int = 0) -> Strategy:
     from liftkit.rewrite.rules.cuda import MM_TENSOR_CORES
     from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
     from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
@@ -64,6 +64,8 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
         extra["ik"] = ik
     if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
         extra["ahead"] = ahead
+    if pairs:  # (ahead=2) k permuted in blocks of 16 in both operands: 16-byte fragment reads
+        extra["pairs"] = True
     tiles = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     if kparts:  # the last partial wave's tiles split along K (mma-split-tail; ahead=2 only)
         if group or not kslots:
@@ -391,10 +393,11 @@ MM_CODELETS: tuple[Codelet, ...] = (
             lambda dev: [_mma_params(p) for p in MMA_SPACE] + _mma_k8_space()
             if dev == "gpu" else [],
             lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0, group=0, kparts=0,
-            kslots=0: _tiled_multiples(
+            kslots=0, pairs=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
                                  **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
                                  **({"ahead": ahead} if ahead else {}),
+                                 **({"pairs": pairs} if pairs else {}),
                                  **({"group": group} if group else {}),
                                  **({"kparts": kparts, "kslots": kslots} if kparts else {})),
                 {"M": tm * max(group, 1), "N": tn, "K": tk}),  # whole groups of row tiles

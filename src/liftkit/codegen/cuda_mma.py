@@ -127,7 +127,8 @@ class _Reads:
     elements of an aligned 8/16-byte vector in local memory are all ones the lane reads in this
     tile, the vector once (the first use loads it, later uses take its component)."""
 
-    def __init__(self, g: "Generator", views: Sequence[View]) -> None:
+    def __init__(self, g: "Generator", views: Sequence[View],
+                 regs: Optional[Sequence[tuple[Any, int, View]]] = None) -> None:
         self.em = g.em
         self.vectors: dict[tuple[int, str], tuple[str, int]] = {}
         self.needed: set[tuple[int, str]] = set()
@@ -135,6 +136,16 @@ class _Reads:
             loc = self._local(v)
             if loc is not None:
                 self.needed.add(self._key(loc.mem, loc.offset))
+        # with `regs` ((fragment, register, element) of one element per register), a vector only
+        # where it fills registers r0…r0+w-1 of one fragment in order (r0 a multiple of w): an
+        # mma.sync operand is a run of registers, and a vector in another order costs moves
+        self.regs: Optional[dict[tuple[int, str], tuple[Any, int]]] = None
+        if regs is not None:
+            self.regs = {}
+            for frag, r, v in regs:
+                loc = self._local(v)
+                if loc is not None:
+                    self.regs[self._key(loc.mem, loc.offset)] = (frag, r)
 
     def _local(self, v: View) -> Optional[MemLoc]:
         try:
@@ -150,10 +161,12 @@ class _Reads:
     def _key(mem: Any, offset: ArithExpr) -> tuple[int, str]:
         return id(mem), offset.to_c()
 
-    def load(self, v: View) -> str:
+    def vector(self, v: View) -> Optional[tuple[MemLoc, int]]:
+        """(the aligned vector of local memory holding v, v's component in it) where every
+        element of that vector is one the lane reads in this tile; None: v is read by itself."""
         loc = self._local(v)
         if loc is None:
-            return self.em.load(v)
+            return None
         size = loc.mem.elem.dtype.itemsize  # type: ignore[union-attr]
         for w in (16 // size, 8 // size):
             if w < 2:
@@ -162,15 +175,44 @@ class _Reads:
                 base = loc.offset - cst(d)
                 if not self.em.aligned(cst(w), base):
                     continue
-                if all(self._key(loc.mem, base + cst(j)) in self.needed for j in range(w)):
-                    key = self._key(loc.mem, base)
-                    if key not in self.vectors:
-                        name = self.em.names.fresh("frag")
-                        vec = self.em.loc_c(MemLoc(loc.mem, base, (), w))
-                        self.em.line(f"{ctype(loc.mem.elem)}{w} {name} = {vec};")
-                        self.vectors[key] = (name, w)
-                    return f"{self.vectors[key][0]}.{'xyzw'[d]}"
-        return self.em.load(v)
+                keys = [self._key(loc.mem, base + cst(j)) for j in range(w)]
+                if all(k in self.needed for k in keys) and self._in_order(keys, w):
+                    return MemLoc(loc.mem, base, (), w), d
+        return None
+
+    def _in_order(self, keys: list[tuple[int, str]], w: int) -> bool:
+        if self.regs is None:
+            return True
+        at = [self.regs.get(k) for k in keys]
+        if at[0] is None or at[0][1] % w:
+            return False
+        return all(a is not None and a == (at[0][0], at[0][1] + j) for j, a in enumerate(at))
+
+    def load(self, v: View) -> str:
+        found = self.vector(v)
+        if found is None:
+            return self.em.load(v)
+        vloc, d = found
+        key = self._key(vloc.mem, vloc.offset)
+        if key not in self.vectors:
+            name = self.em.names.fresh("frag")
+            self.em.line(f"{ctype(vloc.mem.elem)}{vloc.width} {name} = {self.em.loc_c(vloc)};")
+            self.vectors[key] = (name, vloc.width)
+        return f"{self.vectors[key][0]}.{'xyzw'[d]}"
+
+    def assign(self, v: View, into: str) -> None:
+        """into = v, where `into` is the component of a vector variable that load made for the
+        same component of another tile's vector: the whole vector is assigned once (one
+        vector read into the carried registers); else the element by itself."""
+        found = self.vector(v)
+        name, dot, comp = into.rpartition(".")
+        if found is not None and dot and comp == "xyzw"[found[1]]:
+            key = ("into", name)
+            if key not in self.vectors:
+                self.em.line(f"{name} = {self.em.loc_c(found[0])};")
+                self.vectors[key] = (name, found[0].width)  # type: ignore[index]
+            return
+        self.em.line(f"{into} = {self.load(v)};")
 
 
 def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict["Param", View],
@@ -299,14 +341,24 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
                for fm in range(fm_n) for r in range(ins.a_regs)}
         els.update({("b", fn, r): [b.access(col0[fn] + nc).access(k0 + kr) for nc, kr in ins.b(r, gv, tv)]
                     for fn in range(fn_n) for r in range(ins.b_regs)})
-        reads = _Reads(g, [v for vs in els.values() for v in vs])
+        regs = [((key[0], key[1]), key[2], vs[0]) for key, vs in els.items() if len(vs) == 1]
+        reads = _Reads(g, [v for vs in els.values() for v in vs],
+                       regs if isinstance(p, P.ReduceMmaF64) else None)
 
-        def load(keys: Sequence[Any], into: Optional[dict[Any, str]] = None) -> dict[Any, str]:
+        def load(keys: Sequence[Any], into: Optional[dict[Any, str]] = None,
+                 carry: bool = False) -> dict[Any, str]:
+            """`carry` (FP64, registers carried across the loop): an element read within a
+            vector is kept as that vector variable's component, so that the next tile's
+            vector goes into the same registers whole (`into`)."""
             if into is None:
+                if carry and isinstance(p, P.ReduceMmaF64):
+                    return {key: reads.load(els[key][0]) if reads.vector(els[key][0]) else
+                            operand([reads.load(v) for v in els[key]], f"{key[0]}{key[1]}_{key[2]}")
+                            for key in keys}
                 return {key: operand([reads.load(v) for v in els[key]], f"{key[0]}{key[1]}_{key[2]}")
                         for key in keys}
             for key in keys:
-                em.line(f"{into[key]} = {reads.load(els[key][0])};")
+                reads.assign(els[key][0], into[key])
             return {key: into[key] for key in keys}
         return load
 
@@ -370,9 +422,9 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
         steps = k // main.shape[2]
         em.line(f"#if {HOPPER}")
         first = step_loader(main, *ops_at(cst(0), body), 0)
-        carried = first(b_keys)
+        carried = first(b_keys, carry=True)
         for fm in range(fm_n):
-            carried.update(first(a_keys[fm]))
+            carried.update(first(a_keys[fm], carry=True))
         em.line("#endif")
         name = em.names.fresh("i")
         i = Var(name, 0, kt)
@@ -448,9 +500,40 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
             if "local" in (space_of_view(a), space_of_view(b)):
                 em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles
     out = dest.access(cst(0))
+    # FP64 m16n8: a lane's accumulators r, r+1 (r even) are columns 2t, 2t+1 of one row
+    pairs = VECTOR_STORES and isinstance(p, P.ReduceMmaF64) and main.c_regs == 4
     for (fm, fn, r), name in acc.items():
+        if pairs and r % 2 == 1 and _paired(em, c_elem(out, fm, fn, r - 1), c_elem(out, fm, fn, r)):
+            continue  # stored with r - 1
+        if pairs and r % 2 == 0 and _paired(em, c_elem(out, fm, fn, r), c_elem(out, fm, fn, r + 1)):
+            loc = em.resolve(c_elem(out, fm, fn, r))
+            vec = em.aligned_vector(MemLoc(loc.mem, loc.offset, (), 2))  # type: ignore[union-attr]
+            # (by components: CUDA's double2 and the prelude's vector type alike)
+            tmp = em.names.fresh("acc2")
+            em.line(f"{ctype(acc_t)}2 {tmp}; {tmp}.x = {name}; {tmp}.y = {acc[fm, fn, r + 1]}; "
+                    f"{vec} = {tmp};")
+            continue
         em.store(c_elem(out, fm, fn, r), name)
     return dest
+
+
+# the accumulators of FP64 products written two at a time (16-byte stores) where a lane's
+# columns 2t, 2t+1 lie next to each other, 16-byte aligned, in global or local memory
+VECTOR_STORES = True
+
+
+def _paired(em: Any, first: View, second: View) -> bool:
+    """Whether two destination elements are one aligned 2-vector of an array (first at its
+    even offset, second after it), so that one vector store writes both."""
+    try:
+        a, b = em.resolve(first), em.resolve(second)
+    except V.NeedsTupleIndex:
+        return False
+    ok = all(isinstance(x, MemLoc) and x.mem.kind in ("param", "array") and x.mem.space != "private"
+             and not x.fields and not x.width and x.lane is None and isinstance(x.mem.elem, ScalarType)
+             for x in (a, b))
+    return (ok and a.mem is b.mem and (a.offset + cst(1)).to_c() == b.offset.to_c()
+            and em.aligned_vector(MemLoc(a.mem, a.offset, (), 2)) is not None)
 
 
 def _prod(xs: Sequence[int]) -> int:

@@ -288,6 +288,8 @@ def _mma_choices(site: Site) -> Options:
         out += [{"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged, "lines": True,
                  "ik": ik, "ahead": 2} for tm, tn, tk, warps, staged in _deep_tilings(
                      cls, (cm, cn, ck), across) for ik in (16, 8)]  # then deeper pipelines, read ahead
+        # then the read-ahead loops with k permuted for 16-byte fragment reads (pairs)
+        out += [{**o, "pairs": True} for o in out if o.get("ahead") == 2 and o["tk"] % PAIR_BLOCK == 0]
     return out
 
 
@@ -400,22 +402,32 @@ def line_layout(kind: type, rows: int, cols: int, threads: int, transposed: bool
     return w, c // w, max(1, 128 // (c * size))
 
 
-def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int) -> Any:
+def line_shift(r: Any, kind: type, c: int, lines: int, transposed: bool, pairs: bool = False) -> Any:
+    """The rotation s(r) (in chunks) of row r of a `lines` staging with C = c chunks per row and
+    `lines` rows per 128-byte line (`_stage_lines`)."""
+    if not transposed:
+        return r // lines % c
+    step = max(1, 8 * kind.operand.dtype.itemsize // 16)  # 8 elements, in chunks
+    return (r + r // 4 if pairs else r) * step % c
+
+
+def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int,
+                 pairs: bool = False) -> Any:
     """The rows×cols tile (cols along k) copied in 16-byte chunks (double2, float4), each
     warp's chunks covering whole rows, i.e. whole 128-byte lines (cp.async.cg of 16 bytes, the
     fewest L1 wavefronts), into a row-major layout whose rows are rotated so that the lanes of a
     fragment read spread over all banks: chunk c of row r sits at position (c + s(r)) mod C.
     Copied along k (`transposed` false: A of NN, B of NT), s(r) = r/L (a read's 8 fragment rows
     land in different chunks); copied across, as k rows (B of NN, A of TN), s(r) = r·(8 elements
-    in chunks) (the 4 k rows a read touches land in different quarters or halves of a line).
-    It means the tile."""
+    in chunks) (the 4 k rows a read touches land in different quarters or halves of a line);
+    with `pairs` (k permuted by `pair_k`, a read's 4 k rows are 4t + x) s(r) = (r + r/4)·(8
+    elements in chunks), so that those rows too land in both halves of a line. It means the tile."""
     from liftkit import dsl as D
 
     w, c, lines = line_layout(kind, rows, cols, threads, transposed)  # type: ignore[misc]
-    step = max(1, 8 * kind.operand.dtype.itemsize // 16) if transposed else 0
 
     def shift(r: Any) -> Any:
-        return (r * step if transposed else r // lines) % c
+        return line_shift(r, kind, c, lines, transposed, pairs)
 
     rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(D.vector(kind.operand, w))))
     copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
@@ -467,10 +479,34 @@ def _stage(rows: int, cols: int, threads: int, kind: type, transposed: bool, sta
     return D.compose(back, flat, blocked)
 
 
+# k of a tile pair permuted in blocks of 16, the same way in both operands, for 16-byte fragment
+# reads (`pairs`): slot q of a block reads k = 4(q mod 4) + q/4 (a 4×4 transpose). An m16n8k8
+# lane (t = lane mod 4) reads slots t + 4j of each 8-deep step s (q = 8s + 4j + t): k = 4t + 2s + j,
+# its two k of a step next to each other (one 16-byte read instead of two 8-byte ones); on
+# m16n8k16 (q = 4j + t) its four k are 4t … 4t+3. The sum over k is the same.
+PAIR_BLOCK = 16
+
+
+def pair_k(tk: int) -> Any:
+    """The view of a rows×tk operand tile with k permuted by PAIR_BLOCK-blocks (see above)."""
+    from liftkit import dsl as D
+
+    block = D.compose(D.join, D.transpose, D.split(4))  # out[q] = in[4(q % 4) + q / 4]
+    return D.map(D.compose(D.join, D.map(block), D.split(PAIR_BLOCK)))
+
+
+def pairs_ok(cls: type, tk: int, lines: bool) -> bool:
+    """Whether the k-permuted reads (`pairs`) apply: a DMMA class of m16n8k8/k16 (one double per
+    register), tiles in whole 16-blocks of k, staged in `lines`."""
+    return lines and tk % PAIR_BLOCK == 0 and issubclass(cls, P.ReduceMmaF64K8)
+
+
 def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
-                    staged: int, lines: bool = False) -> Expr:
+                    staged: int, lines: bool = False, pairs: bool = False) -> Expr:
     """C = A·B with `cls` over tm×tn×tk tiles (see the module docstring); `lines`: the staged
-    tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`)."""
+    tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`);
+    `pairs`: both operands read with k permuted (`pair_k`), so that a lane's fragment elements
+    of a k-step lie next to each other where the tile is stored along k."""
     from liftkit import dsl as D
     from liftkit.ir.nodes import Literal as Lit
     from liftkit.ir.patterns.cuda import ReduceMmaF64K8AheadSpread, ReduceMmaF64K16AheadSpread
@@ -481,11 +517,17 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     if not _mma_ok(cls, tm, tn, tk, warps, staged, cap) or \
             (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps, across))):
         raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
+    if pairs and not pairs_ok(cls, tk, lines):
+        raise ValueError(f"{cls.name}: k-permuted fragment reads (pairs) take DMMA m16n8k8/k16 "
+                         f"tiles staged in lines, k a multiple of {PAIR_BLOCK}, not {tk}")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     if staged:  # `_stage`'s flag names B's layout; `_stage_lines`'s the copy's direction
         stage, flags = (_stage_lines, across) if lines else (_stage, (False, True))
-        sa = stage(tm, tk, 32 * warps, cls, flags[0], staged)
-        sb = stage(tn, tk, 32 * warps, cls, flags[1], staged)
+        more = {"pairs": True} if pairs else {}
+        sa = stage(tm, tk, 32 * warps, cls, flags[0], staged, **more)
+        sb = stage(tn, tk, 32 * warps, cls, flags[1], staged, **more)
+        if pairs:
+            sa, sb = D.compose(pair_k(tk), sa), D.compose(pair_k(tk), sb)
         op: Any = lambda pair: D.tuple_(sa << D.get(0) << pair, sb << D.get(1) << pair)  # noqa: E731
     else:
         op = lambda pair: pair  # noqa: E731
@@ -497,11 +539,11 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
 
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
-               lines: bool = False, ik: int = 0, ahead: int = 0) -> Expr:
+               lines: bool = False, ik: int = 0, ahead: int = 0, pairs: bool = False) -> Expr:
     a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
     if ik and cls is P.ReduceMmaF64:  # m16n8k8 (k16) throughout, fragments read ahead
         cls = f64_mma_class(ik, ahead, staged)
-    return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged, lines)
+    return mm_tensor_cores(fresh(a), fresh(b), cls, tm, tn, tk, warps, staged, lines, pairs)
 
 
 MM_TENSOR_CORES = make_rule(
@@ -638,7 +680,8 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
                    lines: bool = False, wgmma: bool = False, copy: str = "registers",
-                   ik: int = 0, ahead: int = 0, group: Optional[int] = None) -> Any:
+                   ik: int = 0, ahead: int = 0, group: Optional[int] = None,
+                   pairs: bool = False) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
@@ -652,8 +695,9 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     (reduceMmaF64K8; `ik=16` with `ahead=2`: reduceMmaF64K16AheadSpread, the ahead=2 loop on
     m16n8k16); with `ahead=1` too, each k-step's fragments read one step ahead, across
     tiles (reduceMmaF64K8Ahead; staged > 1); `ahead=2`, also the next tile's copies issued among
-    the last products (reduceMmaF64K8AheadSpread). `group` (copy="tma"): the blocks started that
-    many row tiles at a time (0: the grid's order; None: the rule's first offer)."""
+    the last products (reduceMmaF64K8AheadSpread); `pairs` (ahead=2), k permuted in blocks of
+    16 in both operands (`pair_k`) for 16-byte fragment reads. `group` (copy="tma"): the blocks
+    started that many row tiles at a time (0: the grid's order; None: the rule's first offer)."""
     from liftkit import dsl as D
     from liftkit.ir.patterns.cuda import toBF16, toTF32, truncTF32
     from liftkit.rewrite.strategies import rule, topdown
@@ -695,6 +739,11 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
             raise ValueError("tensor-core product reading fragments ahead: ahead=1 or 2, only f64 "
                              "with ik=8 (ik=16: ahead=2) and a cp.async pipeline (staged ≥ 2)")
         extra["ahead"] = int(ahead)
+    if pairs:
+        if ahead != 2 or not lines or tk % PAIR_BLOCK:
+            raise ValueError(f"tensor-core product with k-permuted fragment reads (pairs): f64 "
+                             f"read ahead (ahead=2), lines, tk a multiple of {PAIR_BLOCK}")
+        extra["pairs"] = True
     step = rule(MM_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged, **extra)
     return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-tensor-cores")
 
