@@ -75,6 +75,33 @@ VARIANTS = {
 }
 
 
+# run 2 (CUDA's fence acq_rel instead of __threadfence's sc): wider blocks and up to 32 row
+# chunks around run 1's best (float32 4096² (16,16,4,16) 0.938x, float64 (16,16,4,8) 0.980x)
+VARIANTS2 = {
+    ("float32", 4096): [_tree(2, 128, 8)] + [_last(*p) for p in
+                                             [(16, 16, 4, 16), (16, 16, 4, 32), (32, 8, 4, 32),
+                                              (16, 8, 4, 32), (32, 8, 4, 16), (16, 16, 4, 8),
+                                              (8, 16, 8, 16), (16, 16, 8, 16), (32, 16, 4, 16),
+                                              (32, 16, 4, 8), (16, 32, 4, 16), (16, 8, 4, 16),
+                                              (8, 16, 4, 32), (32, 4, 4, 32), (8, 32, 4, 16),
+                                              (32, 8, 2, 16), (32, 16, 2, 8), (8, 32, 4, 4)]],
+    ("float64", 4096): [_tree(2, 128, 8)] + [_last(*p) for p in
+                                             [(16, 16, 4, 8), (16, 16, 2, 8), (16, 16, 4, 16),
+                                              (16, 8, 4, 16), (32, 8, 2, 16), (32, 8, 4, 8),
+                                              (16, 32, 2, 8), (8, 32, 4, 4), (16, 16, 4, 4),
+                                              (32, 8, 2, 8), (8, 16, 4, 8), (16, 8, 2, 16),
+                                              (16, 16, 2, 16), (4, 16, 4, 8), (16, 32, 4, 4)]],
+    ("float32", 8192): [_split(32, 8, 4, 16)] + [_last(*p) for p in
+                                                 [(32, 8, 4, 16), (16, 16, 4, 8), (16, 16, 4, 16),
+                                                  (32, 8, 4, 32), (16, 16, 4, 32), (32, 16, 4, 16),
+                                                  (32, 8, 4, 8)]],
+    ("float64", 8192): [_cg(4, 64, 4)] + [_last(*p) for p in
+                                          [(8, 32, 4, 8), (16, 16, 4, 8), (16, 16, 4, 16),
+                                           (32, 8, 2, 16), (16, 16, 2, 8), (8, 32, 4, 16),
+                                           (16, 32, 4, 8)]],
+}
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--cases", default="float32:4096,float64:4096,float32:8192,float64:8192,"
@@ -82,7 +109,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeat", type=int, default=30)
     p.add_argument("--rounds", type=int, default=5, help="alternating per-call rounds per case")
     p.add_argument("--out", default=".")
+    p.add_argument("--set", type=int, default=1, help="the variants of run 1 or 2")
     args = p.parse_args(argv)
+    lists = {1: VARIANTS, 2: VARIANTS2}[args.set]
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -95,6 +124,7 @@ def main(argv: list[str]) -> int:
     s = Session("gpu", warn=False)
     print(f"liftkit.blas on {s.device.label}; CuPy {cp.__version__}", flush=True)
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cases.split(",")]
+    cases = [c for c in cases if c in lists]
     chosen: dict[str, Any] = {}
     default_choose = s.choose
     todo: dict[tuple[str, int], list[str]] = {}
@@ -102,7 +132,7 @@ def main(argv: list[str]) -> int:
     for dt_name, n in cases:
         kind = Kind("gemv", dt_name, "T")
         profile_choice = str(default_choose(kind, {"M": n, "N": n}))
-        todo[(dt_name, n)] = [profile_choice] + [v for v in VARIANTS[(dt_name, n)]
+        todo[(dt_name, n)] = [profile_choice] + [v for v in lists[(dt_name, n)]
                                                  if v != profile_choice]
         jobs += [(kind, lookup_variant(kind, v)) for v in todo[(dt_name, n)]]
     t0 = time.perf_counter()

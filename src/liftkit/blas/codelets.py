@@ -55,42 +55,30 @@ def _embed_rows(kind: Kind) -> Strategy:
 
 
 # the 2-D copies a padded or split GEMM plan runs (liftkit.blas.gemm, liftkit.blas.split) and the
-# size that is their result's row length (what a vector form of width w needs w to divide)
-COPY_ROWS = {"pad2d": "Q", "window2d": "Q", "crop2d": "N", "tailcols": "P"}
+# size that is their result's row length (what a vector form of width w needs w to divide); not
+# tailcols, a column's gather, whose vector form ran slower on the H100 (3.0-3.1 against 2.7-2.8
+# us for SGEMM 1023x1025x999's last column, results/issue15/odd25)
+COPY_ROWS = {"pad2d": "Q", "window2d": "Q", "crop2d": "N"}
 
 
 def _vec2d(kind: Kind, w: int) -> Strategy:
     """A 2-D copy's result rows in vectors of w (one 16-byte store per work-item, its lanes read
     from the source as they lie: one vector load where consecutive, else lane by lane): rows to
     dimension 1, then vectorize-map on each row's map, its vectors to dimension 0. One element
-    per work-item (`glb`) kept a single 4-byte load in flight per work-item and ran at ~1.3 TB/s
-    on the H100 (6-7 us for 4 MB, results/issue15/odd24b)."""
+    per work-item (`glb`): on the H100 SGEMM 1023x1025x999's pad2d of A 5.8 -> 4.1-4.2 us,
+    window2d of B 5.7 -> 3.6-3.7 us; float64's (8 MB) near the bandwidth either way, 6.1 ->
+    5.5-5.9 us (results/issue15/odd25)."""
     return seq(rule("map-mapGlb", dim=1), topdown(rule("vectorize-map", w=w)),
                topdown(rule("map-mapGlb", dim=0)))
 
 
-def _embed_chunks(kind: Kind, n: int) -> Strategy:
-    """cembed with n consecutive elements of op(Y)'s row per work-item (split-join on the row's
-    map, mapSeq over the chunk): n independent loads in flight per work-item instead of one."""
-    return at((1,), seq(rule("map-mapGlb", dim=1), topdown(rule("split-join", n=n)),
-                        topdown(rule("map-mapGlb", dim=0)), topdown("map-mapSeq"),
-                        topdown("map-mapSeq")))
-
-
-EMBED_CHUNK = 4  # cembed's elements per work-item on GPUs (`copy_form`)
-
-
 def copy_form(kind: Kind, sizes: Optional[Mapping[str, int]]) -> Optional[Variant]:
-    """A GPU's form of a GEMM plan's copies at these sizes: the 2-D copies (`COPY_ROWS`) in
-    16-byte vectors (`vec2d`) where their result rows are whole vectors (real types: complex
-    numbers have no OpenCL vectors); the complex embedding (cembed, rows of Y as stored: N, R)
-    in chunks of EMBED_CHUNK where they divide its rows. None: one element per work-item."""
-    if sizes is None:
-        return None
-    if kind.op == "cembed":
-        ok = kind.layout in "NR" and sizes.get("N", 1) % EMBED_CHUNK == 0
-        return Variant.of("chunks2d", n=EMBED_CHUNK) if ok else None
-    if kind.op not in COPY_ROWS or kind.dtype in bp.COMPLEX:
+    """A GPU's form of a GEMM plan's 2-D copies (`COPY_ROWS`) at these sizes: 16-byte vectors
+    (`vec2d`) where their result rows are whole vectors (real types: complex numbers have no
+    OpenCL vectors; a complex64 plan copies its matrices as float32 ones, `gemm.as_real_copy`).
+    None: one element per work-item. (The complex embedding cembed 4 elements per work-item ran
+    slower than one, 24.0 against 16.8 us at 1000² complex64 on the H100: results/issue15/odd25.)"""
+    if sizes is None or kind.op not in COPY_ROWS or kind.dtype in bp.COMPLEX:
         return None
     w = 16 // (4 if kind.dtype == "float32" else 8)
     return Variant.of("vec2d", w=w) if sizes.get(COPY_ROWS[kind.op], 1) % w == 0 else None
@@ -205,6 +193,14 @@ GEMV_SPLIT_SPACE = ((32, 8, 4, 16), (8, 32, 4, 8), (4, 16, 8, 8), (16, 16, 2, 8)
                     (4, 16, 8, 16), (4, 16, 4, 8), (4, 32, 4, 8), (8, 16, 2, 8))
 
 
+# GEMV T in one kernel, column blocks × r row chunks meeting through a counter per block (lanes,
+# g, w, r), the H100's fastest first (results/issue15/gemv25 run 1: float32 4096² (16,16,4,16)
+# 0.94x cuBLAS by kernel, 8192² (32,8,4,16) 1.02x; float64 4096² (16,16,4,8) 0.98x, 8192²
+# (8,32,4,8) 1.00x)
+GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (16, 16, 4, 8), (8, 32, 4, 8), (16, 8, 4, 16),
+                   (16, 16, 2, 8), (8, 32, 4, 4), (4, 16, 8, 16), (4, 16, 4, 8))
+
+
 # GEMV T in one kernel with a tree over the g row groups (lanes, g, w), the H100's fastest first
 # (results/issue15/gemv24: (2, 128, 8) float32 / float64 4096² 0.88 / 0.97x cuBLAS by kernel,
 # (4, 128, 4) float64 0.97 / 1.00x at 4096² / 8192²; 256 row groups, or 4 lanes of float8,
@@ -276,7 +272,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); "
             "complex types one element at a time",
             _gemv_groups_last,
-            on_gpus(("lanes", "g", "w", "r"), GEMV_SPLIT_SPACE),
+            on_gpus(("lanes", "g", "w", "r"), GEMV_LAST_SPACE),
             lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
@@ -327,9 +323,6 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "lanes read as the source lies (one vector load where consecutive)",
             _vec2d, lambda dev: [],
             lambda kind, w: {COPY_ROWS[kind.op]: w}, dtypes=("float32", "float64")),
-    Codelet("chunks2d", ("cembed",), "n consecutive elements of a row per work-item "
-            "(split-join on the row's map, mapSeq over the chunk)",
-            _embed_chunks, lambda dev: [], lambda kind, n: {"N": n}),
     Codelet("vec", ("scal",), "float vectors of w per work-item (map-glb-vec)",
             lambda kind, w: rule(mc.MAP_GLB_VEC, w=w),
             lambda dev: [{"w": w} for w in (2, 4, 8)],
@@ -528,7 +521,7 @@ def default_variant(kind: Kind, device_kind: str = "cpu",
         if mult is not None and padding_ratio(sizes, mult) <= DEFAULT_MAX_PADDING:
             return better
     if device_kind == "gpu" and (form := copy_form(kind, sizes)) is not None:
-        return form  # a GPU's copies: 16-byte vectors, or chunks, where the rows divide
+        return form  # a GPU's 2-D copies in 16-byte vectors where the rows are whole vectors
     if kind.op in REDUCTIONS:
         return Variant.of("chunks", n=64 if device_kind == "gpu" else 256)
     if kind.op == "gemv":

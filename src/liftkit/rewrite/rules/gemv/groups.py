@@ -83,6 +83,9 @@ T_WIDTHS = (8, 4, 2, 1)
 # lane-columns only 128 groups of 32 columns on 132 SMs; float64's 8192² with 512 groups of
 # 16 columns ran at cuBLAS's rate, results/issue15/gemv23)
 SPLIT_PARTS = (2, 4, 8, 16)
+# row chunks of gemv-lane-columns-last: no second kernel reads them, so 32 as well (float32
+# 4096² gained from 8 to 16 chunks on the H100, results/issue15/gemv25 run 1)
+LAST_PARTS = SPLIT_PARTS + (32,)
 
 
 def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
@@ -360,7 +363,7 @@ GEMV_LANE_COLUMNS_LAST = site_rule(
     lambda site: gemv_at(site, True, complex_ok=True),
     lambda parts, t, rows, cols: [dict(o, r=r) for o in _lane_offers(parts, t, rows, cols, T_LANES,
                                                                       T_WIDTHS)
-                                  for r in SPLIT_PARTS if fits(rows, o["g"] * r)],
+                                  for r in LAST_PARTS if fits(rows, o["g"] * r)],
     lambda parts, t, rows, cols, lanes, g, w, r: lane_columns_last(parts, t, lanes, g, w, r))
 
 
