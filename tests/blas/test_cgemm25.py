@@ -1,7 +1,7 @@
 """Session 25's complex FFMA tiles (results/issue15/cgemm25): rows swizzled in local memory
-(rot=2: chunk j of row r at j xor s(r), `rules/mm.rotated_rows`) and the 128×64 8×4 tiles 32
-deep (tk=32). The swizzle is a permutation that is its own inverse and spreads a warp's rows over
-the banks; every derivation equals op(A)·op(B) bit for bit in the interpreter; NVRTC compiles
+(rot=2: chunk j of row r at j xor s(r), `rules/mm.rotated_rows`; rot=3: A's rows in 16-byte
+units, so a pair of K steps stays one LDS.128) and the 128×64 8×4 tiles 32 deep (tk=32). The
+swizzle is a permutation that is its own inverse and spreads a warp's rows over the banks; every derivation equals op(A)·op(B) bit for bit in the interpreter; NVRTC compiles
 NT's swizzled kernel to one xor per K step in 128 registers without a cap."""
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ from liftkit.semantics import interpret
 from liftkit.types import float32
 
 
-@pytest.mark.parametrize("c,vec_bytes", [(16, 8), (4, 16), (8, 16), (2, 16)])
-def test_the_swizzle_is_its_own_inverse_and_spreads_rows_over_banks(c: int, vec_bytes: int
-                                                                    ) -> None:
+@pytest.mark.parametrize("c,vec_bytes,rot", [(16, 8, 2), (4, 16, 2), (8, 16, 2), (2, 16, 2),
+                                             (16, 8, 3), (4, 8, 3)])
+def test_the_swizzle_is_its_own_inverse_and_spreads_rows_over_banks(c: int, vec_bytes: int,
+                                                                    rot: int) -> None:
     """rot=2's two gathers are one (xor undoes itself): in the interpreter, a permutation of
     each row that is its own inverse; c line-groups of rows read at one chunk land at c
-    different positions (banks) of their lines, as rot=1's rotation does."""
-    to_pos, to_chunk = rotated_rows(c, vec_bytes, 2)
+    different positions (banks) of their lines, as rot=1's rotation does; rot=3 in 16-byte units
+    (c/2 of them for 8-byte vectors), each pair of vectors kept whole, in order."""
+    to_pos, to_chunk = rotated_rows(c, vec_bytes, rot)
     assert to_pos is to_chunk
     rows = 64
     perm = [int(v) for v in np.asarray(interpret(
@@ -33,10 +35,12 @@ def test_the_swizzle_is_its_own_inverse_and_spreads_rows_over_banks(c: int, vec_
     assert sorted(perm) == list(range(rows * c))
     assert all(perm[perm[p]] == p for p in range(rows * c))
     assert all(perm[p] // c == p // c for p in range(rows * c))  # stays in its row
-    lines = max(1, 128 // (c * vec_bytes))
-    for j in range(c):  # c consecutive line-groups of rows at chunk j: distinct positions
-        slots = {perm[(r * lines) * c + j] % c for r in range(c)}
-        assert len(slots) == c
+    lines, u = max(1, 128 // (c * vec_bytes)), (16 // vec_bytes if rot == 3 else 1)
+    for j in range(c):  # c / u consecutive line-groups of rows at chunk j: distinct positions
+        slots = {perm[(r * lines) * c + j] % c for r in range(c // u)}
+        assert len(slots) == c // u
+    if u > 1:  # pairs whole: vectors 2q and 2q + 1 of a row at 2q' and 2q' + 1
+        assert all(perm[p + 1] == perm[p] + 1 and perm[p] % 2 == 0 for p in range(0, len(perm), 2))
 
 
 def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -54,6 +58,9 @@ def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarra
 
 
 CASES = [("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=2)),
+         ("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=3)),
+         ("NN", dict(tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, rot=3)),
+         ("CR", dict(tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, rot=3)),
          ("NC", dict(tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1, rot=2)),
          ("NN", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, rot=2)),
          ("NN", dict(tm=128, tn=64, tk=32, rm=8, rn=4, stages=2)),
@@ -63,8 +70,9 @@ CASES = [("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=2)),
 
 @pytest.mark.parametrize("layout,kw", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_swizzled_and_deep_complex_tiles_are_sound(layout: str, kw: dict) -> None:
-    """NT's (and NC's) Bᵀ rows swizzled, NN's A rows swizzled, the 32-deep tiles: op(A)·op(B)
-    bit for bit on integer-valued operands, the tiles' multiples as declared."""
+    """NT's (and NC's) Bᵀ rows swizzled (with A's rows, rot=3), NN's and CR's A rows swizzled,
+    the 32-deep tiles: op(A)·op(B) bit for bit on integer-valued operands, the tiles' multiples
+    as declared."""
     k, v = Kind("mm", "complex64", layout), Variant.of("ctiles-async", **kw)
     assert multiples(k, v) == {"M": kw["tm"], "N": kw["tn"], "K": kw["tk"]}
     want, X, Y = _operands(layout, kw["tm"], 2 * kw["tn"], 2 * kw["tk"], 5)
@@ -93,7 +101,8 @@ def test_the_tuning_space_offers_the_swizzle_and_the_deep_tiles() -> None:
     for lay in ("NN", "TN"):
         got = space(Kind("mm", "complex64", lay), "gpu", "cuda")
         assert Variant.of("ctiles-async", **deep) in got
-        assert not any(v.kw.get("rot") == 2 for v in got if v.kw.get("kt"))
+        assert Variant.of("ctiles-async", **deep, rot=3) in got  # A's rows swizzled
+        assert not any(v.kw.get("rot") for v in got if v.kw.get("kt"))
 
 
 def test_nt_swizzled_is_one_xor_per_k_step_in_128_registers() -> None:
@@ -117,3 +126,17 @@ def test_nt_swizzled_is_one_xor_per_k_step_in_128_registers() -> None:
     regs = re.search(r"Used (\d+) registers", log)
     assert regs and int(regs.group(1)) <= 128, log
     assert "0 bytes spill stores, 0 bytes spill loads" in log, log
+
+
+def test_a_rows_swizzled_in_16_byte_units_read_pairs_at_adjacent_addresses() -> None:
+    """NN rot=3: A's reads are `row + (2·s xor 2p)` and `row + (2·s xor 2p) + 1` for the K steps
+    2p and 2p + 1 (the simplifier moves the odd step's low bit out of the xor), which ptxas
+    merges into one 16-byte LDS.128 as it does without the swizzle."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    v = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, rot=3)
+    src = compile_program(derive(Kind("mm", "complex64", "NN"), v).final,
+                          CompileOptions(dialect="cuda")).kernels[0].source
+    xors = re.findall(r"stage\[[^\]]*\(2\*\(l_id_\d+ % 8\) \^ (\d+)\)( \+ 1)?[^\]]*\]", src)
+    assert {int(c) for c, _ in xors} == set(range(2, 16, 2))  # (2p = 0: no xor)
+    assert {odd for _, odd in xors} == {"", " + 1"}

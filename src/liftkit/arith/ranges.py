@@ -135,11 +135,13 @@ def _cb(e: ArithExpr) -> Bound:
             bl if al is None else (al if bl is None else max(al, bl)),
             None if ah is None or bh is None else max(ah, bh),
         )
-    if t is Xor:  # C's domain: both operands >= 0; below the next power of two of either
+    if t is Xor:  # C's domain: both operands >= 0; below the next power of two of either,
+        # without the low bits both lack (2*x ^ 10 is even)
         ah, bh = const_bounds(e.a)[1], const_bounds(e.b)[1]  # type: ignore[attr-defined]
         if ah is None or bh is None:
             return (0, None)
-        return (0, (1 << max(ah, bh, 0).bit_length()) - 1)
+        low = (1 << min(_S._twos(e.a), _S._twos(e.b))) - 1  # type: ignore[attr-defined]
+        return (0, ((1 << max(ah, bh, 0).bit_length()) - 1) & ~low)
     raise TypeError(f"no bounds for {t.__name__}")  # pragma: no cover
 
 

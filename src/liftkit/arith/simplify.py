@@ -428,10 +428,31 @@ def max_(a: Any, b: Any) -> ArithExpr:
     return _minmax(a, b, False)
 
 
+def _twos(e: ArithExpr) -> int:
+    """b such that 2^b provably divides e (at most 62; 0 when nothing is known)."""
+    if type(e) is Cst:
+        return 62 if e.v == 0 else min(62, (e.v & -e.v).bit_length() - 1)
+    b = 62
+    for mono, c in term_list(e):
+        t = (c & -c).bit_length() - 1
+        for atom in mono:
+            if type(atom) is Xor:
+                t += min(_twos(atom.a), _twos(atom.b))
+        b = min(b, t)
+    return b
+
+
 def _xor_operands(e: ArithExpr) -> list[ArithExpr]:
-    """The operands of a (canonical) xor chain, or [e]."""
+    """The operands of a (canonical) xor chain, or [e]; an operand y + l with y a multiple of
+    2^b and 0 < l < 2^b a constant is y ^ l (two operands)."""
     if type(e) is Xor and e._canon:
         return _xor_operands(e.a) + _xor_operands(e.b)
+    if type(e) is Sum:
+        c = dict(term_list(e)).get((), 0)
+        if c > 0:
+            low = c % (1 << _twos(sub(e, c)))
+            if low:
+                return _xor_operands(sub(e, low)) + [Cst(low)]
     return [e]
 
 
@@ -481,11 +502,24 @@ def _xor_split(ops: list[ArithExpr]) -> ArithExpr | None:
     return None
 
 
+def _xor_low(ops: list[ArithExpr]) -> ArithExpr | None:
+    """(x ^ (c - l)) + l for a constant c whose low bits l the other operands, all multiples
+    of 2^b, have clear (x ^ c = (x ^ (c - l)) + l): e.g. (2*s ^ 5) = (2*s ^ 4) + 1, so two
+    adjacent chunks of a pair swizzled together read at adjacent addresses. None if no such
+    bits."""
+    if type(ops[-1]) is not Cst or ops[-1].v < 0:
+        return None
+    low = ops[-1].v % (1 << min(_twos(x) for x in ops[:-1]))  # bits below the others'
+    if not low:
+        return None
+    return add(xor(_xor_chain(ops[:-1]), ops[-1].v - low), low)
+
+
 def xor(a: Any, b: Any) -> ArithExpr:
     """a ^ b for a, b >= 0 (C's ^ on the non-negative domain), simplified: nested xors
     flattened and sorted, constants folded, equal operands cancelled (x ^ x = 0, x ^ 0 = x),
-    and high bits of one operand that the others cannot reach moved out as a sum
-    (`_xor_split`)."""
+    and bits that only one operand has moved out as a sum: the high bits of one operand the
+    others cannot reach (`_xor_split`), a constant's low bits below the others' (`_xor_low`)."""
     a, b = to_expr(a), to_expr(b)
     if type(a) is Cst and type(b) is Cst:
         return Cst(a.v ^ b.v)
@@ -505,9 +539,10 @@ def xor(a: Any, b: Any) -> ArithExpr:
         return ZERO
     if len(ops) == 1:
         return ops[0]
-    split_out = _xor_split(ops)
-    if split_out is not None:
-        return split_out
+    for rule in (_xor_split, _xor_low):
+        moved = rule(ops)
+        if moved is not None:
+            return moved
     return _xor_chain(ops)
 
 

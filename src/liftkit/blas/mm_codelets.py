@@ -216,6 +216,9 @@ CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16,
 # per K step's read; 128×64×16: 128 registers where the rotation's take 150)
 CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2),
              (128, 64, 32, 8, 4, 2))
+# A's rows swizzled in 16-byte units (rot=3; with kt, NT's Bᵀ swizzled too): the two rows of A
+# a warp reads at once (16 bytes each, 128 bytes apart) in different banks, still one LDS.128
+CTILES_ROT = ((128, 64, 16, 8, 4, 2), (128, 64, 32, 8, 4, 2))
 
 
 def _ctiles_space(dev: str) -> list[dict[str, int]]:
@@ -223,8 +226,9 @@ def _ctiles_space(dev: str) -> list[dict[str, int]]:
     if dev != "gpu":
         return []
     out = [dict(zip(names, p)) for p in CTILES_ASYNC_SPACE]
-    return out + [{**dict(zip(names, p)), "kt": 1, **r} for r in ({}, {"rot": 1}, {"rot": 2})
-                  for p in CTILES_KT]
+    out += [{**dict(zip(names, p)), "rot": 3} for p in CTILES_ROT]
+    return out + [{**dict(zip(names, p)), "kt": 1, **r}
+                  for r in ({}, {"rot": 1}, {"rot": 2}, {"rot": 3}) for p in CTILES_KT]
 
 
 # the split tail the tuner tries (mm-split-tail after tiles-async): the tail split 3, 4 or 5

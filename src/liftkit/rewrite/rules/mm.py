@@ -369,7 +369,8 @@ def _rot_ok(tk: int, w: int, e: Elem, rot: int = 1) -> bool:
     at least two per row; swizzled (rot=2) a power of two of them."""
     size, c = e.t.dtype.itemsize * w, tk // w
     return ((size == 16 or (size == 8 and e.t.is_complex)) and c >= 2
-            and rot in (1, 2) and (rot == 1 or not c & (c - 1)))
+            and rot in (1, 2, 3) and (rot == 1 or not c & (c - 1))
+            and (rot != 3 or (size == 8 and c >= 4)))
 
 
 def rotated_rows(c: int, vec_bytes: int, rot: int = 1) -> tuple[Any, Any]:
@@ -385,14 +386,16 @@ def rotated_rows(c: int, vec_bytes: int, rot: int = 1) -> tuple[Any, Any]:
     j xor s(r), the same banks apart; xor is its own inverse, so both gathers are one, and a
     work-item's reads at K steps j are `row base + (s xor j)`, one xor each from the same s,
     where NVRTC keeps the rotation's (j + s) mod c for every j in registers (complex NT tiles:
-    128 registers instead of 150)."""
+    128 registers instead of 150). rot=3 swizzles 16-byte units (8-byte vectors: s(r) even),
+    so a pair of K steps stays one aligned 16-byte read (complex A rows read by LDS.128)."""
     lines = max(1, 128 // (c * vec_bytes))
 
     def shift(r: Any) -> Any:
         return (r // lines) % c
 
-    if rot == 2:
-        swizzle = D.gather(lambda i, n: (i // c) * c + ((i % c) ^ shift(i // c)))
+    if rot in (2, 3):  # rot=3: in 16-byte units (pairs of 8-byte vectors kept whole)
+        u = max(1, 16 // vec_bytes) if rot == 3 else 1
+        swizzle = D.gather(lambda i, n: (i // c) * c + ((i % c) ^ (u * ((i // c // lines) % (c // u)))))
         return swizzle, swizzle
 
     to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)
@@ -421,9 +424,9 @@ def _choices_tiles(site: Site) -> Options:
            for tm, tn, tk, rm, rn, u, w in dict.fromkeys(combos) if _tiles_ok(tm, tn, tk, rm, rn, w, ws)]
     if cm is None or cn is None or ck is None:  # the rotated A rows after all the others
         out += [{**o, "rot": 1} for o in out if o["tm"] in ROT_ROWS and _rot_ok(o["tk"], o["w"], parts.elem)]
-        # then the same swizzled instead (rot=2: `rotated_rows`)
-        out += [{**o, "rot": 2} for o in out if o.get("rot") == 1
-                and _rot_ok(o["tk"], o["w"], parts.elem, 2)]
+        # then the same swizzled instead (rot=2, and rot=3 in 16-byte units: `rotated_rows`)
+        out += [{**o, "rot": r} for r in (2, 3) for o in out if o.get("rot") == 1
+                and _rot_ok(o["tk"], o["w"], parts.elem, r)]
     # transposed operands tiled as stored (kt=1, rules/mm_layouts.py) after those; rot then
     # rotates NT's Bᵀ (so not for TN)
     if _kt_ok(parts.a, parts.b, 2):

@@ -13,7 +13,9 @@ local memory and the register blocks are views over the other arrangement:
   elements of w rows into vectors over its columns (a transposed view of its registers);
   rot=1 rotates Bᵀ's tile rows in local memory (`rotated_rows`) against bank conflicts (a
   quarter-warp reads 8 of its rows at once; A's row it reads is one, a broadcast); rot=2
-  swizzles them (chunk j of row r at j xor s(r)) to the same end;
+  swizzles them (chunk j of row r at j xor s(r)) to the same end; rot=3 swizzles A's rows
+  as well, in 16-byte units (a warp's two rows of A, read 16 bytes at a time, 128 bytes
+  apart: one bank group without it);
 * an operand stored with K outermost (B in NN and TN, Aᵀ in TN) keeps tiles of tk rows × t
   ([tk][t/w] vectors); a work-item owns the vectors x, x + lanes, … of each row; for Aᵀ the
   w rows of a vector are w rows of C, used as scalars (the transposed view of its registers).
@@ -64,11 +66,12 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), D.join, *vec)
     from_local = lambda row: D.compose(D.split(row), D.join, D.map(D.join))  # noqa: E731
 
-    def k_inner(lanes: int, rotate: bool) -> tuple[Any, Any]:
-        """(copy rounds, work-items' rows) of a tile [t][tk]: work-item l owns rows l + lanes·i."""
+    def k_inner(lanes: int, rotate: int) -> tuple[Any, Any]:
+        """(copy rounds, work-items' rows) of a tile [t][tk]: work-item l owns rows l + lanes·i;
+        rows rotated or swizzled as `rotated_rows(rotate)` says."""
         if not rotate:
             return rounds, D.compose(D.transpose, D.split(lanes), from_local(tk // w))
-        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w, rot)
+        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w, rotate)
         return (D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join, *vec),
                 D.compose(D.transpose, D.split(lanes), D.split(tk // w), to_chunk, D.join,
                           D.map(D.join)))
@@ -81,8 +84,10 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
 
     # rot rotates Bᵀ's rows only: the 8 work-items of a quarter-warp (one 128-bit load's
     # phase) read 8 different rows of it, but one row of A (a broadcast)
-    a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy, False)
-    b_rounds, b_threads = k_inner(wx, bool(rot)) if tb else k_outer(tn, wx)
+    # rot=3: Bᵀ swizzled (as rot=2) and A's rows too, in 16-byte units (a row's pairs of
+    # complex K steps one LDS.128; the two rows a warp reads at once then in different banks)
+    a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy, 3 if rot == 3 else 0)
+    b_rounds, b_threads = k_inner(wx, min(rot, 2)) if tb else k_outer(tn, wx)
     scalars = D.compose(*to_scalars, D.split(1))  # [v]_r → [[t]_w]_r
     # a K step's values as the block update takes them: A's [rm][w] scalars, B's [w][rn/w]
     a_cols = D.compose(D.transpose, *to_scalars) if ta else scalars
