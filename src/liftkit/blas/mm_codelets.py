@@ -107,9 +107,10 @@ def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, st
     """The complex FFMA tiles: mm-tiles-async over complex scalars (w=1: 8-byte cp.async
     copies, rm×rn complex accumulators, each complex multiply-add 4 FMAs); kt=1: the
     transposed operand (layout letters T, C) tiled as stored, so its copies are coalesced
-    (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's);
-    split/slots/bound: then mm-split-tail, as tiles-async (the parts' partial sums added as
-    pairs of reals)."""
+    (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's),
+    rot=2: swizzled (chunk xor row) instead, rot=3: A's rows swizzled in 16-byte units (with
+    kt NT's Bᵀ as rot=2 besides); split/slots/bound: then mm-split-tail, as
+    tiles-async (the parts' partial sums added as pairs of reals)."""
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
