@@ -145,10 +145,6 @@ def stub_runner_class() -> type:
         def _allocate(self, nbytes: int) -> _Buffer:
             return _Buffer(nbytes)
 
-        def new_stream(self) -> _Stream:
-            COUNTS["stream"] += 1
-            return _Stream()
-
         def get_kernel(self, k: Any) -> _Kernel:
             return _Kernel()
 

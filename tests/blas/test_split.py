@@ -82,14 +82,13 @@ def test_forced_split_plans_at_random_shapes(session, monkeypatch, dt, tiles) ->
     try:
         for case in range(6):
             w = int(g.choice([32, 64] if tiles else [8, 16, 32, 64]))
-            v = Variant.of("split", w=w, **({"gemv": 1} if case % 2 else {}),
-                           **({"side": 1} if case % 3 == 2 else {}))
+            v = Variant.of("split", w=w, **({"gemv": 1} if case % 2 else {}))
             m, k = int(g.integers(1, 300)), int(g.integers(1, 300))
             n = w * int(g.integers(1, max(2, 300 // w))) + 1
             a, b = g.standard_normal((m, k)).astype(dt), g.standard_normal((k, n)).astype(dt)
             plan = gm.plan_gemm(session, a.shape, b.shape, dt, variant=v)
             assert isinstance(plan, split.SplitPlan) and plan.edge.n0 == n - 1
-            assert plan.variant == v and plan.edge.side == (case % 3 == 2)
+            assert plan.variant == v
             assert (plan.edge.gemv.variant == split.row_gemv(dt)) == bool(case % 2)
             assert plan.workspace_bytes > 0
             if tiles:
@@ -199,8 +198,7 @@ def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, f
              **_: Any) -> Any:
         t = tune_mod.Trial(kind, size_class(kind.op, sizes), variant, dict(sizes))
         seen.append((variant, dict(sizes), plan))
-        t.rate = ((2.0 + variant.kw.get("gemv", 0) + variant.kw.get("side", 0) if faster
-                   else 0.5)
+        t.rate = ((2.0 + variant.kw.get("gemv", 0) if faster else 0.5)
                   if variant.codelet == "split" else 1.0)
         t.seconds = 1.0 / t.rate
         return t
@@ -215,8 +213,8 @@ def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, f
                   edges=True)
     split_runs = [x for x in seen if x[1] == at]
     assert [(x[0].codelet == "split", x[2]) for x in split_runs] == [
-        (False, True), (True, False), (True, False), (True, False)]
-    best = Variant.of("split", w=64, gemv=1, side=1)  # (the fastest of the three here)
+        (False, True), (True, False), (True, False)]
+    best = Variant.of("split", w=64, gemv=1)  # (the faster of the two here)
     entries = prof.ranked(kind, "large", via="split")
     assert [(e.variant, dict(e.sizes)) for e in entries] == ([(best, at)] if faster else [])
     assert prof.notes["splits"][f"{kind}|large"]["entry"] == (str(best) if faster else None)
@@ -231,19 +229,16 @@ def test_the_tuner_keeps_a_split_entry_only_where_it_won(session, monkeypatch, f
 @pytest.mark.gpu
 def test_split_plans_on_a_cuda_gpu(cuda_session) -> None:  # type: ignore[no-untyped-def]
     """The split plan on CUDA (pad2d, window2d, tailcols, the interior, the GEMV, hcat from
-    NVRTC), CuPy operands, at ragged sizes, plain and with α, β; against NumPy; side=1: the
-    GEMV on the queue's second stream."""
+    NVRTC), CuPy operands, at ragged sizes, plain and with α, β; against NumPy."""
     cp = pytest.importorskip("cupy")
     g = np.random.default_rng(17)
     for dt, (m, n, k, w), rows in (("float32", (67, 65, 33, 64), 0),
                                    ("float64", (45, 33, 29, 16), 0),
                                    ("float32", (130, 129, 70, 64), 1),
-                                   ("float64", (45, 33, 29, 16), 1),
-                                   ("float32", (130, 129, 70, 64), 2),
-                                   ("float64", (1023, 1025, 999, 64), 2)):
+                                   ("float64", (45, 33, 29, 16), 1)):
         a, b = g.standard_normal((m, k)).astype(dt), g.standard_normal((k, n)).astype(dt)
-        plan = gm.plan_gemm(cuda_session, a.shape, b.shape, dt, variant=Variant.of(
-            "split", w=w, gemv=min(rows, 1), **({"side": 1} if rows == 2 else {})))
+        plan = gm.plan_gemm(cuda_session, a.shape, b.shape, dt,
+                            variant=Variant.of("split", w=w, gemv=rows))
         assert isinstance(plan, split.SplitPlan)
         ws = plan.workspace()
         want = a.astype(np.float64) @ b
@@ -285,39 +280,3 @@ def test_split_plans_launch_six_kernels_on_cuda(blas_host, stub_cuda) -> None:  
         assert len(got) == launches and host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
     rows = s.plan_gemm(A.shape, B.shape, np.float32, variant=Variant.of("split", w=64, gemv=1))
     assert rows.edge.gemv.variant == split.row_gemv("float32") and rows.edge.mg == 1024
-
-
-def test_the_side_split_runs_its_edge_on_a_second_stream(blas_host, stub_cuda) -> None:  # type: ignore[no-untyped-def]
-    """split(w, gemv=1, side=1) on the stubbed CUDA queue: tailcols and the GEMV on the queue's
-    second stream after pad2d (an event recorded on the first, waited for on the second), the
-    window and the interior on the first, hcat after the first waits for the second; the same
-    on the repeated call (its plan) and on the one-call path's GEMV."""
-    host, s = blas_host, stub_cuda
-    got: list = []
-    s.q._core.launch = lambda stream, config, kernel, *args: got.append(stream)
-    A, B, C = (host.ndarray(sh, "float32") for sh in ((1023, 999), (999, 1025), (1023, 1025)))
-    plan = s.plan_gemm(A.shape, B.shape, np.float32,
-                       variant=Variant.of("split", w=64, gemv=1, side=1))
-    assert plan.edge.side and plan.variant == Variant.of("split", w=64, gemv=1, side=1)
-    from liftkit.blas.profile import Entry
-
-    s.profile.add([Entry(Kind("mm", "float32", "NN"), "large", {"M": 1023, "N": 1025, "K": 999},
-                         plan.variant, 1.0, 1.0, via="split")])
-    s.forget_choices()
-    main = s.q.stream
-    for call in range(2):  # the general path, then the call plan
-        got.clear()
-        host.COUNTS.clear()
-        s.gemm(A, B, C)
-        side = s.q.side
-        assert side is not main
-        if call:  # pad2d; tailcols, GEMV on the second stream; window2d, interior; hcat
-            assert got == [main, side, side, main, main, main]
-            assert host.COUNTS["cuStreamWaitEvent"] == 2
-        else:  # (packing on the first stream, the GEMV beside the interior)
-            assert got == [main, main, main, side, main, main]
-        assert s.q._on is None
-    ws = plan.workspace()  # a plan run on its own: back on the first stream after it
-    got.clear()
-    plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), C, workspace=ws)
-    assert got.count(side) == 1 and got[-1] is main and s.q._on is None

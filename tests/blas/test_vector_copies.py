@@ -1,8 +1,8 @@
 """The 2-D copies of the padded and split GEMM plans in 16-byte vectors (the `vec2d` codelet:
 vectorize-map on each result row's map, `codelets.copy_form` choosing it on GPUs where the
 result rows are whole vectors): each copy against NumPy at random shapes on the CPU device
-(margins written, sources of any pitch), the choice rule, and split / padded GEMMs whose
-copies are the vector forms against NumPy at random shapes."""
+(margins written, sources of any pitch), the choice rule, and split / padded GEMMs (complex64's
+copied as float32) whose copies are the vector forms against NumPy at random shapes."""
 
 from __future__ import annotations
 
@@ -30,18 +30,15 @@ def _width(dt: str) -> int:
 
 
 def _want(op: str, x: np.ndarray, at: dict[str, int]) -> np.ndarray:
-    """NumPy's answer for a copy program at `at` (programs.pad2d, window2d, crop2d, tailcols)."""
+    """NumPy's answer for a copy program at `at` (programs.pad2d, window2d, crop2d)."""
     if op == "pad2d":
         y = np.zeros((at["P"], at["Q"]), x.dtype)
         y[:at["M"], :at["N"]] = x
     elif op == "window2d":
         y = np.zeros((at["P"], at["Q"]), x.dtype)
         y[:at["M"]] = x[:, :at["Q"]]
-    elif op == "crop2d":
+    else:  # crop2d
         y = x[:at["M"], :at["N"]].copy()
-    else:  # tailcols
-        y = np.zeros((at["R"], at["P"]), x.dtype)
-        y[:, :at["M"]] = x[:, at["N"] - at["R"]:].T
     return y
 
 
@@ -59,12 +56,9 @@ def _random_sizes(op: str, g: np.random.Generator, w: int) -> tuple[tuple[int, i
     if op == "window2d":
         q = w * int(g.integers(1, 10))
         return (m, max(n, q)), {"M": m, "N": max(n, q), "P": m + int(g.integers(0, 5)), "Q": q}
-    if op == "crop2d":
-        nn = w * int(g.integers(1, 10))
-        return (m + int(g.integers(0, 4)), nn + int(g.integers(0, 7))), \
-            {"M": m, "N": nn, "P": 0, "Q": 0}
-    r = int(g.integers(1, min(n, 3) + 1))
-    return (m, n), {"M": m, "N": n, "P": -(-m // w) * w + w * int(g.integers(0, 3)), "R": r}
+    nn = w * int(g.integers(1, 10))  # crop2d
+    return (m + int(g.integers(0, 4)), nn + int(g.integers(0, 7))), {"M": m, "N": nn, "P": 0,
+                                                                     "Q": 0}
 
 
 @pytest.mark.parametrize("dt", REALS)
@@ -92,16 +86,16 @@ def test_vector_copies_at_random_shapes(session, op, dt) -> None:  # type: ignor
 
 def test_the_vector_form_is_chosen_on_gpus_where_rows_are_whole_vectors() -> None:
     """copy_form: 16-byte vectors where the result rows divide (pad2d Q, window2d Q,
-    crop2d N, tailcols P), nothing for complex types, other operations or ragged rows; a GPU's
-    default for the copies, never the CPU's."""
+    crop2d N), nothing for complex types, other operations (tailcols, cembed) or ragged rows; a
+    GPU's default for the copies, never the CPU's."""
     at = {"M": 1023, "N": 999, "P": 1024, "Q": 1000}
     assert copy_form(Kind("pad2d", "float32"), at) == Variant.of("vec2d", w=4)
     assert copy_form(Kind("pad2d", "float64"), at) == Variant.of("vec2d", w=2)
     assert copy_form(Kind("pad2d", "float32"), {**at, "Q": 1002}) is None
     assert copy_form(Kind("pad2d", "float64"), {**at, "Q": 1002}) == Variant.of("vec2d", w=2)
     assert copy_form(Kind("crop2d", "float32"), {"M": 5, "N": 1025, "P": 8, "Q": 1028}) is None
-    assert copy_form(Kind("tailcols", "float32"), {"M": 9, "N": 9, "P": 12, "R": 1}) \
-        == Variant.of("vec2d", w=4)
+    assert copy_form(Kind("tailcols", "float32"), {"M": 9, "N": 9, "P": 12, "R": 1}) is None
+    assert copy_form(Kind("cembed", "complex64", "N"), {"K": 3, "N": 8}) is None
     assert copy_form(Kind("pad2d", "complex64"), at) is None
     assert copy_form(Kind("hcat", "float32"), {"M": 4, "Q": 4, "R": 4, "P": 4}) is None
     assert default_variant(Kind("pad2d", "float32"), "gpu", at, "cuda") == Variant.of("vec2d", w=4)
@@ -120,8 +114,8 @@ def _vector_copies(session: Any, monkeypatch: Any) -> None:
 
 @pytest.mark.parametrize("dt", REALS)
 def test_split_plans_on_vector_copies_at_random_shapes(session, monkeypatch, dt) -> None:  # type: ignore[no-untyped-def]
-    """Forced split plans (pad2d of X, window2d and tailcols of Y in vectors) against NumPy at
-    random shapes whose N is one past a multiple of 8, α/β into a given C."""
+    """Forced split plans (pad2d of X, window2d of Y in vectors) against NumPy at random shapes
+    whose N is one past a multiple of 8, α/β into a given C."""
     split = importlib.import_module("liftkit.blas.split")
     _vector_copies(session, monkeypatch)
     g = np.random.default_rng(25 if dt == "float32" else 26)
@@ -133,7 +127,7 @@ def test_split_plans_on_vector_copies_at_random_shapes(session, monkeypatch, dt)
             v = Variant.of("split", w=8, **({"gemv": 1} if case % 2 else {}))
             plan = gm.plan_gemm(session, (m, k), (k, n), dt, variant=v)
             assert isinstance(plan, split.SplitPlan)
-            seen |= {b.variant.codelet for b in (plan.edge.window, plan.edge.tail)
+            seen |= {b.variant.codelet for b in (plan.edge.window,)
                      + ((plan.edge.pad_x,) if plan.edge.pad_x is not None else ())}
             A = g.standard_normal((m, k)).astype(dt)
             B = g.standard_normal((k, n)).astype(dt)
@@ -182,58 +176,3 @@ def test_padded_gemms_on_vector_copies_at_random_shapes(session, monkeypatch, dt
         monkeypatch.undo()
         session.forget_choices()
     assert "vec2d" in seen
-
-
-@pytest.mark.parametrize("dt", ("complex64", "complex128"))
-@pytest.mark.parametrize("letter", ("N", "R"))
-def test_the_embedding_in_chunks_at_random_shapes(session, dt, letter) -> None:  # type: ignore[no-untyped-def]
-    """cembed in chunks of 4 (chunks2d, a GPU's choice where 4 divides op(Y)'s rows) against
-    NumPy: row 2k of the 2K×N result is op(Y)[k], row 2k+1 is i·op(Y)[k] (R: conj(Y))."""
-    from liftkit.blas.codelets import EMBED_CHUNK
-
-    g = np.random.default_rng(31 if letter == "N" else 32)
-    q = session.q
-    v = Variant.of("chunks2d", n=EMBED_CHUNK)
-    kind = Kind("cembed", dt, letter)
-    assert copy_form(kind, {"K": 3, "N": 8}) == v and copy_form(kind, {"K": 3, "N": 6}) is None
-    assert copy_form(Kind("cembed", dt, "T"), {"K": 3, "N": 8}) is None
-    assert multiples(kind, v) == {"N": EMBED_CHUNK}
-    unit = _put(q, np.array([1, 1j], dt))
-    for _ in range(8):
-        k, n = int(g.integers(1, 30)), EMBED_CHUNK * int(g.integers(1, 12))
-        y = _mat(g, (k, n), dt)
-        out = _put(q, np.full((2 * k, n), np.nan, dt))
-        session.kernel(kind, {"K": k, "N": n}, v).launch(q, {0: _put(q, y), 1: unit}, {}, out,
-                                                         {"K": k, "N": n})
-        got = np.empty((2 * k, n), dt)
-        q.read(got, out)
-        op = np.conjugate(y) if letter == "R" else y
-        want = np.empty((2 * k, n), dt)
-        want[0::2], want[1::2] = op, 1j * op
-        np.testing.assert_array_equal(got, want)
-
-
-def test_complex_gemms_through_the_real_plan_on_chunked_embeddings(session, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The complex `real` plan (forced) with cembed in chunks (the session chooses the copies as
-    a GPU does) against NumPy at random shapes, N a multiple of 4 and not."""
-    _vector_copies(session, monkeypatch)
-    g = np.random.default_rng(33)
-    seen = set()
-    try:
-        for case in range(6):
-            dt = ("complex64", "complex128")[case % 2]
-            m, k = (int(v) for v in g.integers(1, 60, 2))
-            n = 4 * int(g.integers(1, 15)) + (case % 3 == 2)
-            A, B = _mat(g, (m, k), dt), _mat(g, (k, n), dt)
-            plan = gm.plan_gemm(session, (m, k), (k, n), dt, variant=Variant.of("real"))
-            seen.add(plan.embed.b_prep.variant.codelet)
-            ws = plan.workspace()
-            got = plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), workspace=ws).result()
-            low = dt == "complex64"
-            np.testing.assert_allclose(got, A.astype(np.complex128) @ B,
-                                       rtol=1e-4 if low else 1e-10,
-                                       atol=1e-3 * k if low else 1e-10 * k)
-    finally:
-        monkeypatch.undo()
-        session.forget_choices()
-    assert seen == {"chunks2d", "glb"}

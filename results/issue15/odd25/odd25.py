@@ -1,13 +1,13 @@
 """Odd-size GEMMs through liftkit.blas beside cuBLAS (CuPy) on a CUDA GPU, session 25 (helper
-H5): the split plan with its copies in 16-byte vectors (`vec2d`) and its edge on a second
-stream (`split(w, gemv=1, side=1)`), and where the odd rows spend their time.
+H5): the split plan with its copies in 16-byte vectors (`vec2d`), and where the odd rows spend
+their time.
 
     python results/issue15/odd25/odd25.py [--dry] [--out DIR] [--rounds 5] [--only S,D]
 
 Rows: S and D at 1023×1025×999 without a split entry (`plain`: the GEMM's own plan, S and D
 their guarded kernels) and with one split entry in the in-memory profile in place of the
-shipped ones (`split` — the shipped DGEMM entry, now on vector copies —, `split-rows` gemv=1,
-`split-side` gemv=1 side=1: what a tuned profile chooses through `Profile.at_sizes`); S/D/C/Z at 1000³, C/Z at 1023×1025×999 and
+shipped ones (`split` — the shipped DGEMM entry, now on vector copies —, `split-rows` gemv=1:
+what a tuned profile chooses through `Profile.at_sizes`); S/D/C/Z at 1000³, C/Z at 1023×1025×999 and
 S/D/C/Z at 4097×4095² as the library runs them. Every row is checked twice (C poisoned with
 NaN, the whole C against cuBLAS's product of the same operands, max relative error ≤ 1e-4
 float32/complex64, 1e-10 float64/complex128): after the first call (the general path) and after
@@ -45,7 +45,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 LETTER = {"float32": "S", "float64": "D", "complex64": "C", "complex128": "Z"}
 ODD = (1023, 1025, 999)
-SPLITS = {"split": {}, "split-rows": {"gemv": 1}, "split-side": {"gemv": 1, "side": 1}}
+# the split forms (run 1, at commit 8b7844d, also had "split-side": {"gemv": 1, "side": 1}, the
+# edge on a second CUDA stream, since removed: it did not pay)
+SPLITS = {"split": {}, "split-rows": {"gemv": 1}}
 ROWS = ([(dt, "1023x1025x999", lab) for dt in ("float32", "float64")
          for lab in ("plain", *SPLITS)]
         + [(dt, "1000x1000x1000", "auto") for dt in LETTER]
@@ -93,7 +95,7 @@ def kernels_needed(rows: list[tuple[str, str, str]]) -> list[tuple[str, str, str
         plan = s.plan_gemm((m, k), (k, n), dt)
         if hasattr(plan, "edge"):
             e, at = plan.edge, plan._at()
-            for name, op in (("pad", "pad2d"), ("window", "window2d"), ("tail", "tailcols")):
+            for name, op in (("pad", "pad2d"), ("window", "window2d")):
                 s.kernel(Kind(op, dt), at[name], Variant.of("glb"))
         else:
             if plan.padded != plan.sizes and plan.crop_kernel() is not None:
@@ -186,7 +188,8 @@ def split_pieces(s: Any, plan: Any, A: Any, B: Any, call: Callable[[], Any]) -> 
             steps[f"pad2d A {tag} [{(e.pad_x.variant if not glb else 'glb')}]"] = copy(
                 "pad2d", "pad", a.source.buf, a.buf, glb)
         steps[f"window2d B {tag}"] = copy("window2d", "window", b.source.buf, b.buf, glb)
-        steps[f"tailcols B {tag}"] = copy("tailcols", "tail", b.source.buf, b.edge, glb)
+    steps[f"tailcols B [{e.tail.variant}]"] = copy("tailcols", "tail", b.source.buf, b.edge,
+                                                   False)
     steps["interior"] = interior
     for name, g in gemvs.items():
         steps[name] = (lambda g=g: g.launch(q, {0: a.buf, 1: b.edge, 2: zeros},

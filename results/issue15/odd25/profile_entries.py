@@ -1,5 +1,5 @@
 """Split entries (via "split") for the shipped H100 profile from an odd25 run: for each real
-dtype whose fastest split row (`split`, `split-rows`, `split-side`) at 1023×1025×999 was checked
+dtype whose fastest split row (`split`, `split-rows`) at 1023×1025×999 was checked
 against cuBLAS (both paths) and ran faster per call than the GEMM's own plan (`plain`) in the
 same run, an entry at those very sizes with the split's per-call rate; liftkit.blas then runs
 that split plan there and only there (`split.measured_split` through `Profile.at_sizes`). A dtype
@@ -14,7 +14,8 @@ import json
 import sys
 
 SIZE = "1023x1025x999"
-FORMS = {"split": {}, "split-rows": {"gemv": 1}, "split-side": {"gemv": 1, "side": 1}}
+# (run 1's "split-side" row, the edge on a second stream, is not a form liftkit.blas has: removed)
+FORMS = {"split": {}, "split-rows": {"gemv": 1}}
 
 
 def main(profile: str, rows_json: str) -> None:
@@ -39,7 +40,7 @@ def main(profile: str, rows_json: str) -> None:
                 "w": 64, **FORMS[r["label"]]}},
             "seconds": s, "rate": 2 * m * n * k / s * 1e-9, "unit": "GFLOP/s", "via": "split"})
     prof["notes"]["odd25"] = (
-        "split plans (vector copies; gemv=1 a warp per row; side=1 the edge on a second stream) "
+        "split plans (vector copies; gemv=1 a warp per row) "
         "at 1023x1025x999 per call beside the GEMM's own plan and cuBLAS, alternating rounds "
         f"(results/issue15/odd25): entries for {sorted(won) or 'none'}")
     with open(profile, "w") as f:

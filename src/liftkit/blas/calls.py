@@ -68,28 +68,6 @@ class Copy:
     dst_pitch: int
 
 
-@dataclass(frozen=True)
-class Fork:
-    """The launches after it go on the queue's second stream, after the first stream's work so
-    far (`CUDAQueue.fork`; an in-order queue runs them in order)."""
-
-    step: ClassVar[str] = "fork"
-
-
-@dataclass(frozen=True)
-class Back:
-    """The launches after it go on the first stream again, not waiting for the second's."""
-
-    step: ClassVar[str] = "back"
-
-
-@dataclass(frozen=True)
-class Join:
-    """The first stream waits for the second stream's work so far."""
-
-    step: ClassVar[str] = "join"
-
-
 def pad_region(have: tuple[int, int], need: tuple[int, int], item: int) -> tuple[int, ...]:
     """What a padding copy writes of its destination (rows, row bytes, pitch): the key under
     which a workspace keeps that destination's margins zero (`Workspace.padded`)."""
@@ -186,16 +164,6 @@ class PlanSteps:
                                      self.base + len(self.temps))
         self.steps.extend(more)
         self.temps.extend(ktemps)
-
-    def fork(self) -> None:
-        """The launches after this one on the second stream (`Fork`) until `back` or `join`."""
-        self.steps.append(Fork())
-
-    def back(self) -> None:
-        self.steps.append(Back())
-
-    def join(self) -> None:
-        self.steps.append(Join())
 
     def epilogue(self, axpby: Built, rows: int, cols: int, prod: Slot, beta_zero: bool,
                  item: int) -> None:

@@ -124,16 +124,11 @@ def split_sizes(kind: Kind, cls: str, device_kind: str) -> Optional[dict[str, in
     return sizes
 
 
-# the split plans the tuner times (`split_tasks`): the edge GEMV the profile's, a warp per row
-# (gemv=1), and that on the queue's second stream beside the interior (side=1)
-SPLIT_FORMS: tuple[dict[str, int], ...] = ({}, {"gemv": 1}, {"gemv": 1, "side": 1})
-
-
 def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[Task]:
-    """The split plans at `split_sizes` (`SPLIT_FORMS`) beside the GEMM's own plan there (the
-    kernel `gemm.mm_kernel` picks, timed as a call runs it: mode "split-base"); none where
-    measured before (`notes["splits"]`). The fastest split entry (via "split") is kept only
-    where it won."""
+    """The split plans at `split_sizes` (the edge GEMV the profile's, and a warp per row:
+    gemv=1) beside the GEMM's own plan there (the kernel `gemm.mm_kernel` picks, timed as a
+    call runs it: mode "split-base"); none where measured before (`notes["splits"]`). The
+    faster split entry (via "split") is kept only where it won."""
     from liftkit.blas.gemm import mm_kernel
     from liftkit.blas.split import SPLIT_W
 
@@ -144,8 +139,8 @@ def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[T
         base = mm_kernel(session, kind, sizes).variant
     except Exception:  # noqa: BLE001 - no kernel for these sizes: nothing to compare with
         return []
-    return [Task(base, sizes, "split-base")] + [
-        Task(Variant.of("split", w=SPLIT_W, **kw), sizes, "split") for kw in SPLIT_FORMS]
+    return [Task(base, sizes, "split-base"), Task(Variant.of("split", w=SPLIT_W), sizes, "split"),
+            Task(Variant.of("split", w=SPLIT_W, gemv=1), sizes, "split")]
 
 
 def followups(prof: Profile, kind: Kind, cls: str, device_kind: str, edges: bool

@@ -70,15 +70,6 @@ class Built:
             self._evaluated[key] = got
         return got
 
-    def workspace_temps(self, sizes: Mapping[str, int], workspace: Any) -> dict[str, Any]:
-        """Its intermediate and temporary buffers from `workspace` by name (made on first use; a
-        zeroed one zero-filled once, kept zero by the kernel): what `launch` runs on. A caller
-        that launches it on a second stream fetches them first, on the first stream."""
-        return {b.name: workspace.buffer(f"{self.kind}|{self.variant}|{b.name}",
-                                         self._temp_bytes(b, sizes),
-                                         *(("zeroed",) if b.zeroed else ()))
-                for b in self.compiled.buffers if b.role in ("intermediate", "temporary")}
-
     def launch(self, queue: Any, arrays: Mapping[int, Any], scalars: Mapping[int, Any],
                out: Any, sizes: Mapping[str, int], wait_for: Sequence[Any] = (),
                workspace: Optional[Any] = None) -> tuple[Any, list[Any]]:
@@ -88,11 +79,15 @@ class Built:
         the same in-order queue, reused by later calls) or are allocated per call.
         Returns (last event, temporaries to keep alive until it completes)."""
         c = self.compiled
-        temps: dict[str, Any] = {} if workspace is None else self.workspace_temps(sizes, workspace)
+        temps: dict[str, Any] = {}
         waits = list(wait_for)
         for b in c.buffers:
-            if b.role in ("intermediate", "temporary") and workspace is None:
+            if b.role in ("intermediate", "temporary"):
                 nbytes = self._temp_bytes(b, sizes)
+                if workspace is not None:  # a zeroed one: zero-filled once, kept zero by the kernel
+                    temps[b.name] = workspace.buffer(f"{self.kind}|{self.variant}|{b.name}", nbytes,
+                                                     *(("zeroed",) if b.zeroed else ()))
+                    continue
                 temps[b.name] = queue.alloc(nbytes)
                 if b.zeroed:  # this call's own (reduceSplitTail's flags)
                     ev = queue.fill_zero(temps[b.name], nbytes, waits)

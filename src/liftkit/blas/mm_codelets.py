@@ -483,11 +483,10 @@ MM_CODELETS: tuple[Codelet, ...] = (
             lambda kind: {}, dtypes=("float32", "float64"), layouts=("NT", "TN")),
     Codelet("split", ("mm",), "N one past a multiple of w: the 1..N−1 interior on the profile's "
             "kernel (X padded to 16-byte rows by pad2d, Y's columns by window2d), the last "
-            "column by a GEMV (tailcols; gemv=1: a warp per row; side=1: on a second stream "
-            "beside the interior), the two placed by hcat "
+            "column by a GEMV (tailcols; gemv=1: a warp per row), the two placed by hcat "
             "(liftkit.blas.split); measured by `tune --edges` beside the GEMM's own plan, never "
             "in a class's space",
-            _plan_only, lambda dev: [], lambda kind, w, gemv=0, side=0: {},
+            _plan_only, lambda dev: [], lambda kind, w, gemv=0: {},
             dtypes=("float32", "float64"), layouts=("NN",)),
 )
 

@@ -169,16 +169,6 @@ class CLQueue:
         return cl.enqueue_nd_range_kernel(self.queue, handle, glob, local,
                                           wait_for=list(wait_for) or None)
 
-    # -- a second stream (`CUDAQueue.fork`): the in-order queue runs everything in order --------
-    def fork(self) -> None:
-        """Nothing: an in-order queue has one order (CUDA's `fork`)."""
-
-    def back(self) -> None:
-        """Nothing (CUDA's `back`)."""
-
-    def join(self) -> None:
-        """Nothing (CUDA's `join`)."""
-
     # -- call plans (`liftkit.blas.calls`): the in-order queue orders every step -----------------
     def launch_config(self, handle: Any, kernel: Any, glob: tuple[int, ...],
                       local: Optional[tuple[int, ...]]) -> tuple[Any, Any]:
@@ -218,8 +208,6 @@ class CLQueue:
                         args[pos] = values[slot]
                     self._set_args(ln.handle, args)[2] = ln
                 ev = cl.enqueue_nd_range_kernel(self.queue, ln.handle, *ln.config)
-            elif ln.step in ("fork", "back", "join"):
-                continue  # (one in-order queue)
             elif ln.step == "copy" and ln.rows == 1:
                 ev = self.copy(values[ln.dst], values[ln.src], ln.row_bytes)
             elif ln.step == "copy":
@@ -575,8 +563,7 @@ class CUDAQueue:
         config, _ = self.launch_config(handle, kernel, glob, local)
         values = [a.ptr if isinstance(a, DevBuf) else a for a in args]
         try:
-            self._core.launch(self.stream if self._on is None else self._on, config, handle,
-                              *values)
+            self._core.launch(self.stream, config, handle, *values)
         except Exception as err:  # noqa: BLE001 - cuda.core's own error type
             raise BlasError(f"kernel {kernel.name}: the launch failed on {self.device.label} "
                             f"({err})") from None
@@ -600,10 +587,7 @@ class CUDAQueue:
         launch, stream = self._core.launch, self.stream
         for ln in steps:
             if ln.step != "launch":
-                if ln.step in ("fork", "back", "join"):  # the second stream's part of a plan
-                    getattr(self, ln.step)()
-                    stream = self.stream if self._on is None else self._on
-                elif ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
+                if ln.step == "copy" and ln.rows == 1:  # a vector: no pitch limits
                     self.copy(DevBuf(values[ln.dst], 0), DevBuf(values[ln.src], 0), ln.row_bytes)
                 elif ln.step == "copy":
                     self.copy2d(DevBuf(values[ln.dst], 0), DevBuf(values[ln.src], 0), ln.rows,
@@ -623,52 +607,6 @@ class CUDAQueue:
     @functools.cached_property
     def _stream_int(self) -> int:
         return int(self.stream.handle)
-
-    # -- a second stream: a plan's independent kernels beside its main product ---------------
-    _on: Any = None  # where launches go between `fork` and `back`/`join` (None: self.stream)
-
-    @functools.cached_property
-    def side(self) -> Any:
-        """The queue's second stream, made on first use: non-blocking, ordered with the first
-        only by `fork` and `join` (a split GEMM's edge GEMV runs on it beside the interior
-        product, which leaves multiprocessors idle in its last wave)."""
-        return self.runner.new_stream()
-
-    @functools.cached_property
-    def _fork_events(self) -> tuple[Any, Any]:
-        drv = self._drv()
-        flag = drv.CUevent_flags.CU_EVENT_DISABLE_TIMING
-        return (self._check(drv.cuEventCreate(flag), "event"),
-                self._check(drv.cuEventCreate(flag), "event"))
-
-    def _order(self, event: Any, after: Any, waits: Any) -> None:
-        """Stream `waits` runs its later commands after stream `after`'s commands so far (one
-        event of the queue's own, re-recorded: a wait takes the work recorded at its call)."""
-        d = self.direct
-        if d is not None:
-            err = d.record(int(event), int(after.handle)) or d.wait(int(waits.handle),
-                                                                    int(event), 0)
-            if err:
-                self._direct_failed(err, "event record / stream wait")
-            return
-        drv = self._drv()
-        self._check(drv.cuEventRecord(event, after.handle), "event record")
-        self._check(drv.cuStreamWaitEvent(waits.handle, event, 0), "stream wait")
-
-    def fork(self) -> None:
-        """Launches from now on go on the second stream (`side`), after everything enqueued on
-        the first so far; `back` returns to the first without waiting, `join` with a wait."""
-        self._order(self._fork_events[0], self.stream, self.side)
-        self._on = self.side
-
-    def back(self) -> None:
-        """Launches go on the first stream again; the second's keep running beside them."""
-        self._on = None
-
-    def join(self) -> None:
-        """The first stream waits for the second's work so far; launches go on the first."""
-        self._order(self._fork_events[1], self.side, self.stream)
-        self._on = None
 
     @functools.cached_property
     def _order_int(self) -> int:

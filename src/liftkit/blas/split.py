@@ -11,10 +11,7 @@ takes 88 us per call, 1023×1024×1000 62 us). The split plan computes
     C  = [P | e] (hcat)
 
 all derived kernels; K' is K padded to 16 bytes and to the GEMV's and interior kernel's
-multiples. With `side=1` the edge (tailcols, the GEMV) runs on the queue's second stream beside
-the interior (CUDA; `CUDAQueue.fork`), hcat after both.
-
-α, β and a transposed result go through the GEMM's usual epilogue on C = [P | e]
+multiples. α, β and a transposed result go through the GEMM's usual epilogue on C = [P | e]
 (`GemmPlan.run`), so they are applied once. Real dtypes, kernel layout NN.
 """
 
@@ -57,7 +54,6 @@ class Edge:
     tail: Built  # tailcols: Y's last column padded to ka
     gemv: Built  # GEMV N on X' (mg×ka)
     hcat: Built  # [P | e] → M×N
-    side: bool = False  # the edge on the queue's second stream beside the interior (variant side=1)
 
 
 def splittable(kind: Kind, sizes: dict[str, int], w: int = SPLIT_W) -> bool:
@@ -67,7 +63,7 @@ def splittable(kind: Kind, sizes: dict[str, int], w: int = SPLIT_W) -> bool:
 
 
 def edge_for(session: Session, kind: Kind, sizes: dict[str, int], w: int = SPLIT_W,
-             gemv_rows: bool = False, side: bool = False) -> Optional[tuple[Built, Edge]]:
+             gemv_rows: bool = False) -> Optional[tuple[Built, Edge]]:
     """(interior kernel, edge kernels) for these sizes, None where the kernels' multiples do
     not fit one another (the interior would pad its columns, or K' off the GEMV's multiple)."""
     if not splittable(kind, sizes, w):
@@ -96,7 +92,7 @@ def edge_for(session: Session, kind: Kind, sizes: dict[str, int], w: int = SPLIT
     window = session.kernel(Kind("window2d", dt), {"M": K, "N": N, "P": ka, "Q": n0})
     tail = session.kernel(Kind("tailcols", dt), {"M": K, "N": N, "P": ka, "R": 1})
     hcat = session.kernel(Kind("hcat", dt), {"M": M, "Q": n0, "R": 1, "P": mg})
-    return interior, Edge(w, gemv_rows, n0, ka, ma, mg, pad_x, window, tail, gemv, hcat, side)
+    return interior, Edge(w, gemv_rows, n0, ka, ma, mg, pad_x, window, tail, gemv, hcat)
 
 
 @dataclass(frozen=True)
@@ -110,8 +106,7 @@ class SplitPlan(GemmPlan):
     @property
     def variant(self) -> Variant:
         e = self._edge
-        return Variant.of("split", w=e.w, **({"gemv": 1} if e.gemv_rows else {}),
-                          **({"side": 1} if e.side else {}))
+        return Variant.of("split", w=e.w, **({"gemv": 1} if e.gemv_rows else {}))
 
     @property
     def _edge(self) -> Edge:
@@ -170,44 +165,24 @@ class SplitPlan(GemmPlan):
 
     def launch(self, first: Packed, second: Packed, dest: Any, waits: list[Any],
                workspace: Optional[Workspace] = None) -> tuple[Any, list[Any]]:
-        """The M×N product into `dest`: the interior, the edge's GEMV (side=1: on the queue's
-        second stream, beside the interior), hcat."""
+        """The M×N product into `dest`: the interior, the edge's GEMV, hcat."""
         s, e, at, nb = self.session, self._edge, self._at(), self._bytes()
-        q, ws = s.q, workspace or s.scratch
+        ws = workspace or s.scratch
         dt = self.dtype.type
         prod = ws.buffer("split-P", nb["split-P"])
+        ev, temps = self.built.launch(s.q, {0: first.buf, 1: second.buf}, {}, prod, at["mm"],
+                                      waits, ws)
         zeros, zw = s.zeros(e.mg * self.dtype.itemsize)
         col = ws.buffer("split-e", nb["split-e"])
-
-        def gemv(after: list[Any]) -> tuple[Any, list[Any]]:
-            return e.gemv.launch(q, {0: first.buf, 1: second.edge, 2: zeros},
-                                 {3: dt(1), 4: dt(0)}, col, at["gemv"], [*after, *zw], ws)
-
-        if e.side:
-            e.gemv.workspace_temps(at["gemv"], ws)  # (made on the first stream, before the fork)
-            q.fork()
-            try:
-                ev_e, more = gemv(list(waits))
-            finally:
-                q.back()
-            ev, temps = self.built.launch(q, {0: first.buf, 1: second.buf}, {}, prod, at["mm"],
-                                          waits, ws)
-            q.join()
-            after = [ev, ev_e]
-        else:
-            ev, temps = self.built.launch(q, {0: first.buf, 1: second.buf}, {}, prod, at["mm"],
-                                          waits, ws)
-            ev, more = gemv([ev])
-            after = [ev]
-        ev, last = e.hcat.launch(q, {0: prod, 1: col}, {}, dest, at["hcat"],
-                                 [x for x in after if x is not None])
-        return ev, temps + more + last + [zeros]
+        ev, more = e.gemv.launch(s.q, {0: first.buf, 1: second.edge, 2: zeros},
+                                 {3: dt(1), 4: dt(0)}, col, at["gemv"], [ev, *zw], ws)
+        temps += more
+        ev, more = e.hcat.launch(s.q, {0: prod, 1: col}, {}, dest, at["hcat"], [ev])
+        return ev, temps + more + [zeros]
 
     def call_plan(self, given: bool, alpha: Any, beta: Any) -> Any:
         """The call plan (`gemm._call_plan`'s form): pad, window, tail, interior, GEMV, hcat,
-        and for α ≠ 1, β ≠ 0 or a transposed result the epilogue; side=1: pad, then tail and
-        GEMV on the second stream while window and the interior run on the first, which waits
-        for them before hcat. Slots: A, B, C, α, β, the
+        and for α ≠ 1, β ≠ 0 or a transposed result the epilogue. Slots: A, B, C, α, β, the
         zero buffer, the GEMV's α = 1 and β = 0, then workspace buffers."""
         from liftkit.blas.calls import CallPlan, Output, PlanSteps
 
@@ -226,22 +201,14 @@ class SplitPlan(GemmPlan):
             dst = temp("split-X")
             launches(e.pad_x, at["pad"], {0: x}, {}, dst)
             x = dst
-        win, col, prod, edge = (temp(n) for n in ("split-Y", "split-y", "split-P", "split-e"))
-
-        def edge_column() -> None:
-            launches(e.tail, at["tail"], {0: y}, {}, col)
-            launches(e.gemv, at["gemv"], {0: x, 1: col, 2: 5}, {3: 6, 4: 7}, edge)
-
-        if e.side:
-            ps.fork()
-            edge_column()
-            ps.back()
+        win = temp("split-Y")
         launches(e.window, at["window"], {0: y}, {}, win)
+        col = temp("split-y")
+        launches(e.tail, at["tail"], {0: y}, {}, col)
+        prod = temp("split-P")
         launches(self.built, at["mm"], {0: x, 1: win}, {}, prod)
-        if e.side:
-            ps.join()
-        else:
-            edge_column()
+        edge = temp("split-e")
+        launches(e.gemv, at["gemv"], {0: x, 1: col, 2: 5}, {3: 6, 4: 7}, edge)
         if self._direct(alpha, beta):
             launches(e.hcat, at["hcat"], {0: prod, 1: edge}, {}, 2)
         else:  # C = α·[P | e] (or its transpose) + β·C
@@ -260,11 +227,11 @@ def plan_split(session: Session, dtype: np.dtype, m: int, n: int, k: int, trans_
                trans_b: bool, orders: tuple[str, str, str], layout: str, first: str,
                transposed: bool, sizes: dict[str, int], variant: Variant
                ) -> Optional[SplitPlan]:
-    """The split plan `variant` (split(w), split(w, gemv=1), either with side=1) of a GEMM
-    (`gemm.plan_gemm`'s fields), None where it does not apply at these sizes."""
+    """The split plan `variant` (split(w), split(w, gemv=1)) of a GEMM (`gemm.plan_gemm`'s
+    fields), None where it does not apply at these sizes."""
     kw = variant.kw
     got = edge_for(session, Kind("mm", DTYPES[dtype], layout), sizes, kw.get("w", SPLIT_W),
-                   bool(kw.get("gemv")), bool(kw.get("side")))
+                   bool(kw.get("gemv")))
     if got is None:
         return None
     interior, edge = got

@@ -18,9 +18,8 @@ import numpy as np
 
 from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space_at
 # (EDGE_OFF, edge_tasks, real_tasks: re-exported, the tuner's follow-ups as callers name them)
-from liftkit.blas.followups import (EDGE_OFF, EDGE_TOP, REAL_TOP, SPLIT_FORMS, Task,  # noqa: F401
-                                    edge_tasks, followups, odd_sizes, real_tasks, split_sizes,
-                                    split_tasks)
+from liftkit.blas.followups import (EDGE_OFF, EDGE_TOP, REAL_TOP, Task, edge_tasks,  # noqa: F401
+                                    followups, odd_sizes, real_tasks, split_sizes, split_tasks)
 from liftkit.blas.gemm import REAL_OF
 from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
@@ -516,7 +515,7 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
                     and any(edge_forms(v) for v in vs):
                 more += 1 + 2 * EDGE_TOP
             if edges and kind.op == "mm" and split_sizes(kind, cls, device_kind) is not None:
-                more += 1 + len(SPLIT_FORMS)  # the split plans, the GEMM's own (`split_tasks`)
+                more += 3  # the split plans and the GEMM's own plan (`split_tasks`)
             if kind.op == "mm" and kind.dtype in REAL_OF and kind.layout == "NN" and \
                     Variant.of("real") in vs:
                 more += 2 * REAL_TOP

@@ -102,11 +102,6 @@ class CUDARunner(HostPipeline):
         self.cache = cache if cache is not None else ModuleCache()
         self._dynamic: dict[int, int] = {}  # id of each kernel get_kernel gave -> its dynamic shared bytes
 
-    def new_stream(self) -> Any:
-        """Another stream on the device, non-blocking: ordered with the runner's own (and the
-        legacy default stream) only by the events its user records and waits for."""
-        return self._dev.create_stream(options=self._core.StreamOptions(nonblocking=True))
-
     def __repr__(self) -> str:
         return f"CUDARunner({self.device.label!r})"
 
