@@ -65,3 +65,28 @@ def test_blas_runs_zgemm_on_zmma(cuda_session: Session, trans_a: Any, trans_b: A
                                            trans_b=trans_b).result())
         assert np.abs(got - want).max() <= 1e-13 * k * np.abs(want).max()
     assert cuda_session.choose(Kind("mm", "complex128", "TN"), {"M": 512, "N": 96, "K": 64}) == ZV
+
+
+def test_the_h100_profile_runs_zgemm_1024_and_2048_on_zmma_4096_on_the_real_plan() -> None:
+    """results/issue15/zgemm25 (ship.py): ZGEMM NN/NT/TN at 1024 and 2048 (class large) on the
+    complex DMMA kernel (run 2: 1.00x, 1.01x, 0.95x cuBLAS per call at 1024), conjugating
+    layouts through their plain ones; 4096 and 8192 keep the real plan (run 1); a size off the
+    tiles (1000) the real plan too, and below the class (512) the default."""
+    from liftkit.blas.profile import SHIPPED
+    from liftkit.blas.session import _tuned_kinds
+
+    prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
+
+    def choice(lay: str, n: int) -> Any:
+        sizes = {"M": n, "N": n, "K": n}
+        for k in _tuned_kinds(Kind("mm", "complex128", lay)):
+            v = prof.choose(k, sizes, multiples)
+            if v is not None:
+                return fit_choice(k, v, sizes)
+        return None
+
+    for lay in ("NN", "NT", "TN", "CN", "NC"):
+        for n in (1024, 2048):
+            assert choice(lay, n) == ZV
+        assert choice(lay, 4096) == choice(lay, 8192) == Variant.of("real")
+        assert choice(lay, 1000) == Variant.of("real") and choice(lay, 512) is None
