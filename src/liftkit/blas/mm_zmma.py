@@ -19,8 +19,10 @@ from liftkit.rewrite.strategies import Strategy, rule, seq, topdown
 # complex tilings (tm, tn, tk, warps, staged, ahead) the tuner tries, in complex units: the
 # shipped real kernel's 128×64×16 over reals (128×32×8 complex, 4 warps, 4 stages), read ahead
 # and not; cuBLAS's ZGEMM 64×64 tiles on 8 warps (results/issue15/fp64-24 run1: 32 deep, 3
-# stages; 16 deep here); then others. NVRTC 13 for sm_90a: 154-255 registers, no spill (but
-# TN's first: 36 bytes)
+# stages; 16 deep here); then others. On the H100 at 1024 (results/issue15/zgemm25 run2) the
+# first read ahead ran 1.00x/0.98x/0.95x cuBLAS per call (NN/NT/TN; in groups of 2: 1.00/1.01/
+# 0.95), 64×64×8 on 8 warps 0.99/0.98/0.93, not read ahead 0.89/0.89/0.78. NVRTC 13 for sm_90a:
+# 143-255 registers, TN's first spills 8-12 bytes
 ZMMA_SPACE = ((128, 32, 8, 4, 4, 1), (128, 32, 8, 4, 4, 0), (64, 64, 16, 8, 3, 1),
               (64, 64, 32, 8, 3, 1), (128, 32, 16, 8, 3, 1), (64, 32, 16, 4, 3, 1),
               (64, 64, 8, 8, 4, 1), (64, 64, 16, 8, 4, 1), (128, 64, 8, 8, 3, 0),
