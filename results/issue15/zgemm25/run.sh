@@ -3,8 +3,7 @@
 # session 25, H2): the GPU tests of zmma, then zgemm25.py (every variant checked against
 # cuBLAS's complex128 product, then per call in alternating rounds). One device command, from
 # the repository root after `source .device-kit/setup.sh`, the commit's sources under .clean-h2:
-#   mkdir -p .clean-h2 && git archive HEAD src benchmarks tests pyproject.toml \
-#       results/issue15/zgemm25 | tar -x -C .clean-h2
+#   (README.md, "Reproduce": src, benchmarks, the two zmma test files and their conftests)
 # Writes $OUT/zgemm25.log, zgemm25.jsonl, test.log.
 set -o pipefail
 export PYTHONUNBUFFERED=1 LIFTKIT_CACHE_DIR=/tmp/lk-zgemm25

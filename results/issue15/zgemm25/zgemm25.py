@@ -5,7 +5,9 @@ against cuBLAS's product first (output poisoned with NaN, max |C - ref| / max |r
 then timed per call in alternating rounds (issue 15, session 25, helper H2; the method of
 results/issue15/fp64-24/fp64_24.py). Also: zmma forced at sizes off its tiles (padded), checked.
 
-    python3 results/issue15/zgemm25/zgemm25.py [--rounds 7] [--rows ...] [--dry]
+    python3 results/issue15/zgemm25/zgemm25.py [--rounds 7] [--rows ...] [--run2] [--dry]
+
+Rows: `ROWS` (run 1: 1024, 4096, 8192), `ROWS2` with --run2 (run 2: 1024 and 2048).
 """
 
 from __future__ import annotations
