@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gemv23"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gemv24"))
 from profile_entries import entries  # noqa: E402 - gemv23's
 import importlib.util  # noqa: E402
 

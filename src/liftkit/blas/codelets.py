@@ -492,8 +492,10 @@ CUDA_DEFAULTS: dict[tuple[str, str, str], Variant] = {
     # groups × 16 row chunks (0.88 / 1.00x, where (4, 16, 8, 8) read 0.84 / 0.99x); float64 4
     # lanes of double4 over 128 row groups finished by a tree (0.96-0.97 / 1.00x, where the
     # in-order column-groups(4, 64, 4) read 0.94 / 1.00x); one work-item per column (`glb`)
-    # 0.15-0.26x
-    ("gemv", "float32", "T"): Variant.of("column-groups-split", lanes=32, g=8, w=4, r=16),
+    # 0.15-0.26x. float32 now those work-groups in one kernel, the last of each column block
+    # summing its 16 chunks (column-groups-last, results/issue15/gemv25 runs 1-2: 0.93 / 1.02x,
+    # the two-pass form 0.88-0.90 / 1.00x in the same runs)
+    ("gemv", "float32", "T"): Variant.of("column-groups-last", lanes=32, g=8, w=4, r=16),
     ("gemv", "float64", "T"): Variant.of("column-groups-tree", lanes=4, g=128, w=4),
     # complex GEMV T and Aᴴ: 8 lanes × 64 row groups of single elements (results/issue15/gemv23
     # run 4, T: 0.83-0.98x cuBLAS by kernel at 4096²/8192², one work-item per column 0.06-0.11x)
