@@ -182,3 +182,16 @@ def test_last_columns_with_beta_zero_never_read_y(session: Session) -> None:
         y = np.full(70, np.nan, np.float32)
         got = s.gemv(A, x, y, alpha=alpha, trans=True).result()
         np.testing.assert_allclose(got, alpha * A.T.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
+
+
+def test_last_columns_counters_are_zero_after_every_call(session: Session) -> None:
+    """Calls on one plan with a new x each (a stale counter would let a work-group finish a
+    block before its other parts wrote this call's partials: last call's sums, wrong here)."""
+    v = Variant.of("column-groups-last", lanes=2, g=4, w=4, r=16)
+    s = _forced(session, [Kind("gemv", "float64", "T")], v)
+    rng = np.random.default_rng(4)
+    A = _mat(rng, (256, 40), np.float64)
+    for _ in range(5):
+        x, y = _mat(rng, (256,), np.float64), _mat(rng, (40,), np.float64)
+        got = s.gemv(A, x, y.copy(), alpha=2.0, beta=0.5, trans=True).result()
+        np.testing.assert_allclose(got, 2.0 * A.T @ x + 0.5 * y, rtol=1e-12, atol=1e-12)
