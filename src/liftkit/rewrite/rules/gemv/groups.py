@@ -22,6 +22,10 @@ split the rows into row groups j, j+r, … (`every_rth_row`), their partials go 
   over r row chunks (rows ≡ j mod g·r), r times as many, their sums (no h, s, g) in an [r][N]
   intermediate; a second kernel's work-item per column sums its r partials in order (from z)
   and applies h, s, g. More work-groups in flight where a matrix has few column blocks.
+  `gemv-lane-columns-last` (lanes, g, w, r), codelet `column-groups-last`: the split form's
+  work-groups in one kernel, as the parts of `lastWrg` (ir/patterns/wrg.py): their sums in a
+  global workspace, the last work-group of each column block (a counter per block) summing its
+  r partials in order and applying h, s, g; no second launch, the same sums.
 
 N, A·x: lanes of a work-group sum the w-vectors t, t+L, … of a row, their partials in local
 memory.
