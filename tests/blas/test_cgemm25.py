@@ -61,6 +61,11 @@ CASES = [("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=2)),
          ("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=3)),
          ("NN", dict(tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, rot=3)),
          ("CR", dict(tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, rot=3)),
+         ("NN", dict(tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, pair=1)),
+         ("NN", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, rot=3, pair=1)),
+         ("TN", dict(tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, kt=1, pair=1)),
+         ("CN", dict(tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1, pair=1)),
+         ("RR", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, pair=1)),
          ("NC", dict(tm=64, tn=32, tk=16, rm=8, rn=4, stages=2, kt=1, rot=2)),
          ("NN", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, rot=2)),
          ("NN", dict(tm=128, tn=64, tk=32, rm=8, rn=4, stages=2)),
@@ -71,8 +76,9 @@ CASES = [("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=2)),
 @pytest.mark.parametrize("layout,kw", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_swizzled_and_deep_complex_tiles_are_sound(layout: str, kw: dict) -> None:
     """NT's (and NC's) Bᵀ rows swizzled (with A's rows, rot=3), NN's and CR's A rows swizzled,
-    the 32-deep tiles: op(A)·op(B) bit for bit on integer-valued operands, the tiles' multiples
-    as declared."""
+    the 32-deep tiles, K-outer operands owned in pairs (pair=1: NN's and RR's B, TN's and CN's
+    Aᵀ and B): op(A)·op(B) bit for bit on integer-valued operands, the tiles' multiples as
+    declared."""
     k, v = Kind("mm", "complex64", layout), Variant.of("ctiles-async", **kw)
     assert multiples(k, v) == {"M": kw["tm"], "N": kw["tn"], "K": kw["tk"]}
     want, X, Y = _operands(layout, kw["tm"], 2 * kw["tn"], 2 * kw["tk"], 5)
@@ -91,7 +97,8 @@ def test_float4_rows_swizzled_are_sound() -> None:
 
 
 def test_the_tuning_space_offers_the_swizzle_and_the_deep_tiles() -> None:
-    """NT/NC: kt with rot=2 beside rot=1 for every kt tiling; every layout the 32-deep tiles."""
+    """NT/NC: kt with rot=2 beside rot=1 for every kt tiling; every layout the 32-deep tiles;
+    NN A's rows swizzled and B in pairs, TN (kt) Aᵀ and B in pairs; NT no pairs (none K-outer)."""
     deep = {"tm": 128, "tn": 64, "tk": 32, "rm": 8, "rn": 4, "stages": 2}
     for lay in ("NT", "NC"):
         got = space(Kind("mm", "complex64", lay), "gpu", "cuda")
@@ -103,6 +110,11 @@ def test_the_tuning_space_offers_the_swizzle_and_the_deep_tiles() -> None:
         assert Variant.of("ctiles-async", **deep) in got
         assert Variant.of("ctiles-async", **deep, rot=3) in got  # A's rows swizzled
         assert not any(v.kw.get("rot") for v in got if v.kw.get("kt"))
+    nn = space(Kind("mm", "complex64", "NN"), "gpu", "cuda")
+    assert Variant.of("ctiles-async", **deep, rot=3, pair=1) in nn
+    tn = space(Kind("mm", "complex64", "TN"), "gpu", "cuda")
+    assert Variant.of("ctiles-async", **deep, kt=1, pair=1) in tn
+    assert not any(v.kw.get("pair") for v in space(Kind("mm", "complex64", "NT"), "gpu", "cuda"))
 
 
 def test_nt_swizzled_is_one_xor_per_k_step_in_128_registers() -> None:

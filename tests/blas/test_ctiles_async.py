@@ -133,8 +133,8 @@ def test_ctiles_async_is_a_cuda_complex64_codelet() -> None:
     kt = {lay: [v for v in space(Kind("mm", "complex64", lay), "gpu", "cuda") if v.kw.get("kt")]
           for lay in ("NN", "RN", "NT", "TN", "NC", "CR")}
     assert not kt["NN"] and not kt["RN"]  # kt needs a transposed operand
-    # (kt alone, rot=1, 2, 3 over CTILES_KT's tilings for NT/NC; kt alone for TN/CR)
-    assert len(kt["NT"]) == len(kt["NC"]) == 16 and len(kt["TN"]) == len(kt["CR"]) == 4
+    # (kt alone, rot=1, 2, 3 over CTILES_KT's tilings for NT/NC; kt alone and pair for TN/CR)
+    assert len(kt["NT"]) == len(kt["NC"]) == 16 and len(kt["TN"]) == len(kt["CR"]) == 8
     assert not any(v.kw.get("rot") for v in kt["TN"] + kt["CR"])  # rot: Bᵀ's rows only
     with pytest.raises(CodeletError, match="has none"):
         derive(Kind("mm", "complex64", "NN"), Variant.of("ctiles-async", **CT.kw, kt=1))

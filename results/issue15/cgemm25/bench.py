@@ -2,8 +2,10 @@
 profile's shipped choice and the ctiles-async forms session 25 added to the tuning space:
 A's rows swizzled in 16-byte units (rot=3: the two rows of A a warp reads at once, 128 bytes
 apart, in different banks, still read by LDS.128; with kt NT's Bᵀ swizzled too), Bᵀ's rows
-swizzled alone (rot=2: chunk j of row r at j xor r, 128 registers where the rotation's take 150)
-and the 128×64 8×4 tiles 32 deep (tk=32: half the tile steps, barriers and copy rounds per K). The method is cgemm24b's (`../cgemm24b/bench.py`, run
+swizzled alone (rot=2: chunk j of row r at j xor r, 128 registers where the rotation's take 150),
+B's elements (NN; with kt TN's Aᵀ's too) owned in consecutive pairs (pair=1: each pair one
+LDS.128) and the 128×64 8×4 tiles 32 deep (tk=32: half the tile steps, barriers and copy rounds
+per K). The method is cgemm24b's (`../cgemm24b/bench.py`, run
 with these cases): every candidate's product (output poisoned with NaN) checked against cuBLAS's
 complex64 product of the same operands (max |diff| / max |cuBLAS| ≤ 1e-4), then timed per call
 in alternating rounds (a batch of cuBLAS calls, a batch of liftkit calls, between CUDA events;
@@ -23,16 +25,19 @@ T16, T32 = "tm=128,tn=64,tk=16,rm=8,rn=4", "tm=128,tn=64,tk=32,rm=8,rn=4"
 # (layout, n, candidates beside the shipped choice: NN/TN 1024 ctiles-async 128×64×16 (TN kt),
 # NT 1024 kt rot=1; 4096 NN/NT the real plan or the capped kt rot, TN ctiles kt)
 CASES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
-    ("NN", 1024, (f"{T16},stages=2,rot=3", f"{T32},stages=2,rot=3", f"{T32},stages=2",
-                  f"{T32},stages=3", f"{T16},stages=3,rot=3")),
+    ("NN", 1024, (f"{T16},stages=2,rot=3", f"{T16},stages=2,pair=1", f"{T16},stages=2,rot=3,pair=1",
+                  f"{T32},stages=2,rot=3,pair=1", f"{T32},stages=2,pair=1", f"{T32},stages=2",
+                  f"{T16},stages=3,rot=3,pair=1")),
     ("NT", 1024, (f"{T16},stages=2,kt=1,rot=3", f"{T16},stages=2,kt=1,rot=2",
                   f"{T32},stages=2,kt=1,rot=3", f"{T16},stages=3,kt=1,rot=3")),
-    ("TN", 1024, (f"{T32},stages=2,kt=1", f"{T32},stages=3,kt=1")),
-    ("NN", 4096, (f"{T16},stages=2,rot=3", f"{T16},stages=2,rot=3,bound=2,slots=264",
-                  f"{T32},stages=2,rot=3", f"{T32},stages=2")),
+    ("TN", 1024, (f"{T16},stages=2,kt=1,pair=1", f"{T32},stages=2,kt=1,pair=1",
+                  f"{T32},stages=2,kt=1", f"{T16},stages=3,kt=1,pair=1")),
+    ("NN", 4096, (f"{T16},stages=2,rot=3,pair=1", f"{T16},stages=2,pair=1",
+                  f"{T16},stages=2,rot=3,pair=1,bound=2,slots=264", f"{T32},stages=2,rot=3,pair=1")),
     ("NT", 4096, (f"{T16},stages=2,kt=1,rot=3", f"{T16},stages=2,kt=1,rot=2",
                   f"{T16},stages=3,kt=1,rot=3,bound=2,slots=264", f"{T32},stages=2,kt=1,rot=3")),
-    ("TN", 4096, (f"{T32},stages=2,kt=1",)),
+    ("TN", 4096, (f"{T16},stages=2,kt=1,pair=1", f"{T32},stages=2,kt=1,pair=1",
+                  f"{T16},stages=3,kt=1,pair=1")),
 )
 
 

@@ -102,21 +102,23 @@ def _mm_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, sta
 
 
 def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
-                     kt: int = 0, rot: int = 0, split: int = 0, slots: int = 0, bound: int = 0
-                     ) -> Strategy:
+                     kt: int = 0, rot: int = 0, split: int = 0, slots: int = 0, bound: int = 0,
+                     pair: int = 0) -> Strategy:
     """The complex FFMA tiles: mm-tiles-async over complex scalars (w=1: 8-byte cp.async
     copies, rm×rn complex accumulators, each complex multiply-add 4 FMAs); kt=1: the
     transposed operand (layout letters T, C) tiled as stored, so its copies are coalesced
     (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's),
     rot=2: swizzled (chunk xor row) instead, rot=3: A's rows swizzled in 16-byte units (with
-    kt NT's Bᵀ as rot=2 besides); split/slots/bound: then mm-split-tail, as
+    kt NT's Bᵀ as rot=2 besides); pair=1: B's (NN) or Aᵀ's and B's (TN, kt) elements owned
+    in consecutive pairs (16-byte reads); split/slots/bound: then mm-split-tail, as
     tiles-async (the parts' partial sums added as pairs of reals)."""
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
     if kt and not transposes(kind):
         raise CodeletError(f"ctiles-async kt=1 tiles a transposed operand; {kind} has none")
-    extra = {**({"kt": 1} if kt else {}), **({"rot": rot} if rot else {})}
+    extra = {**({"kt": 1} if kt else {}), **({"rot": rot} if rot else {}),
+             **({"pair": 1} if pair else {})}
     tiles = rule(MM_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, w=1, **extra)
     if not (split or bound):
         return tiles
@@ -132,8 +134,12 @@ def transposes(kind: Kind) -> bool:
 
 def ctiles_fit(kind: Kind, variant: "Variant") -> bool:
     """ctiles-async's kt=1 needs a transposed operand, and with rot=1 a transposed second one
-    (the rotation is then Bᵀ's: mm-local-tiles offers no other)."""
+    (the rotation is then Bᵀ's: mm-local-tiles offers no other); pair=1 a K-outer operand
+    tiled as stored: B without kt where none is transposed, Aᵀ (and B) with kt."""
     kw = variant.kw
+    if kw.get("pair") and (kind.layout[0] not in "TC" or kind.layout[1] in "TC"
+                           if kw.get("kt") else transposes(kind)):
+        return False
     return not kw.get("kt") or (transposes(kind) and (not kw.get("rot") or kind.layout[1] in "TC"))
 
 
@@ -218,7 +224,10 @@ CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16,
 CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2),
              (128, 64, 32, 8, 4, 2))
 # A's rows swizzled in 16-byte units (rot=3; with kt, NT's Bᵀ swizzled too): the two rows of A
-# a warp reads at once (16 bytes each, 128 bytes apart) in different banks, still one LDS.128
+# a warp reads at once (16 bytes each, 128 bytes apart) in different banks, still one LDS.128;
+# and B's elements (NN; with kt TN's Aᵀ's too) owned in consecutive pairs (pair=1), each pair
+# one LDS.128 (NVRTC: 96 LDS.128 per tile step of 2048 FFMA where NN takes 64 + 64 LDS.64 and
+# TN 192 LDS.64)
 CTILES_ROT = ((128, 64, 16, 8, 4, 2), (128, 64, 32, 8, 4, 2))
 
 
@@ -227,9 +236,11 @@ def _ctiles_space(dev: str) -> list[dict[str, int]]:
     if dev != "gpu":
         return []
     out = [dict(zip(names, p)) for p in CTILES_ASYNC_SPACE]
-    out += [{**dict(zip(names, p)), "rot": 3} for p in CTILES_ROT]
+    out += [{**dict(zip(names, p)), **r} for r in ({"rot": 3}, {"pair": 1}, {"rot": 3, "pair": 1})
+            for p in CTILES_ROT]
     return out + [{**dict(zip(names, p)), "kt": 1, **r}
-                  for r in ({}, {"rot": 1}, {"rot": 2}, {"rot": 3}) for p in CTILES_KT]
+                  for r in ({}, {"rot": 1}, {"rot": 2}, {"rot": 3}, {"pair": 1})
+                  for p in CTILES_KT]
 
 
 # the split tail the tuner tries (mm-split-tail after tiles-async): the tail split 3, 4 or 5
@@ -430,10 +441,11 @@ MM_CODELETS: tuple[Codelet, ...] = (
             "rows rotated in local memory); CUDA only, complex64, every layout (no 2x real "
             "embedding, no packing kernels)",
             _mm_ctiles_async, _ctiles_space,
-            lambda kind, tm, tn, tk, rm, rn, stages, kt=0, rot=0, split=0, slots=0, bound=0:
-                _tiled_multiples(kind, Variant.of(
+            lambda kind, tm, tn, tk, rm, rn, stages, kt=0, rot=0, split=0, slots=0, bound=0,
+            pair=0: _tiled_multiples(kind, Variant.of(
                     "ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
                     **({"kt": 1} if kt else {}), **({"rot": rot} if rot else {}),
+                    **({"pair": 1} if pair else {}),
                     **({"split": split, "slots": slots} if split or bound else {}),
                     **({"bound": bound} if bound else {})), {"M": tm, "N": tn, "K": tk}),
             backends=("cuda",), dtypes=("complex64",), rules=_tiles_async_rules),

@@ -749,14 +749,16 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
 
 
 def _mm_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int, rot: int = 0,
-                    kt: int = 0, w: int = 4) -> Any:
+                    kt: int = 0, w: int = 4, pair: int = 0) -> Any:
     """mm-local-tiles (float4, unrolled; w=1: scalars, complex numbers' form; rot: A's rows
     rotated in local memory; kt: NT's and TN's transposed operands tiled as stored,
-    rules/mm_layouts.py), then its tile loop's copies pipelined `stages` deep."""
+    rules/mm_layouts.py; pair: complex K-outer operands owned in consecutive pairs), then its
+    tile loop's copies pipelined `stages` deep."""
     from liftkit.rewrite.rules.mm import MM_LOCAL_TILES
     from liftkit.rewrite.strategies import rule, seq, topdown
 
-    extra = {**({"rot": rot} if rot else {}), **({"kt": kt} if kt else {})}
+    extra = {**({"rot": rot} if rot else {}), **({"kt": kt} if kt else {}),
+             **({"pair": pair} if pair else {})}
     return seq(rule(MM_LOCAL_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=w, **extra),
                topdown(rule(TILES_ASYNC, stages=stages)))
 

@@ -433,6 +433,13 @@ def _choices_tiles(site: Site) -> Options:
         out += [{**o, "kt": 1} for o in out if (o["w"] > 1 or parts.elem.t.is_complex)
                 and not (o.get("rot") and stored(parts.b) is None)
                 and not (stored(parts.a) is not None and o["rm"] % o["w"])]
+    # then, for complex scalars, a K-outer operand's elements owned in consecutive pairs
+    # (pair=1, rules/mm_layouts.py): NN's B (without kt) and TN's Aᵀ and B (with kt)
+    from liftkit.rewrite.rules.mm_layouts import pair_ok  # builds on this module
+
+    ta, tb = stored(parts.a) is not None, stored(parts.b) is not None
+    out += [{**o, "pair": 1} for o in out if (bool(o.get("kt")) == (ta or tb))
+            and pair_ok(ta and bool(o.get("kt")), tb, o["rm"], o["rn"], o["w"], parts.elem)]
     return out
 
 
@@ -462,7 +469,7 @@ def _kt_ok(a: Expr, b: Expr, w: int, e: Optional[Elem] = None) -> bool:
 def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
                 unroll: int = 1, w: int = 4, e: Elem = FLOAT32, private: bool = True,
                 rot: int = 0, vectors: bool = False, scalar_copies: bool = False,
-                kt: int = 0) -> Expr:
+                kt: int = 0, pair: int = 0) -> Expr:
     """C = A·B in the CLBlast/NVIDIA shape (see the module docstring) over e's element type;
     w = 1: scalar loads and register blocks instead of float4 (double2: w = 2). private=False:
     the work-items' blocks accumulate in place, without the register copies (toPrivate of the
@@ -473,7 +480,16 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     scalar_copies=True: the tiles are copied into local memory element by element and read
     from there as w-vectors (`mm_edges`' operands padded element by element).
     kt=1: an operand given as the view `transpose $ X` (TN's A, NT's B) is tiled as X is
-    stored (`transposed_tiles`), so every tile copy moves contiguous vectors."""
+    stored (`transposed_tiles`), so every tile copy moves contiguous vectors. pair=1 (complex
+    scalars): the work-items own a K-outer operand's elements in consecutive pairs
+    (`transposed_tiles`, which builds it)."""
+    if pair:
+        if vectors or scalar_copies or (not kt and (stored(a) is not None or stored(b) is not None)):
+            raise ValueError("pair=1 takes the operands as stored (kt=1 where one is transposed), "
+                             "not padded")
+        from liftkit.rewrite.rules.mm_layouts import transposed_tiles  # builds on this module
+
+        return transposed_tiles(a, b, tm, tn, tk, rm, rn, unroll, w, e, private, rot, pair)
     if kt:
         if not _kt_ok(a, b, w, e) or vectors or scalar_copies:
             raise ValueError("kt=1 tiles a transposed operand (transpose $ X) as stored, with "
@@ -548,24 +564,24 @@ def tile_grid(step: Any, zeros: Any, idw: Any, private: bool, wg_rows: Any, a_ti
 
 
 def lowered_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                  w: int = 4, e: Elem = FLOAT32, rot: int = 0, kt: int = 0) -> Expr:
+                  w: int = 4, e: Elem = FLOAT32, rot: int = 0, kt: int = 0, pair: int = 0) -> Expr:
     """What the small rules make of the tiled product in sequence: mm-tiles-stage-local (wx =
     tn/rn, wy = tm/rm), for w > 1 mm-tiles-vectorize (w), mm-tiles-blocks (the loop kernel
     `local_tiles` with unroll=0), then for unroll=1 mm-tiles-unroll (`unroll_k_steps`);
     test_mm_rules checks the steps give it."""
-    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e, rot=rot, kt=kt)
+    kernel = local_tiles(a, b, tm, tn, tk, rm, rn, 0, w, e, rot=rot, kt=kt, pair=pair)
     return unroll_k_steps(kernel) if unroll else kernel
 
 
 def _build_tiles(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                 w: int = 4, rot: int = 0, kt: int = 0) -> Expr:
+                 w: int = 4, rot: int = 0, kt: int = 0, pair: int = 0) -> Expr:
     """mm-tile-2d, then the small rules of `lowered_tiles`, in one step (rot: A's rows
     rotated in local memory, `rotated_rows`; kt: transposed operands tiled as stored,
-    rules/mm_layouts.py)."""
+    rules/mm_layouts.py; pair: K-outer operands' elements owned in consecutive pairs)."""
     parts = mm_parts(site)
     assert parts is not None
     return lowered_tiles(fresh(parts.a), fresh(parts.b), tm, tn, tk, rm, rn, unroll, w, parts.elem,
-                         rot, kt)
+                         rot, kt, pair)
 
 
 MM_LOCAL_TILES = make_rule(

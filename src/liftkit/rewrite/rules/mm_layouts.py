@@ -45,17 +45,32 @@ def _tiling(k_inner: bool, t: int, tk: int) -> Any:
     return D.compose(D.transpose, D.map(D.transpose), D.map(D.map(D.split(t))), D.split(tk))
 
 
+def pair_ok(ta: bool, tb: bool, rm: int, rn: int, w: int, e: Elem) -> bool:
+    """pair=1 applies: complex scalars (w = 1), an operand stored K-outer (B as in NN and TN,
+    Aᵀ in TN), whose register blocks hold an even number of its elements."""
+    return (w == 1 and e.t.is_complex and (ta or not tb)
+            and not (ta and rm % 2) and not (not tb and rn % 2))
+
+
 def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
-                     unroll: int, w: int, e: Elem, private: bool = True, rot: int = 0) -> Expr:
+                     unroll: int, w: int, e: Elem, private: bool = True, rot: int = 0,
+                     pair: int = 0) -> Expr:
     """C = A·B as `local_tiles` computes it, TN's Aᵀ and NT's Bᵀ tiled as stored (see the
-    module docstring); a or b (or both) is `transpose $ X`."""
+    module docstring); a or b (or both) is `transpose $ X`, or neither with pair=1.
+
+    pair=1 (complex scalars): a work-item owns the elements of a K-outer operand's rows in
+    consecutive pairs, 2l + 2·lanes·j + {0, 1}, instead of l + lanes·j, so each pair is one
+    16-byte read of local memory (LDS.128: half the reads; a warp's 16 work-items then read
+    256 consecutive bytes, two wavefronts, as their 4 8-byte reads took) and C's pairs one
+    16-byte store."""
     at, bt = stored(a), stored(b)
     ta, tb = at is not None, bt is not None
-    if (not (ta or tb) or (w < 2 and not e.t.is_complex)
+    if (not (ta or tb or pair) or (w < 2 and not e.t.is_complex)
             or not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths)
-            or (ta and rm % w) or (rot and not _rot_ok(tk, w, e, rot))):
+            or (ta and rm % w) or (rot and not _rot_ok(tk, w, e, rot))
+            or (pair and not pair_ok(ta, tb, rm, rn, w, e))):
         raise ValueError(f"inconsistent transposed tiles tm={tm} tn={tn} tk={tk} rm={rm} "
-                         f"rn={rn} w={w} rot={rot} for {e.t}")
+                         f"rn={rn} w={w} rot={rot} pair={pair} for {e.t}")
     x = at if at is not None else a
     y = bt if bt is not None else b
     wy, wx = tm // rm, tn // rn
@@ -76,9 +91,14 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
                 D.compose(D.transpose, D.split(lanes), D.split(tk // w), to_chunk, D.join,
                           D.map(D.join)))
 
+    g = 2 if pair else 1  # a K-outer operand's elements a work-item owns side by side
+
     def k_outer(t: int, lanes: int) -> tuple[Any, Any]:
         """(copy rounds, work-items' vectors) of a tile [tk][t]: work-item l owns vectors
-        l + lanes·j of each row."""
+        l + lanes·j of each row (pair: elements 2l + 2·lanes·j + {0, 1})."""
+        if g > 1:
+            return rounds, D.compose(D.transpose, D.map(D.map(D.join)), D.map(D.transpose),
+                                     D.map(D.split(lanes)), D.map(D.split(g)), from_local(t))
         return rounds, D.compose(D.transpose, D.map(D.transpose), D.map(D.split(lanes)),
                                  from_local(t // w))
 
@@ -122,9 +142,11 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
     # the result [wy][wx][rm][rn/w] of vectors as the tile's rows: a work-item's columns are
     # the vectors x + wx·j (B as stored K-outer) or the columns x + wx·j (Bᵀ), its rows the
     # rows y + wy·i (A) or the rows of the vectors y + wy·g (Aᵀ)
+    # (pair: a work-item's columns of B 2x + 2·wx·j + {0, 1}, rows of Aᵀ 2y + 2·wy·g + {0, 1})
     cols = D.compose(D.join, D.transpose, *to_scalars) if tb \
+        else D.compose(D.join, D.join, D.transpose, D.map(D.split(g))) if g > 1 \
         else D.compose(*((D.asScalar,) if w > 1 else ()), D.join, D.transpose)
-    rows = D.compose(D.join, D.join, D.transpose, D.map(D.split(w))) if ta \
+    rows = D.compose(D.join, D.join, D.transpose, D.map(D.split(max(w, g)))) if ta \
         else D.compose(D.join, D.transpose)
     wg_rows = D.compose(rows, D.map(D.map(cols)), D.map(D.transpose))
     return tile_grid(step, zeros, idw, private, wg_rows, _tiling(not ta, tm, tk)(x),
