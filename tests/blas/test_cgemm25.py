@@ -152,3 +152,18 @@ def test_a_rows_swizzled_in_16_byte_units_read_pairs_at_adjacent_addresses() -> 
     xors = re.findall(r"stage\[[^\]]*\(2\*\(l_id_\d+ % 8\) \^ (\d+)\)( \+ 1)?[^\]]*\]", src)
     assert {int(c) for c, _ in xors} == set(range(2, 16, 2))  # (2p = 0: no xor)
     assert {odd for _, odd in xors} == {"", " + 1"}
+
+
+def test_nt_swizzled_in_16_byte_units_reads_both_operands_in_pairs_of_k_steps() -> None:
+    """NT kt rot=3: A's and Bᵀ's reads of the K steps 2p and 2p + 1 are at adjacent addresses
+    (`(… ^ 2p)` and `(… ^ 2p) + 1`), for both tiles: what lets ptxas read each pair as one
+    LDS.128 (sm_90a: 96 LDS.128 per tile step where rot=1 takes 64 LDS.128 + 64 LDS.64)."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    v = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, kt=1, rot=3)
+    src = compile_program(derive(Kind("mm", "complex64", "NT"), v).final,
+                          CompileOptions(dialect="cuda")).kernels[0].source
+    for tile in ("stage", "stage_2"):
+        xors = re.findall(tile + r"\[[^\]]*\(2\*\(l_id_\d+ % 8\) \^ (\d+)\)( \+ 1)?[^\]]*\]", src)
+        assert {int(c) for c, _ in xors} == set(range(2, 16, 2)), tile
+        assert {odd for _, odd in xors} == {"", " + 1"}, tile

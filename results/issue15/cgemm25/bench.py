@@ -22,8 +22,9 @@ import sys
 from pathlib import Path
 
 T16, T32 = "tm=128,tn=64,tk=16,rm=8,rn=4", "tm=128,tn=64,tk=32,rm=8,rn=4"
-# (layout, n, candidates beside the shipped choice: NN/TN 1024 ctiles-async 128×64×16 (TN kt),
-# NT 1024 kt rot=1; 4096 NN/NT the real plan or the capped kt rot, TN ctiles kt)
+# (layout, n, candidates beside the shipped choice: at 1024 ctiles-async 128×64×16 (NT kt rot=1,
+# TN kt); at 4096 / 8192 what results/final24 ran: the real plan or ctiles (capped kt rot))
+B2 = "bound=2,slots=264"  # __launch_bounds__(256, 2): two blocks per SM at 128 registers
 CASES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("NN", 1024, (f"{T16},stages=2,rot=3", f"{T16},stages=2,pair=1", f"{T16},stages=2,rot=3,pair=1",
                   f"{T32},stages=2,rot=3,pair=1", f"{T32},stages=2,pair=1", f"{T32},stages=2",
@@ -33,11 +34,15 @@ CASES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("TN", 1024, (f"{T16},stages=2,kt=1,pair=1", f"{T32},stages=2,kt=1,pair=1",
                   f"{T32},stages=2,kt=1", f"{T16},stages=3,kt=1,pair=1")),
     ("NN", 4096, (f"{T16},stages=2,rot=3,pair=1", f"{T16},stages=2,pair=1",
-                  f"{T16},stages=2,rot=3,pair=1,bound=2,slots=264", f"{T32},stages=2,rot=3,pair=1")),
+                  f"{T16},stages=2,rot=3,pair=1,{B2}", f"{T32},stages=2,rot=3,pair=1")),
     ("NT", 4096, (f"{T16},stages=2,kt=1,rot=3", f"{T16},stages=2,kt=1,rot=2",
-                  f"{T16},stages=3,kt=1,rot=3,bound=2,slots=264", f"{T32},stages=2,kt=1,rot=3")),
+                  f"{T16},stages=2,kt=1,rot=3,{B2}", f"{T16},stages=3,kt=1,rot=3,{B2}",
+                  f"{T32},stages=2,kt=1,rot=3")),
     ("TN", 4096, (f"{T16},stages=2,kt=1,pair=1", f"{T32},stages=2,kt=1,pair=1",
                   f"{T16},stages=3,kt=1,pair=1")),
+    ("NN", 8192, (f"{T16},stages=2,pair=1", f"{T16},stages=2,rot=3,pair=1,{B2}")),
+    ("NT", 8192, (f"{T32},stages=2,kt=1,rot=3", f"{T16},stages=3,kt=1,rot=3,{B2}")),
+    ("TN", 8192, (f"{T16},stages=2,kt=1,pair=1", f"{T32},stages=2,kt=1,pair=1")),
 )
 
 

@@ -109,7 +109,7 @@ def _mm_ctiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, st
     transposed operand (layout letters T, C) tiled as stored, so its copies are coalesced
     (rules/mm_layouts.py); rot=1: rows rotated in local memory (NT's Bᵀ with kt, else A's),
     rot=2: swizzled (chunk xor row) instead, rot=3: A's rows swizzled in 16-byte units (with
-    kt NT's Bᵀ as rot=2 besides); pair=1: B's (NN) or Aᵀ's and B's (TN, kt) elements owned
+    kt NT's Bᵀ's too); pair=1: B's (NN) or Aᵀ's and B's (TN, kt) elements owned
     in consecutive pairs (16-byte reads); split/slots/bound: then mm-split-tail, as
     tiles-async (the parts' partial sums added as pairs of reals)."""
     from liftkit.rewrite.rules.cuda import MM_TILES_ASYNC
@@ -223,7 +223,7 @@ CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16,
 # per K step's read; 128×64×16: 128 registers where the rotation's take 150)
 CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2),
              (128, 64, 32, 8, 4, 2))
-# A's rows swizzled in 16-byte units (rot=3; with kt, NT's Bᵀ swizzled too): the two rows of A
+# A's rows swizzled in 16-byte units (rot=3; with kt, NT's Bᵀ's too): the two rows of A
 # a warp reads at once (16 bytes each, 128 bytes apart) in different banks, still one LDS.128;
 # and B's elements (NN; with kt TN's Aᵀ's too) owned in consecutive pairs (pair=1), each pair
 # one LDS.128 (NVRTC: 96 LDS.128 per tile step of 2048 FFMA where NN takes 64 + 64 LDS.64 and

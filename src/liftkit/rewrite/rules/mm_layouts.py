@@ -14,8 +14,8 @@ local memory and the register blocks are views over the other arrangement:
   rot=1 rotates Bᵀ's tile rows in local memory (`rotated_rows`) against bank conflicts (a
   quarter-warp reads 8 of its rows at once; A's row it reads is one, a broadcast); rot=2
   swizzles them (chunk j of row r at j xor s(r)) to the same end; rot=3 swizzles A's rows
-  as well, in 16-byte units (a warp's two rows of A, read 16 bytes at a time, 128 bytes
-  apart: one bank group without it);
+  and Bᵀ's in 16-byte units (a warp's two rows of A, read 16 bytes at a time, 128 bytes
+  apart: one bank group without it; Bᵀ's pairs of K steps then one 16-byte read too);
 * an operand stored with K outermost (B in NN and TN, Aᵀ in TN) keeps tiles of tk rows × t
   ([tk][t/w] vectors); a work-item owns the vectors x, x + lanes, … of each row; for Aᵀ the
   w rows of a vector are w rows of C, used as scalars (the transposed view of its registers).
@@ -104,10 +104,12 @@ def transposed_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: i
 
     # rot rotates Bᵀ's rows only: the 8 work-items of a quarter-warp (one 128-bit load's
     # phase) read 8 different rows of it, but one row of A (a broadcast)
-    # rot=3: Bᵀ swizzled (as rot=2) and A's rows too, in 16-byte units (a row's pairs of
-    # complex K steps one LDS.128; the two rows a warp reads at once then in different banks)
+    # rot=3: A's rows and Bᵀ's swizzled in 16-byte units: a row's pairs of complex K steps
+    # stay one LDS.128 (Bᵀ's too: half its reads), A's two rows a warp reads at once, 128 bytes
+    # apart, land in different banks, Bᵀ's 16 rows in 8 bank groups (two wavefronts, the least
+    # for 256 bytes)
     a_rounds, a_threads = k_outer(tm, wy) if ta else k_inner(wy, 3 if rot == 3 else 0)
-    b_rounds, b_threads = k_inner(wx, min(rot, 2)) if tb else k_outer(tn, wx)
+    b_rounds, b_threads = k_inner(wx, rot) if tb else k_outer(tn, wx)
     scalars = D.compose(*to_scalars, D.split(1))  # [v]_r → [[t]_w]_r
     # a K step's values as the block update takes them: A's [rm][w] scalars, B's [w][rn/w]
     a_cols = D.compose(D.transpose, *to_scalars) if ta else scalars
