@@ -28,7 +28,7 @@ B2 = "bound=2,slots=264"  # __launch_bounds__(256, 2): two blocks per SM at 128 
 CASES: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("NN", 1024, (f"{T16},stages=2,rot=3", f"{T16},stages=2,pair=1", f"{T16},stages=2,rot=3,pair=1",
                   f"{T32},stages=2,rot=3,pair=1", f"{T32},stages=2,pair=1", f"{T32},stages=2",
-                  f"{T16},stages=3,rot=3,pair=1")),
+                  f"{T16},stages=3,rot=3,pair=1", f"{T16},stages=2,rot=3,pair=1,split=2,{B2}")),
     ("NT", 1024, (f"{T16},stages=2,kt=1,rot=3", f"{T16},stages=2,kt=1,rot=2",
                   f"{T32},stages=2,kt=1,rot=3", f"{T16},stages=3,kt=1,rot=3")),
     ("TN", 1024, (f"{T16},stages=2,kt=1,pair=1", f"{T32},stages=2,kt=1,pair=1",
