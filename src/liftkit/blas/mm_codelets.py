@@ -14,6 +14,7 @@ import functools
 import math
 from typing import Any, Mapping, Optional
 
+from liftkit.blas.mm_cedge import EDGE_CTILES_CODELET
 from liftkit.blas.mm_zmma import ZMMA_CODELET
 from liftkit.blas.variants import Codelet, CodeletError, Kind, Variant, on_gpus, padded_sizes
 from liftkit.explore import macros as mc
@@ -289,12 +290,22 @@ MMA_GROUPS = (4,)
 MMA_DEEP_SPACE = ((128, 64, 32, 8, 3, 16), (128, 64, 32, 8, 3, 8), (64, 64, 32, 4, 3, 16))
 
 
+# then the read-ahead loops with two warps per scheduler at 1024 (tm, tn, tk, warps, staged): 8
+# warps of 32×32 on 128×64 tiles, and 64×64 tiles on 4 warps (256 tiles, 2 blocks per SM), as
+# they are and with k permuted for 16-byte fragment reads (pairs=1): DGEMM 1024 per call on the
+# H100 NN 0.93 / 0.93x cuBLAS (pairs), NT 0.97x (128×64, pairs), TN 0.90x (64×64); the 128×64
+# 4-warp kernel ran NN 0.92x, NT 0.89x (results/issue15/fp64-25 run 1)
+MMA_PAIRS_SPACE = ((128, 64, 16, 8, 4), (64, 64, 16, 4, 4))
+
+
 def _mma_k8_space() -> list[dict[str, int]]:
     k8 = [{**_mma_params(p), "ik": 8, **({"ahead": h} if h else {})}
           for h in MMA_K8_AHEAD for p in MMA_SPACE if p[5] and p[2] >= 16 and p[4] >= 2]
     deep = [{**dict(zip(("tm", "tn", "tk", "warps", "staged", "ik"), p)), "lines": 1,
              "ahead": 2} for p in MMA_DEEP_SPACE]
-    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + deep
+    two = [{**dict(zip(("tm", "tn", "tk", "warps", "staged"), p)), "lines": 1, "ik": 8, "ahead": 2,
+            **pairs} for pairs in ({"pairs": 1}, {}) for p in MMA_PAIRS_SPACE]
+    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + deep + two
 
 
 def _plan_only(kind: Kind, **_: int) -> Strategy:
@@ -471,6 +482,7 @@ MM_CODELETS: tuple[Codelet, ...] = (
                     **({"split": split, "slots": slots} if split or bound else {}),
                     **({"bound": bound} if bound else {})), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
+    EDGE_CTILES_CODELET,  # ctiles-async for any sizes (blas/mm_cedge.py)
     Codelet("edge-mma", ("mm",), "mma for any M, N, K: the DMMA kernel over padded views of A "
             "and B, its tiles staged by cp.async element by element, or with lines=1 in 16-byte "
             "chunks (then 2 divides the chunks' dimensions; with them also on m16n8k8, ik=8, "
@@ -507,10 +519,13 @@ MM_CODELETS: tuple[Codelet, ...] = (
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
-EDGE_CODELETS = frozenset(EDGE_FORMS.values())  # (a profile's entries of them rank guarded forms)
+# (a profile's entries of them rank guarded forms; edge-ctiles-async, blas/mm_cedge.py, runs
+# only where measured at a call's very sizes: gemm.measured_here)
+EDGE_CODELETS = frozenset(EDGE_FORMS.values()) | {"edge-ctiles-async"}
 # what the guarded forms do not offer: A's rows rotated in local memory, the grouped block
-# order (its grid of row groups needs whole groups of row tiles), the DMMA loop split along K
-_NOT_GUARDED = ("rot", "group", "kparts", "kslots")
+# order (its grid of row groups needs whole groups of row tiles), the DMMA loop split along K,
+# the k-permuted DMMA fragment reads (pairs)
+_NOT_GUARDED = ("rot", "group", "kparts", "kslots", "pairs")
 
 
 def fit_choice(kind: Kind, variant: "Variant", sizes: Mapping[str, int]) -> "Variant":
@@ -556,10 +571,11 @@ def edge_forms(variant: "Variant") -> list["Variant"]:
 
 def edge_lossy(variant: "Variant", edge: "Variant") -> bool:
     """The guarded form lacks a speed-up of the variant: DMMA tiles staged over whole lines
-    (`lines`), m16n8k8 (`ik`, `ahead`), the tail split along K (`split`), or tiles of vectors
+    (`lines`), m16n8k8 (`ik`, `ahead`), k-permuted fragment reads (`pairs`), the tail split
+    along K (`split`), or tiles of vectors
     copied element by element (`elems`)."""
     return bool(edge.kw.get("elems")) or any(
-        variant.kw.get(p) and not edge.kw.get(p) for p in ("lines", "ik", "ahead", "split"))
+        variant.kw.get(p) and not edge.kw.get(p) for p in ("lines", "ik", "ahead", "split", "pairs"))
 
 
 def edge_form(variant: "Variant") -> Optional["Variant"]:
