@@ -148,6 +148,26 @@ def profiled_edge(session: Session, kind: Kind, sizes: dict[str, int]) -> Option
     return None
 
 
+def measured_here(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[Variant]:
+    """A complex kind's own kernel where the device profile measured one at these very sizes,
+    faster there than the `real` plan (which its class's choice becomes off its tiles,
+    `codelets.fit_choice`): the fastest of the guarded complex tiles (`edge-ctiles-async`, no
+    copies) and the complex kernels run padded (entries `via` "padded": ctiles-async, zmma on
+    pad2d/crop2d copies); a conjugating layout also from its plain one's entries; None: the
+    class's choice (results/issue15/oddc25: CGEMM 1000³ and 1023×1025×999 spent the real
+    plan's cembed beside its product)."""
+    prof = getattr(session, "profile", None)
+    if prof is None or kind.dtype not in REAL_OF:
+        return None
+    plain = kind.layout.replace("R", "N").replace("C", "T")
+    for k in dict.fromkeys((kind, Kind(kind.op, kind.dtype, plain))):
+        found = [e for e in prof.at_sizes(k, sizes) if e.variant.codelet in EDGE_CODELETS]
+        found += prof.at_sizes(k, sizes, "padded")
+        if found:
+            return max(found, key=lambda e: e.rate).variant
+    return None
+
+
 def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
               variant: Optional[Variant] = None) -> Built:
     """The mm kernel for these sizes: the chosen variant (the profile's best or `variant`), or,
@@ -567,14 +587,15 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
             raise BlasError(f"gemm: the split plan needs a real NN product whose N − 1 is a "
                             f"multiple of {sv.kw.get('w', 64)} and of its interior kernel's "
                             f"tiles, got {layout} {sizes['M']}×{sizes['N']}×{ka}")
-    chosen = variant or session.choose(kind, sizes)
+    here = None if variant is not None else measured_here(session, kind, sizes)
+    chosen = variant or here or session.choose(kind, sizes)
     embed = None
     if (chosen.codelet == "real" and dt.kind == "c") or (chosen.codelet == "nn" and
                                                          dt.kind != "c" and layout != "NN"):
         embed = _embedding(session, dt, layout, sizes, real if dt.kind == "c" else None)
         built = embed.real
     else:
-        built = mm_kernel(session, kind, sizes, variant)  # (variant None: its own choice)
+        built = mm_kernel(session, kind, sizes, variant or here)  # (None: its own choice)
     return GemmPlan(session, dt, m, n, ka, bool(trans_a), bool(trans_b),
                     (order_a, order_b, order_c), layout, first, transposed, sizes, built, embed)
 
