@@ -23,7 +23,7 @@ from .test_gpu_codelets import _forced
 from .test_properties import _mat
 
 LAST = [Variant.of("column-groups-last", lanes=2, g=8, w=4, r=4),
-        Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8),
+        Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8, b=32),
         Variant.of("column-groups-last", lanes=8, g=4, w=1, r=2)]
 
 
@@ -50,7 +50,39 @@ def test_last_wrg_means_a_map_of_its_blocks() -> None:
     got = run(prog, [xs, zs], {"n": 3, "r": 5})
     np.testing.assert_array_equal(np.asarray(got).ravel(), xs.reshape(3, -1).sum(1) + zs)
     assert show(parse(show(prog))) == show(prog)
-    assert "lastWrg(" in show(prog)
+    assert "lastWrg 0 (" in show(prog)
+
+
+def test_last_wrg_bound_builds_for_resident_groups() -> None:
+    """lastWrg b: CUDA's kernel carries __launch_bounds__(work-items, b), OpenCL's nothing (it
+    has no such attribute) and still runs on the CPU device; printed and parsed with b; the
+    meaning is b's too; b outside 0..32 refused in words."""
+    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    n, r = D.sizes("n r")
+    xt = D.ArrayType(D.ArrayType(D.ArrayType(D.float32, 4), r), n)
+
+    def prog(b: int) -> D.FunDecl:
+        part, finish = _sums_of_parts().f, _sums_of_parts().g
+        return D.fun([xt, D.float32[n]], lambda xs, zs: D.join << D.lastWrg(part, finish, b)(xs, zs))
+
+    assert "lastWrg 6 (" in show(prog(6)) and show(parse(show(prog(6)))) == show(prog(6))
+    cuda = compile_program(prog(6), CompileOptions(dialect="cuda")).kernels[0].source
+    assert "__launch_bounds__(2, 6)" in cuda
+    assert "__launch_bounds__" not in compile_program(prog(0), CompileOptions(dialect="cuda")
+                                                      ).kernels[0].source
+    c = compile_program(prog(6))
+    assert "__launch_bounds__" not in c.kernels[0].source
+    rng = np.random.default_rng(7)
+    xs = rng.integers(-8, 9, (9, 5, 4)).astype(np.float32)
+    zs = rng.integers(-8, 9, 9).astype(np.float32)
+    want = xs.reshape(9, -1).sum(1) + zs
+    np.testing.assert_array_equal(np.asarray(OpenCLRunner("cpu").run(c, xs, zs)).ravel(), want)
+    np.testing.assert_array_equal(np.asarray(run(prog(6), [xs, zs], {"n": 9, "r": 5})).ravel(), want)
+    for bad in (33, -1):
+        with pytest.raises(LiftTypeError, match="constant from 0 to 32"):
+            check_program(prog(bad))
 
 
 def test_last_wrg_is_refused_where_it_cannot_run() -> None:
@@ -144,8 +176,11 @@ def test_last_columns_compile_for_cuda(dt: str) -> None:
 
     complex_ = dt.startswith("complex")  # CUDA's complex struct through volatile field by field
     for lanes, g, w, r in ((8, 32, 1, 8), (16, 16, 1, 4)) if complex_ else GEMV_SPLIT_SPACE[:4]:
-        d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-last", lanes=lanes, g=g, w=w, r=r))
+        b = 2048 // (lanes * g) if lanes == 16 else 0  # every slot of a multiprocessor
+        d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-last", lanes=lanes, g=g, w=w,
+                                                     r=r, b=b))
         for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:
+            assert (f"__launch_bounds__({lanes * g}, {b})" in k.source) == (b > 0)
             compile_cuda(k.source, "compute_90", list(k.build_options or []))
 
 

@@ -149,10 +149,10 @@ def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strate
     return rule(GEMV_LANE_COLUMNS_SPLIT, lanes=lanes, g=g, w=w, r=r)
 
 
-def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strategy:
+def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_LAST
 
-    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r)
+    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b)
 
 
 def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
@@ -194,11 +194,13 @@ GEMV_SPLIT_SPACE = ((32, 8, 4, 16), (8, 32, 4, 8), (4, 16, 8, 8), (16, 16, 2, 8)
 
 
 # GEMV T in one kernel, column blocks × r row chunks meeting through a counter per block (lanes,
-# g, w, r), the H100's fastest first (results/issue15/gemv25 run 1: float32 4096² (16,16,4,16)
+# g, w, r[, b]), the H100's fastest first (results/issue15/gemv25 run 1: float32 4096² (16,16,4,16)
 # 0.94x cuBLAS by kernel, 8192² (32,8,4,16) 1.02x; float64 4096² (16,16,4,8) 0.98x, 8192²
-# (8,32,4,8) 1.00x)
+# (8,32,4,8) 1.00x); then b > 0, the kernel built for every work-item slot of a multiprocessor
+# (the unbounded kernels took 34 registers: 1024 work-groups of 256 in 1.3 waves; not yet run)
 GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (16, 16, 4, 8), (8, 32, 4, 8), (16, 8, 4, 16),
-                   (16, 16, 2, 8), (8, 32, 4, 4), (4, 16, 8, 16), (4, 16, 4, 8))
+                   (16, 16, 2, 8), (8, 32, 4, 4), (4, 16, 8, 16), (4, 16, 4, 8),
+                   (16, 16, 4, 16, 8), (32, 8, 4, 16, 8), (16, 16, 4, 8, 8), (16, 8, 4, 32, 16))
 
 
 # GEMV T in one kernel with a tree over the g row groups (lanes, g, w), the H100's fastest first
@@ -269,11 +271,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("column-groups-last", ("gemv",), "GEMV T in one kernel: column-groups-split's "
             "work-groups (r row chunks), their sums in a global workspace, the last work-group "
             "of a column block (an atomic counter per block) summing its r partials in order "
-            "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); "
-            "complex types one element at a time",
+            "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); b > 0: "
+            "built for b resident work-groups per multiprocessor (CUDA); complex types one "
+            "element at a time",
             _gemv_groups_last,
-            on_gpus(("lanes", "g", "w", "r"), GEMV_LAST_SPACE),
-            lambda kind, lanes, g, w, r: {"M": g * r, "N": lanes * w},
+            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b"), p)) for p in GEMV_LAST_SPACE]
+            if dev == "gpu" else [],
+            lambda kind, lanes, g, w, r, b=0: {"M": g * r, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
             "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "

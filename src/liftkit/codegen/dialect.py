@@ -66,6 +66,9 @@ class Dialect:
     # a complex number in volatile memory is read and written field by field (CUDA's struct
     # has no volatile copy; OpenCL's float2 / double2 vectors do)
     volatile_complex_fields: bool
+    # (work-items per group, resident groups per multiprocessor) -> the kernel attribute that
+    # builds it for that many (a register cap); None where the dialect has none (OpenCL C)
+    occupancy: Optional[Callable[[int, int], str]] = None
     # what patterns beyond OpenCL may use (`CudaPattern.feature`): "warp-shuffle", "mma", ...
     features: frozenset[str] = frozenset()
     # (C value, lane offset) -> the value of the lane `offset` away by xor, from a full warp
@@ -184,6 +187,7 @@ CUDA = Dialect(
     global_fence='asm volatile("fence.acq_rel.gpu;" ::: "memory");',
     atomic_inc=lambda lv: f"atomicAdd((int*)&{lv}, 1)",
     volatile_complex_fields=True,
+    occupancy=lambda threads, groups: f"__launch_bounds__({threads}, {groups})",
     features=frozenset({"warp-shuffle", "mma", "cp.async", "wgmma"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
     # a block declares at most 48 KB statically; more comes at launch (opted in per kernel)

@@ -1,4 +1,4 @@
-"""Code for `lastWrg(f, g)` (ir/patterns/wrg.py): a grid of n × r work-groups whose partial
+"""Code for `lastWrg b (f, g)` (ir/patterns/wrg.py): a grid of n × r work-groups whose partial
 results meet in global memory, the last work-group of each block finishing it.
 
     for each work-group (b, k) of its share of the grid (b along dimension 0, k along 1):
@@ -21,11 +21,13 @@ that may hold an older line). The counters are a global temporary the host zero-
 counter): launches in order on one stream share them; a launch that never starts leaves them
 as they were; a launch that dies part way (a device fault) leaves the CUDA context or OpenCL
 queue unusable, and a new session allocates new, zeroed counters. The spellings of the atomic
-increment and the fence come from the dialect table.
+increment and the fence come from the dialect table, and so does b > 0's kernel attribute
+(`occupancy`: CUDA's `__launch_bounds__(work-items, b)`; OpenCL C has none).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from liftkit.arith import cst
@@ -73,6 +75,9 @@ def gen_last_wrg(g: "Generator", p: P.LastWrg, args: Sequence["Arg"], env: dict[
     count = temp("lw_count", ArrayType(int32, n), True)
     last = em.local_array(int32, "lw_last", cst(1)).name
     ls = g.local_size or (1,)
+    bound = p.resident()
+    if bound and d.occupancy is not None:
+        em.kernel_attributes.append(d.occupancy(math.prod(ls), bound))
     lead = " && ".join(f"{d.ids('lcl', k)} == 0" for k in range(len(ls)) if ls[k] > 1) or "true"
     wrg0, wrg1 = p.groups(p.f)
     for b, ctx_b in g.loop("wrg", 0, n, ctx, wrg0, False):

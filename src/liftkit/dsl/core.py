@@ -112,10 +112,11 @@ def mapVec(f: FunLike) -> P.MapVec:
     return P.MapVec(fn(f))
 
 
-def lastWrg(f: FunLike, g: FunLike) -> P.LastWrg:
-    """lastWrg(f, g) $ (blocks of parts, one value per block): f per part in a work-group of
-    its own, g of a block's r partials (and its value) by the block's last work-group."""
-    return P.LastWrg(fn(f), fn(g))
+def lastWrg(f: FunLike, g: FunLike, bound: SizeLike = 0) -> P.LastWrg:
+    """lastWrg b (f, g) $ (blocks of parts, one value per block): f per part in a work-group of
+    its own, g of a block's r partials (and its value) by the block's last work-group; b > 0
+    builds the kernel for at least b resident work-groups per multiprocessor."""
+    return P.LastWrg(fn(f), fn(g), _size(bound))
 
 
 # -- reductions -----------------------------------------------------------------------------------

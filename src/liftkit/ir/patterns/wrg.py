@@ -16,6 +16,14 @@ Meaning (the interpreter's): map(λ(ps, z). g(map(f) $ ps, z)) $ zip(xs, zs).
 Type: f : T → U and g : ([U]_r, Z) → V are typed as functions a work-group runs (inside mapWrg(0)
 and mapWrg(1): they may use mapLcl and local memory); the result is [V]_n. The pattern is a
 kernel's whole grid: it may not be nested in a parallel map, nor contain one over work-groups.
+
+`lastWrg b (f, g)`, b > 0: the kernel is built for at least b resident work-groups per
+multiprocessor (CUDA's `__launch_bounds__`, a register cap: the dialect table's `occupancy`;
+OpenCL C has no such attribute and leaves the choice to its compiler). A grid of n × r
+work-groups runs in one wave only where they all fit at once: on the H100 the GEMV T kernel
+took 34 registers a work-item, 6 groups of 256 per multiprocessor, 792 slots for 1024
+work-groups (results/issue15/gemv25b). b = 0: the compiler's choice. The meaning does not
+depend on b.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from liftkit.arith import ArithExpr, cst
 from liftkit.ir.nodes import FunDecl, walk
 from liftkit.ir.patterns.base import Kind, Pattern, PatternError, expect_args, param
 from liftkit.ir.patterns.maps import MapGlb, MapWrg, ParallelMap
@@ -35,15 +44,31 @@ if TYPE_CHECKING:  # pragma: no cover
     from liftkit.semantics.values import Value
 
 
+MAX_BOUND = 32  # an NVIDIA multiprocessor holds at most 32 work-groups
+
+
 @dataclass(frozen=True, repr=False)
 class LastWrg(Pattern):
-    """lastWrg(f, g): see the module docstring."""
+    """lastWrg b (f, g): see the module docstring."""
 
     name = "lastWrg"
     f: FunDecl = param(Kind.FUN)
     g: FunDecl = param(Kind.FUN)
+    bound: ArithExpr = param(Kind.SIZE, default=cst(0))
     arity = 2
     high_level = False
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("bound", Kind.SIZE), ("f", Kind.FUN), ("g", Kind.FUN)]
+
+    def resident(self) -> int:
+        """b: the work-groups per multiprocessor the kernel is built for (0: any), checked."""
+        b = self.bound
+        if not (b.is_constant and 0 <= b.value <= MAX_BOUND):
+            raise PatternError(f"lastWrg: the resident work-groups per multiprocessor must be a "
+                               f"constant from 0 to {MAX_BOUND}, got {b}")
+        return int(b.value)
 
     def groups(self, fun: FunDecl) -> tuple[MapWrg, MapWrg]:
         """The work-group maps f and g run inside (what their mapLcl and toLocal nest in)."""
@@ -53,6 +78,7 @@ class LastWrg(Pattern):
         from liftkit.ir.typecheck import Typing
 
         expect_args(self, args)
+        self.resident()
         xs, zs = args
         if not (isinstance(xs, ArrayType) and isinstance(xs.elem, ArrayType)):
             raise PatternError(f"lastWrg: expects blocks of parts ([[T]_r]_n) first, got {xs}")

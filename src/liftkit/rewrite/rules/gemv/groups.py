@@ -26,6 +26,10 @@ split the rows into row groups j, j+r, … (`every_rth_row`), their partials go 
   work-groups in one kernel, as the parts of `lastWrg` (ir/patterns/wrg.py): their sums in a
   global workspace, the last work-group of each column block (a counter per block) summing its
   r partials in order and applying h, s, g; no second launch, the same sums.
+  b > 0 (`lastWrg b`): the kernel built for b resident work-groups per multiprocessor, all
+  2048 work-item slots of an NVIDIA multiprocessor (a 32-register cap at 256 work-items): on
+  the H100 the form took 34 registers, 6 groups of 256 a multiprocessor, so 1024 work-groups
+  ran in 1.3 waves where the split form's first kernel (32 registers) ran in one.
 
 N, A·x: lanes of a work-group sum the w-vectors t, t+L, … of a row, their partials in local
 memory.
@@ -58,6 +62,7 @@ from typing import Any, Optional
 
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
+from liftkit.ir.patterns.wrg import MAX_BOUND
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.common import fresh, is_identity, operator
 from liftkit.rewrite.rules.gemv.parts import (Gemv, alpha_beta, as_vectors, dot_rows, every_rth_row,
@@ -90,6 +95,9 @@ SPLIT_PARTS = (2, 4, 8, 16)
 # row chunks of gemv-lane-columns-last: no second kernel reads them, so 32 as well (float32
 # 4096² gained from 8 to 16 chunks on the H100, results/issue15/gemv25 run 1)
 LAST_PARTS = SPLIT_PARTS + (32,)
+# the work-item slots of an NVIDIA multiprocessor (Volta to Hopper): gemv-lane-columns-last's
+# b > 0 asks for all of them, 2048 / (lanes·g) resident work-groups (at most 32)
+SM_THREADS = 2048
 
 
 def _plain_dots(call: Any) -> Optional[tuple[UserFun, UserFun, Expr, Expr]]:
@@ -292,11 +300,13 @@ def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r
         << D.zip(D.transpose << partials, D.split(1) << D.join << D.split(c) << fresh(y))
 
 
-def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int) -> Expr:
+def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int,
+                      b: int = 0) -> Expr:
     """gemv T's body in one kernel: `lane_columns_split`'s work-groups (lanes·w columns × one
     of r row chunks) as lastWrg's parts, each block of columns' r sums in a global workspace,
     the block's last work-group summing them in order (one work-item per column) and applying
-    h, s, g: the split form's r times the work-groups without its second kernel."""
+    h, s, g: the split form's r times the work-groups without its second kernel. b > 0: built
+    for b resident work-groups per multiprocessor."""
     from liftkit import dsl as D
 
     op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
@@ -316,7 +326,7 @@ def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r:
             << D.split(lanes) << cols
 
     return D.join << D.lastWrg(lambda q: _chunk_sums(vop, m, ev, t, w, lanes, q[0], q[1]),
-                               finish)(blocks, D.split(c) << fresh(y))
+                               finish, b)(blocks, D.split(c) << fresh(y))
 
 
 GEMV_T_GROUPS = site_rule(
@@ -358,17 +368,20 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
 
 GEMV_LANE_COLUMNS_LAST = site_rule(
     "gemv-lane-columns-last",
-    "gemv-lane-columns-split's site → join ∘ lastWrg(λ(cols, xs). the g row groups' sums of "
+    "gemv-lane-columns-split's site → join ∘ lastWrg b (λ(cols, xs). the g row groups' sums of "
     "lanes·w columns of one row chunk, λ(P, ys). join ∘ mapLcl(1)(mapLcl(0)(λ(p, yj). h(s("
     "reduce(⊕, z) $ p), g(yj)))) ∘ split lanes $ zip(transpose $ P, split 1 $ ys)) $ (blocks of "
-    "lanes·w columns × r chunks of rows ≡ j mod g·r, split lanes·w $ y)",
+    "lanes·w columns × r chunks of rows ≡ j mod g·r, split lanes·w $ y); b = 0 or every "
+    "work-item slot of a multiprocessor",
     "liftkit.blas GPU GEMV T (issue 15): the split reduction over r·g row groups in one kernel, "
     "the last work-group of a column block summing its r partials (CUDA's threadFenceReduction)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, r=r) for o in _lane_offers(parts, t, rows, cols, T_LANES,
-                                                                      T_WIDTHS)
-                                  for r in LAST_PARTS if fits(rows, o["g"] * r)],
-    lambda parts, t, rows, cols, lanes, g, w, r: lane_columns_last(parts, t, lanes, g, w, r))
+    lambda parts, t, rows, cols: [dict(o, r=r, b=b) for o in _lane_offers(parts, t, rows, cols,
+                                                                           T_LANES, T_WIDTHS)
+                                  for r in LAST_PARTS if fits(rows, o["g"] * r)
+                                  for b in (0, min(MAX_BOUND, SM_THREADS // (o["lanes"] * o["g"])))],
+    lambda parts, t, rows, cols, lanes, g, w, r, b=0: lane_columns_last(parts, t, lanes, g, w,
+                                                                        r, b))
 
 
 GEMV_LANE_COLUMNS_SPLIT = site_rule(
