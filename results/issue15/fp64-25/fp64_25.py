@@ -12,7 +12,8 @@ float64/complex128 product of the same operands; then `rounds` alternating round
 liftkit) of per-call timing: `repeat` calls back to back between CUDA events, each side's host
 path included, the median of 5 batches (benchmarks/blas_cuda.py `_time`); the median of the
 rounds' ratios and their spread; the device work once (the calls queued behind a long CuPy
-product, fastest of 3). A variant written "scalar:…" is generated with the accumulators stored
+product, fastest of 3). "profile": the variant the shipped profile chooses (nothing forced).
+A variant written "scalar:…" is generated with the accumulators stored
 one double at a time (codegen.cuda_mma.VECTOR_STORES off: the kernels shipped before this
 session), in its own kernel store. One JSON line per variant to --jsonl, a table at the end.
 """
@@ -36,6 +37,7 @@ from blas_cuda import _kernel_and_host, _rand_gpu, _time  # noqa: E402
 
 TOL = 1e-12
 SCALAR = "scalar:"
+PROFILE = "profile"  # the variant the shipped profile chooses, nothing forced
 
 
 def _mma(tm: int, tn: int, tk: int, w: int, s: int, **extra: int) -> str:
@@ -65,11 +67,25 @@ ROWS: list[tuple[str, str, str, int, str, str, list[str]]] = [
     ("DGEMM NN", "float64", "NN", 4096, "NN", "mma",
      [SCALAR + _mma(128, 64, 16, 4, 4, group=4), _mma(128, 64, 16, 4, 4, group=4),
       _mma(128, 64, 16, 4, 4, group=4, **P)]),
+    # rows 5-10 (run 2, after run 1's entries were shipped): each GEMM as the profile runs it
+    # (PROFILE: nothing forced), then the choices around the new ones
+    ("DGEMM NN", "float64", "NN", 1024, "NN", "mma",
+     [PROFILE, K128, _mma(128, 64, 16, 4, 3, group=4), _mma(128, 64, 16, 8, 3, **P),
+      _mma(64, 128, 16, 8, 4, **P), _mma(64, 64, 16, 4, 3, **P), _mma(128, 64, 16, 8, 4, group=4, **P),
+      _mma(64, 64, 16, 4, 4, group=4, **P)]),
+    ("DGEMM NT", "float64", "NT", 1024, "NT", "mma",
+     [PROFILE, _mma(128, 64, 16, 8, 3, **P), _mma(64, 128, 16, 8, 4, **P), _mma(128, 64, 16, 8, 4)]),
+    ("DGEMM TN", "float64", "TN", 1024, "TN", "mma",
+     [PROFILE, _mma(64, 64, 16, 4, 3), _mma(128, 64, 16, 8, 4), _mma(128, 64, 16, 8, 3),
+      _mma(64, 128, 16, 8, 4), _mma(64, 128, 16, 8, 4, **P), _mma(64, 64, 16, 4, 3, **P)]),
+    ("DGEMM NN", "float64", "NN", 2048, "NN", "mma", [PROFILE, _mma(128, 64, 16, 4, 3, group=4)]),
+    ("DGEMM NT", "float64", "NT", 2048, "NT", "mma", [PROFILE, K64]),
+    ("DGEMM TN", "float64", "TN", 2048, "TN", "mma", [PROFILE, K64]),
 ]
 
 
 def _jobs(rows: list[Any]) -> list[tuple[str, str]]:
-    return list(dict.fromkeys((klay, v) for *_, klay, _plan, vs in rows for v in vs))
+    return list(dict.fromkeys((klay, v) for *_, klay, _plan, vs in rows for v in vs if v != PROFILE))
 
 
 def _set_stores(text: str) -> str:
@@ -140,9 +156,10 @@ def main(argv: list[str]) -> int:
             text = _set_stores(full)
             s.store = stores[not full.startswith(SCALAR)]
             kind = Kind("mm", "float64", klay)
-            v = lookup_variant(kind, text)
+            v = None if full == PROFILE else lookup_variant(kind, text)
             forced.clear()
-            forced["float64", klay] = v
+            if v is not None:
+                forced["float64", klay] = v
             s.forget_choices()
             C.fill(np.nan)
             try:
@@ -154,8 +171,8 @@ def main(argv: list[str]) -> int:
                 continue
             ran = gp.embed.real.variant if gp.embed is not None else gp.built.variant
             what = (f"{gp.variant} on {ran}" if gp.embed is not None else str(ran))
-            what = (SCALAR if full.startswith(SCALAR) else "") + what
-            if ran != v:
+            what = (SCALAR if full.startswith(SCALAR) else "PROFILE: " if v is None else "") + what
+            if v is not None and ran != v:
                 print(f"{name} {n} {full}: the plan ran {what} instead", flush=True)
                 continue
             regs, spill = attrs.get((klay, full), (-1, -1))

@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
         for line in open(rows):
             r = json.loads(line)
             if r["dtype"] != "float64" or r["size"] != 1024 or r["variant"].startswith("scalar:") \
-                    or r["plan"] != "mma":
+                    or r["plan"] != "mma" or r["variant"] == "profile":
                 continue
             v = lookup_variant(Kind("mm", "float64", r["layout"]), r["variant"]).to_json()
             n = r["size"]
