@@ -188,11 +188,13 @@ def test_last_columns_compile_for_cuda(dt: str) -> None:
 @pytest.mark.parametrize("backend", ["gpu_session", "cuda_session"])
 def test_last_columns_on_the_gpu(backend: str, request: pytest.FixtureRequest) -> None:
     """Thousands of work-groups meeting through the counters on a real GPU (NVIDIA OpenCL and
-    CUDA), every call right (the counters zero again after each), at odd shapes and 4096²."""
+    CUDA), every call right (the counters zero again after each), at odd shapes and 4096², with
+    a kernel built for 8 resident groups of 256 among them."""
     session = request.getfixturevalue(backend)
     rng = np.random.default_rng(23)
     for v in (Variant.of("column-groups-last", lanes=8, g=32, w=4, r=8),
-              Variant.of("column-groups-last", lanes=4, g=16, w=8, r=16)):
+              Variant.of("column-groups-last", lanes=4, g=16, w=8, r=16),
+              Variant.of("column-groups-last", lanes=16, g=16, w=4, r=16, b=8)):
         s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
         for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
             dt = (np.float32, np.float64)[case % 2]
