@@ -119,8 +119,8 @@ def main(argv: list[str]) -> int:
     for dt_name, n in cases:
         kind = Kind("gemv", dt_name, "T")
         profile_choice = str(default_choose(kind, {"M": n, "N": n}))
-        todo[(dt_name, n)] = [profile_choice] + [v for v in lists[(dt_name, n)]
-                                                 if v != profile_choice]
+        mine = [str(lookup_variant(kind, v)) for v in lists[(dt_name, n)]]
+        todo[(dt_name, n)] = [profile_choice] + [v for v in mine if v != profile_choice]
         jobs += [(kind, lookup_variant(kind, v)) for v in todo[(dt_name, n)]]
     t0 = time.perf_counter()
     pre = for_session(s, jobs)
