@@ -195,7 +195,8 @@ def test_the_h100_profile_runs_cgemm_on_the_faster_of_ctiles_and_real() -> None:
     CGEMM on ctiles-async 128×64×16 8×4 — NN as stored, TN with Aᵀ tiled as stored, NT with
     Bᵀ tiled as stored and its rows rotated — except NN and NT at 4096³ (the real plan);
     conjugating layouts follow their plain ones; where results/issue15/cgemm24b shipped a
-    faster form (its `notes.cgemm24b.won`, by ship.py), that one."""
+    faster form (its `notes.cgemm24b.won`, by ship.py), that one, and where cgemm25 did after
+    it (`notes.cgemm25.won`: rows swizzled), that one."""
     from liftkit.blas.profile import SHIPPED, file_name
     from liftkit.blas.session import _tuned_kinds
 
@@ -204,7 +205,8 @@ def test_the_h100_profile_runs_cgemm_on_the_faster_of_ctiles_and_real() -> None:
     want = {"NN": Variant.of("ctiles-async", **tiles),
             "NT": Variant.of("ctiles-async", **tiles, kt=1, rot=1),
             "TN": Variant.of("ctiles-async", **tiles, kt=1)}
-    won = prof.notes.get("cgemm24b", {}).get("won", {})
+    won = {**prof.notes.get("cgemm24b", {}).get("won", {}),
+           **prof.notes.get("cgemm25", {}).get("won", {})}
     for lay in ("NN", "NT", "TN"):
         for n, cls in ((1024, "large"), (4096, "huge"), (8192, "giant")):
             got = prof.choose(Kind("mm", "complex64", lay), {"M": n, "N": n, "K": n}, multiples)
