@@ -121,7 +121,8 @@ def test_calls_run_the_measured_complex_kernels_on_cuda(blas_host: Any, stub_cud
                                                         sizes: tuple[int, int, int], v: Any,
                                                         via: str, launches: int,
                                                         copies: int) -> None:
-    """The CUDA queue stubbed (the shipped H100 profile plus the entry): the first call and the
+    """The CUDA queue stubbed (the shipped H100 profile, without its entries at these sizes, plus
+    the row's entry): the first call and the
     repeated one (its call plan) launch the same kernels and 2-D copies; the plan's kernel is
     the entry's variant (padded to its tiles where it is not guarded)."""
     host, s = blas_host, stub_cuda
@@ -129,6 +130,9 @@ def test_calls_run_the_measured_complex_kernels_on_cuda(blas_host: Any, stub_cud
     s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
     m, n, k = sizes
     at = {"M": m, "N": n, "K": k}
+    s.profile.entries = [e for e in s.profile.entries  # (the shipped ones at these sizes)
+                         if not (dict(e.sizes) == at and e.kind.dtype == dt)]
+    s.forget_choices()
     if v is not None:
         s.profile.add([_entry(dt, "NN", at, v, 1e6, via)])
         s.forget_choices()
@@ -172,3 +176,20 @@ def test_measured_complex_kernels_compute_odd_gemms(cuda_session: Any, dt: str, 
             cuda_session.gemm(dA, dB, C).result()
             got = cp.asnumpy(C)
             assert np.abs(got - want).max() <= tol * np.abs(want).max()
+
+
+def test_the_h100_profile_runs_cgemm_1000_on_the_guarded_complex_tiles(stub_cuda: Any) -> None:
+    """results/issue15/oddc25 run 1 (ship.py): CGEMM 1000³ NN on
+    edge-ctiles-async 128×64 split in 2 (0.847x cuBLAS per call against the real plan's
+    0.756x), no copies; 1023×1025×999 (no complex kernel beat the real plan), 1024 (ctiles-async
+    on its tiles) and ZGEMM 1000³ (zmma padded lost) as before."""
+    s = stub_cuda
+    split2 = Variant.of("edge-ctiles-async", **CT.kw, split=2, slots=264, bound=2)
+    plan = s.plan_gemm((1000, 1000), (1000, 1000), np.complex64)
+    assert plan.embed is None and plan.built.variant == split2 and plan.padded == plan.sizes
+    assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex64,  # (NC: NT's entries, none)
+                       trans_b="C").variant == Variant.of("real")
+    assert s.plan_gemm((1023, 999), (999, 1025), np.complex64).variant == Variant.of("real")
+    assert s.plan_gemm((1024, 1024), (1024, 1024), np.complex64).built.variant.codelet == \
+        "ctiles-async"
+    assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex128).variant == Variant.of("real")

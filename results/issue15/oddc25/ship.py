@@ -20,8 +20,15 @@ PROFILE = os.path.join(HERE, "..", "..", "..", "src", "liftkit", "blas", "profil
                        "profile-397cb6df054d2a73.json")
 
 
+# a complex kernel must beat the shipped plan per call by this much (run 1: CGEMM
+# 1023x1025x999 on edge 64x32 233.6 us against the real plan's 234.4, rounds 0.738-0.743x
+# against 0.737-0.747x: a tie, not an entry)
+MARGIN = 0.01
+
+
 def winners(rows: list[dict]) -> list[dict]:
-    """The fastest checked complex-kernel row per (dtype, size) that beat that size's `real`."""
+    """The fastest checked complex-kernel row per (dtype, size) that beat that size's `real`
+    by MARGIN."""
     out = []
     for key in sorted({(r["dtype"], r["size"]) for r in rows}):
         mine = [r for r in rows if (r["dtype"], r["size"]) == key and r["ok"]]
@@ -30,7 +37,7 @@ def winners(rows: list[dict]) -> list[dict]:
         if not real or not tried:
             continue
         best = min(tried, key=lambda r: r["liftkit_us"])
-        if best["liftkit_us"] < real[0]["liftkit_us"]:
+        if best["liftkit_us"] < (1 - MARGIN) * real[0]["liftkit_us"]:
             out.append(best)
     return out
 
