@@ -133,8 +133,8 @@ def test_ctiles_async_is_a_cuda_complex64_codelet() -> None:
     kt = {lay: [v for v in space(Kind("mm", "complex64", lay), "gpu", "cuda") if v.kw.get("kt")]
           for lay in ("NN", "RN", "NT", "TN", "NC", "CR")}
     assert not kt["NN"] and not kt["RN"]  # kt needs a transposed operand
-    # (kt alone, rot=1, 2, 3 over CTILES_KT's tilings for NT/NC; kt alone and pair for TN/CR)
-    assert len(kt["NT"]) == len(kt["NC"]) == 16 and len(kt["TN"]) == len(kt["CR"]) == 8
+    # (kt alone, rot=1, rot=3 over CTILES_KT's tilings for NT/NC; kt alone for TN/CR)
+    assert len(kt["NT"]) == len(kt["NC"]) == 9 and len(kt["TN"]) == len(kt["CR"]) == 3
     assert not any(v.kw.get("rot") for v in kt["TN"] + kt["CR"])  # rot: Bᵀ's rows only
     with pytest.raises(CodeletError, match="has none"):
         derive(Kind("mm", "complex64", "NN"), Variant.of("ctiles-async", **CT.kw, kt=1))
@@ -233,12 +233,12 @@ def test_sizes_off_the_complex_tiles_take_the_real_plan() -> None:
 
 # -- the register caps and the whole-grid split the tuner tries on a CUDA device ----------------
 def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid() -> None:
-    """`ctiles_split_space` (in `space_at` on CUDA): for layouts tiled as stored (kt=1, whose
-    kernels exceed 128 registers: one block per SM) the 128×64 tiles (2 or 3 stages) and the
-    64×64 tiles capped at 2 and 4 resident blocks per SM; where the grid fills at most half of
-    those slots (1024²: 128 tiles of 128×64 for 264, 256 of 64×64 for 528) also split in 2
-    along K across the whole grid (every layout); nothing for other dtypes; every one derives
-    (NT's and NN's splits bit for bit in the interpreter)."""
+    """`ctiles_split_space` (in `space_at` on CUDA): for layouts tiled as stored (kt=1) or with
+    rows swizzled (rot=3: NN's A, NT's A and Bᵀ), whose kernels exceed 128 registers (one block
+    per SM), the 128×64 tiles (2 or 3 stages) and the 64×64 tiles capped at 2 and 4 resident
+    blocks per SM; where the grid fills at most half of those slots (1024²: 128 tiles of 128×64
+    for 264, 256 of 64×64 for 528) also split in 2 along K across the whole grid; nothing for
+    other dtypes; every one derives (NT's and NN's splits bit for bit in the interpreter)."""
     from liftkit.backends.cuda.occupancy import SMLimits
     from liftkit.blas.codelets import ctiles_split_space, space_at
 
@@ -248,10 +248,12 @@ def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid(
     b2, b4, s2 = {"bound": 2, "slots": 264}, {"bound": 4, "slots": 528}, {"split": 2}
     at = {n: {"M": n, "N": n, "K": n} for n in (1024, 4096)}
     ct = lambda **kw: Variant.of("ctiles-async", **kw)  # noqa: E731
-    nt = {"kt": 1, "rot": 1}
+    nt, nn = {"kt": 1, "rot": 3}, {"rot": 3}  # (rows swizzled: results/issue15/cgemm25)
     deep = {**big, "stages": 3}
-    want = {("NN", 1024): [ct(**big, **b2, **s2), ct(**deep, **b2, **s2),
-                           ct(**small, **b4, **s2)], ("NN", 4096): [],
+    want = {("NN", 1024): [ct(**big, **nn, **b2), ct(**big, **nn, **b2, **s2),
+                           ct(**deep, **nn, **b2), ct(**deep, **nn, **b2, **s2),
+                           ct(**small, **nn, **b4), ct(**small, **nn, **b4, **s2)],
+            ("NN", 4096): [ct(**big, **nn, **b2), ct(**deep, **nn, **b2), ct(**small, **nn, **b4)],
             ("NT", 1024): [ct(**big, **nt, **b2), ct(**big, **nt, **b2, **s2),
                            ct(**deep, **nt, **b2), ct(**deep, **nt, **b2, **s2),
                            ct(**small, **nt, **b4), ct(**small, **nt, **b4, **s2)],
@@ -268,7 +270,7 @@ def test_the_tuner_tries_the_complex_tiles_capped_and_split_across_a_small_grid(
             assert multiples(kind, v) == {"M": v.kw["tm"], "N": v.kw["tn"], "K": 16}
     for dt in ("complex128", "float32"):
         assert ctiles_split_space(Kind("mm", dt, "NT"), at[1024], h100) == []
-    for lay, v in (("NT", ct(**big, **nt, **b2, **s2)), ("NN", ct(**small, **b4, **s2))):
+    for lay, v in (("NT", ct(**big, **nt, **b2, **s2)), ("NN", ct(**small, **nn, **b4, **s2))):
         want_, X, Y = _operands(lay, 128, 64, 48, 17)
         np.testing.assert_array_equal(
             np.asarray(interpret(derive(Kind("mm", "complex64", lay), v).final, X, Y)), want_)

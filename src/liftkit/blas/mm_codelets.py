@@ -218,18 +218,18 @@ TILES_ASYNC_SPACE = ((128, 64, 32, 8, 8, 2), (64, 128, 16, 8, 8, 2), (64, 128, 3
 CTILES_ASYNC_SPACE = ((64, 64, 16, 4, 8, 2), (64, 64, 16, 4, 8, 3), (64, 64, 16, 8, 8, 2),
                       (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2), (128, 64, 16, 8, 8, 2),
                       (128, 64, 8, 8, 8, 3), (64, 128, 8, 8, 8, 3), (64, 64, 32, 8, 8, 2),
-                      (128, 128, 8, 8, 8, 3), (128, 64, 32, 8, 4, 2))
+                      (128, 128, 8, 8, 8, 3))
 # then for layouts with a transposed operand the same tiled as stored (kt=1) and, for NT's Bᵀ
-# read across its rows, with those rotated (rot=1) or swizzled (rot=2: chunk xor row, one xor
-# per K step's read; 128×64×16: 128 registers where the rotation's take 150)
-CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2),
-             (128, 64, 32, 8, 4, 2))
-# A's rows swizzled in 16-byte units (rot=3; with kt, NT's Bᵀ's too): the two rows of A
-# a warp reads at once (16 bytes each, 128 bytes apart) in different banks, still one LDS.128;
-# and B's elements (NN; with kt TN's Aᵀ's too) owned in consecutive pairs (pair=1), each pair
-# one LDS.128 (NVRTC: 96 LDS.128 per tile step of 2048 FFMA where NN takes 64 + 64 LDS.64 and
-# TN 192 LDS.64)
-CTILES_ROT = ((128, 64, 16, 8, 4, 2), (128, 64, 32, 8, 4, 2))
+# read across its rows, with those rotated (rot=1) or swizzled in 16-byte units with A's rows
+# (rot=3, below)
+CTILES_KT = ((64, 64, 16, 4, 8, 2), (64, 32, 16, 8, 4, 2), (128, 64, 16, 8, 4, 2))
+# A's rows swizzled in 16-byte units (rot=3; with kt, NT's Bᵀ's too): the two rows of A a warp
+# reads at once (16 bytes each, 128 bytes apart) in different banks, each still one LDS.128 (on
+# the H100 per call beside cuBLAS: NN 1024 0.915x where the plain tiles ran 0.890x, NT kt 0.925x
+# where rot=1 ran 0.863x; results/issue15/cgemm25). Not in the space, measured slower there:
+# Bᵀ swizzled by 8-byte chunks (rot=2, NT 0.843x), K-outer operands owned in pairs (pair=1,
+# NN 0.858x, TN 0.871x where kt alone ran 0.910x) and the 128×64 tiles 32 deep (NN 0.869x)
+CTILES_ROT = ((128, 64, 16, 8, 4, 2),)
 
 
 def _ctiles_space(dev: str) -> list[dict[str, int]]:
@@ -237,10 +237,8 @@ def _ctiles_space(dev: str) -> list[dict[str, int]]:
     if dev != "gpu":
         return []
     out = [dict(zip(names, p)) for p in CTILES_ASYNC_SPACE]
-    out += [{**dict(zip(names, p)), **r} for r in ({"rot": 3}, {"pair": 1}, {"rot": 3, "pair": 1})
-            for p in CTILES_ROT]
-    return out + [{**dict(zip(names, p)), "kt": 1, **r}
-                  for r in ({}, {"rot": 1}, {"rot": 2}, {"rot": 3}, {"pair": 1})
+    out += [{**dict(zip(names, p)), "rot": 3} for p in CTILES_ROT]
+    return out + [{**dict(zip(names, p)), "kt": 1, **r} for r in ({}, {"rot": 1}, {"rot": 3})
                   for p in CTILES_KT]
 
 
@@ -355,19 +353,24 @@ CTILES_BOUNDED = ((128, 64, 16, 8, 4, 2, 2), (128, 64, 16, 8, 4, 3, 2), (64, 64,
 
 def ctiles_split_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> list[Variant]:
     """The complex tiles (ctiles-async) worth trying at `sizes` on a device of `limits` beyond
-    their space: tiled as the layout reads best (kt=1 where an operand is transposed, rot=1
-    where the second is), under the register cap `CTILES_BOUNDED` (for layouts with kt, whose
-    kernels exceed it), and where the tile grid fills at most half the capped slots (1024²: 128
-    tiles of 128×64 or 256 of 64×64 for 264 / 528) split in 2 along K across the whole grid
-    (mm-split-tail: every tile is in the last partial wave; both parts of every tile resident
-    at once, twice the warps per SM for the same work); none for other kinds."""
+    their space: tiled as the layout reads best (kt=1 where an operand is transposed, rows
+    swizzled, rot=3, where A or the second operand is read across rows), under the register cap
+    `CTILES_BOUNDED` (those kernels exceed it), and where the tile grid fills at most half the
+    capped slots (1024²: 128 tiles of 128×64 or 256 of 64×64 for 264 / 528) split in 2 along K
+    across the whole grid (mm-split-tail: every tile is in the last partial wave; both parts of
+    every tile resident at once, twice the warps per SM for the same work); none for other
+    kinds."""
     from liftkit.backends.cuda.occupancy import bounded_slots
 
     c = next(c for c in MM_CODELETS if c.name == "ctiles-async")
     if kind.op != "mm" or kind.dtype not in (c.dtypes or ()):
         return []
     kt = transposes(kind)
-    lay = {"kt": 1, **({"rot": 1} if kind.layout[1] in "TC" else {})} if kt else {}
+    # rows swizzled (rot=3: A's, with kt NT's Bᵀ's too) where a K-inner tile is read across
+    # rows: 138-157 registers uncapped (H100, cgemm25: NN 4096 0.937x, 8192 0.976x; NT 0.917x,
+    # 0.968x capped)
+    lay = ({"kt": 1, **({"rot": 3} if kind.layout[1] in "TC" else {})} if kt
+           else {"rot": 3})
     out = []
     for tm, tn, tk, rm, rn, stages, bound in CTILES_BOUNDED:
         threads, shared = tiles_async_footprint(tm, tn, tk, rm, rn, stages, 8)
@@ -375,8 +378,7 @@ def ctiles_split_space(kind: Kind, sizes: Mapping[str, int], limits: Any) -> lis
         if slots is None:
             continue
         tiling = dict(tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **lay)
-        if kt:
-            out.append(Variant.of("ctiles-async", **tiling, bound=bound, slots=slots))
+        out.append(Variant.of("ctiles-async", **tiling, bound=bound, slots=slots))
         tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
         if 2 * tiles <= slots and -(-sizes["K"] // tk) >= 2:
             out.append(Variant.of("ctiles-async", **tiling, split=2, bound=bound, slots=slots))
