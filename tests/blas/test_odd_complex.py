@@ -50,6 +50,18 @@ def test_the_guarded_complex_tiles_are_sound_at_any_sizes(layout: str, m: int, n
     np.testing.assert_array_equal(np.asarray(interpret(derive(kind, v).final, X, Y)), want)
 
 
+@pytest.mark.parametrize("tiles", [dict(tm=128, tn=32, tk=16, rm=8, rn=4),
+                                   dict(tm=128, tn=32, tk=16, rm=4, rn=4),
+                                   dict(tm=128, tn=64, tk=32, rm=8, rn=4)])
+def test_the_complex_edge_tilings_are_sound(tiles: dict) -> None:
+    """mm-edge-tiles' complex shapes (EDGE_TILES_COMPLEX's 128×32, mm-local-tiles' 128×64×32):
+    they derive, and off the tiles equal the product bit for bit."""
+    v = Variant.of("edge-ctiles-async", **tiles, stages=2)
+    want, X, Y = _operands("NN", 130, 40, 20, 11)
+    np.testing.assert_array_equal(
+        np.asarray(interpret(derive(Kind("mm", "complex64", "NN"), v).final, X, Y)), want)
+
+
 def test_the_guarded_split_tail_is_sound_and_compiles(compile_cuda: Any) -> None:
     """ctiles-async's 128×64 tiles guarded and split along K in 2 (the H100's capped slots):
     sound off the tiles; the CUDA C copies 8-byte elements with a source size (0 past K) and
@@ -115,7 +127,7 @@ def test_measured_complex_kernels_at_the_very_sizes_are_chosen() -> None:
     ("complex64", (1023, 1025, 999), EDGE, "", 1, 0),
     ("complex64", (1000, 1000, 1000), CT, "padded", 1, 3),  # 16-byte pitches: 2-D copies
     ("complex64", (1023, 1025, 999), CT, "padded", 4, 0),  # pad2d A, pad2d B, product, crop2d
-    ("complex128", (1000, 1000, 1000), ZV, "padded", 1, 3),  # 16-byte rows: driver 2-D copies
+    ("complex128", (1000, 1000, 1000), ZV, "padded", 4, 0),  # the copies as kernels too
 ])
 def test_calls_run_the_measured_complex_kernels_on_cuda(blas_host: Any, stub_cuda: Any, dt: str,
                                                         sizes: tuple[int, int, int], v: Any,

@@ -45,7 +45,8 @@ from liftkit.rewrite.core import Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
 from liftkit.rewrite.rules.mm import (
-    SOURCE, Elem, _symbolic_tiles, _tiles_ok, _zeros4, local_tiles, mm_parts, unroll_k_steps,
+    SOURCE, SYMBOLIC_TILES_COMPLEX, Elem, _symbolic_tiles, _tiles_ok, _zeros4, local_tiles,
+    mm_parts, unroll_k_steps,
 )
 
 Options = list[dict[str, Any]]
@@ -103,6 +104,14 @@ def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: i
     return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
 
 
+# complex scalars only, after the symbolic sets: mm-local-tiles' complex shapes
+# (SYMBOLIC_TILES_COMPLEX), then 128×32 tiles (8×4 blocks on 128 work-items, 4×4 on 256), whose
+# grid at N = 1025 (33 columns of tiles, 8 rows: 264) is two blocks per multiprocessor of the
+# H100's 132 where 128×64 tiles make 136 (a second wave: CGEMM 1023×1025×999 0.44x cuBLAS,
+# results/issue15/oddc25 run 1)
+EDGE_TILES_COMPLEX = ((128, 32, 16, 8, 4, 1, 1), (128, 32, 16, 4, 4, 1, 1))
+
+
 def _choices(site: Site) -> Options:
     parts = mm_parts(site)
     if parts is None:
@@ -110,7 +119,9 @@ def _choices(site: Site) -> Options:
     ws = parts.elem.widths
     sizes = (const(parts.m), const(parts.n), const(parts.k))
     out = []
-    for tm, tn, tk, rm, rn, u, w in dict.fromkeys(_symbolic_tiles(ws)):
+    extra = (list(SYMBOLIC_TILES_COMPLEX) + list(EDGE_TILES_COMPLEX)
+             if parts.elem.t.is_complex else [])
+    for tm, tn, tk, rm, rn, u, w in dict.fromkeys(_symbolic_tiles(ws) + extra):
         if not _tiles_ok(tm, tn, tk, rm, rn, w, ws):
             continue
         one = {"tm": tm, "tn": tn, "tk": tk, "rm": rm, "rn": rn, "unroll": u, "w": w}
