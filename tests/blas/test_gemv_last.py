@@ -22,7 +22,7 @@ from .test_gemv_split import check_gemv_t_at_random_shapes
 from .test_gpu_codelets import _forced
 from .test_properties import _mat
 
-LAST = [Variant.of("column-groups-last", lanes=2, g=8, w=4, r=4),
+LAST = [Variant.of("column-groups-last", lanes=2, g=8, w=4, r=4, c=1),
         Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8, b=32),
         Variant.of("column-groups-last", lanes=8, g=4, w=1, r=2)]
 
@@ -50,7 +50,7 @@ def test_last_wrg_means_a_map_of_its_blocks() -> None:
     got = run(prog, [xs, zs], {"n": 3, "r": 5})
     np.testing.assert_array_equal(np.asarray(got).ravel(), xs.reshape(3, -1).sum(1) + zs)
     assert show(parse(show(prog))) == show(prog)
-    assert "lastWrg 0 (" in show(prog)
+    assert "lastWrg 0 0 (" in show(prog)
 
 
 def test_last_wrg_bound_builds_for_resident_groups() -> None:
@@ -67,7 +67,7 @@ def test_last_wrg_bound_builds_for_resident_groups() -> None:
         part, finish = _sums_of_parts().f, _sums_of_parts().g
         return D.fun([xt, D.float32[n]], lambda xs, zs: D.join << D.lastWrg(part, finish, b)(xs, zs))
 
-    assert "lastWrg 6 (" in show(prog(6)) and show(parse(show(prog(6)))) == show(prog(6))
+    assert "lastWrg 6 0 (" in show(prog(6)) and show(parse(show(prog(6)))) == show(prog(6))
     cuda = compile_program(prog(6), CompileOptions(dialect="cuda")).kernels[0].source
     assert "__launch_bounds__(2, 6)" in cuda
     assert "__launch_bounds__" not in compile_program(prog(0), CompileOptions(dialect="cuda")
@@ -83,6 +83,42 @@ def test_last_wrg_bound_builds_for_resident_groups() -> None:
     for bad in (33, -1):
         with pytest.raises(LiftTypeError, match="constant from 0 to 32"):
             check_program(prog(bad))
+
+
+def test_last_wrg_in_a_cluster() -> None:
+    """lastWrg b 1: CUDA runs a block's parts as one thread-block cluster (no counters, no
+    workspace: the partials read from the cluster's local memories), OpenCL (no clusters) the
+    counters, which run on the CPU device; printed and parsed with the flag; more than 8 parts
+    or a flag other than 0/1 refused in words."""
+    from liftkit.backends.opencl import OpenCLRunner
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    (n,) = D.sizes("n")
+
+    def prog(r: int, c: int = 1) -> D.FunDecl:
+        xt = D.ArrayType(D.ArrayType(D.ArrayType(D.float32, 4), r), n)
+        part, finish = _sums_of_parts().f, _sums_of_parts().g
+        return D.fun([xt, D.float32[n]],
+                     lambda xs, zs: D.join << D.lastWrg(part, finish, 0, c)(xs, zs))
+
+    assert "lastWrg 0 1 (" in show(prog(5)) and show(parse(show(prog(5)))) == show(prog(5))
+    cu = compile_program(prog(5), CompileOptions(dialect="cuda"))
+    src = cu.kernels[0].source
+    assert "__cluster_dims__(1, 5, 1)" in src and "mapa.shared::cluster" in src
+    assert src.count("barrier.cluster.arrive") == 2 and "atomicAdd" not in src
+    assert not [b for b in cu.buffers if b.role == "temporary"]
+    c = compile_program(prog(5))
+    assert "atomic_inc(&" in c.kernels[0].source and "cluster" not in c.kernels[0].source
+    rng = np.random.default_rng(8)
+    xs = rng.integers(-8, 9, (9, 5, 4)).astype(np.float32)
+    zs = rng.integers(-8, 9, 9).astype(np.float32)
+    want = xs.reshape(9, -1).sum(1) + zs
+    np.testing.assert_array_equal(np.asarray(OpenCLRunner("cpu").run(c, xs, zs)).ravel(), want)
+    np.testing.assert_array_equal(np.asarray(run(prog(5), [xs, zs], {"n": 9})).ravel(), want)
+    with pytest.raises(LiftTypeError, match="at most 8 parts"):
+        check_program(prog(9))
+    with pytest.raises(LiftTypeError, match="cluster flag must be 0"):
+        check_program(prog(5, 2))
 
 
 def test_last_wrg_is_refused_where_it_cannot_run() -> None:
@@ -177,10 +213,12 @@ def test_last_columns_compile_for_cuda(dt: str) -> None:
     complex_ = dt.startswith("complex")  # CUDA's complex struct through volatile field by field
     for lanes, g, w, r in ((8, 32, 1, 8), (16, 16, 1, 4)) if complex_ else GEMV_SPLIT_SPACE[:4]:
         b = 2048 // (lanes * g) if lanes == 16 else 0  # every slot of a multiprocessor
+        c = int(r <= 8)  # the chunks of a block as one thread-block cluster
         d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-last", lanes=lanes, g=g, w=w,
-                                                     r=r, b=b))
+                                                     r=r, b=b, c=c))
         for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:
             assert (f"__launch_bounds__({lanes * g}, {b})" in k.source) == (b > 0)
+            assert (f"__cluster_dims__(1, {r}, 1)" in k.source) == (c > 0)
             compile_cuda(k.source, "compute_90", list(k.build_options or []))
 
 
@@ -189,12 +227,14 @@ def test_last_columns_compile_for_cuda(dt: str) -> None:
 def test_last_columns_on_the_gpu(backend: str, request: pytest.FixtureRequest) -> None:
     """Thousands of work-groups meeting through the counters on a real GPU (NVIDIA OpenCL and
     CUDA), every call right (the counters zero again after each), at odd shapes and 4096², with
-    a kernel built for 8 resident groups of 256 among them."""
+    a kernel built for 8 resident groups of 256 among them, and one whose 8 chunks of a block
+    run as a thread-block cluster (CUDA; NVIDIA OpenCL runs its counters)."""
     session = request.getfixturevalue(backend)
     rng = np.random.default_rng(23)
     for v in (Variant.of("column-groups-last", lanes=8, g=32, w=4, r=8),
               Variant.of("column-groups-last", lanes=4, g=16, w=8, r=16),
-              Variant.of("column-groups-last", lanes=16, g=16, w=4, r=16, b=8)):
+              Variant.of("column-groups-last", lanes=16, g=16, w=4, r=16, b=8),
+              Variant.of("column-groups-last", lanes=16, g=16, w=4, r=8, c=1)):
         s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
         for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
             dt = (np.float32, np.float64)[case % 2]

@@ -38,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 from blas_cuda import _kernel_and_host, _time  # noqa: E402
 
 
-def _last(lanes: int, g: int, w: int, r: int, b: int = 0) -> str:
-    return f"column-groups-last(lanes={lanes},g={g},w={w},r={r}" + (f",b={b})" if b else ")")
+def _last(lanes: int, g: int, w: int, r: int, b: int = 0, c: int = 0) -> str:
+    return (f"column-groups-last(lanes={lanes},g={g},w={w},r={r}" + (f",b={b}" if b else "")
+            + (f",c={c}" if c else "") + ")")
 
 
 def _split(lanes: int, g: int, w: int, r: int) -> str:
@@ -77,6 +78,27 @@ VARIANTS = {
 }
 
 
+# run 2 (lastWrg b 1: a column block's r ≤ 8 chunks as one thread-block cluster, the partials
+# met in distributed shared memory, no counter round trip): the cluster forms of run 1's best
+# shapes (lanes, g, w, r, b, c), beside the profile's choice (run 1's best after its commit)
+VARIANTS2 = {
+    ("float32", 4096): [_last(*p) for p in [(16, 16, 4, 8, 0, 1), (16, 16, 4, 8, 8, 1),
+                                            (8, 32, 4, 8, 0, 1), (8, 32, 4, 8, 8, 1),
+                                            (16, 8, 4, 8, 0, 1), (16, 8, 4, 8, 16, 1),
+                                            (8, 16, 4, 8, 0, 1), (8, 16, 4, 8, 16, 1),
+                                            (32, 8, 4, 8, 0, 1), (16, 16, 2, 8, 0, 1),
+                                            (32, 8, 2, 8, 0, 1), (16, 16, 4, 4, 0, 1),
+                                            (16, 16, 4, 8, 0, 0)]],
+    ("float64", 4096): [_last(*p) for p in [(8, 32, 4, 8, 8, 1), (16, 16, 4, 8, 0, 1),
+                                            (16, 16, 4, 8, 8, 1), (16, 16, 2, 8, 0, 1),
+                                            (8, 16, 4, 8, 0, 1), (16, 8, 4, 8, 16, 1),
+                                            (16, 16, 4, 8, 0, 0)]],
+    ("float32", 8192): [_last(*p) for p in [(16, 16, 4, 8, 0, 1), (16, 16, 4, 8, 8, 1),
+                                            (8, 32, 4, 8, 8, 1)]],
+    ("float64", 8192): [_last(*p) for p in [(8, 32, 4, 8, 8, 1), (16, 16, 4, 8, 0, 1)]],
+}
+
+
 def _registers(cp: Any, dt_name: str, vtext: str) -> dict[str, Any]:
     """The variant's CUDA kernel built by NVRTC through CuPy on this card: registers per
     work-item, local (spill) bytes, the work-items a block may have."""
@@ -97,8 +119,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeat", type=int, default=30)
     p.add_argument("--rounds", type=int, default=5, help="alternating per-call rounds per case")
     p.add_argument("--out", default=".")
+    p.add_argument("--set", type=int, default=1, help="the variants of run 1 or 2")
     args = p.parse_args(argv)
-    lists = VARIANTS
+    lists = {1: VARIANTS, 2: VARIANTS2}[args.set]
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 

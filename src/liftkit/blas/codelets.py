@@ -149,10 +149,11 @@ def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strate
     return rule(GEMV_LANE_COLUMNS_SPLIT, lanes=lanes, g=g, w=w, r=r)
 
 
-def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0) -> Strategy:
+def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0,
+                      c: int = 0) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_LAST
 
-    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b)
+    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c)
 
 
 def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
@@ -272,12 +273,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "work-groups (r row chunks), their sums in a global workspace, the last work-group "
             "of a column block (an atomic counter per block) summing its r partials in order "
             "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); b > 0: "
-            "built for b resident work-groups per multiprocessor (CUDA); complex types one "
-            "element at a time",
+            "built for b resident work-groups per multiprocessor (CUDA); c = 1: a block's r ≤ 8 "
+            "chunks as one thread-block cluster, meeting in distributed shared memory (CUDA); "
+            "complex types one element at a time",
             _gemv_groups_last,
-            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b"), p)) for p in GEMV_LAST_SPACE]
+            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b", "c"), p)) for p in GEMV_LAST_SPACE]
             if dev == "gpu" else [],
-            lambda kind, lanes, g, w, r, b=0: {"M": g * r, "N": lanes * w},
+            lambda kind, lanes, g, w, r, b=0, c=0: {"M": g * r, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
             "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "

@@ -69,6 +69,14 @@ class Dialect:
     # (work-items per group, resident groups per multiprocessor) -> the kernel attribute that
     # builds it for that many (a register cap); None where the dialect has none (OpenCL C)
     occupancy: Optional[Callable[[int, int], str]] = None
+    # thread-block clusters (lastWrg c = 1: a block's parts meet in distributed shared
+    # memory): (x, y, z) -> the kernel attribute launching clusters of that shape; the
+    # cluster-wide barrier (release/acquire); (C uint lvalue, local word pointer, rank) -> the
+    # statement reading that 32-bit word of the cluster block `rank`'s local memory. None: no
+    # clusters (OpenCL C): the parts meet in global memory
+    cluster_dims: Optional[Callable[[int, int, int], str]] = None
+    cluster_sync: str = ""
+    cluster_word: Optional[Callable[[str, str, str], str]] = None
     # what patterns beyond OpenCL may use (`CudaPattern.feature`): "warp-shuffle", "mma", ...
     features: frozenset[str] = frozenset()
     # (C value, lane offset) -> the value of the lane `offset` away by xor, from a full warp
@@ -188,6 +196,13 @@ CUDA = Dialect(
     atomic_inc=lambda lv: f"atomicAdd((int*)&{lv}, 1)",
     volatile_complex_fields=True,
     occupancy=lambda threads, groups: f"__launch_bounds__({threads}, {groups})",
+    cluster_dims=lambda x, y, z: f"__cluster_dims__({x}, {y}, {z})",
+    cluster_sync=('asm volatile("barrier.cluster.arrive.release.aligned;\\n'
+                  'barrier.cluster.wait.acquire.aligned;" ::: "memory");'),
+    cluster_word=lambda dest, ptr, rank: (
+        f'asm volatile("{{\\n.reg .u32 lk_a;\\nmapa.shared::cluster.u32 lk_a, %1, %2;\\n'
+        f'ld.shared::cluster.u32 %0, [lk_a];\\n}}" : "=r"({dest}) : '
+        f'"r"((unsigned)__cvta_generic_to_shared({ptr})), "r"((unsigned)({rank})) : "memory");'),
     features=frozenset({"warp-shuffle", "mma", "cp.async", "wgmma"}),
     shuffle_xor=lambda value, offset: f"__shfl_xor_sync(0xffffffffu, {value}, {offset})",
     # a block declares at most 48 KB statically; more comes at launch (opted in per kernel)

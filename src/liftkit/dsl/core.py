@@ -112,11 +112,12 @@ def mapVec(f: FunLike) -> P.MapVec:
     return P.MapVec(fn(f))
 
 
-def lastWrg(f: FunLike, g: FunLike, bound: SizeLike = 0) -> P.LastWrg:
-    """lastWrg b (f, g) $ (blocks of parts, one value per block): f per part in a work-group of
+def lastWrg(f: FunLike, g: FunLike, bound: SizeLike = 0, cluster: SizeLike = 0) -> P.LastWrg:
+    """lastWrg b c (f, g) $ (blocks of parts, one value per block): f per part in a work-group of
     its own, g of a block's r partials (and its value) by the block's last work-group; b > 0
-    builds the kernel for at least b resident work-groups per multiprocessor."""
-    return P.LastWrg(fn(f), fn(g), _size(bound))
+    builds the kernel for at least b resident work-groups per multiprocessor, c = 1 runs a
+    block's parts as one thread-block cluster (CUDA)."""
+    return P.LastWrg(fn(f), fn(g), _size(bound), _size(cluster))
 
 
 # -- reductions -----------------------------------------------------------------------------------

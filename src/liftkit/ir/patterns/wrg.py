@@ -22,8 +22,15 @@ multiprocessor (CUDA's `__launch_bounds__`, a register cap: the dialect table's 
 OpenCL C has no such attribute and leaves the choice to its compiler). A grid of n × r
 work-groups runs in one wave only where they all fit at once: on the H100 the GEMV T kernel
 took 34 registers a work-item, 6 groups of 256 per multiprocessor, 792 slots for 1024
-work-groups (results/issue15/gemv25b). b = 0: the compiler's choice. The meaning does not
-depend on b.
+work-groups (results/issue15/gemv25b). b = 0: the compiler's choice.
+
+`lastWrg b c (f, g)`, c = 1: a block's r ≤ 8 parts run as one thread-block cluster (Hopper):
+each part's partial stays in its work-group's local memory, a cluster barrier (release /
+acquire) publishes them, the block's part 0 reads the r partials from the others' local memory
+(distributed shared memory) and applies g, and a second barrier keeps the others' memory alive
+until it has. No counters, no workspace, no round trip through L2. The dialect table spells it
+(`cluster_dims`, `cluster_sync`, `cluster_word`); a dialect without clusters (OpenCL C) runs
+the counters of c = 0. The meaning depends on neither b nor c.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 MAX_BOUND = 32  # an NVIDIA multiprocessor holds at most 32 work-groups
+MAX_CLUSTER = 8  # the portable cluster size of CUDA's thread-block clusters
 
 
 @dataclass(frozen=True, repr=False)
@@ -55,12 +63,21 @@ class LastWrg(Pattern):
     f: FunDecl = param(Kind.FUN)
     g: FunDecl = param(Kind.FUN)
     bound: ArithExpr = param(Kind.SIZE, default=cst(0))
+    cluster: ArithExpr = param(Kind.SIZE, default=cst(0))
     arity = 2
     high_level = False
 
     @classmethod
     def signature(cls) -> list[tuple[str, Kind]]:
-        return [("bound", Kind.SIZE), ("f", Kind.FUN), ("g", Kind.FUN)]
+        return [("bound", Kind.SIZE), ("cluster", Kind.SIZE), ("f", Kind.FUN), ("g", Kind.FUN)]
+
+    def clustered(self) -> bool:
+        """c = 1: a block's parts meet in a thread-block cluster (checked: 0 or 1)."""
+        c = self.cluster
+        if not (c.is_constant and c.value in (0, 1)):
+            raise PatternError(f"lastWrg: the cluster flag must be 0 (parts meet in global memory) "
+                               f"or 1 (in a thread-block cluster), got {c}")
+        return bool(c.value)
 
     def resident(self) -> int:
         """b: the work-groups per multiprocessor the kernel is built for (0: any), checked."""
@@ -86,6 +103,10 @@ class LastWrg(Pattern):
             raise PatternError(f"lastWrg: expects one value per block second ([Z]_n), got {zs}")
         if not same_type(ArrayType(int32, xs.length), ArrayType(int32, zs.length)):
             raise PatternError(f"lastWrg: {xs.length} blocks but {zs.length} values for them")
+        r = xs.elem.length
+        if self.clustered() and not (r.is_constant and 1 <= r.value <= MAX_CLUSTER):
+            raise PatternError(f"lastWrg: a thread-block cluster holds at most {MAX_CLUSTER} parts "
+                               f"of a block, got {r}")
         for p in t.enclosing:
             if isinstance(p, (ParallelMap, LastWrg)):
                 raise PatternError(f"lastWrg is a kernel's whole grid: it cannot be nested inside "

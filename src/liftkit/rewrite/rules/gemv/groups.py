@@ -30,6 +30,8 @@ split the rows into row groups j, j+r, … (`every_rth_row`), their partials go 
   2048 work-item slots of an NVIDIA multiprocessor (a 32-register cap at 256 work-items): on
   the H100 the form took 34 registers, 6 groups of 256 a multiprocessor, so 1024 work-groups
   ran in 1.3 waves where the split form's first kernel (32 registers) ran in one.
+  c = 1 (`lastWrg b 1`, r ≤ 8): a column block's r chunks as one thread-block cluster (CUDA,
+  Hopper): the partials meet in distributed shared memory, no counter round trip through L2.
 
 N, A·x: lanes of a work-group sum the w-vectors t, t+L, … of a row, their partials in local
 memory.
@@ -62,7 +64,7 @@ from typing import Any, Optional
 
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
-from liftkit.ir.patterns.wrg import MAX_BOUND
+from liftkit.ir.patterns.wrg import MAX_BOUND, MAX_CLUSTER
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.common import fresh, is_identity, operator
 from liftkit.rewrite.rules.gemv.parts import (Gemv, alpha_beta, as_vectors, dot_rows, every_rth_row,
@@ -301,32 +303,33 @@ def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r
 
 
 def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int,
-                      b: int = 0) -> Expr:
+                      b: int = 0, c: int = 0) -> Expr:
     """gemv T's body in one kernel: `lane_columns_split`'s work-groups (lanes·w columns × one
     of r row chunks) as lastWrg's parts, each block of columns' r sums in a global workspace,
     the block's last work-group summing them in order (one work-item per column) and applying
     h, s, g: the split form's r times the work-groups without its second kernel. b > 0: built
-    for b resident work-groups per multiprocessor."""
+    for b resident work-groups per multiprocessor; c = 1: a column block's r ≤ 8 chunks as one
+    thread-block cluster, their sums met in distributed shared memory (CUDA)."""
     from liftkit import dsl as D
 
     op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
     vop, vm, ev = vector_ops(op, m, t, w)
-    c, big = lanes * w, g * r
+    cols, big = lanes * w, g * r
     xs = D.split(g) << D.transpose << D.split(big) << fresh(x)  # [r][g][M/(g·r)]
     rows = D.split(g) << D.transpose << D.split(big) << fresh(a)  # [r][g][M/(g·r)][N]
-    # [N/c][r][g][M/(g·r)][c]: block b's r chunks, each paired with its x elements
+    # [N/cols][r][g][M/(g·r)][cols]: block b's r chunks, each paired with its x elements
     strips = D.transpose << D.map(D.transpose) << D.map(D.map(D.transpose)) \
-        << D.map(D.map(D.map(D.split(c)))) << rows
+        << D.map(D.map(D.map(D.split(cols)))) << rows
     blocks = D.map(lambda b: D.zip(b, xs)) << strips
 
-    def finish(ps: Any, ys: Any) -> Any:  # ps [r][c], ys [c]: a work-item per column
-        cols = D.zip(D.transpose << ps, D.split(1) << ys)
+    def finish(ps: Any, ys: Any) -> Any:  # ps [r][cols], ys [cols]: a work-item per column
+        each = D.zip(D.transpose << ps, D.split(1) << ys)
         return D.join << D.join << D.mapLcl(1)(lambda row: D.mapLcl(0)(
             lambda q: alpha_beta(parts, D.reduceSeq(op, fresh(parts.z)) << q[0], q[1])) << row) \
-            << D.split(lanes) << cols
+            << D.split(lanes) << each
 
     return D.join << D.lastWrg(lambda q: _chunk_sums(vop, m, ev, t, w, lanes, q[0], q[1]),
-                               finish, b)(blocks, D.split(c) << fresh(y))
+                               finish, b, c)(blocks, D.split(cols) << fresh(y))
 
 
 GEMV_T_GROUPS = site_rule(
@@ -372,16 +375,18 @@ GEMV_LANE_COLUMNS_LAST = site_rule(
     "lanes·w columns of one row chunk, λ(P, ys). join ∘ mapLcl(1)(mapLcl(0)(λ(p, yj). h(s("
     "reduce(⊕, z) $ p), g(yj)))) ∘ split lanes $ zip(transpose $ P, split 1 $ ys)) $ (blocks of "
     "lanes·w columns × r chunks of rows ≡ j mod g·r, split lanes·w $ y); b = 0 or every "
-    "work-item slot of a multiprocessor",
+    "work-item slot of a multiprocessor; c = 1: a block's r ≤ 8 chunks as one thread-block "
+    "cluster",
     "liftkit.blas GPU GEMV T (issue 15): the split reduction over r·g row groups in one kernel, "
     "the last work-group of a column block summing its r partials (CUDA's threadFenceReduction)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, r=r, b=b) for o in _lane_offers(parts, t, rows, cols,
+    lambda parts, t, rows, cols: [dict(o, r=r, b=b, c=c) for o in _lane_offers(parts, t, rows, cols,
                                                                            T_LANES, T_WIDTHS)
                                   for r in LAST_PARTS if fits(rows, o["g"] * r)
-                                  for b in (0, min(MAX_BOUND, SM_THREADS // (o["lanes"] * o["g"])))],
-    lambda parts, t, rows, cols, lanes, g, w, r, b=0: lane_columns_last(parts, t, lanes, g, w,
-                                                                        r, b))
+                                  for b in (0, min(MAX_BOUND, SM_THREADS // (o["lanes"] * o["g"])))
+                                  for c in ((0, 1) if r <= MAX_CLUSTER else (0,))],
+    lambda parts, t, rows, cols, lanes, g, w, r, b=0, c=0: lane_columns_last(parts, t, lanes, g,
+                                                                             w, r, b, c))
 
 
 GEMV_LANE_COLUMNS_SPLIT = site_rule(
