@@ -11,6 +11,7 @@ NVRTC compiles both; (gpu marker) the kernels against NumPy."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -89,7 +90,7 @@ def _loop(src: str) -> str:
     return src[start.start():src.index("cp.async.wait_group 0;")]
 
 
-def test_pairs_cuda_reads_vectors_in_register_order_and_compiles(compile_cuda_or_skip) -> None:
+def test_pairs_cuda_reads_vectors_in_register_order_and_compiles(compile_cuda: Any) -> None:
     from liftkit.blas.codelets import Kind, derive, lookup_variant
 
     kind = Kind("mm", "float64", "NT")  # both operands stored along k
@@ -102,26 +103,17 @@ def test_pairs_cuda_reads_vectors_in_register_order_and_compiles(compile_cuda_or
     assert not re.search(r"frag\w* = \(\(double2\*\)stage\)", loop)
     assert re.search(r"\ba0_2 = stage\[[^;]*\+ 1\];", loop)  # the next tile's k pair, each alone
     for arch in ("compute_90a", "compute_80"):
-        assert "mma.sync.aligned" in compile_cuda_or_skip(src, arch, name="pairs.cu").ptx
+        assert "mma.sync.aligned" in compile_cuda(src, arch, name="pairs.cu").ptx
 
 
-def test_fp64_products_store_accumulators_as_vectors(compile_cuda_or_skip) -> None:
+def test_fp64_products_store_accumulators_as_vectors(compile_cuda: Any) -> None:
     d = tensor_core_mm("f64", 128, 64, 16, 4, 4, **K8)
     src = compile_program(d.final, CUDA).kernels[0].source
     tail = src[src.index("cp.async.wait_group 0;"):]
     # 4×4 fragments of 4 accumulators per lane: 32 16-byte stores, no single ones
     assert len(re.findall(r"(acc2\w*)\.x = c\d_\d_[02]; \1\.y = c\d_\d_[13]; \(\(double2\*\)out\)\[[^]]*\] = \1;", tail)) == 32
     assert not re.search(r"\bout\[", tail)
-    assert "mma.sync.aligned" in compile_cuda_or_skip(src, "compute_90a", name="stores.cu").ptx
-
-
-@pytest.fixture
-def compile_cuda_or_skip():  # type: ignore[no-untyped-def]
-    """NVRTC's compile_cuda (no GPU needed); skips where cuda-python is missing."""
-    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-python is not installed")
-    from liftkit.backends.cuda import compile_cuda
-
-    return compile_cuda
+    assert "mma.sync.aligned" in compile_cuda(src, "compute_90a", name="stores.cu").ptx
 
 
 @pytest.mark.gpu
