@@ -207,11 +207,13 @@ class _Reads:
         found = self.vector(v)
         name, dot, comp = into.rpartition(".")
         if found is not None and dot and comp == "xyzw"[found[1]]:
-            key = ("into", name)
+            key, vec = ("into", name), self.em.loc_c(found[0])
             if key not in self.vectors:
-                self.em.line(f"{name} = {self.em.loc_c(found[0])};")
-                self.vectors[key] = (name, found[0].width)  # type: ignore[index]
-            return
+                self.em.line(f"{name} = {vec};")
+                self.vectors[key] = (vec, found[0].width)  # type: ignore[index]
+                return
+            if self.vectors[key][0] == vec:  # (assigned whole with its other components)
+                return
         self.em.line(f"{into} = {self.load(v)};")
 
 
