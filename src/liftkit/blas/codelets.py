@@ -195,13 +195,16 @@ GEMV_SPLIT_SPACE = ((32, 8, 4, 16), (8, 32, 4, 8), (4, 16, 8, 8), (16, 16, 2, 8)
 
 
 # GEMV T in one kernel, column blocks × r row chunks meeting through a counter per block (lanes,
-# g, w, r[, b]), the H100's fastest first (results/issue15/gemv25 run 1: float32 4096² (16,16,4,16)
-# 0.94x cuBLAS by kernel, 8192² (32,8,4,16) 1.02x; float64 4096² (16,16,4,8) 0.98x, 8192²
-# (8,32,4,8) 1.00x); then b > 0, the kernel built for every work-item slot of a multiprocessor
-# (the unbounded kernels took 34 registers: 1024 work-groups of 256 in 1.3 waves; not yet run)
-GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (16, 16, 4, 8), (8, 32, 4, 8), (16, 8, 4, 16),
+# g, w, r[, b[, c]]), the H100's fastest first (results/issue15/gemv25 runs 1-2, gemv25b run 1:
+# float32 4096² (16,16,4,16) 0.93x cuBLAS by kernel, 8192² (16,16,4,8) 1.01x; float64 4096² and
+# 8192² (8,32,4,8) built for 8 resident groups (b = 8: 32 registers where the compiler chose 34,
+# one wave) 0.98x / 1.00x); b = 8 where the kernel was already at 32 registers spilled and lost
+# (float32 (16,16,4,16,8) 28.7 against 27.7 us); last the thread-block cluster forms (c = 1),
+# not yet run on a GPU
+GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (8, 32, 4, 8, 8), (16, 16, 4, 8),
+                   (16, 16, 4, 8, 8), (32, 8, 2, 16, 8), (8, 32, 4, 8), (16, 8, 4, 16),
                    (16, 16, 2, 8), (8, 32, 4, 4), (4, 16, 8, 16), (4, 16, 4, 8),
-                   (16, 16, 4, 16, 8), (32, 8, 4, 16, 8), (16, 16, 4, 8, 8), (16, 8, 4, 32, 16))
+                   (16, 16, 4, 8, 0, 1), (8, 32, 4, 8, 8, 1))
 
 
 # GEMV T in one kernel with a tree over the g row groups (lanes, g, w), the H100's fastest first
