@@ -19,6 +19,9 @@ path, call plan), the result checked against a float64 product (rel. error < 1e-
 - host: Python µs per call while the stream is busy.
 Every per-call round checks the result again (the counters must be zero after each launch).
 Each lastWrg kernel's registers per work-item (NVRTC through CuPy, this card) go to regs.jsonl.
+Then the profile's and the run's best kernel launched through CuPy alone ("raw": the same
+source, cuLaunchKernel on CuPy's stream, no liftkit host path; checked first), timed as cuBLAS
+is, and the kernels cuBLAS runs for the product (PyTorch's profiler: cublas_*.json).
 Bytes: A, x and y once each.
 """
 
@@ -97,6 +100,41 @@ VARIANTS2 = {
                                             (8, 32, 4, 8, 8, 1)]],
     ("float64", 8192): [_last(*p) for p in [(8, 32, 4, 8, 8, 1), (16, 16, 4, 8, 0, 1)]],
 }
+
+
+def _raw_launch(cp: Any, dt_name: str, vtext: str, A: Any, x: Any, y: Any) -> Callable[[], Any]:
+    """The variant's one CUDA kernel (y = Aᵀx: α = 1, β = 0 over a zero y) launched through
+    CuPy (cuLaunchKernel on CuPy's stream, no liftkit host path, no events between launches):
+    what the kernel alone costs back to back, beside the session's planned calls."""
+    from liftkit.blas.codelets import Kind, derive, lookup_variant
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    kind = Kind("gemv", dt_name, "T")
+    c = compile_program(derive(kind, lookup_variant(kind, vtext)).final, CompileOptions(dialect="cuda"))
+    if len(c.kernels) != 1:
+        raise ValueError(f"{len(c.kernels)} kernels")
+    k = c.kernels[0]
+    n = int(A.shape[0])
+    env = {"M": n, "N": n}
+    dt = np.dtype(dt_name)
+    zeros = cp.zeros((n,), dt)
+    bufs = {b.name: b for b in c.buffers}
+    args: list[Any] = []
+    for a in k.args:
+        if a.kind == "size":
+            args.append(np.int32(a.size.eval(env)))
+        elif a.kind == "scalar":
+            args.append(dt.type(1.0 if a.name == "alpha" else 0.0))
+        else:
+            b = bufs[a.buffer]
+            named = {"input:A": A, "input:x": x, "input:y": zeros, "output": y}
+            args.append(named.get(b.name) if b.name in named
+                        else cp.zeros((int(b.nbytes.eval(env)),), cp.uint8))
+    block = tuple(k.ndrange.local_size) + (1,) * (3 - len(k.ndrange.local_size))
+    glob = [int(g.eval(env)) for g in k.ndrange.global_size]
+    grid = tuple(gl // bl for gl, bl in zip(glob, block)) + (1,) * (3 - len(glob))
+    fn = cp.RawKernel(k.source, k.function, options=tuple(k.build_options), backend="nvrtc")
+    return lambda: fn(grid, block, tuple(args))
 
 
 def _registers(cp: Any, dt_name: str, vtext: str) -> dict[str, Any]:
@@ -248,6 +286,27 @@ def main(argv: list[str]) -> int:
                 if "last" in row["variant"] and (not best_last
                                                  or row["kernel_us"] < best_last["kernel_us"]):
                     best_last = row
+            # the profile's and the best kernel launched through CuPy alone (no liftkit host path)
+            for vtext in dict.fromkeys([todo[(dt_name, n)][0], best.get("variant")]):
+                if not vtext:
+                    continue
+                try:
+                    raw = _raw_launch(cp, dt_name, vtext, A, x, y)
+                    y.fill(np.nan)
+                    raw()
+                    e = float(cp.max(cp.abs(y - want))) / scale
+                    if not e < tol:
+                        print(f"{dt_name} T {n} raw {vtext}: WRONG (rel error {e:.1e})", flush=True)
+                        continue
+                    t_raw = ref_kernel(raw, args.repeat)
+                    t_raw_call = _time(cp, raw, args.repeat)
+                except Exception as err:  # noqa: BLE001 - report and go on
+                    print(f"{dt_name} T {n} raw {vtext}: {type(err).__name__}: "
+                          f"{str(err).splitlines()[0][:160]}", flush=True)
+                    continue
+                emit({"what": "raw", "dtype": dt_name, "layout": "T", "size": n, "variant": vtext,
+                      "raw_kernel_us": t_raw * 1e6, "raw_call_us": t_raw_call * 1e6,
+                      "cublas_kernel_us": t_ref_k * 1e6, "x_kernel": t_ref_k / t_raw})
             # per call in alternating rounds: cuBLAS, the best lastWrg, the best, the profile's
             named = [("last", best_last.get("variant")), ("best", best.get("variant")),
                      ("profile", todo[(dt_name, n)][0])]
@@ -304,7 +363,37 @@ def main(argv: list[str]) -> int:
                 regs.write(json.dumps(row) + "\n")
                 print(f"{dt_name:8s} {vtext:52s} {row['regs']:3d} registers, "
                       f"{row['local_bytes']} B local", flush=True)
+    try:
+        _cublas_kernels(out_dir)
+    except Exception as err:  # noqa: BLE001 - a diagnostic only
+        print(f"cuBLAS kernels: {type(err).__name__}: {str(err).splitlines()[0][:160]}", flush=True)
     return 0
+
+
+def _cublas_kernels(out_dir: Path) -> None:
+    """Which kernels cuBLAS runs for y = Aᵀx at 4096² (PyTorch's profiler, CUPTI: names, grids,
+    blocks, registers, µs), as a Chrome trace in out_dir and one line per kernel."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for dt in (torch.float32, torch.float64):
+        A = torch.rand((4096, 4096), dtype=dt, device="cuda")
+        x = torch.rand((4096,), dtype=dt, device="cuda")
+        for _ in range(3):
+            torch.mv(A.t(), x)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(5):
+                torch.mv(A.t(), x)
+            torch.cuda.synchronize()
+        name = f"cublas_{str(dt).split('.')[-1]}.json"
+        prof.export_chrome_trace(str(out_dir / name))
+        events = json.load(open(out_dir / name))["traceEvents"]
+        for e in events:
+            if e.get("cat") == "kernel":
+                a = e.get("args", {})
+                print(f"cuBLAS {dt}: {e['name'][:90]} grid {a.get('grid')} block {a.get('block')} "
+                      f"regs {a.get('registers per thread')} {e.get('dur')} us", flush=True)
 
 
 if __name__ == "__main__":
