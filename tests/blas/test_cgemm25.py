@@ -229,3 +229,21 @@ def test_the_opencl_form_runs_on_the_cpu_device(layout: str, kw: dict, tmp_path:
     got = OpenCLRunner("cpu", KernelCache(tmp_path)).run(kernel, X, Y,
                                                           sizes={"M": 128, "N": 64, "K": 48})
     np.testing.assert_array_equal(np.asarray(got).reshape(128, 64), want)
+
+
+@pytest.mark.parametrize("layout", ["NN", "NR", "RN", "RR", "NT", "NC", "RT", "RC"])
+def test_what_the_h100_profile_ships_is_sound_for_every_layout_it_serves(layout: str) -> None:
+    """The swizzled ctiles-async the H100 profile ships for NN and NT (notes.cgemm25) serves
+    the conjugating layouts too (R, C take N's and T's choice, session._tuned_kinds): each of
+    its variants equals op(A)·op(B) bit for bit in the interpreter for each of them."""
+    from liftkit.blas.profile import SHIPPED, Profile, file_name
+
+    prof = Profile.load(SHIPPED / file_name("cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"))
+    plain = layout.replace("R", "N").replace("C", "T")
+    won = {Variant.from_json(w["variant"]) for key, w in prof.notes["cgemm25"]["won"].items()
+           if key.split("|")[0] == plain}
+    assert won
+    for v in won:
+        want, X, Y = _operands(layout, 128, 128, 32, 13)
+        got = interpret(derive(Kind("mm", "complex64", layout), v).final, X, Y)
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(v))
