@@ -205,3 +205,24 @@ def test_the_h100_profile_runs_cgemm_1000_on_the_guarded_complex_tiles(stub_cuda
     assert s.plan_gemm((1024, 1024), (1024, 1024), np.complex64).built.variant.codelet == \
         "ctiles-async"
     assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex128).variant == Variant.of("real")
+
+
+def test_the_tuner_times_the_guarded_complex_tiles_against_the_real_plan() -> None:
+    """`tune --edges` follow-ups of a complex64 class whose choice is ctiles-async: the real plan
+    as a call at the odd size (what the choice becomes there), then the guarded forms of the
+    class's two fastest complex tilings (without rot/kt/pair); none where no complex tiles lead."""
+    from liftkit.blas.followups import Task, edge_tasks
+
+    kind = Kind("mm", "complex64", "NN")
+    at = {"M": 1024, "N": 1024, "K": 1024}
+    rot = Variant.of("ctiles-async", **CT.kw, rot=3, pair=1)
+    small = Variant.of("ctiles-async", tm=64, tn=64, tk=16, rm=4, rn=8, stages=2)
+    p = Profile("dev", "dev", "gpu")
+    p.add([Entry(kind, "large", at, v, 1.0, r) for v, r in
+           ((rot, 4.6e4), (small, 4.4e4), (CT, 4.0e4), (Variant.of("real"), 3.9e4))])
+    odd = {"M": 1000, "N": 1000, "K": 1000}
+    assert edge_tasks(p, kind, "large", "gpu") == [
+        Task(Variant.of("real"), odd, "plan"), Task(EDGE, odd),
+        Task(edge_ctiles(small), odd)]
+    p.entries = [e for e in p.entries if e.variant.codelet == "real"]
+    assert edge_tasks(p, kind, "large", "gpu") == []

@@ -64,6 +64,25 @@ Z_ROWS = [("real", None, ""),
                                                  ahead=1)), "padded")]
 ROWS = ([("complex64", size, *r) for size in SIZES for r in C_ROWS]
         + [("complex128", size, *r) for size in SIZES for r in Z_ROWS])
+# run 2 (`--run2`): the shipped CGEMM 1000³ entry and 128×32 / 128×64×32 guarded tiles (264
+# tiles at 1023×1025: two per SM), zmma padded with its copies as kernels (pad2d/crop2d, the
+# library now) and by the driver (`driver`: as in run 1), each padded row's pieces
+SPLIT2 = ("edge-ctiles-async", {**CT, "split": 2, "slots": SLOTS, "bound": 2})
+T32 = [("edge 128x32 8x4", ("edge-ctiles-async", dict(tm=128, tn=32, tk=16, rm=8, rn=4,
+                                                       stages=2)), ""),
+       ("edge 128x32 4x4", ("edge-ctiles-async", dict(tm=128, tn=32, tk=16, rm=4, rn=4,
+                                                       stages=2)), "")]
+ZG2 = ("zmma", {**ZT, "group": 2})
+ROWS2 = ([("complex64", "1000", *r) for r in [
+    ("real", None, ""), ("edge 128x64 split2", SPLIT2, ""), *T32,
+    ("edge 128x64x32", ("edge-ctiles-async", {**CT, "tk": 32}), "")]]
+    + [("complex64", "odd", *r) for r in [
+        ("real", None, ""), ("edge 64x32", C_ROWS[5][1], ""), *T32,
+        ("edge 128x32 8x4 s3", ("edge-ctiles-async", dict(tm=128, tn=32, tk=16, rm=8, rn=4,
+                                                          stages=3)), "")]]
+    + [("complex128", size, *r) for size in SIZES for r in [
+        ("real", None, ""), ("padded zmma g2", ZG2, "padded"),
+        ("padded zmma g2 driver", ZG2, "padded")]])
 
 
 def _entry(dt: str, size: str, spec: Optional[tuple[str, dict]], via: str) -> Any:
@@ -95,7 +114,7 @@ def _host() -> Any:
     return host
 
 
-def build(path: Path) -> int:
+def build(path: Path, rows: list) -> int:
     """Every kernel of every row (planned on the stubbed H100 session), compiled for sm_90a."""
     from liftkit.backends.cuda import compile_cuda
     from liftkit.blas.codelets import derive
@@ -104,7 +123,7 @@ def build(path: Path) -> int:
 
     s = _host().stub_session()
     shipped = list(s.profile.entries)
-    for dt, size, _, spec, via in ROWS:
+    for dt, size, _, spec, via in rows:
         _with(s, shipped, _entry(dt, size, spec, via))
         m, n, k = SIZES[size]
         plan = s.plan_gemm((m, k), (k, n), dt)
@@ -141,7 +160,26 @@ def device_us(q: Any, fn: Callable[[], Any], warm: Callable[[], Any], reps: int 
     return q.seconds(m0, m1) / reps * 1e6
 
 
-def gpu(out: Path, rounds: int, kernels: Optional[Path], only: str) -> int:
+def pieces(s: Any, plan: Any, A: Any, B: Any, call: Callable[[], Any]) -> dict[str, float]:
+    """A padded plan's packing of A and of B, its product, its crop and one whole call, device
+    µs per launch."""
+    q, ws = s.q, plan.workspace()
+    a, b = plan.pack("A", A, ws), plan.pack("B", B, ws)
+    p, item = plan.padded, plan.dtype.itemsize
+    prod = ws.buffer("product", p["M"] * p["N"] * item)
+    dest = q.alloc(plan.m * plan.n * item)
+
+    def product() -> Any:
+        return plan.launch(a, b, prod, [], ws)
+
+    steps = {"pack A": lambda: plan.pack("A", A, ws), "pack B": lambda: plan.pack("B", B, ws),
+             "product": product, "crop": lambda: plan.crop_product(dest, prod, None, [])}
+    got = {k: device_us(q, fn, product, reps=6) for k, fn in steps.items()}
+    got["whole call"] = device_us(q, call, product)
+    return got
+
+
+def gpu(out: Path, rounds: int, kernels: Optional[Path], only: str, rows: list) -> int:
     import cupy as cp
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -170,7 +208,12 @@ def gpu(out: Path, rounds: int, kernels: Optional[Path], only: str) -> int:
         f"{slots} (rows use {SLOTS})")
     shipped = list(s.profile.entries)
     results: list[dict[str, Any]] = []
-    for dt, size, label, spec, via in ROWS:
+    from liftkit.blas import gemm as _  # noqa: F401 - (the module, for the driver rows' patch)
+
+    gm = sys.modules["liftkit.blas.gemm"]
+    own = gm.GemmPlan._own_copies
+    for dt, size, label, spec, via in rows:
+        gm.GemmPlan._own_copies = property(lambda self: False) if "driver" in label else own
         if only and dt[:8] not in only:
             continue
         m, n, k = SIZES[size]
@@ -224,10 +267,18 @@ def gpu(out: Path, rounds: int, kernels: Optional[Path], only: str) -> int:
             f"{tr / tl:5.3f}x ({min(ratios):.3f}-{max(ratios):.3f}) dev {dev:6.1f}  err "
             f"{err_first:.1e}/{err_plan:.1e}{'' if r['ok'] else ' WRONG'} "
             f"{flops / tl * 1e-12:5.1f} TFLOP/s [{what}]")
+        if via == "padded":
+            try:
+                r["pieces_us"] = pieces(s, plan, A, B, call)
+                say("    pieces (device us per launch): " + "; ".join(
+                    f"{k} {v:.1f}" for k, v in r["pieces_us"].items()))
+            except Exception as exc:  # noqa: BLE001 - a diagnostic only
+                say(f"    pieces: FAILED {type(exc).__name__}: {str(exc)[:200]}")
         results.append(r)
         (out / "oddc25.json").write_text(json.dumps(results, indent=0))
         del A, B, R, Y
         cp.get_default_memory_pool().free_all_blocks()
+    gm.GemmPlan._own_copies = own
     _with(s, shipped, None)
     say(f"done in {time.time() - t0:.1f} s")
     return 0 if results and all(r["ok"] for r in results) else 1
@@ -240,11 +291,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kernels", default="")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--only", default="", help="complex6 / complex1 (dtype prefixes)")
+    p.add_argument("--run2", action="store_true", help="run 2's rows (ROWS2)")
     args = p.parse_args(argv)
+    rows = ROWS2 if args.run2 else ROWS
     if args.build:
-        return build(Path(args.build))
+        return build(Path(args.build), rows)
     return gpu(Path(args.out), args.rounds, Path(args.kernels) if args.kernels else None,
-               args.only)
+               args.only, rows)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ The class sizes are tune.py's (imported where used: tune.py builds on this modul
 Guarded forms (rules/mm_edges.py, `codelets.edge_forms`): those of the class's EDGE_TOP fastest
 variants, timed at a size off every tile against the class's choice run padded (its operands
 and product copied, as a call runs it); the faster ones become the profile's guarded entries
-(`gemm.profiled_edge`).
+(`gemm.profiled_edge`). For complex tiles (ctiles-async) their guarded forms against the `real`
+plan that the choice becomes there (`ctiles_edge_tasks`, `gemm.measured_here`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def edge_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Ta
 
     ranked = prof.ranked(kind, cls)
     odd = odd_sizes(kind, cls, device_kind)
+    if ranked and ranked[0].variant.codelet == "ctiles-async":
+        return ctiles_edge_tasks(kind, ranked, odd)
     if not ranked or not edge_forms(ranked[0].variant):
         return []
     try:  # the choice as the library runs it at these sizes (no grouped order that pads more)
@@ -84,6 +87,26 @@ def edge_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Ta
     forms.sort(key=lambda v: bool(v.kw.get("elems")) or (v.codelet == "edge-mma"
                                                          and not v.kw.get("lines")))
     return [Task(choice, odd, "plan")] + [Task(v, odd) for v in forms]
+
+
+def ctiles_edge_tasks(kind: Kind, ranked: list, odd: dict[str, int]) -> list[Task]:
+    """A complex64 class whose choice is the complex tiles (ctiles-async, no guarded form of
+    its own: off its tiles the library runs the `real` plan, `codelets.fit_choice`): that plan
+    timed as a call at the odd sizes, then the guarded complex tiles (`edge-ctiles-async`) of
+    the EDGE_TOP fastest ctiles-async variants; those faster than the plan become entries at
+    the odd sizes, which the library runs there (`gemm.measured_here`; CGEMM 1000³ on the H100:
+    0.85x cuBLAS against the real plan's 0.76x, results/issue15/oddc25)."""
+    from liftkit.blas.codelets import CodeletError, multiples
+    from liftkit.blas.mm_cedge import edge_ctiles
+
+    try:
+        if padded_sizes(odd, multiples(kind, ranked[0].variant)) == odd:
+            return []
+    except (CodeletError, ValueError):
+        return []
+    forms = list(dict.fromkeys(edge_ctiles(e.variant) for e in ranked[:EDGE_TOP]
+                               if e.variant.codelet == "ctiles-async"))
+    return [Task(Variant.of("real"), odd, "plan")] + [Task(v, odd) for v in forms]
 
 
 def real_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Task]:
