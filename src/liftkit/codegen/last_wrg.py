@@ -47,7 +47,7 @@ _BOTH = {"CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE"}
 
 def gen_last_wrg(g: "Generator", p: P.LastWrg, args: Sequence["Arg"], env: dict[Param, View],
                  ctx: "Ctx", dest: Optional[View]) -> View:
-    """Emit lastWrg(f, g) $ (xs, zs) into dest (see the module docstring)."""
+    """Emit lastWrg b c (f, g) $ (xs, zs) into dest (see the module docstring)."""
     from liftkit.codegen.generator import GlobalTemp
 
     em, d = g.em, g.em.dialect

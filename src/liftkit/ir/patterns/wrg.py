@@ -1,7 +1,7 @@
-"""Work-groups that meet in global memory: `lastWrg(f, g)`, a sum across work-groups in one
+"""Work-groups that meet in global memory: `lastWrg b c (f, g)`, a sum across work-groups in one
 kernel (issue 15, GEMV T).
 
-`lastWrg(f, g) $ (xs, zs)`, xs : [[T]_r]_n, zs : [Z]_n: n blocks of r parts each. The work-group
+`lastWrg 0 0 (f, g) $ (xs, zs)`, xs : [[T]_r]_n, zs : [Z]_n: n blocks of r parts each. The work-group
 (b, k) of a grid of n × r work-groups (dimension 0: the blocks, 1: the parts) computes f's
 partial result U of part k of block b into a global workspace; the last of a block's r
 work-groups to finish (an atomic counter per block, after a fence) applies g to the block's r
