@@ -108,14 +108,14 @@ def test_dmma_k8_variants_follow_the_m16n8k16_tilings() -> None:
         assert sorted(v.kw.get("ahead", 0) for v in k8) == [0] * 4 + [2] * 8
         assert [v.kw.get("group", 0) for v in k8] == [0] * 8 + [4] * 4  # grouped order last
         assert mma.index(k8[0]) == len(mma) - 19  # after the m16n8k16 tilings
-        # then the read-ahead loops on 32-deep tiles (cuBLAS's shape)
-        assert all(v.kw["tk"] == 32 and v.kw["ahead"] == 2 and v.kw["lines"] == 1 for v in mma[-7:-4])
         # then two warps per scheduler at 1024 (128×64 on 8 warps, 64×64 on 4), with and
         # without the k-permuted 16-byte fragment reads (fp64-25)
-        two = mma[-4:]
+        two = mma[-7:-3]
         assert [(v.kw["tm"], v.kw["warps"], v.kw.get("pairs", 0)) for v in two] == \
             [(128, 8, 1), (64, 4, 1), (128, 8, 0), (64, 4, 0)]
         assert all(v.kw["ahead"] == 2 and v.kw["tk"] == 16 and v.kw["staged"] == 4 for v in two)
+        # then the read-ahead loops on 32-deep tiles (cuBLAS's shape), last
+        assert all(v.kw["tk"] == 32 and v.kw["ahead"] == 2 and v.kw["lines"] == 1 for v in mma[-3:])
     shipped = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8, ahead=2)
     assert shipped in space(DGEMM, "gpu", "cuda")
     assert all(not v.kw.get("ik") for v in space(DGEMM, "cpu", "cuda"))

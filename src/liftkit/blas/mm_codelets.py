@@ -288,7 +288,8 @@ MMA_GROUPS = (4,)
 MMA_DEEP_SPACE = ((128, 64, 32, 8, 3, 16), (128, 64, 32, 8, 3, 8), (64, 64, 32, 4, 3, 16))
 
 
-# then the read-ahead loops with two warps per scheduler at 1024 (tm, tn, tk, warps, staged): 8
+# the read-ahead loops with two warps per scheduler at 1024 (tm, tn, tk, warps, staged; tried
+# after the grouped ones, before the deep tilings of MMA_DEEP_SPACE, which lost everywhere): 8
 # warps of 32×32 on 128×64 tiles, and 64×64 tiles on 4 warps (256 tiles, 2 blocks per SM), as
 # they are and with k permuted for 16-byte fragment reads (pairs=1): DGEMM 1024 per call on the
 # H100 NN 0.93 / 0.93x cuBLAS (pairs), NT 0.97x (128×64, pairs), TN 0.90x (64×64); the 128×64
@@ -303,7 +304,7 @@ def _mma_k8_space() -> list[dict[str, int]]:
              "ahead": 2} for p in MMA_DEEP_SPACE]
     two = [{**dict(zip(("tm", "tn", "tk", "warps", "staged"), p)), "lines": 1, "ik": 8, "ahead": 2,
             **pairs} for pairs in ({"pairs": 1}, {}) for p in MMA_PAIRS_SPACE]
-    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + deep + two
+    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + two + deep
 
 
 def _plan_only(kind: Kind, **_: int) -> Strategy:
