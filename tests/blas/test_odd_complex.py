@@ -190,21 +190,26 @@ def test_measured_complex_kernels_compute_odd_gemms(cuda_session: Any, dt: str, 
             assert np.abs(got - want).max() <= tol * np.abs(want).max()
 
 
-def test_the_h100_profile_runs_cgemm_1000_on_the_guarded_complex_tiles(stub_cuda: Any) -> None:
-    """results/issue15/oddc25 run 1 (ship.py): CGEMM 1000³ NN on
-    edge-ctiles-async 128×64 split in 2 (0.847x cuBLAS per call against the real plan's
-    0.756x), no copies; 1023×1025×999 (no complex kernel beat the real plan), 1024 (ctiles-async
-    on its tiles) and ZGEMM 1000³ (zmma padded lost) as before."""
+def test_the_h100_profile_runs_the_odd_complex_sizes_on_the_complex_kernels(stub_cuda: Any) -> None:
+    """results/issue15/oddc25 runs 1-2 (ship.py on run 2): CGEMM 1000³ NN on edge-ctiles-async
+    128×64 split in 2 (0.847x cuBLAS per call, the real plan 0.757x), CGEMM 1023×1025×999 on
+    edge-ctiles-async 128×32 with 4×4 accumulators (0.785x against 0.744x), no copies; ZGEMM
+    1000³ and 1023×1025×999 on zmma padded with kernel copies (0.809x / 0.977x against 0.798x /
+    0.909x); NC (NT's entries: none at these sizes) and 1024 as before."""
     s = stub_cuda
     split2 = Variant.of("edge-ctiles-async", **CT.kw, split=2, slots=264, bound=2)
     plan = s.plan_gemm((1000, 1000), (1000, 1000), np.complex64)
     assert plan.embed is None and plan.built.variant == split2 and plan.padded == plan.sizes
     assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex64,  # (NC: NT's entries, none)
                        trans_b="C").variant == Variant.of("real")
-    assert s.plan_gemm((1023, 999), (999, 1025), np.complex64).variant == Variant.of("real")
+    odd = s.plan_gemm((1023, 999), (999, 1025), np.complex64)
+    assert odd.embed is None and odd.built.variant == Variant.of(
+        "edge-ctiles-async", rm=4, rn=4, stages=2, tk=16, tm=128, tn=32)
     assert s.plan_gemm((1024, 1024), (1024, 1024), np.complex64).built.variant.codelet == \
         "ctiles-async"
-    assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex128).variant == Variant.of("real")
+    for a, b in (((1000, 1000), (1000, 1000)), ((1023, 999), (999, 1025))):
+        z = s.plan_gemm(a, b, np.complex128)
+        assert z.embed is None and z.built.variant.codelet == "zmma" and z.padded != z.sizes
 
 
 def test_the_tuner_times_the_guarded_complex_tiles_against_the_real_plan() -> None:
