@@ -7,7 +7,7 @@ GPU before it is timed; outputs are poisoned with NaN first.
 
 Timing: CUDA events around `repeat` calls enqueued back to back (each side's own host overhead
 included, as a user calling it sees), median of 5 batches after a warm-up (3 batches and fewer
-calls where a call takes milliseconds). GEMM rows also give `kernel`: the same calls issued
+calls where a call takes milliseconds), liftkit's and the reference's batches alternating. GEMM rows also give `kernel`: the same calls issued
 while the stream is held by a long CuPy product, so the events time the device work alone
 (kernels, packing and copies; no host gaps), `host_us` (Python per call), and for plans that
 pack (padding, the `nn` and `real` plans) `packed`: the product of operands packed once
@@ -49,23 +49,40 @@ def _profile_calls(cp: Any, call: Callable[[], Any], what: str, report: Any, top
     pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(top)
 
 
-def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> float:
-    fn()
+def _batch(cp: Any, fn: Callable[[], Any], repeat: int) -> float:
+    """Seconds per call of one batch: `repeat` calls back to back between two CUDA events."""
+    start, end = cp.cuda.Event(), cp.cuda.Event()
     cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(batches):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        cp.cuda.Device().synchronize()
-        start.record(cp.cuda.get_current_stream())
-        for _ in range(repeat):
-            last = fn()
-        if hasattr(last, "result"):
-            last.result()
-        end.record(cp.cuda.get_current_stream())
-        end.synchronize()
-        cp.cuda.Device().synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / repeat)
-    return statistics.median(times)
+    start.record(cp.cuda.get_current_stream())
+    for _ in range(repeat):
+        last = fn()
+    if hasattr(last, "result"):
+        last.result()
+    end.record(cp.cuda.get_current_stream())
+    end.synchronize()
+    cp.cuda.Device().synchronize()
+    return cp.cuda.get_elapsed_time(start, end) * 1e-3 / repeat
+
+
+def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> float:
+    """Median seconds per call over `batches` batches after a warm-up call."""
+    fn()
+    return statistics.median(_batch(cp, fn, repeat) for _ in range(batches))
+
+
+def _time_pair(cp: Any, ours: Callable[[], Any], ref: Callable[[], Any], repeat: int,
+               batches: int = 5) -> tuple[float, float]:
+    """Median seconds per call of `ours` and of `ref`, their batches alternating (ours, ref,
+    ref, ours, ...) so that a clock that drifts over the row (power and heat at 8192) weighs
+    on both sides alike instead of on whichever ran second."""
+    ours(), ref()
+    cp.cuda.Device().synchronize()
+    t_ours, t_ref = [], []
+    for i in range(batches):
+        order = ((ours, t_ours), (ref, t_ref)) if i % 2 == 0 else ((ref, t_ref), (ours, t_ours))
+        for fn, times in order:
+            times.append(_batch(cp, fn, repeat))
+    return statistics.median(t_ours), statistics.median(t_ref)
 
 
 def cupy_stream(cp: Any, stream: Any) -> Any:
@@ -245,8 +262,7 @@ def main(argv: list[str]) -> int:
         est = time.perf_counter() - t0
         repeat = max(3, min(args.repeat, int(0.02 / max(est, 1e-6))))
         batches = 5 if est < 5e-3 else 3
-        t_lk = _time(cp, call, repeat, batches)
-        t_ref = _time(cp, lambda: cp.matmul(opA, opB, out=C), repeat, batches)
+        t_lk, t_ref = _time_pair(cp, call, lambda: cp.matmul(opA, opB, out=C), repeat, batches)
         t_k, t_h = _kernel_and_host(cp, s, call, repeat, busy)
         plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
         t_p = 0.0
@@ -307,8 +323,8 @@ def main(argv: list[str]) -> int:
                 s.gemv(A, x, y, trans=trans).result()
                 e = _err(cp, y, want)
                 nbytes = (n * n + 2 * n) * dt.itemsize
-                t_lk = _time(cp, lambda: s.gemv(A, x, y, trans=trans), args.repeat)
-                t_ref = _time(cp, lambda: cp.matmul(opA, x, out=y), args.repeat)
+                t_lk, t_ref = _time_pair(cp, lambda: s.gemv(A, x, y, trans=trans),
+                                         lambda: cp.matmul(opA, x, out=y), args.repeat)
                 t_dev = _device_time(s, lambda: s.gemv(A, x, y, trans=trans))
                 v = s.choose(Kind("gemv", dt_name, "T" if trans else "N"), {"M": n, "N": n})
                 row("gemv", dt_name, "T" if trans else "N", str(n), nbytes / t_lk / 1e9,
@@ -319,8 +335,8 @@ def main(argv: list[str]) -> int:
             s.transpose(A, T).result()
             e = 0.0 if bool(cp.array_equal(T, A.T)) else 1.0
             nbytes = 2.0 * n * n * dt.itemsize
-            t_lk = _time(cp, lambda: s.transpose(A, T), args.repeat)
-            t_copy = _time(cp, lambda: cp.copyto(T, A), args.repeat)
+            t_lk, t_copy = _time_pair(cp, lambda: s.transpose(A, T), lambda: cp.copyto(T, A),
+                                      args.repeat)
             t_dev = _device_time(s, lambda: s.transpose(A, T))
             v = s.choose(Kind("transpose", dt_name), {"M": n, "N": n})
             row("transpose", dt_name, "-", str(n), nbytes / t_lk / 1e9, nbytes / t_copy / 1e9,
