@@ -110,6 +110,13 @@ def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: i
 # H100's 132 where 128×64 tiles make 136 (a second wave: CGEMM 1023×1025×999 0.44x cuBLAS,
 # results/issue15/oddc25 run 1)
 EDGE_TILES_COMPLEX = ((128, 32, 16, 8, 4, 1, 1), (128, 32, 16, 4, 4, 1, 1))
+# float32 (float4) only, after its symbolic sets: the same narrow tiles for the FFMA kernel — at
+# 1023×1025 128×32 tiles make 264 (two blocks per H100 multiprocessor) and 256×32 tiles 132 (one
+# each), where 128×64 tiles make 136 (a second wave: SGEMM 1023×1025×999 0.72x cuBLAS,
+# results/issue15/odd25)
+EDGE_TILES_FLOAT4 = ((128, 32, 32, 8, 8, 1, 4), (128, 32, 16, 8, 8, 1, 4),
+                     (128, 32, 16, 8, 4, 1, 4), (128, 32, 32, 8, 4, 1, 4),
+                     (256, 32, 16, 8, 8, 1, 4), (256, 32, 32, 8, 8, 1, 4))
 
 
 def _choices(site: Site) -> Options:
@@ -119,8 +126,8 @@ def _choices(site: Site) -> Options:
     ws = parts.elem.widths
     sizes = (const(parts.m), const(parts.n), const(parts.k))
     out = []
-    extra = (list(SYMBOLIC_TILES_COMPLEX) + list(EDGE_TILES_COMPLEX)
-             if parts.elem.t.is_complex else [])
+    extra = (list(SYMBOLIC_TILES_COMPLEX) + list(EDGE_TILES_COMPLEX) if parts.elem.t.is_complex
+             else list(EDGE_TILES_FLOAT4) if 4 in ws else [])
     for tm, tn, tk, rm, rn, u, w in dict.fromkeys(_symbolic_tiles(ws) + extra):
         if not _tiles_ok(tm, tn, tk, rm, rn, w, ws):
             continue

@@ -1,0 +1,98 @@
+"""SGEMM at sizes off its tiles on narrow guarded tiles (results/issue15/odd25b): mm-edge-tiles'
+float32 shapes EDGE_TILES_FLOAT4 (128×32 and 256×32: one wave of tiles at 1023×1025 on the
+H100) derive for `edge-tiles-async` with 4-byte copies (elems=1, any sizes) and equal the
+product bit for bit in the interpreter; NVRTC compiles them without spills; the same tiles in
+OpenCL (`edge-tiles`) on the CPU device against NumPy at random shapes; (gpu marker) forced at
+1023×1025×999 against NumPy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from liftkit.blas.codelets import Kind, Variant, derive, multiples
+from liftkit.rewrite.rules.mm_edges import EDGE_TILES_FLOAT4
+from liftkit.semantics import interpret
+
+KIND = Kind("mm", "float32", "NN")
+TILINGS = [dict(tm=tm, tn=tn, tk=tk, rm=rm, rn=rn) for tm, tn, tk, rm, rn, _, _ in EDGE_TILES_FLOAT4]
+
+
+def _ints(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    return rng.integers(-8, 9, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("tiles", TILINGS, ids=lambda t: "x".join(str(v) for v in t.values()))
+def test_the_narrow_float32_edge_tilings_are_sound_at_any_sizes(tiles: dict) -> None:
+    """No size multiples with elems; off every tile (M, N, K odd, K over two tile steps) the
+    guarded kernel equals A·B exactly on integer-valued operands."""
+    v = Variant.of("edge-tiles-async", **tiles, stages=2, elems=1)
+    assert multiples(KIND, v) == {}
+    rng = np.random.default_rng(tiles["tm"] + tiles["tk"] + tiles["rn"])
+    m, n, k = tiles["tm"] + 3, tiles["tn"] + 5, tiles["tk"] + 7
+    A, B = _ints(rng, (m, k)), _ints(rng, (k, n))
+    got = np.asarray(interpret(derive(KIND, v).final, A, B))
+    np.testing.assert_array_equal(got, A @ B)
+
+
+def test_the_narrow_tiles_compile_without_spills(compile_cuda: Any) -> None:
+    """128×32 8×8 and 256×32 8×8, 4-byte copies: NVRTC for sm_90a, no spill (ptxas -v)."""
+    from liftkit.codegen import CompileOptions, compile_program
+
+    for tm in (128, 256):
+        v = Variant.of("edge-tiles-async", tm=tm, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1)
+        k = compile_program(derive(KIND, v).final, CompileOptions(dialect="cuda")).kernels[0]
+        assert "cp.async.ca.shared.global [%0], [%1], 4, %2;" in k.source
+        log = str(compile_cuda(k.source, "sm_90a", [*k.build_options, "--ptxas-options=-v"],
+                               name="sgemm_narrow.cu").log)
+        assert "registers" in log and "0 bytes spill stores" in log, log
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_narrow_guarded_tiles_on_the_cpu_device(session: Any, seed: int) -> None:
+    """mm-edge-tiles' 128×32 shape in OpenCL (`edge-tiles`, element copies where 4 divides
+    neither N nor K) at random shapes 1…300 against NumPy."""
+    from liftkit.blas.gemm import plan_gemm
+
+    rng = np.random.default_rng(seed)
+    m, n, k = (int(x) for x in rng.integers(1, 301, 3))
+    v = Variant.of("edge-tiles", tm=128, tn=32, tk=16, rm=8, rn=4, **(
+        {} if n % 4 == 0 and k % 4 == 0 else {"elems": 1}))
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    plan = plan_gemm(session, A.shape, B.shape, "float32", variant=v)
+    assert plan.built.variant == v and plan.padded == plan.sizes
+    C = np.full((m, n), np.nan, np.float32)
+    ws = plan.workspace()
+    plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), C).result()
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4 * k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tm", [128, 256])
+def test_narrow_guarded_tiles_on_a_cuda_gpu(cuda_session: Any, tm: int) -> None:
+    """Entries at 1023×1025×999 and 333×65×47 (`gemm.profiled_edge` runs them there), CuPy
+    operands, NaN-poisoned C, against NumPy, twice (the repeated call's plan)."""
+    cp = pytest.importorskip("cupy")
+    from liftkit.blas.profile import Entry, Profile
+
+    v = Variant.of("edge-tiles-async", tm=tm, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1)
+    shapes = ((1023, 1025, 999), (333, 65, 47))
+    prof = Profile(cuda_session.device.fingerprint, cuda_session.device.label, "gpu")
+    prof.add([Entry(KIND, "large", dict(zip("MNK", sh)), v, 1.0, 1e6) for sh in shapes])
+    cuda_session.profile = prof
+    cuda_session.forget_choices()
+    rng = np.random.default_rng(tm)
+    for m, n, k in shapes:
+        A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+        B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        want = A.astype(np.float64) @ B
+        plan = cuda_session.plan_gemm(A.shape, B.shape, "float32")
+        assert plan.built.variant == v and plan.padded == plan.sizes
+        dA, dB = cp.asarray(A), cp.asarray(B)
+        for _ in range(2):
+            C = cp.full((m, n), np.nan, np.float32)
+            cuda_session.gemm(dA, dB, C).result()
+            assert np.abs(cp.asnumpy(C) - want).max() <= 1e-4 * np.abs(want).max()
