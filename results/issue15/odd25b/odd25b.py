@@ -54,7 +54,6 @@ def _e(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int = 2, elems: int 
 
 ROWS = [("odd", "auto", None),
         ("odd", "edge 128x32x32 8x8", _e(128, 32, 32, 8, 8)),
-        ("odd", "edge 128x32x32 8x8 s3", _e(128, 32, 32, 8, 8, 3)),
         ("odd", "edge 128x32x16 8x8", _e(128, 32, 16, 8, 8)),
         ("odd", "edge 128x32x16 8x8 s3", _e(128, 32, 16, 8, 8, 3)),
         ("odd", "edge 128x32x16 8x4", _e(128, 32, 16, 8, 4)),
