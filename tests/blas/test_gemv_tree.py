@@ -20,14 +20,18 @@ from .test_gemv_split import check_gemv_t_at_random_shapes
 TREE = [Variant.of("column-groups-tree", lanes=2, g=8, w=4),
         Variant.of("column-groups-tree", lanes=4, g=16, w=2),
         Variant.of("column-groups-tree", lanes=2, g=4, w=8),  # float8 / double8 steps
-        Variant.of("column-groups-tree", lanes=8, g=4, w=1)]
+        Variant.of("column-groups-tree", lanes=8, g=4, w=1),
+        # u rows per step into u private accumulators (u loads in flight per work-item)
+        Variant.of("column-groups-tree", lanes=2, g=4, w=4, u=4),
+        Variant.of("column-groups-tree", lanes=8, g=4, w=1, u=8)]
 
 
 @pytest.mark.parametrize("dt", ["float32", "float64", "complex64"])
 @pytest.mark.parametrize("variant", TREE)
 def test_tree_columns_are_sound_in_the_interpreter(dt: str, variant: Variant) -> None:
     if dt == "complex64":  # one element per step, a warp's run ≥ 8 of them
-        variant = Variant.of("column-groups-tree", lanes=8, g=dict(variant.params)["g"], w=1)
+        p = dict(variant.params)
+        variant = Variant.of("column-groups-tree", lanes=8, g=p["g"], w=1, u=p.get("u", 1))
     kind = Kind("gemv", dt, "T")
     d = derive(kind, variant)
     assert d.replay()
@@ -61,7 +65,46 @@ def test_tree_columns_compile_for_cuda(dt: str, compile_cuda: Any) -> None:
     from liftkit.codegen.compiler import CompileOptions, compile_program
     from liftkit.blas.codelets import GEMV_TREE_SPACE
 
-    for lanes, g, w in GEMV_TREE_SPACE:
-        d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-tree", lanes=lanes, g=g, w=w))
+    for point in GEMV_TREE_SPACE:
+        params = dict(zip(("lanes", "g", "w", "u"), point))
+        d = derive(Kind("gemv", dt, "T"), Variant.of("column-groups-tree", **params))
         for k in compile_program(d.final, CompileOptions(dialect="cuda")).kernels:
             compile_cuda(k.source, "compute_90", list(k.build_options or []))
+
+
+def test_unrolled_rows_load_back_to_back() -> None:
+    """u = 8: eight private accumulators, each step's eight row loads before their sums (the
+    step unrolled, no loop over the accumulators), the eight summed after the rows."""
+    from liftkit.codegen.compiler import CompileOptions, compile_program
+
+    d = derive(Kind("gemv", "float32", "T"), Variant.of("column-groups-tree", lanes=8, g=32, w=4,
+                                                         u=8))
+    src = compile_program(d.final, CompileOptions(dialect="cuda")).kernels[0].source
+    assert "float4 tmp_2[8];" in src and "tmp_2[7] = add4(tmp_2[7]" in src
+    assert "i < M/256" in src  # 32 row groups × 8 rows per step
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["gpu_session", "cuda_session"])
+def test_unrolled_tree_columns_on_the_gpu(backend: str, request: pytest.FixtureRequest) -> None:
+    """The deep forms (u = 8, 16: 78-164 registers a work-item) on a real GPU (NVIDIA OpenCL and
+    CUDA) at odd shapes and 4096², every call right against NumPy."""
+    from .test_gpu_codelets import _forced
+    from .test_properties import _mat
+
+    session = request.getfixturevalue(backend)
+    rng = np.random.default_rng(25)
+    for v in (Variant.of("column-groups-tree", lanes=8, g=32, w=4, u=8),
+              Variant.of("column-groups-tree", lanes=8, g=32, w=4, u=16),
+              Variant.of("column-groups-tree", lanes=16, g=16, w=2, u=16)):
+        s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
+        for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
+            dt = (np.float32, np.float64)[case % 2]
+            A = _mat(rng, shape, dt)
+            tol = 1e-4 if dt == np.float32 else 1e-12
+            for _ in range(2):
+                x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
+                want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
+                got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
+                                           err_msg=f"{backend} {v} {shape}")

@@ -156,10 +156,10 @@ def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0
     return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c)
 
 
-def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
+def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int, u: int = 1) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_TREE
 
-    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w)
+    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u)
 
 
 def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
@@ -211,7 +211,10 @@ GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (8, 32, 4, 8, 8), (16, 16, 4
 # (results/issue15/gemv24: (2, 128, 8) float32 / float64 4096² 0.88 / 0.97x cuBLAS by kernel,
 # (4, 128, 4) float64 0.97 / 1.00x at 4096² / 8192²; 256 row groups, or 4 lanes of float8,
 # read 0.64-0.75x at 4096²)
-GEMV_TREE_SPACE = ((2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8), (2, 64, 8))
+GEMV_TREE_SPACE = ((2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8), (2, 64, 8),
+                   # (lanes, g, w, u): u rows a step into u private accumulators, 32 columns a
+                   # work-group (cuBLAS's float32 4096² form), not yet run on a GPU
+                   (8, 32, 4, 16), (8, 32, 4, 8), (16, 16, 2, 16), (8, 32, 2, 8))
 
 
 def _pow2(lo: int, hi: int) -> list[int]:
@@ -287,10 +290,11 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
             "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "
             "at work) instead of in order by row 0's lanes (the gemv-lane-columns-tree rule, "
-            "rewrite.rules.gemv); complex types one element at a time",
+            "rewrite.rules.gemv); u > 1: each work-item's rows u at a time into u private "
+            "accumulators (u loads in flight); complex types one element at a time",
             _gemv_groups_tree,
-            on_gpus(("lanes", "g", "w"), GEMV_TREE_SPACE),
-            lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
+            on_gpus(("lanes", "g", "w", "u"), GEMV_TREE_SPACE),
+            lambda kind, lanes, g, w, u=1: {"M": g * u, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",

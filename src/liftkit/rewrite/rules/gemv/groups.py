@@ -32,6 +32,14 @@ split the rows into row groups j, j+r, … (`every_rth_row`), their partials go 
   ran in 1.3 waves where the split form's first kernel (32 registers) ran in one.
   c = 1 (`lastWrg b 1`, r ≤ 8): a column block's r chunks as one thread-block cluster (CUDA,
   Hopper): the partials meet in distributed shared memory, no counter round trip through L2.
+  `gemv-lane-columns-tree` (lanes, g, w, u), codelet `column-groups-tree`: `gemv-lane-columns`'
+  work-groups, the g partials summed by a tree in local memory; u > 1: work-item (l, j) takes
+  its rows u at a time, row k of its group into private accumulator k mod u
+    reduceSeq(λ(accs, st). mapSeqUnroll(λ(acc, (a, xi)). acc ⊕⟨w⟩ m⟨w⟩(a, xi)) $ zip(accs, st),
+              [e⟨w⟩]_u) ∘ split u,
+  the u summed in order after the rows: u independent loads per step, issued back to back
+  (the whole column block in one work-group and no sum across work-groups, as cuBLAS's
+  float32 GEMV T at 4096² runs 128 blocks of 32 columns at 128 registers a thread).
 
 N, A·x: lanes of a work-group sum the w-vectors t, t+L, … of a row, their partials in local
 memory.
@@ -97,6 +105,10 @@ SPLIT_PARTS = (2, 4, 8, 16)
 # row chunks of gemv-lane-columns-last: no second kernel reads them, so 32 as well (float32
 # 4096² gained from 8 to 16 chunks on the H100, results/issue15/gemv25 run 1)
 LAST_PARTS = SPLIT_PARTS + (32,)
+# rows per step of gemv-lane-columns-tree's work-items, each into its own private accumulator
+# (u loads in flight per work-item: cuBLAS's float32 GEMV T at 4096² runs 128 blocks, the whole
+# column in each, at 128 registers a thread, results/issue15/gemv25b run 2)
+UNROLLS = (1, 2, 4, 8, 16)
 # the work-item slots of an NVIDIA multiprocessor (Volta to Hopper): gemv-lane-columns-last's
 # b > 0 asks for all of them, 2048 / (lanes·g) resident work-groups (at most 32)
 SM_THREADS = 2048
@@ -212,11 +224,14 @@ def _lane_totals(parts: Gemv, vop: Any, ev: Any, w: int, lanes: int, sums: Any, 
         << D.split(lanes) << per_lane
 
 
-def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
+def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u: int = 1) -> Expr:
     """gemv T's body as `lane_columns`, the g partials per column summed by a tree in local
     memory (log₂ g steps, each halving the row groups with every lane at work), not in order
     by the lanes of row 0 (g sequential steps by lanes work-items: the long tail of a
-    work-group whose main loop is short)."""
+    work-group whose main loop is short). u > 1: each work-item's rows u at a time into u
+    private accumulators (`_column_partials`): the whole column block's rows in one
+    work-group, with u loads in flight per work-item (cuBLAS's float32 GEMV T at 4096²: 128
+    blocks of 32 columns, no sum across blocks, deep unrolled loads)."""
     from liftkit import dsl as D
 
     op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
@@ -229,7 +244,7 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) ->
             << D.split(2 * lanes) << ps
 
     def block(b: Any) -> Any:
-        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g))
+        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g), u)
         # (flat: iterate's buffers are 1-D) [g][lanes][1] → [g·lanes] → [lanes]
         tree = D.iterate(g.bit_length() - 1, halve) << D.join << D.map(D.join) << partial
 
@@ -240,9 +255,12 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) ->
     return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
 
 
-def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any) -> Any:
+def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any, u: int = 1) -> Any:
     """toLocal [g][lanes][1]: work-item (l, j) sums ⊕⟨w⟩ m(a, x_i) over row group j's w-vectors
-    of lane l (`groups`: [g] pairs of a block's rows [·][lanes·w] and their x elements)."""
+    of lane l (`groups`: [g] pairs of a block's rows [·][lanes·w] and their x elements). u > 1:
+    the group's rows taken u at a time into u private accumulators (row k of the group into
+    accumulator k mod u, unrolled: u independent loads and chains per step, as many loads in
+    flight per work-item), the u summed in order at the end."""
     from liftkit import dsl as D
 
     def step(acc: Any, st: Any) -> Any:
@@ -250,9 +268,27 @@ def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any) -> Any:
             return vop(acc, m(st[0], st[1]))
         return D.let(st[1], lambda xi: vop(acc, D.mapVec(lambda v: m(v, xi)) << st[0]))
 
-    return D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(
-        lambda colv: D.reduceSeq(step, ev) << D.zip(colv, rx[1]))
-        << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups
+    def lane(colv: Any, xs: Any) -> Any:
+        pairs = D.zip(colv, xs)
+        if u == 1:
+            return D.reduceSeq(step, ev) << pairs
+        steps = D.reduceSeq(lambda accs, st: D.mapSeqUnroll(lambda p: step(p[0], p[1]))
+                            << D.zip(accs, st), _private_identities(ev, u)) << D.split(u) << pairs
+        return D.reduceSeq(vop, fresh(ev)) << D.join << steps
+
+    return D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(lambda colv: lane(colv, rx[1]))
+                                 << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups
+
+
+def _private_identities(ev: Literal, u: int) -> Any:
+    """u private accumulators holding ⊕⟨w⟩'s identity `ev` (a scalar or a vector literal)."""
+    import numpy as np
+
+    from liftkit import dsl as D
+
+    t = ev.type
+    return D.toPrivate(D.mapSeqUnroll(D.id_of(t))) << D.lit(
+        np.stack([np.asarray(ev.value)] * u), ArrayType(t, u))
 
 
 def _chunk_sums(vop: Any, m: UserFun, ev: Any, t: ScalarType, w: int, lanes: int, cols: Any,
@@ -360,13 +396,18 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
     "gemv-lane-columns-tree",
     "gemv-lane-columns' site → the same work-groups, the g row groups' partials of each lane "
     "summed by a tree in local memory (iterate log₂ g (mapLcl(1)(mapLcl(0)(reduceSeq(⊕⟨w⟩)) ∘ "
-    "transpose) ∘ split 2)) before h, s, g",
+    "transpose) ∘ split 2)) before h, s, g; u > 1: each work-item's rows u at a time, "
+    "reduceSeq(λ(accs, st). mapSeqUnroll(acc ⊕⟨w⟩ m⟨w⟩(a, x_i)) $ zip(accs, st), u private "
+    "identities) ∘ split u, the u accumulators summed in order",
     "liftkit.blas GPU GEMV T (issue 15): a split reduction over row groups, coalesced rows, "
-    "finished by a tree (CLBlast's and CUDA's block reductions)",
+    "finished by a tree (CLBlast's and CUDA's block reductions); u loads in flight per "
+    "work-item (cuBLAS's gemvx)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
-                                              GROUPS + (256,)),
-    lambda parts, t, rows, cols, lanes, g, w: lane_columns_tree(parts, t, lanes, g, w))
+    lambda parts, t, rows, cols: [dict(o, u=u) for o in _lane_offers(parts, t, rows, cols,
+                                                                     T_LANES, T_WIDTHS,
+                                                                     GROUPS + (256,))
+                                  for u in UNROLLS if fits(rows, o["g"] * u)],
+    lambda parts, t, rows, cols, lanes, g, w, u=1: lane_columns_tree(parts, t, lanes, g, w, u))
 
 
 GEMV_LANE_COLUMNS_LAST = site_rule(
