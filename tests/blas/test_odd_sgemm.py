@@ -17,7 +17,8 @@ from liftkit.rewrite.rules.mm_edges import EDGE_TILES_FLOAT4
 from liftkit.semantics import interpret
 
 KIND = Kind("mm", "float32", "NN")
-TILINGS = [dict(tm=tm, tn=tn, tk=tk, rm=rm, rn=rn) for tm, tn, tk, rm, rn, _, _ in EDGE_TILES_FLOAT4]
+TILINGS = [dict(tm=tm, tn=tn, tk=tk, rm=rm, rn=rn)
+           for tm, tn, tk, rm, rn, _, _ in EDGE_TILES_FLOAT4]
 
 
 def _ints(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
@@ -70,22 +71,61 @@ def test_narrow_guarded_tiles_on_the_cpu_device(session: Any, seed: int) -> None
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4 * k)
 
 
+SHAPES = ((1023, 1025, 999), (511, 127, 253))
+
+
+def _profile(fingerprint: str, label: str, v: Variant) -> Any:
+    """A GPU profile whose classes (large, medium) choose tiles-async 128×64 (as the H100's
+    does: its tiles divide neither shape), with entries of `v` at SHAPES."""
+    from liftkit.blas.profile import Entry, Profile
+
+    tiles = Variant.of("tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2)
+    prof = Profile(fingerprint, label, "gpu")
+    prof.add([Entry(KIND, c, {"M": n, "N": n, "K": n}, tiles, 1.0, 4e4)
+              for c, n in (("large", 1024), ("medium", 512))])
+    prof.add([Entry(KIND, c, dict(zip("MNK", sh)), v, 1.0, 1e6)
+              for c, sh in zip(("large", "medium"), SHAPES)])
+    return prof
+
+
+def _narrow(tm: int) -> Variant:
+    return Variant.of("edge-tiles-async", tm=tm, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1)
+
+
+@pytest.mark.parametrize("tm", [128, 256])
+def test_entries_at_the_very_sizes_launch_the_narrow_tiles_alone(blas_host: Any, stub_cuda: Any,
+                                                                 tm: int) -> None:
+    """The CUDA queue stubbed: an entry at a call's sizes (`gemm.profiled_edge`) runs its
+    guarded kernel, one launch, no copies, on the first and the repeated call."""
+    s, v = stub_cuda, _narrow(tm)
+    s.profile = _profile(s.device.fingerprint, s.device.label, v)
+    s.forget_choices()
+    got: list = []
+    s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
+    for m, n, k in SHAPES:
+        plan = s.plan_gemm((m, k), (k, n), np.float32)
+        assert plan.built.variant == v and plan.padded == plan.sizes
+        A, B, C = (blas_host.ndarray(sh, "float32") for sh in ((m, k), (k, n), (m, n)))
+        for _ in range(2):
+            got.clear()
+            blas_host.COUNTS.clear()
+            s.gemm(A, B, C)
+            assert len(got) == 1 and blas_host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
+    assert s.plan_gemm((1024, 1024), (1024, 1024), np.float32).built.variant.codelet == \
+        "tiles-async"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("tm", [128, 256])
 def test_narrow_guarded_tiles_on_a_cuda_gpu(cuda_session: Any, tm: int) -> None:
-    """Entries at 1023×1025×999 and 333×65×47 (`gemm.profiled_edge` runs them there), CuPy
+    """Entries at 1023×1025×999 and 511×127×253 (`gemm.profiled_edge` runs them there), CuPy
     operands, NaN-poisoned C, against NumPy, twice (the repeated call's plan)."""
     cp = pytest.importorskip("cupy")
-    from liftkit.blas.profile import Entry, Profile
-
-    v = Variant.of("edge-tiles-async", tm=tm, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1)
-    shapes = ((1023, 1025, 999), (333, 65, 47))
-    prof = Profile(cuda_session.device.fingerprint, cuda_session.device.label, "gpu")
-    prof.add([Entry(KIND, "large", dict(zip("MNK", sh)), v, 1.0, 1e6) for sh in shapes])
-    cuda_session.profile = prof
+    v = _narrow(tm)
+    cuda_session.profile = _profile(cuda_session.device.fingerprint, cuda_session.device.label, v)
     cuda_session.forget_choices()
     rng = np.random.default_rng(tm)
-    for m, n, k in shapes:
+    for m, n, k in SHAPES:
         A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
         B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
         want = A.astype(np.float64) @ B
