@@ -23,13 +23,14 @@ of one whole call, calls queued behind products (the host runs ahead).
 
 `--build` derives and compiles every kernel the rows run (planned on the stubbed H100 session of
 benchmarks/blas_host.py with the same entries) for sm_90a into a pickle of (source, options,
-cubin) that the device run puts into the runner's module cache; `--ptxas` prints each kernel's
-registers and spills (ptxas -v through NVRTC).
+cubin; gzipped where the name ends in .gz) that the device run puts into the runner's
+module cache; `--ptxas` prints each kernel's registers and spills (ptxas -v through NVRTC).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import pickle
@@ -66,6 +67,32 @@ ROWS = [("odd", "auto", None),
         ("odd", "float4 128x32x32 8x8 padded", _e(128, 32, 32, 8, 8, elems=0)),
         ("1000", "auto", None),
         ("4097", "auto", None)]
+
+
+def _s(spec: tuple, split: int, slots: int, bound: int = 0) -> tuple:
+    """spec split along K (mm-split-tail: the tiles of the last partial wave of `slots`, here
+    every tile where the grid has fewer)."""
+    return (spec[0], {**spec[1], "split": split, "slots": slots,
+                      **({"bound": bound} if bound else {})})
+
+
+# run 2 (`--run2`): the grids split along K so that every multiprocessor gets the same work in
+# more resident blocks — 256×32 tiles (132 = one per SM) in 2, 3 or 4 parts (2, 3, 4 blocks per
+# SM), 128×32 (264) in 2 (4 per SM); 128×64 (136 tiles: no split balances them) in 2, 5, 6 and
+# 16 deep; 64×64 (272) in 3
+N256, N128 = _e(256, 32, 16, 8, 8), _e(128, 32, 16, 8, 8)
+ROWS2 = [("odd", "auto", None),
+         ("odd", "256x32x16 split2 396", _s(N256, 2, 396)),
+         ("odd", "256x32x16 split3 396 b3", _s(N256, 3, 396, 3)),
+         ("odd", "256x32x16 split4 528 b4", _s(N256, 4, 528, 4)),
+         ("odd", "256x32x32 split3 396 b3", _s(_e(256, 32, 32, 8, 8), 3, 396, 3)),
+         ("odd", "128x32x16 split2 528 b4", _s(N128, 2, 528, 4)),
+         ("odd", "128x32x16 8x4 split2 528 b4", _s(_e(128, 32, 16, 8, 4), 2, 528, 4)),
+         ("odd", "128x64x32 split2 396", _s(_e(128, 64, 32, 8, 8), 2, 396)),
+         ("odd", "128x64x32 split5 396 b3", _s(_e(128, 64, 32, 8, 8), 5, 396, 3)),
+         ("odd", "128x64x32 split6 396", _s(_e(128, 64, 32, 8, 8), 6, 396)),
+         ("odd", "128x64x16 split4 396 b3", _s(_e(128, 64, 16, 8, 8), 4, 396, 3)),
+         ("odd", "64x64x16 split3 924", _s(_e(64, 64, 16, 8, 8), 3, 924))]
 
 
 def _entry(size: str, spec: Optional[tuple[str, dict]]) -> Any:
@@ -133,7 +160,8 @@ def build(path: Path, rows: list, ptxas: bool) -> int:
         except Exception as err:  # noqa: BLE001 - reported
             fails += 1
             print(f"{kind} {v}: FAILED {type(err).__name__}: {str(err)[:300]}", flush=True)
-    path.write_bytes(pickle.dumps(out))
+    data = pickle.dumps(out)
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
     print(f"{len(out)} cubins in {time.time() - t0:.1f} s, {fails} failed -> {path}")
     return 1 if fails else 0
 
@@ -191,7 +219,9 @@ def gpu(out: Path, rounds: int, kernels: Optional[Path], rows: list) -> int:
     runner = s.q.runner
     t0 = time.time()
     if kernels is not None and kernels.exists():
-        for src, opts, cubin in pickle.loads(kernels.read_bytes()):
+        data = kernels.read_bytes()
+        for src, opts, cubin in pickle.loads(gzip.decompress(data) if kernels.suffix == ".gz"
+                                             else data):
             runner.cache.put(runner.device, src, opts, cubin)
     say(f"card: {card}; profile {s.profile.fingerprint}; kernels loaded in "
         f"{time.time() - t0:.1f} s")
@@ -273,8 +303,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kernels", default="")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--only", default="", help="comma-separated row labels")
+    p.add_argument("--run2", action="store_true", help="run 2's rows (ROWS2)")
     args = p.parse_args(argv)
-    rows = [r for r in ROWS if not args.only or r[1] in args.only.split(",")]
+    rows = [r for r in (ROWS2 if args.run2 else ROWS)
+            if not args.only or r[1] in args.only.split(",")]
     if args.build:
         return build(Path(args.build), rows, args.ptxas)
     return gpu(Path(args.out), args.rounds, Path(args.kernels) if args.kernels else None, rows)
