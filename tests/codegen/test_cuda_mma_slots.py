@@ -89,6 +89,6 @@ def test_slot_pointer_products_on_the_gpu() -> None:
         kind = Kind("mm", "float64", layout)
         prog = compile_program(derive(kind, lookup_variant(kind, TN64)).final, CUDA)
         A = g.integers(-3, 4, (128, 192) if layout[0] == "T" else (192, 128)).astype(np.float64)
-        B = g.integers(-3, 4, (128, 64) if layout[1] == "T" else (64, 128)).astype(np.float64)
+        B = g.integers(-3, 4, (64, 128) if layout[1] == "T" else (128, 64)).astype(np.float64)
         want = (A.T if layout[0] == "T" else A) @ (B.T if layout[1] == "T" else B)
         np.testing.assert_array_equal(runner.run(prog, A, B), want)

@@ -204,8 +204,8 @@ def main(argv: list[str]) -> int:
     for lay, (m, n, k), variants in ROWS:
         ta, tb = lay[0] == "T", lay[1] == "T"
         sizes = {"M": m, "N": n, "K": k}
-        A = _rand_gpu(cp, (k, m) if ta else (m, k), np.float64)
-        B = _rand_gpu(cp, (n, k) if tb else (k, n), np.float64)
+        A = _rand_gpu(cp, (k, m) if ta else (m, k), np.dtype(np.float64))
+        B = _rand_gpu(cp, (n, k) if tb else (k, n), np.dtype(np.float64))
         opA, opB = (A.T if ta else A), (B.T if tb else B)
         C, ref = cp.full((m, n), np.nan), cp.empty((m, n))
         cp.matmul(opA, opB, out=ref)
