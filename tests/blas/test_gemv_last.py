@@ -24,7 +24,8 @@ from .test_properties import _mat
 
 LAST = [Variant.of("column-groups-last", lanes=2, g=8, w=4, r=4, c=1),
         Variant.of("column-groups-last", lanes=4, g=4, w=2, r=8, b=32),
-        Variant.of("column-groups-last", lanes=8, g=4, w=1, r=2)]
+        Variant.of("column-groups-last", lanes=8, g=4, w=1, r=2),
+        Variant.of("column-groups-last", lanes=4, g=4, w=4, r=2, u=4)]  # 4 accumulators
 
 
 def _sums_of_parts() -> D.FunDecl:

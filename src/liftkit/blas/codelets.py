@@ -150,10 +150,10 @@ def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strate
 
 
 def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0,
-                      c: int = 0) -> Strategy:
+                      c: int = 0, u: int = 1) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_LAST
 
-    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c)
+    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c, u=u)
 
 
 def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int, u: int = 1) -> Strategy:
@@ -281,11 +281,12 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); b > 0: "
             "built for b resident work-groups per multiprocessor (CUDA); c = 1: a block's r ≤ 8 "
             "chunks as one thread-block cluster, meeting in distributed shared memory (CUDA); "
-            "complex types one element at a time",
+            "u > 1: each work-item's rows u at a time into u private accumulators; complex "
+            "types one element at a time",
             _gemv_groups_last,
-            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b", "c"), p)) for p in GEMV_LAST_SPACE]
-            if dev == "gpu" else [],
-            lambda kind, lanes, g, w, r, b=0, c=0: {"M": g * r, "N": lanes * w},
+            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b", "c", "u"), p))
+                         for p in GEMV_LAST_SPACE] if dev == "gpu" else [],
+            lambda kind, lanes, g, w, r, b=0, c=0, u=1: {"M": g * r * u, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
             "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "

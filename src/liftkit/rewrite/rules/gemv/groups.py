@@ -292,13 +292,14 @@ def _private_identities(ev: Literal, u: int) -> Any:
 
 
 def _chunk_sums(vop: Any, m: UserFun, ev: Any, t: ScalarType, w: int, lanes: int, cols: Any,
-                xs: Any) -> Any:
+                xs: Any, u: int = 1) -> Any:
     """[lanes·w] sums of one work-group (lanes×g work-items) over a block of columns `cols`
     [g][·][lanes·w] against `xs` [g][·] (no h, s, g): the g row groups' partials in local
-    memory, each lane's w columns summed over them in order by row 0's work-items."""
+    memory (u > 1: u private accumulators a work-item, `_column_partials`), each lane's w
+    columns summed over them in order by row 0's work-items."""
     from liftkit import dsl as D
 
-    partial = _column_partials(vop, m, ev, w, D.zip(cols, xs))
+    partial = _column_partials(vop, m, ev, w, D.zip(cols, xs), u)
 
     def total(ps: Any) -> Any:  # one work-item per lane: Σ over the g groups, w columns
         per_lane = D.transpose << D.map(D.join) << ps  # [lanes][g]
@@ -339,13 +340,14 @@ def lane_columns_split(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r
 
 
 def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r: int,
-                      b: int = 0, c: int = 0) -> Expr:
+                      b: int = 0, c: int = 0, u: int = 1) -> Expr:
     """gemv T's body in one kernel: `lane_columns_split`'s work-groups (lanes·w columns × one
     of r row chunks) as lastWrg's parts, each block of columns' r sums in a global workspace,
     the block's last work-group summing them in order (one work-item per column) and applying
     h, s, g: the split form's r times the work-groups without its second kernel. b > 0: built
     for b resident work-groups per multiprocessor; c = 1: a column block's r ≤ 8 chunks as one
-    thread-block cluster, their sums met in distributed shared memory (CUDA)."""
+    thread-block cluster, their sums met in distributed shared memory (CUDA); u > 1: each
+    work-item's rows u at a time into u private accumulators (`_column_partials`)."""
     from liftkit import dsl as D
 
     op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
@@ -364,7 +366,7 @@ def lane_columns_last(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, r:
             lambda q: alpha_beta(parts, D.reduceSeq(op, fresh(parts.z)) << q[0], q[1])) << row) \
             << D.split(lanes) << each
 
-    return D.join << D.lastWrg(lambda q: _chunk_sums(vop, m, ev, t, w, lanes, q[0], q[1]),
+    return D.join << D.lastWrg(lambda q: _chunk_sums(vop, m, ev, t, w, lanes, q[0], q[1], u),
                                finish, b, c)(blocks, D.split(cols) << fresh(y))
 
 
@@ -417,17 +419,18 @@ GEMV_LANE_COLUMNS_LAST = site_rule(
     "reduce(⊕, z) $ p), g(yj)))) ∘ split lanes $ zip(transpose $ P, split 1 $ ys)) $ (blocks of "
     "lanes·w columns × r chunks of rows ≡ j mod g·r, split lanes·w $ y); b = 0 or every "
     "work-item slot of a multiprocessor; c = 1: a block's r ≤ 8 chunks as one thread-block "
-    "cluster",
+    "cluster; u > 1: each work-item's rows u at a time into u private accumulators",
     "liftkit.blas GPU GEMV T (issue 15): the split reduction over r·g row groups in one kernel, "
     "the last work-group of a column block summing its r partials (CUDA's threadFenceReduction)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, r=r, b=b, c=c) for o in _lane_offers(parts, t, rows, cols,
-                                                                           T_LANES, T_WIDTHS)
+    lambda parts, t, rows, cols: [dict(o, r=r, b=b, c=c, u=u)
+                                  for o in _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS)
                                   for r in LAST_PARTS if fits(rows, o["g"] * r)
                                   for b in (0, min(MAX_BOUND, SM_THREADS // (o["lanes"] * o["g"])))
-                                  for c in ((0, 1) if r <= MAX_CLUSTER else (0,))],
-    lambda parts, t, rows, cols, lanes, g, w, r, b=0, c=0: lane_columns_last(parts, t, lanes, g,
-                                                                             w, r, b, c))
+                                  for c in ((0, 1) if r <= MAX_CLUSTER else (0,))
+                                  for u in UNROLLS[:4] if fits(rows, o["g"] * r * u)],
+    lambda parts, t, rows, cols, lanes, g, w, r, b=0, c=0, u=1: lane_columns_last(
+        parts, t, lanes, g, w, r, b, c, u))
 
 
 GEMV_LANE_COLUMNS_SPLIT = site_rule(
