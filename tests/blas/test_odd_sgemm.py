@@ -136,3 +136,34 @@ def test_narrow_guarded_tiles_on_a_cuda_gpu(cuda_session: Any, tm: int) -> None:
             C = cp.full((m, n), np.nan, np.float32)
             cuda_session.gemm(dA, dB, C).result()
             assert np.abs(cp.asnumpy(C) - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_the_h100_profile_runs_sgemm_1023_on_256x32_tiles_split_in_3(blas_host: Any,
+                                                                     stub_cuda: Any) -> None:
+    """results/issue15/odd25b run 2 (ship.py): SGEMM 1023×1025×999 NN on 256×32×16 guarded
+    tiles split along K in 3 (132 tiles × 3 parts = 396: three blocks on every multiprocessor;
+    0.753x cuBLAS per call against the shipped plan's 0.711x, on an H200), one launch, no
+    copies; 1000³, 4097×4095² and the class's other odd sizes as before (the entry is via
+    "here": for its sizes alone)."""
+    s = stub_cuda
+    got: list = []
+    s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
+    v = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1,
+                   split=3, slots=396, bound=3)
+    plan = s.plan_gemm((1023, 999), (999, 1025), np.float32)
+    assert plan.built.variant == v and plan.padded == plan.sizes
+    A, B, C = (blas_host.ndarray(sh, "float32") for sh in ((1023, 999), (999, 1025), (1023, 1025)))
+    for _ in range(2):
+        got.clear()
+        blas_host.COUNTS.clear()
+        s.gemm(A, B, C)
+        assert len(got) == 1 and blas_host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
+    assert s.plan_gemm((1000, 1000), (1000, 1000), np.float32).built.variant == Variant.of(
+        "edge-tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2, split=2, slots=924)
+    big = s.plan_gemm((4097, 4095), (4095, 4095), np.float32).built.variant
+    assert big.codelet == "tiles-async" and big.kw["split"] == 5
+    # via "here": other odd sizes of the class keep the class's guarded forms (nearest measured)
+    for m, n, k in ((1023, 1027, 999), (777, 777, 777), (1201, 1201, 1201)):
+        assert s.plan_gemm((m, k), (k, n), np.float32).built.variant == Variant.of(
+            "edge-tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2, elems=1, split=4,
+            slots=396, bound=3)

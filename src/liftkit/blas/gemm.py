@@ -133,8 +133,12 @@ def profiled_edge(session: Session, kind: Kind, sizes: dict[str, int]) -> Option
     prof = getattr(session, "profile", None)
     if prof is None:
         return None
-    for e in prof.at_sizes(kind, sizes):  # the fastest measured here, padded to its vectors
-        if e.variant.codelet in EDGE_CODELETS:  # or not (its pad2d/crop2d copies timed with it)
+    # the fastest measured here, padded to its vectors or not (its pad2d/crop2d copies timed
+    # with it); entries via "here" serve these sizes alone, not their class (a grid split to
+    # fill the GPU at them: SGEMM 1023×1025×999 on 256×32 tiles in 3 parts, odd25b)
+    here = prof.at_sizes(kind, sizes) + prof.at_sizes(kind, sizes, "here")
+    for e in sorted(here, key=lambda e: -e.rate):
+        if e.variant.codelet in EDGE_CODELETS:
             return e.variant
     ranked = prof.guarded(kind, size_class(kind.op, sizes))  # (fastest first)
     for e in sorted(ranked, key=lambda e: (_element_wise(e.variant),
