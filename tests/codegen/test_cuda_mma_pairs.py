@@ -98,11 +98,10 @@ def test_pairs_cuda_reads_vectors_in_register_order_and_compiles(compile_cuda: A
     src = compile_program(derive(kind, v).final, CUDA).kernels[0].source
     loop = _loop(src).split("#else")[0]
     # B's two registers of a k-step are one 16-byte vector: 4 fragments × 2 steps per tile
-    # (read through the buffer slot's pointer, cuda_mma `_Reads`, by byte offsets)
-    assert len(re.findall(r"frag\w* = \(\*\(double2\*\)\(\(char\*\)stage_2_slot", loop)) == 8
+    assert len(re.findall(r"frag\w* = \(\(double2\*\)stage_2\)", loop)) == 8
     # A element by element (a vector of its k pair would feed registers 0 and 2: moves)
-    assert not re.search(r"frag\w* = \(\*\(double2\*\)\(\(char\*\)stage_slot", loop)
-    assert re.search(r"\ba0_2 = \(\*\(double\*\)\(\(char\*\)stage_slot\w* \+ 8\*\([^;]*\+ 1\)\)\);", loop)  # the next tile's k pair, each alone
+    assert not re.search(r"frag\w* = \(\(double2\*\)stage\)", loop)
+    assert re.search(r"\ba0_2 = stage\[[^;]*\+ 1\];", loop)  # the next tile's k pair, each alone
     for arch in ("compute_90a", "compute_80"):
         assert "mma.sync.aligned" in compile_cuda(src, arch, name="pairs.cu").ptx
 

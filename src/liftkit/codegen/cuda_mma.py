@@ -580,8 +580,12 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
     return dest
 
 
-# the fragment reads of the read-ahead loops through a slot pointer per buffer slot (`_Reads`)
-SLOT_POINTERS = True
+# the fragment reads of the read-ahead loops through a slot pointer per buffer slot (`_Reads`).
+# Off: NVRTC here (sm_90a) takes the loop's integer instructions down (DGEMM TN 64×64: 138 → 78
+# per 16 DMMAs), but the device's NVRTC gave the kernels more registers and they lost there
+# (H200, results/issue15/fp64-25b: TN 1024 0.898 → 0.861x cuBLAS, NN 0.949 → 0.807x, NT
+# 0.970 → 0.960x, the guarded 1000³ kernel 0.820 → 0.803x)
+SLOT_POINTERS = False
 
 # the accumulators of FP64 products written two at a time (16-byte stores) where a lane's
 # columns 2t, 2t+1 lie next to each other, 16-byte aligned, in global or local memory
