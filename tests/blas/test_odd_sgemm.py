@@ -167,3 +167,63 @@ def test_the_h100_profile_runs_sgemm_1023_on_256x32_tiles_split_in_3(blas_host: 
         assert s.plan_gemm((m, k), (k, n), np.float32).built.variant == Variant.of(
             "edge-tiles-async", tm=128, tn=64, tk=32, rm=8, rn=8, stages=2, elems=1, split=4,
             slots=396, bound=3)
+
+
+H100 = dict(multiprocessors=132, registers=65536, shared=233472, threads=2048, blocks=32,
+            reserved_shared=1024)
+
+
+def test_balanced_tasks_fill_every_multiprocessor() -> None:
+    """At 1023×1025×999 on the H100's limits: 256×32 tiles (132) in 3 parts at 396 slots
+    (bound 3) and 4 parts at 528 (bound 4), element copies (N, K off 4); none without the
+    limits, for other kinds, or where no split fills the slots evenly (1000³: 4×32 tiles)."""
+    from liftkit.backends.cuda.occupancy import SMLimits
+    from liftkit.blas.followups import balanced_tasks
+
+    lim = SMLimits(**H100)
+    at = {"M": 1023, "N": 1025, "K": 999}
+    got = balanced_tasks(KIND, at, lim)
+    base = dict(tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1)
+    assert [(t.variant, t.sizes, t.mode) for t in got] == [
+        (Variant.of("edge-tiles-async", **base, split=3, slots=396, bound=3), at, "here"),
+        (Variant.of("edge-tiles-async", **base, split=4, slots=528, bound=4), at, "here")]
+    assert balanced_tasks(KIND, at, None) == []
+    assert balanced_tasks(Kind("mm", "float64", "NN"), at, lim) == []
+    assert balanced_tasks(KIND, {"M": 1000, "N": 1000, "K": 1000}, lim) == []
+
+
+@pytest.mark.parametrize("faster", [True, False], ids=["won", "lost"])
+def test_the_tuner_keeps_a_balanced_entry_only_where_it_won(session: Any, monkeypatch: Any,
+                                                            faster: bool) -> None:
+    """`tune --edges` with the GPU's limits times the balanced tiles at the split sizes as a
+    call runs them, beside the GEMM's own plan there; the fastest becomes an entry via "here"
+    only where it won (measure replaced: nothing is timed for real)."""
+    from liftkit.backends.cuda.occupancy import SMLimits
+    from liftkit.blas import Profile, Session
+    from liftkit.blas import tune as tune_mod
+    from liftkit.blas.profile import size_class
+
+    at = {"M": 1023, "N": 1025, "K": 999}
+    seen: list = []
+
+    def fake(s: Any, kind: Kind, variant: Variant, sizes: dict[str, int], plan: bool = False,
+             **_: Any) -> Any:
+        t = tune_mod.Trial(kind, size_class(kind.op, sizes), variant, dict(sizes))
+        seen.append((variant, dict(sizes), plan))
+        t.rate = (1.5 + variant.kw.get("split", 0) if faster else 0.5) \
+            if variant.kw.get("tm") == 256 else 1.0
+        t.seconds = 1.0 / t.rate
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    prof = Profile(session.profile.fingerprint, session.profile.label, "cpu")
+    s = Session(session.device, profile=prof)
+    tune_mod.tune(s, [KIND], ["large"], prof, progress=False, peaks=None, max_variants=1,
+                  edges=True, limits=SMLimits(**H100))
+    here = [x for x in seen if x[1] == at and x[0].kw.get("tm") == 256]
+    assert len(here) == 2 and all(x[2] for x in here)  # (as calls)
+    best = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1,
+                      split=4, slots=528, bound=4)  # (the faster here)
+    entries = prof.at_sizes(KIND, at, "here")
+    assert [e.variant for e in entries] == ([best] if faster else [])
+    assert len(prof.notes["splits"][f"{KIND}|large"]["here"]) == 2

@@ -14,7 +14,7 @@ plan that the choice becomes there (`ctiles_edge_tasks`, `gemm.measured_here`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from liftkit.blas.codelets import Kind, Variant, padded_sizes
 from liftkit.blas.gemm import REAL_OF
@@ -147,11 +147,14 @@ def split_sizes(kind: Kind, cls: str, device_kind: str) -> Optional[dict[str, in
     return sizes
 
 
-def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[Task]:
+def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str,
+                limits: Any = None) -> list[Task]:
     """The split plans at `split_sizes` (the edge GEMV the profile's, and a warp per row:
     gemv=1) beside the GEMM's own plan there (the kernel `gemm.mm_kernel` picks, timed as a
-    call runs it: mode "split-base"); none where measured before (`notes["splits"]`). The
-    faster split entry (via "split") is kept only where it won."""
+    call runs it: mode "split-base"), then the guarded tiles whose grid fills the GPU there
+    (`balanced_tasks`, mode "here"); none where measured before (`notes["splits"]`). The
+    faster split entry (via "split") is kept only where it won, the fastest balanced one (via
+    "here": for those sizes alone) likewise."""
     from liftkit.blas.gemm import mm_kernel
     from liftkit.blas.split import SPLIT_W
 
@@ -163,7 +166,40 @@ def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str) -> list[T
     except Exception:  # noqa: BLE001 - no kernel for these sizes: nothing to compare with
         return []
     return [Task(base, sizes, "split-base"), Task(Variant.of("split", w=SPLIT_W), sizes, "split"),
-            Task(Variant.of("split", w=SPLIT_W, gemv=1), sizes, "split")]
+            Task(Variant.of("split", w=SPLIT_W, gemv=1), sizes, "split"),
+            *balanced_tasks(kind, sizes, limits)]
+
+
+# guarded FFMA tilings tried where their grid, split along K, gives every multiprocessor the
+# same number of resident parts (results/issue15/odd25b: SGEMM 1023×1025×999 on the H100/H200,
+# 256×32×16 tiles — 132, one per multiprocessor — in 3 parts 0.753x cuBLAS per call, in 4
+# parts 0.725x, against the 136 tiles of 128×64's 0.711x)
+BALANCED_TILES = ((256, 32, 16, 8, 8, 2),)  # tm, tn, tk, rm, rn, stages
+
+
+def balanced_tasks(kind: Kind, sizes: dict[str, int], limits: Any) -> list[Task]:
+    """`edge-tiles-async` of BALANCED_TILES split along K where tiles × parts equals the slots
+    that the register bound fixes on this GPU (`occupancy.bounded_slots`; (parts, slots,
+    bound) among mm-split-tail's SCHEDULES), element copies where 4 divides not N and K;
+    none without the GPU's multiprocessor limits or for other kinds."""
+    from liftkit.backends.cuda.occupancy import bounded_slots
+    from liftkit.blas.mm_codelets import tiles_async_footprint
+    from liftkit.rewrite.rules.mm_schedule import SCHEDULES
+
+    if limits is None or kind != Kind("mm", "float32", "NN"):
+        return []
+    elems = {"elems": 1} if sizes["N"] % 4 or sizes["K"] % 4 else {}
+    out = []
+    for tm, tn, tk, rm, rn, stages in BALANCED_TILES:
+        tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
+        threads, shared = tiles_async_footprint(tm, tn, tk, rm, rn, stages)
+        for parts, slots, bound in SCHEDULES:
+            if bound and parts > 1 and tiles * parts == slots \
+                    and bounded_slots(limits, threads, shared, bound) == slots:
+                out.append(Task(Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
+                                           stages=stages, **elems, split=parts, slots=slots,
+                                           bound=bound), sizes, "here"))
+    return out
 
 
 def followups(prof: Profile, kind: Kind, cls: str, device_kind: str, edges: bool

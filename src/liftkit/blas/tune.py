@@ -18,8 +18,9 @@ import numpy as np
 
 from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space_at
 # (EDGE_OFF, edge_tasks, real_tasks: re-exported, the tuner's follow-ups as callers name them)
-from liftkit.blas.followups import (EDGE_OFF, EDGE_TOP, REAL_TOP, Task, edge_tasks,  # noqa: F401
-                                    followups, odd_sizes, real_tasks, split_sizes, split_tasks)
+from liftkit.blas.followups import (BALANCED_TILES, EDGE_OFF, EDGE_TOP, REAL_TOP,  # noqa: F401
+                                    Task, edge_tasks, followups, odd_sizes, real_tasks,
+                                    split_sizes, split_tasks)
 from liftkit.blas.gemm import REAL_OF
 from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
@@ -515,7 +516,7 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
                     and any(edge_forms(v) for v in vs):
                 more += 1 + 2 * EDGE_TOP
             if edges and kind.op == "mm" and split_sizes(kind, cls, device_kind) is not None:
-                more += 3  # the split plans and the GEMM's own plan (`split_tasks`)
+                more += 3 + 2 * len(BALANCED_TILES)  # split plans, own plan, balanced tiles
             if kind.op == "mm" and kind.dtype in REAL_OF and kind.layout == "NN" and \
                     Variant.of("real") in vs:
                 more += 2 * REAL_TOP
@@ -631,7 +632,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                             if tk.mode == "real":
                                 trial = measure(session, kind, Variant.of("real"), tk.sizes,
                                                 inputs=inputs, real=tk.variant)
-                            elif tk.mode in ("plan", "split-base"):
+                            elif tk.mode in ("plan", "split-base", "here"):
                                 trial = measure(session, kind, tk.variant, tk.sizes,
                                                 inputs=inputs, plan=True)
                             else:
@@ -669,7 +670,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         save(prof)
                         saved[0] = time.perf_counter()
                 more, edge = followups(prof, kind, cls, session.device_kind, edges)
-                splits = split_tasks(session, prof, kind, cls) if edges else []
+                splits = split_tasks(session, prof, kind, cls, limits) if edges else []
                 more += splits
                 if not more and not edge:
                     continue
@@ -693,17 +694,24 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         "entries": [str(t.variant) for t in won]}
                 if splits:  # the split plan where it beat the GEMM's own plan
                     base = got.get(splits[0].key)
-                    tried = [got[tk.key] for tk in splits[1:] if tk.key in got]
+                    tried = [got[tk.key] for tk in splits[1:] if tk.key in got
+                             and tk.mode == "split"]
                     sp = min(tried, key=lambda t: t.seconds) if tried else None
                     won = sp is not None and (base is None or sp.seconds < base.seconds)
                     if won:
                         new.append(Entry(kind, cls, sp.sizes, sp.variant, sp.seconds, sp.rate,
                                          sp.unit, "split"))
+                    here = [got[tk.key] for tk in splits if tk.mode == "here" and tk.key in got]
+                    hb = min(here, key=lambda t: t.seconds) if here else None
+                    if hb is not None and (base is None or hb.seconds < base.seconds):
+                        new.append(Entry(kind, cls, hb.sizes, hb.variant, hb.seconds, hb.rate,
+                                         hb.unit, "here"))
                     prof.notes.setdefault("splits", {})[f"{kind}|{cls}"] = {
                         "sizes": splits[0].sizes,
                         "plan": None if base is None else
                         {"variant": str(base.variant), "rate": base.rate},
                         "split": {str(t.variant): t.rate for t in tried},
+                        "here": {str(t.variant): t.rate for t in here},
                         "entry": str(sp.variant) if won and sp is not None else None}
                 prof.add(new)
                 session.forget_choices()
