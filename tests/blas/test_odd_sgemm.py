@@ -2,8 +2,10 @@
 float32 shapes EDGE_TILES_FLOAT4 (128×32 and 256×32: one wave of tiles at 1023×1025 on the
 H100) derive for `edge-tiles-async` with 4-byte copies (elems=1, any sizes) and equal the
 product bit for bit in the interpreter; NVRTC compiles them without spills; the same tiles in
-OpenCL (`edge-tiles`) on the CPU device against NumPy at random shapes; (gpu marker) forced at
-1023×1025×999 against NumPy."""
+OpenCL (`edge-tiles`) on the CPU device against NumPy at random shapes; entries at a call's
+very sizes launch them alone (stubbed CUDA queue), the H100 profile's SGEMM 1023×1025×999
+entry (via "here": those sizes only); the tuner's balanced follow-up (`followups.
+balanced_tasks`); (gpu marker) entries at 1023×1025×999 and 511×127×253 against NumPy."""
 
 from __future__ import annotations
 

@@ -110,10 +110,12 @@ def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: i
 # H100's 132 where 128×64 tiles make 136 (a second wave: CGEMM 1023×1025×999 0.44x cuBLAS,
 # results/issue15/oddc25 run 1)
 EDGE_TILES_COMPLEX = ((128, 32, 16, 8, 4, 1, 1), (128, 32, 16, 4, 4, 1, 1))
-# float32 (float4) only, after its symbolic sets: the same narrow tiles for the FFMA kernel — at
-# 1023×1025 128×32 tiles make 264 (two blocks per H100 multiprocessor) and 256×32 tiles 132 (one
-# each), where 128×64 tiles make 136 (a second wave: SGEMM 1023×1025×999 0.72x cuBLAS,
-# results/issue15/odd25)
+# float32 (float4) only, after its symbolic sets: narrow tiles for the FFMA kernel — at 1023×1025
+# 128×32 tiles make 264 (two blocks per multiprocessor of 132) and 256×32 tiles 132 (one each),
+# where 128×64 tiles make 136. Alone they ran slower (a warp of 4 × 8 work-items reads 8 rows of
+# A: 4-way bank conflicts); 256×32×16 split along K in 3 (three parts on every multiprocessor)
+# is what the H100 profile runs at SGEMM 1023×1025×999 (0.753x cuBLAS against 0.711x,
+# results/issue15/odd25b)
 EDGE_TILES_FLOAT4 = ((128, 32, 32, 8, 8, 1, 4), (128, 32, 16, 8, 8, 1, 4),
                      (128, 32, 16, 8, 4, 1, 4), (128, 32, 32, 8, 4, 1, 4),
                      (256, 32, 16, 8, 8, 1, 4), (256, 32, 32, 8, 8, 1, 4))
