@@ -6,7 +6,7 @@ work-groups — cuBLAS's float32 GEMV T at 4096² runs 128 blocks of 32 columns 
 float32/float64; then per call in alternating rounds: cuBLAS, the best lastWrg kernel (the
 profile's), the run's best kernel, the profile's choice.
 
-    python results/issue15/gemv25c/gemv25c.py --out DIR      # on the GPU machine
+    python results/issue15/gemv25c/gemv25c.py --out DIR [--set 2]     # on the GPU machine
 
 gemv25b.py's harness and method (gemv25's): kernels compiled ahead; per variant y poisoned with
 NaN, two calls (general path, call plan) checked against a float64 product before and after
@@ -67,14 +67,29 @@ VARIANTS = {
 }
 
 
+# run 2 (for an H100: run 1 came on an H200): run 1's fastest of each case and their
+# neighbours, the lastWrg form with u beside the profile's choice (always timed first)
+VARIANTS2 = {
+    ("float32", 4096): [_tree(*p) for p in [(8, 32, 4, 16), (4, 64, 8, 8), (4, 64, 8, 4),
+                                            (4, 64, 4, 8), (8, 16, 4, 16), (2, 128, 8, 2)]]
+    + [_last(*p) for p in [(16, 16, 4, 16, 0, 2), (32, 8, 4, 16, 0, 4), (16, 16, 4, 8, 0, 4)]],
+    ("float64", 4096): [_tree(*p) for p in [(8, 32, 4, 8), (4, 64, 4, 4), (8, 32, 2, 8)]]
+    + [_last(*p) for p in [(8, 32, 4, 4, 0, 2), (16, 16, 4, 8, 0, 2)]],
+    ("float32", 8192): [_tree(*p) for p in [(4, 64, 8, 4), (8, 32, 4, 16)]]
+    + [_last(*p) for p in [(16, 16, 4, 8, 0, 2)]],
+    ("float64", 8192): [_tree(*p) for p in [(8, 32, 4, 4), (16, 16, 2, 8), (8, 32, 4, 8)]],
+}
+
+
 def main(argv: list[str]) -> int:
-    g25b.VARIANTS = VARIANTS
+    g25b.VARIANTS, g25b.VARIANTS2 = VARIANTS, VARIANTS2
     g25b._cublas_kernels = lambda out_dir: None  # gemv25b run 2 has them
     rc = g25b.main(argv)
     out_dir = Path(argv[argv.index("--out") + 1]) if "--out" in argv else Path(".")
     import cupy  # noqa: F401 - the run's CUDA context
+    lists = VARIANTS2 if "--set" in argv and argv[argv.index("--set") + 1] == "2" else VARIANTS
     with open(out_dir / "regs_tree.jsonl", "w") as regs:
-        for (dt_name, n), vs in VARIANTS.items():
+        for (dt_name, n), vs in lists.items():
             if n != 4096:
                 continue
             vs = [v for v in vs if "tree" in v or "u=" in v]

@@ -204,17 +204,23 @@ GEMV_SPLIT_SPACE = ((32, 8, 4, 16), (8, 32, 4, 8), (4, 16, 8, 8), (16, 16, 2, 8)
 GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (8, 32, 4, 8, 8), (16, 16, 4, 8),
                    (16, 16, 4, 8, 8), (32, 8, 2, 16, 8), (8, 32, 4, 8), (16, 8, 4, 16),
                    (16, 16, 2, 8), (8, 32, 4, 4), (4, 16, 8, 16), (4, 16, 4, 8),
-                   (16, 16, 4, 8, 0, 1), (8, 32, 4, 8, 8, 1))
+                   (16, 16, 4, 8, 0, 1), (8, 32, 4, 8, 8, 1),
+                   # u > 1 (lanes, g, w, r, b, c, u): u rows a step into u accumulators (H200,
+                   # gemv25c run 1: float32 4096² 0.92x by kernel beside (32, 8, 4, 16)'s 0.91x)
+                   (32, 8, 4, 16, 0, 0, 4), (16, 16, 4, 16, 0, 0, 2), (16, 16, 4, 8, 0, 0, 2))
 
 
 # GEMV T in one kernel with a tree over the g row groups (lanes, g, w), the H100's fastest first
 # (results/issue15/gemv24: (2, 128, 8) float32 / float64 4096² 0.88 / 0.97x cuBLAS by kernel,
 # (4, 128, 4) float64 0.97 / 1.00x at 4096² / 8192²; 256 row groups, or 4 lanes of float8,
 # read 0.64-0.75x at 4096²)
-GEMV_TREE_SPACE = ((2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8), (2, 64, 8),
-                   # (lanes, g, w, u): u rows a step into u private accumulators, 32 columns a
-                   # work-group (cuBLAS's float32 4096² form), not yet run on a GPU
-                   (8, 32, 4, 16), (8, 32, 4, 8), (16, 16, 2, 16), (8, 32, 2, 8))
+# (lanes, g, w[, u]): u rows a step into u private accumulators (u loads in flight a
+# work-item), first the H200's fastest (results/issue15/gemv25c run 1: (8, 32, 4, 16) float32
+# 4096² 0.96x cuBLAS by kernel where the lastWrg form ran 0.91x, 8192² 1.02x; (8, 32, 4, 8)
+# float64 4096² 1.03x; (4, 64, 8, 4) float32 8192² 1.03x), then the H100's u = 1 shapes
+GEMV_TREE_SPACE = ((8, 32, 4, 16), (8, 32, 4, 8), (4, 64, 8, 4), (4, 64, 4, 4), (4, 64, 8, 8),
+                   (8, 32, 4, 4), (2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8),
+                   (2, 64, 8), (8, 32, 2, 8))
 
 
 def _pow2(lo: int, hi: int) -> list[int]:

@@ -260,7 +260,9 @@ def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any, u: int 
     of lane l (`groups`: [g] pairs of a block's rows [·][lanes·w] and their x elements). u > 1:
     the group's rows taken u at a time into u private accumulators (row k of the group into
     accumulator k mod u, unrolled: u independent loads and chains per step, as many loads in
-    flight per work-item), the u summed in order at the end."""
+    flight per work-item: NVRTC's ptxas issues a step's loads back to back only as far as
+    there are independent chains to feed, so fewer accumulators than loads would not keep
+    more in flight), the u summed in order at the end."""
     from liftkit import dsl as D
 
     def step(acc: Any, st: Any) -> Any:
@@ -405,9 +407,9 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
     "finished by a tree (CLBlast's and CUDA's block reductions); u loads in flight per "
     "work-item (cuBLAS's gemvx)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, u=u) for o in _lane_offers(parts, t, rows, cols,
-                                                                     T_LANES, T_WIDTHS,
-                                                                     GROUPS + (256,))
+    lambda parts, t, rows, cols: [dict(o, u=u)
+                                  for o in _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
+                                                        GROUPS + (256,))
                                   for u in UNROLLS if fits(rows, o["g"] * u)],
     lambda parts, t, rows, cols, lanes, g, w, u=1: lane_columns_tree(parts, t, lanes, g, w, u))
 
