@@ -95,6 +95,22 @@ ROWS2 = [("odd", "auto", None),
          ("odd", "64x64x16 split3 924", _s(_e(64, 64, 16, 8, 8), 3, 924))]
 
 
+# run 3 (`--run3`, prepared for the coordinator): the shipped entry beside 256×32 tiles with 16×4
+# blocks (a warp of 8 × 4 work-items reads 4 rows of A, as 128×64's: 2-way bank conflicts where
+# 8×8 blocks' 4 × 8 warps have 4-way), three stages, and 128×64 in 6 parts again; `auto` is the
+# plan without entries at 1023×1025×999 (`_with` drops them: 128×64 split 4, the old plan)
+W164 = _e(256, 32, 16, 16, 4)
+ROWS3 = [("odd", "auto (no entry)", None),
+         ("odd", "shipped 256x32x16 split3 b3", _s(N256, 3, 396, 3)),
+         ("odd", "256x32x16 16x4 split3 b3", _s(W164, 3, 396, 3)),
+         ("odd", "256x32x16 16x4 split2", _s(W164, 2, 396)),
+         ("odd", "256x32x16 8x8 s3 split3 b3", _s(_e(256, 32, 16, 8, 8, 3), 3, 396, 3)),
+         ("odd", "256x32x16 16x4 s3 split3 b3", _s(_e(256, 32, 16, 16, 4, 3), 3, 396, 3)),
+         ("odd", "128x64x32 split6 396", _s(_e(128, 64, 32, 8, 8), 6, 396)),
+         ("1000", "auto", None),
+         ("4097", "auto", None)]
+
+
 def _entry(size: str, spec: Optional[tuple[str, dict]]) -> Any:
     from liftkit.blas.codelets import Kind, Variant
     from liftkit.blas.profile import Entry, size_class
@@ -304,8 +320,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--only", default="", help="comma-separated row labels")
     p.add_argument("--run2", action="store_true", help="run 2's rows (ROWS2)")
+    p.add_argument("--run3", action="store_true", help="run 3's rows (ROWS3)")
     args = p.parse_args(argv)
-    rows = [r for r in (ROWS2 if args.run2 else ROWS)
+    rows = [r for r in (ROWS3 if args.run3 else ROWS2 if args.run2 else ROWS)
             if not args.only or r[1] in args.only.split(",")]
     if args.build:
         return build(Path(args.build), rows, args.ptxas)

@@ -24,7 +24,7 @@ MARGIN = 0.01  # (oddc25's: a tie within the rounds' spread is not an entry)
 
 def winner(rows: list[dict]) -> dict | None:
     mine = [r for r in rows if r["size"] == ODD and r["ok"]]
-    auto = [r for r in mine if r["label"] == "auto"]
+    auto = [r for r in mine if r["variant"] is None]  # the plan without entries here
     tried = [r for r in mine if r["variant"] is not None]
     if not auto or not tried:
         return None
@@ -33,7 +33,7 @@ def winner(rows: list[dict]) -> dict | None:
 
 
 def auto_ratio(rows: list[dict]) -> float:
-    return next(r["ratio"] for r in rows if r["size"] == ODD and r["label"] == "auto")
+    return next(r["ratio"] for r in rows if r["size"] == ODD and r["variant"] is None)
 
 
 def main(argv: list[str]) -> int:
