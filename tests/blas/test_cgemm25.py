@@ -20,6 +20,8 @@ from liftkit.rewrite.rules.mm import FLOAT32, local_tiles, rotated_rows
 from liftkit.semantics import interpret
 from liftkit.types import float32
 
+from .test_ctiles_async import _operands
+
 
 @pytest.mark.parametrize("c,vec_bytes,rot", [(16, 8, 2), (4, 16, 2), (8, 16, 2), (2, 16, 2),
                                              (16, 8, 3), (4, 8, 3)])
@@ -43,20 +45,6 @@ def test_the_swizzle_is_its_own_inverse_and_spreads_rows_over_banks(c: int, vec_
         assert len(slots) == c // u
     if u > 1:  # pairs whole: vectors 2q and 2q + 1 of a row at 2q' and 2q' + 1
         assert all(perm[p + 1] == perm[p] + 1 and perm[p] % 2 == 0 for p in range(0, len(perm), 2))
-
-
-def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
-    """(want, X, Y): op(X)·op(Y) of integer-valued complex64 operands stored as the layout says."""
-    rng = np.random.default_rng(seed)
-    cplx = lambda shape: (rng.integers(-8, 9, shape) + 1j * rng.integers(-8, 9, shape)  # noqa: E731
-                          ).astype(np.complex64)
-    A, B = cplx((m, k)), cplx((k, n))
-
-    def stored(x: np.ndarray, letter: str) -> np.ndarray:
-        y = np.conj(x) if letter in "RC" else x
-        return (y.T if letter in "TC" else y).copy()
-
-    return A @ B, stored(A, layout[0]), stored(B, layout[1])
 
 
 CASES = [("NT", dict(tm=64, tn=64, tk=16, rm=4, rn=8, stages=2, kt=1, rot=2)),

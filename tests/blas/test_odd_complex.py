@@ -18,22 +18,11 @@ from liftkit.blas.mm_cedge import edge_ctiles
 from liftkit.blas.profile import Entry, Profile
 from liftkit.semantics import interpret
 
+from .test_ctiles_async import _operands
+
 CT = Variant.of("ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2)
 EDGE = edge_ctiles(CT)
 ZV = Variant.of("zmma", tm=128, tn=32, tk=8, warps=4, staged=4, ahead=1, group=2)
-
-
-def _operands(layout: str, m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, ...]:
-    rng = np.random.default_rng(seed)
-    cplx = lambda shape: (rng.integers(-8, 9, shape) + 1j * rng.integers(-8, 9, shape)  # noqa: E731
-                          ).astype(np.complex64)
-    A, B = cplx((m, k)), cplx((k, n))
-
-    def stored(x: np.ndarray, letter: str) -> np.ndarray:
-        y = np.conj(x) if letter in "RC" else x
-        return (y.T if letter in "TC" else y).copy()
-
-    return A @ B, stored(A, layout[0]), stored(B, layout[1])
 
 
 @pytest.mark.parametrize("layout,m,n,k", [("NN", 33, 17, 5), ("NN", 1, 1, 1), ("NN", 40, 70, 33),
