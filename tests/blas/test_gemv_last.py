@@ -15,10 +15,11 @@ from liftkit.blas.codelets import derive
 from liftkit.ir.parser import parse
 from liftkit.ir.printer import show
 from liftkit.ir.typecheck import check_program
-from liftkit.rewrite.rules.corpus import run, same_result
+from liftkit.rewrite.rules.corpus import run
 from liftkit.types import LiftTypeError
 
 from .test_gemv_split import check_gemv_t_at_random_shapes
+from .test_gemv_tree import check_gemv_t_in_the_interpreter
 from .test_gpu_codelets import _forced
 from .test_properties import _mat
 
@@ -155,18 +156,7 @@ def test_last_columns_are_sound_in_the_interpreter(dt: str, variant: Variant) ->
     if dt == "complex64":  # one element per step, a warp's run ≥ 8 of them
         p = dict(variant.params)
         variant = Variant.of("column-groups-last", lanes=8, g=p["g"], w=1, r=p["r"])
-    kind = Kind("gemv", dt, "T")
-    d = derive(kind, variant)
-    assert d.replay()
-    rng = np.random.default_rng(11)
-    m, n = 64, 64
-
-    def ints(shape: tuple[int, ...]) -> np.ndarray:
-        v = rng.integers(-4, 5, shape).astype(dt)
-        return (v + 1j * rng.integers(-4, 5, shape)).astype(dt) if dt == "complex64" else v
-
-    xs = [ints((m, n)), ints((m,)), ints((n,)), np.array(3.0, dt), np.array(-2.0, dt)]
-    assert same_result(run(d.final, xs, {"M": m, "N": n}), run(kind.program(), xs, {"M": m, "N": n}))
+    check_gemv_t_in_the_interpreter(dt, variant, 11)
 
 
 def test_one_kernel_with_counters() -> None:

@@ -32,10 +32,16 @@ def test_tree_columns_are_sound_in_the_interpreter(dt: str, variant: Variant) ->
     if dt == "complex64":  # one element per step, a warp's run ≥ 8 of them
         p = dict(variant.params)
         variant = Variant.of("column-groups-tree", lanes=8, g=p["g"], w=1, u=p.get("u", 1))
+    check_gemv_t_in_the_interpreter(dt, variant, 7)
+
+
+def check_gemv_t_in_the_interpreter(dt: str, variant: Variant, seed: int) -> None:
+    """The derivation of GEMV T by `variant` replays and computes what the high-level program
+    does on integer-valued 64×64 operands (exact in every dtype)."""
     kind = Kind("gemv", dt, "T")
     d = derive(kind, variant)
     assert d.replay()
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     m, n = 64, 64
 
     def ints(shape: tuple[int, ...]) -> np.ndarray:
