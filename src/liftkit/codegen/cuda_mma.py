@@ -108,6 +108,16 @@ def plan(cls: type, m: int, n: int, k: int, warps: int) -> Optional[tuple[Instr,
     return None
 
 
+def check_warps(g: "Generator", name: str, warps: int) -> None:
+    """A tensor-core loop on `warps` warps needs a work-group of exactly that many threads: its
+    fragments are spread over them."""
+    threads = _prod(g.local_size or (1,))
+    if threads != WARP * warps:
+        raise CodegenError(f"{name} {warps} runs on {warps} warps ({WARP * warps} threads), but "
+                           f"the work-group has {threads}: give the copies in its function "
+                           f"mapLcl(0) loops of {WARP * warps} threads")
+
+
 def warp_grid(frags_m: int, frags_n: int, warps: int, shape: Sequence[int]) -> tuple[int, int]:
     """(warps along m, along n) sharing frags_m × frags_n fragments in whole fragments, the warp
     tiles as square as possible; (0, 0) when no split fits."""
@@ -269,14 +279,8 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
 
     em = g.em
     warps = p.warp_count()
+    check_warps(g, p.name, warps)
     ls = g.local_size or (1,)
-    threads = 1
-    for d in ls:
-        threads *= d
-    if threads != WARP * warps:
-        raise CodegenError(f"{p.name} {warps} runs on {warps} warps ({WARP * warps} threads), but "
-                           f"the work-group has {threads}: give the copies in its function "
-                           f"mapLcl(0) loops of {WARP * warps} threads")
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     ops_t = g.result_type(p.f, [tt.elem], env, ctx.inside(p))

@@ -65,19 +65,14 @@ def zmma_grid(m: int, n: int, warps: int) -> tuple[int, int]:
 def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dict["Param", View],
                 ctx: "Ctx", dest: Optional[View]) -> View:
     """See the module docstring."""
+    from liftkit.codegen.cuda_mma import check_warps
     from liftkit.codegen.cuda_patterns import async_staging
 
     em = g.em
     warps = p.warp_count()
     conj_a, conj_b = p.conjugated()
+    check_warps(g, p.name, warps)
     ls = g.local_size or (1,)
-    threads = 1
-    for d in ls:
-        threads *= d
-    if threads != WARP * warps:
-        raise CodegenError(f"{p.name} {warps} runs on {warps} warps ({WARP * warps} threads), but "
-                           f"the work-group has {threads}: give the copies in its function "
-                           f"mapLcl(0) loops of {WARP * warps} threads")
     init, tiles = args[0].gen(None), args[1].gen(None)
     tt = V.array_view_type(tiles.type)
     ops_t = g.result_type(p.f, [tt.elem], env, ctx.inside(p))
