@@ -275,8 +275,6 @@ class _Reads:
 def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict["Param", View],
                ctx: "Ctx", dest: Optional[View]) -> View:
     """See the module docstring."""
-    from liftkit.codegen.cuda_patterns import async_staging
-
     em = g.em
     warps = p.warp_count()
     check_warps(g, p.name, warps)
@@ -533,24 +531,8 @@ def reduce_mma(g: "Generator", p: P.ReduceMma, args: Sequence["Arg"], env: dict[
             fix_up()  # a split tile's parts add their sums in order; the last stores the tile
 
     body = replace(ctx, write_to=None)
-    staging = async_staging(p)
-    if isinstance(p, ReduceMmaF64K8Ahead):  # and reduceMmaF64K8AheadSpread
-        if staging is None or "cp.async" not in em.dialect.features:
-            raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
-                               "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2 "
-                               "(CUDA)")
-        ahead_loop(staging)
-    elif staging is not None:
-        if "cp.async" not in em.dialect.features:
-            raise CodegenError(P.ToLocalAsync.refusal)
-        pipelined_loop(g, p, staging, tiles, env, body, products)
-    else:
-        for i, c in g.loop("seq", 0, tt.length, body, p, False):
-            ops = g.apply(p.f, [tiles.access(i)], env, c, None)
-            a, b = ops.get(0), ops.get(1)
-            products(a, b)
-            if "local" in (space_of_view(a), space_of_view(b)):
-                em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles
+    tile_loop(g, p, tiles, env, body, products,
+              ahead_loop if isinstance(p, ReduceMmaF64K8Ahead) else None)  # and …AheadSpread
     out = dest.access(cst(0))
     # FP64 m16n8: a lane's accumulators r, r+1 (r even) are columns 2t, 2t+1 of one row
     pairs = VECTOR_STORES and isinstance(p, P.ReduceMmaF64) and main.c_regs == 4
@@ -661,10 +643,32 @@ def _prod(xs: Sequence[int]) -> int:
     return out
 
 
-def pipelined_loop(g: "Generator", p: P.ReduceMma, chains: list[Any], tiles: View,
-                   env: dict["Param", View], ctx: "Ctx", products: Any) -> None:
-    """The tensor-core tile loop as a cp.async pipeline (`cp_async_pipeline`): the warps'
-    products on tile k while tiles k+1..k+s-1 are in flight."""
-    from liftkit.codegen.cuda_patterns import cp_async_pipeline
+def tile_loop(g: "Generator", p: P.Pattern, tiles: View, env: dict["Param", View], ctx: "Ctx",
+              products: Callable[[View, View], None],
+              ahead: Optional[Callable[[list[Any]], None]] = None) -> None:
+    """The tensor-core tile loop of the real and complex DMMA patterns: `ahead` (fragments read
+    a step ahead across tiles, on a cp.async pipeline's staging), else a cp.async pipeline
+    (`cp_async_pipeline`: the warps' products on tile k while tiles k+1..k+s-1 are in flight),
+    else one tile pair after another (in place, or copied by the work-group first)."""
+    from liftkit.codegen.cuda_patterns import async_staging, cp_async_pipeline
 
-    cp_async_pipeline(g, p, chains, tiles, env, ctx, lambda ops, i, c: products(ops[0], ops[1]))
+    em = g.em
+    staging = async_staging(p)
+    if ahead is not None:
+        if staging is None or "cp.async" not in em.dialect.features:
+            raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
+                               "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2 "
+                               "(CUDA)")
+        ahead(staging)
+    elif staging is not None:
+        if "cp.async" not in em.dialect.features:
+            raise CodegenError(P.ToLocalAsync.refusal)
+        cp_async_pipeline(g, p, staging, tiles, env, ctx, lambda ops, i, c: products(ops[0], ops[1]))
+    else:
+        tt = V.array_view_type(tiles.type)
+        for i, c in g.loop("seq", 0, tt.length, ctx, p, False):
+            ops = g.apply(p.f, [tiles.access(i)], env, c, None)
+            a, b = ops.get(0), ops.get(1)
+            products(a, b)
+            if "local" in (space_of_view(a), space_of_view(b)):
+                em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from liftkit.arith import ArithExpr, Var, cst, prove_lt
 from liftkit.codegen import views as V
-from liftkit.codegen.emit import space_of_view
 from liftkit.codegen.memory import ctype
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir.patterns.cuda import WARP
@@ -65,8 +64,7 @@ def zmma_grid(m: int, n: int, warps: int) -> tuple[int, int]:
 def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dict["Param", View],
                 ctx: "Ctx", dest: Optional[View]) -> View:
     """See the module docstring."""
-    from liftkit.codegen.cuda_mma import check_warps
-    from liftkit.codegen.cuda_patterns import async_staging
+    from liftkit.codegen.cuda_mma import check_warps, tile_loop
 
     em = g.em
     warps = p.warp_count()
@@ -183,24 +181,9 @@ def reduce_zmma(g: "Generator", p: ReduceMmaZ64, args: Sequence["Arg"], env: dic
                     issue(fr, fm, fn)
 
     body = replace(ctx, write_to=None)
-    staging = async_staging(p)
-    if p.ahead:
-        if staging is None or "cp.async" not in em.dialect.features:
-            raise CodegenError(f"{p.name} reads the next tile's fragments while a cp.async "
-                               "pipeline copies it: stage the tiles with toLocalAsync s ≥ 2 (CUDA)")
-        _ahead_loop(g, p, staging, tiles, env, body, steps, frag_views, read, issue,
-                    (fm_n, fn_n, a_keys, b_keys))
-    elif staging is not None:
-        from liftkit.codegen.cuda_patterns import cp_async_pipeline
-
-        cp_async_pipeline(g, p, staging, tiles, env, body, lambda ops, i, c: products(ops[0], ops[1]))
-    else:
-        for i, c in g.loop("seq", 0, tt.length, body, p, False):
-            ops = g.apply(p.f, [tiles.access(i)], env, c, None)
-            a, b = ops.get(0), ops.get(1)
-            products(a, b)
-            if "local" in (space_of_view(a), space_of_view(b)):
-                em.barrier({"CLK_LOCAL_MEM_FENCE"})  # the next pair's copy overwrites these tiles
+    ahead = (lambda staging: _ahead_loop(g, p, staging, tiles, env, body, steps, frag_views, read,
+                                         issue, (fm_n, fn_n, a_keys, b_keys))) if p.ahead else None
+    tile_loop(g, p, tiles, env, body, products, ahead)
     out = dest.access(cst(0))
     for fm in range(fm_n):
         for fn in range(fn_n):
