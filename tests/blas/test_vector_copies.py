@@ -148,7 +148,7 @@ def test_split_plans_on_vector_copies_at_random_shapes(session, monkeypatch, dt)
 def test_padded_gemms_on_vector_copies_at_random_shapes(session, monkeypatch, dt) -> None:  # type: ignore[no-untyped-def]
     """Padded plans whose operands are placed by pad2d (CUDA's path where a pitch is off 16
     bytes, forced here) in vectors, the product's block out by crop2d, against NumPy; complex64
-    copied as the float32 matrix of twice the columns (`gemm.as_real_copy`)."""
+    copied as the float32 matrix of twice the columns (`gemm._copy_sizes`)."""
     monkeypatch.setattr(gm, "copy_kernels", lambda s, have, need, item: True)
     monkeypatch.setattr(gm, "edge_forms", lambda v: [])  # padded, not guarded
     tiles = (Variant.of("tiles", tm=32, tn=32, tk=16, rm=4, rn=1, w=1) if dt == "complex64"

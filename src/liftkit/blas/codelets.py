@@ -75,7 +75,7 @@ def _vec2d(kind: Kind, w: int) -> Strategy:
 def copy_form(kind: Kind, sizes: Optional[Mapping[str, int]]) -> Optional[Variant]:
     """A GPU's form of a GEMM plan's 2-D copies (`COPY_ROWS`) at these sizes: 16-byte vectors
     (`vec2d`) where their result rows are whole vectors (real types: complex numbers have no
-    OpenCL vectors; a complex64 plan copies its matrices as float32 ones, `gemm.as_real_copy`).
+    OpenCL vectors; a complex64 plan copies its matrices as float32 ones, `gemm._copy_sizes`).
     None: one element per work-item. (The complex embedding cembed 4 elements per work-item ran
     slower than one, 24.0 against 16.8 us at 1000² complex64 on the H100: results/issue15/odd25.)"""
     if sizes is None or kind.op not in COPY_ROWS or kind.dtype in bp.COMPLEX:

@@ -392,11 +392,9 @@ class GemmPlan:
             if have == need:
                 return []
             nbytes = need[0] * need[1] * item
-            if copy_kernels(self.session, have, need, item) or self._own_copies:  # pad2d
-                at = as_real_copy(DTYPES[self.dtype],
-                                  {"M": have[0], "N": have[1], "P": need[0], "Q": need[1]})
-                return [PackStep(f"{name}/k", nbytes, self.session.kernel(
-                    Kind("pad2d", REAL_OF.get(DTYPES[self.dtype], DTYPES[self.dtype])), at), at)]
+            found = self._copy_kernel("pad2d", have, need)
+            if found is not None:
+                return [PackStep(f"{name}/k", nbytes, *found)]
             return [PackStep(name, nbytes, have=have, need=need)]
 
         if E is None:
@@ -442,17 +440,27 @@ class GemmPlan:
         """The derived crop2d kernel that copies the padded product's M×N block out, where the
         2-D copy would be slow (`copy_kernels`); None: the 2-D copy."""
         p, M, N = self.padded, self.sizes["M"], self.sizes["N"]
-        if (p["M"], p["N"]) == (M, N) or not (self._own_copies or copy_kernels(
-                self.session, (M, N), (p["M"], p["N"]), self.dtype.itemsize)):
+        if (p["M"], p["N"]) == (M, N):
             return None
-        name = DTYPES[self.dtype]
-        return self.session.kernel(Kind("crop2d", REAL_OF.get(name, name)), self._crop_at)
+        found = self._copy_kernel("crop2d", (M, N), (p["M"], p["N"]))
+        return None if found is None else found[0]
 
     @property
     def _crop_at(self) -> dict[str, int]:
         p = self.padded
-        return as_real_copy(DTYPES[self.dtype], {"M": self.sizes["M"], "N": self.sizes["N"],
-                                                 "P": p["M"], "Q": p["N"]})
+        return _copy_sizes(DTYPES[self.dtype], (self.sizes["M"], self.sizes["N"]),
+                           (p["M"], p["N"]))
+
+    def _copy_kernel(self, op: str, small: tuple[int, int], big: tuple[int, int]
+                     ) -> Optional[tuple[Built, dict[str, int]]]:
+        """(kernel, sizes) of the derived 2-D copy `op` (pad2d, crop2d) between the small×
+        and big× row-major matrices where it beats the driver's 2-D copy (`copy_kernels`, and a
+        complex128 kernel's own operands, `_own_copies`); None: the driver's copy."""
+        if not (self._own_copies or copy_kernels(self.session, small, big, self.dtype.itemsize)):
+            return None
+        name = DTYPES[self.dtype]
+        at = _copy_sizes(name, small, big)
+        return self.session.kernel(Kind(op, REAL_OF.get(name, name)), at), at
 
     def crop_product(self, dest: Any, prod: Any, ev: Any, temps: list[Any]) -> Any:
         """Enqueue the padded product's M×N block into `dest` after `ev`; its event."""
@@ -528,13 +536,13 @@ def copy_kernels(s: Session, have: tuple[int, int], need: tuple[int, int], item:
     return s.backend == "cuda" and bool((have[1] * item) % 16 or (need[1] * item) % 16)
 
 
-def as_real_copy(dtype: str, at: dict[str, int]) -> dict[str, int]:
-    """The sizes of a 2-D copy (pad2d, crop2d) of a complex matrix run as a copy of the real
-    one of twice its columns (the same bytes; its kernel is the real dtype's): rows of floats,
-    which the vector form (`codelets.copy_form`) copies 16 bytes at a time."""
-    if dtype not in REAL_OF:
-        return at
-    return {**at, "N": 2 * at["N"], "Q": 2 * at["Q"]}
+def _copy_sizes(dtype: str, small: tuple[int, int], big: tuple[int, int]) -> dict[str, int]:
+    """The sizes of a 2-D copy (pad2d, crop2d) between an M×N and a P×Q matrix; a complex one
+    run as the copy of the real matrix of twice its columns (the same bytes; its kernel is the
+    real dtype's): rows of floats, which the vector form (`codelets.copy_form`) copies 16 bytes
+    at a time."""
+    d = 2 if dtype in REAL_OF else 1
+    return {"M": small[0], "N": d * small[1], "P": big[0], "Q": d * big[1]}
 
 
 def _pad_into(s: Session, ws: Workspace, name: str, src: Any, have: tuple[int, int],
