@@ -692,27 +692,25 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         {"variant": str(padded.variant), "rate": padded.rate},
                         "guarded": {str(t.variant): t.rate for t in guarded},
                         "entries": [str(t.variant) for t in won]}
-                if splits:  # the split plan where it beat the GEMM's own plan
-                    base = got.get(splits[0].key)
-                    tried = [got[tk.key] for tk in splits[1:] if tk.key in got
-                             and tk.mode == "split"]
-                    sp = min(tried, key=lambda t: t.seconds) if tried else None
-                    won = sp is not None and (base is None or sp.seconds < base.seconds)
-                    if won:
-                        new.append(Entry(kind, cls, sp.sizes, sp.variant, sp.seconds, sp.rate,
-                                         sp.unit, "split"))
-                    here = [got[tk.key] for tk in splits if tk.mode == "here" and tk.key in got]
-                    hb = min(here, key=lambda t: t.seconds) if here else None
-                    if hb is not None and (base is None or hb.seconds < base.seconds):
-                        new.append(Entry(kind, cls, hb.sizes, hb.variant, hb.seconds, hb.rate,
-                                         hb.unit, "here"))
+                if splits:  # the split plan (and the balanced tiles) where they beat the
+                    base = got.get(splits[0].key)  # GEMM's own plan, as entries via the mode
+                    tried = {mode: [got[tk.key] for tk in splits[1:]
+                                    if tk.mode == mode and tk.key in got]
+                             for mode in ("split", "here")}
+                    won = {}
+                    for mode, trials in tried.items():
+                        best = min(trials, key=lambda t: t.seconds) if trials else None
+                        if best is not None and (base is None or best.seconds < base.seconds):
+                            won[mode] = best
+                            new.append(Entry(kind, cls, best.sizes, best.variant, best.seconds,
+                                             best.rate, best.unit, mode))
                     prof.notes.setdefault("splits", {})[f"{kind}|{cls}"] = {
                         "sizes": splits[0].sizes,
                         "plan": None if base is None else
                         {"variant": str(base.variant), "rate": base.rate},
-                        "split": {str(t.variant): t.rate for t in tried},
-                        "here": {str(t.variant): t.rate for t in here},
-                        "entry": str(sp.variant) if won and sp is not None else None}
+                        **{mode: {str(t.variant): t.rate for t in trials}
+                           for mode, trials in tried.items()},
+                        "entry": str(won["split"].variant) if "split" in won else None}
                 prof.add(new)
                 session.forget_choices()
                 prof.notes["failed"] = sorted(failed)
