@@ -26,6 +26,7 @@ from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
 from liftkit.blas.prebuild import for_session
 from liftkit.blas.profile import Entry, Profile, find_profile, size_class
+from liftkit.blas.seed import SEED_TOP, seeded_space, seeded_variants
 from liftkit.blas.session import Session
 
 # complex kernels that conjugate (layout letters R, C) run the variants tuned for the same
@@ -529,7 +530,8 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
          on_trial: Optional[Callable[[Trial], None]] = None,
          peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1,
          limits: Any = None, edges: Optional[bool] = None,
-         workers: Optional[int] = None) -> Profile:
+         workers: Optional[int] = None, seed: Optional[Profile] = None,
+         seed_top: int = SEED_TOP) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class).
@@ -542,7 +544,8 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     (`edge_tasks`: the faster ones become guarded entries), and for complex NN the `real`
     plan on the real dtype's best kernels (`real_tasks`: entries with `via` "real").
     On CUDA, `workers` processes compile the kernels ahead (`prebuild`; default: the cores but
-    two, at most 8; 0: none)."""
+    two, at most 8; 0: none). `seed`: another device's profile whose `seed_top` fastest class
+    variants are what a (kind, class) it measured explores here (`liftkit.blas.seed`)."""
     dev = session.device
     if limits is None and session.backend == "cuda":
         limits = device_limits(session, progress)
@@ -577,9 +580,15 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     session.profile = prof  # plans of several kernels (codelets real, nn) use what is tuned so far
     prof.notes.setdefault("failed", [])
     failed = set(prof.notes["failed"])
-    spaces = [(kind, cls, space_at(kind, session.device_kind, session.backend,
-                                   sizes_for(kind, cls, session.device_kind), limits))
-              for kind in kinds_ for cls in classes_of(kind, classes)]
+    spaces = [(kind, cls, seeded_space(seed, kind, cls, space_at(
+        kind, session.device_kind, session.backend, sizes_for(kind, cls, session.device_kind),
+        limits), seed_top)) for kind in kinds_ for cls in classes_of(kind, classes)]
+    if seed is not None:  # which classes the seed narrowed (the rest: explored in full)
+        note = prof.notes.setdefault("seeded", {}).setdefault(
+            seed.fingerprint, {"label": seed.label, "classes": []})
+        note["top"] = seed_top
+        note["classes"] = sorted(set(note["classes"]) | {
+            f"{k}|{c}" for k, c, _ in spaces if seeded_variants(seed, k, c, seed_top)})
     spaces = [(kind, cls, vs[:max_variants]) for kind, cls, vs in spaces]
     # compiled ahead in the order they are measured (`liftkit.blas.prebuild`, CUDA)
     ahead = [(kind, v) for kind, cls, vs in spaces for v in vs

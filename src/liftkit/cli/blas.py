@@ -2,7 +2,7 @@
 
     liftkit blas tune --device gpu|cpu|NAME [--backend auto|opencl|cuda] [--ops mm,gemv] [--dtypes float32] [--layouts NN]
                       [--classes large] [--fresh] [--no-progress] [--jobs N]
-                      [--peaks full|quick|none]
+                      [--peaks full|quick|none] [--seed PROFILE [--seed-top K]]
     liftkit blas profile show [--device SPEC | FILE]
     liftkit blas profile export FILE [--device SPEC]
     liftkit blas profile import FILE
@@ -74,6 +74,13 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
     t.add_argument("--peaks", choices=("full", "quick", "none"), default="full",
                    help="the peak-rate micro-benchmarks (seed 003 §7.4.1; measured once per "
                         "profile): full (default), quick (small launches), none")
+    t.add_argument("--seed", metavar="PROFILE", default=None,
+                   help="another device's profile (a file, or part of a stored profile's device "
+                        "name, e.g. H100): each size class it measured explores only its "
+                        "fastest variants, re-measured here (the rest: everything)")
+    t.add_argument("--seed-top", type=int, default=None, metavar="K",
+                   help="with --seed: how many of the seed's fastest variants per operation, "
+                        "dtype, layout and size class (default 4)")
 
     pr = sub.add_parser("profile", help="show, export or import device profiles")
     psub = pr.add_subparsers(dest="profile_command", metavar="ACTION", parser_class=type(p))
@@ -126,9 +133,23 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.jobs is not None and args.jobs < 0:
         raise CliError(f"--jobs must be 0 or more, not {args.jobs}")
+    if args.seed_top is not None and (args.seed is None or args.seed_top < 1):
+        raise CliError("--seed-top needs --seed and a count of 1 or more")
     session = Session(_device(args.device, args.backend), warn=False)
     dev = session.device
+    seed = None
+    if args.seed is not None:
+        from liftkit.blas.profile import ProfileError
+        from liftkit.blas.seed import SEED_TOP, find_seed
+
+        try:
+            seed = find_seed(args.seed, session.backend, session.device_kind)
+        except ProfileError as err:
+            raise CliError(str(err)) from None
     print(f"tuning {dev.label} on the {session.backend} backend", file=out, flush=True)
+    if seed is not None:
+        print(f"seeded by the profile of {seed.label}: its {args.seed_top or SEED_TOP} fastest "
+              f"variants per size class it measured, re-measured here", file=out, flush=True)
     target = Path(args.out) if args.out else profile_dir() / file_name(dev.fingerprint)
     from liftkit.cli.common import check_writable
 
@@ -169,7 +190,8 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
                    max_variants=args.max_variants, peaks=settings, on_trial=log,
                    rounds=args.rounds, edges={"auto": None, "on": True, "off": False}[args.edges],
-                   workers=args.jobs)
+                   workers=args.jobs, seed=seed,
+                   **({"seed_top": args.seed_top} if args.seed_top else {}))
     save(profile)
     print(f"profile of {dev.label}: {len(profile.entries)} entries, {trials[0]} measurements "
           f"in {time.perf_counter() - started:.0f} s this run -> {target}", file=out)
