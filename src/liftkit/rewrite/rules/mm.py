@@ -373,7 +373,7 @@ def _rot_ok(tk: int, w: int, e: Elem, rot: int = 1) -> bool:
             and (rot != 3 or (size == 8 and c >= 4)))
 
 
-def rotated_rows(c: int, vec_bytes: int, rot: int = 1) -> tuple[Any, Any]:
+def rotated_rows(c: int, vec_bytes: int, rot: int = 1, lanes: int = 1) -> tuple[Any, Any]:
     """(position → chunk, chunk → position) gathers over a flattened tile of rows of c vectors:
     vector j of row r is kept at position (j + s(r)) mod c of its row, s(r) = (r / L) mod c
     with L the rows sharing one 128-byte line of 32 banks. Rows that a warp reads at the same
@@ -387,19 +387,26 @@ def rotated_rows(c: int, vec_bytes: int, rot: int = 1) -> tuple[Any, Any]:
     work-item's reads at K steps j are `row base + (s xor j)`, one xor each from the same s,
     where NVRTC keeps the rotation's (j + s) mod c for every j in registers (complex NT tiles:
     128 registers instead of 150). rot=3 swizzles 16-byte units (8-byte vectors: s(r) even),
-    so a pair of K steps stays one aligned 16-byte read (complex A rows read by LDS.128)."""
+    so a pair of K steps stays one aligned 16-byte read (complex A rows read by LDS.128).
+    lanes > 1: the gathers over the vectors' scalars (each vector's `lanes` elements move
+    together), for a tile copied element by element (`local_tiles`' scalar_copies)."""
     lines = max(1, 128 // (c * vec_bytes))
 
     def shift(r: Any) -> Any:
         return (r // lines) % c
 
+    def over(f: Any) -> Any:  # vector index function → gather (over the lanes where lanes > 1)
+        if lanes == 1:
+            return D.gather(lambda i, n: f(i))
+        return D.gather(lambda i, n: f(i // lanes) * lanes + i % lanes)
+
     if rot in (2, 3):  # rot=3: in 16-byte units (pairs of 8-byte vectors kept whole)
         u = max(1, 16 // vec_bytes) if rot == 3 else 1
-        swizzle = D.gather(lambda i, n: (i // c) * c + ((i % c) ^ (u * ((i // c // lines) % (c // u)))))
+        swizzle = over(lambda i: (i // c) * c + ((i % c) ^ (u * ((i // c // lines) % (c // u)))))
         return swizzle, swizzle
 
-    to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)
-    to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)
+    to_pos = over(lambda p: (p // c) * c + ((p % c) + c - shift(p // c)) % c)
+    to_chunk = over(lambda i: (i // c) * c + ((i % c) + shift(i // c)) % c)
     return to_pos, to_chunk
 
 
@@ -475,7 +482,8 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     the work-items' blocks accumulate in place, without the register copies (toPrivate of the
     blocks and of a K step's values, the result's toGlobal copy): what mm-tiles-private adds.
     rot=1: A's tile rows rotated in local memory (`rotated_rows`), so that the work-items of a
-    warp, which read one vector of K from each of several rows, hit different banks.
+    warp, which read one vector of K from each of several rows, hit different banks (also with
+    `vectors` or `scalar_copies`: the copy's source gathered by vector or by element).
     vectors=True: a and b are given as rows of w-vectors (`mm_edges`' padded operands);
     scalar_copies=True: the tiles are copied into local memory element by element and read
     from there as w-vectors (`mm_edges`' operands padded element by element).
@@ -498,7 +506,7 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
 
         return transposed_tiles(a, b, tm, tn, tk, rm, rn, unroll, w, e, private, rot)
     if (not _tiles_ok(tm, tn, tk, rm, rn, w, e.widths) or (rot and not _rot_ok(tk, w, e, rot))
-            or (rot and (vectors or scalar_copies)) or (vectors and scalar_copies)):
+            or (vectors and scalar_copies)):
         raise ValueError(f"inconsistent tiles tm={tm} tn={tn} tk={tk} rm={rm} rn={rn} w={w} "
                          f"rot={rot} for {e.t}")
     wy, wx = tm // rm, tn // rn
@@ -508,12 +516,15 @@ def local_tiles(a: Expr, b: Expr, tm: int, tn: int, tk: int, rm: int, rn: int,
     from_local = lambda row: D.compose(D.split(row), *as_vec, D.join, D.map(D.join))  # noqa: E731
     a_threads = D.compose(D.transpose, D.split(wy), from_local(tk // w))
     a_rounds = rounds
-    if rot:
-        to_pos, to_chunk = rotated_rows(tk // w, e.t.dtype.itemsize * w, rot)
+    if rot:  # the copy's source gathered per vector (per scalar where copied so), the reads too
+        vec_b = e.t.dtype.itemsize * w
+        to_pos = rotated_rows(tk // w, vec_b, rot, w if scalar_copies else 1)[0]
+        to_chunk = rotated_rows(tk // w, vec_b, rot)[1]
         a_rounds = D.compose(D.map(D.split(wx)), D.split(wx * wy), to_pos, D.join,
-                             *((D.map(D.asVector(w)),) if w > 1 else ()))
-        a_threads = D.compose(D.transpose, D.split(wy), D.split(tk // w), to_chunk, D.join,
-                              D.map(D.join))
+                             *((D.map(D.asVector(w)),) if w > 1 and not (vectors or scalar_copies)
+                               else ()))
+        a_threads = D.compose(D.transpose, D.split(wy), D.split(tk // w), to_chunk, *as_vec,
+                              D.join, D.map(D.join))
     b_threads = D.compose(D.transpose, D.map(D.transpose), D.map(D.split(wx)), from_local(tn // w))
     over_k = D.reduceSeqUnroll if unroll else D.reduceSeq
     a_cols = D.compose(D.map(D.asScalar), D.split(1)) if w > 1 else D.split(1)
