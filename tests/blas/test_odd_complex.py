@@ -71,7 +71,7 @@ def test_edge_ctiles_is_a_guarded_cuda_complex64_codelet_outside_the_tuning_spac
     c = CODELETS["edge-ctiles-async"]
     assert c.dtypes == ("complex64",) and c.backends == ("cuda",) and c.space("gpu") == []
     assert "edge-ctiles-async" in EDGE_CODELETS
-    rot = Variant.of("ctiles-async", **CT.kw, kt=1, rot=3, pair=1)
+    rot = Variant.of("ctiles-async", **CT.kw, kt=1, rot=1, pair=1)
     assert edge_ctiles(rot) == EDGE
     with pytest.raises(ValueError):
         edge_ctiles(ZV)
@@ -204,7 +204,8 @@ def test_the_h100_profile_runs_the_odd_complex_sizes_on_the_complex_kernels(stub
 def test_the_tuner_times_the_guarded_complex_tiles_against_the_real_plan() -> None:
     """`tune --edges` follow-ups of a complex64 class whose choice is ctiles-async: the real plan
     as a call at the odd size (what the choice becomes there), then the guarded forms of the
-    class's two fastest complex tilings (without rot/kt/pair); none where no complex tiles lead."""
+    class's two fastest complex tilings (without kt/pair, A's 16-byte swizzle kept); none where
+    no complex tiles lead."""
     from liftkit.blas.followups import Task, edge_tasks
 
     kind = Kind("mm", "complex64", "NN")
@@ -216,7 +217,8 @@ def test_the_tuner_times_the_guarded_complex_tiles_against_the_real_plan() -> No
            ((rot, 4.6e4), (small, 4.4e4), (CT, 4.0e4), (Variant.of("real"), 3.9e4))])
     odd = {"M": 1000, "N": 1000, "K": 1000}
     assert edge_tasks(p, kind, "large", "gpu") == [
-        Task(Variant.of("real"), odd, "plan"), Task(EDGE, odd),
+        Task(Variant.of("real"), odd, "plan"), Task(Variant.of("edge-ctiles-async", **CT.kw,
+                                                               rot=3), odd),
         Task(edge_ctiles(small), odd)]
     p.entries = [e for e in p.entries if e.variant.codelet == "real"]
     assert edge_tasks(p, kind, "large", "gpu") == []

@@ -45,8 +45,8 @@ from liftkit.rewrite.core import Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
 from liftkit.rewrite.rules.mm import (
-    SOURCE, SYMBOLIC_TILES_COMPLEX, Elem, _symbolic_tiles, _tiles_ok, _zeros4, local_tiles,
-    mm_parts, unroll_k_steps,
+    SOURCE, SYMBOLIC_TILES_COMPLEX, Elem, _rot_ok, _symbolic_tiles, _tiles_ok, _zeros4,
+    local_tiles, mm_parts, unroll_k_steps,
 )
 
 Options = list[dict[str, Any]]
@@ -81,10 +81,13 @@ def _zero(e: Elem, w: int) -> Any:
 
 
 def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: int, tn: int,
-               tk: int, rm: int, rn: int, unroll: int, w: int, e: Elem, elems: int = 0) -> Expr:
+               tk: int, rm: int, rn: int, unroll: int, w: int, e: Elem, elems: int = 0,
+               rot: int = 0) -> Expr:
     """C = A·B (A: [[t]_K]_M, B: [[t]_N]_K) by `local_tiles` over padded views, cropped;
     `elems`: padded element by element (any sizes), the tiles copied into local memory so and
-    read from there as w-vectors."""
+    read from there as w-vectors; `rot` (scalars, w = 1: complex64): A's tile rows rotated or
+    swizzled in local memory as mm-local-tiles' (`rotated_rows`; the padded view is read as it
+    is, only the tile's places in local memory move)."""
     pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
     ew = 1 if elems else w  # the padding's unit
     vec = (D.map(D.asVector(ew)),) if ew > 1 else ()
@@ -98,7 +101,7 @@ def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: i
     b_p = _apply((*((D.transpose, D.map(rows_k[0]), D.transpose) if rows_k else ()),
                   *(D.map(p) for p in _pad(pn // ew - nw, "clamp")), *vec), b)
     kernel = local_tiles(a_p, b_p, tm, tn, tk, rm, rn, 0, w, e, vectors=ew > 1,
-                         scalar_copies=ew < w)
+                         scalar_copies=ew < w, rot=rot)
     if unroll:
         kernel = unroll_k_steps(kernel)
     return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
@@ -108,8 +111,10 @@ def edge_tiles(a: Expr, b: Expr, m: ArithExpr, n: ArithExpr, k: ArithExpr, tm: i
 # (SYMBOLIC_TILES_COMPLEX), then 128×32 tiles (8×4 blocks on 128 work-items, 4×4 on 256), whose
 # grid at N = 1025 (33 columns of tiles, 8 rows: 264) is two blocks per multiprocessor of the
 # H100's 132 where 128×64 tiles make 136 (a second wave: CGEMM 1023×1025×999 0.44x cuBLAS,
-# results/issue15/oddc25 run 1)
-EDGE_TILES_COMPLEX = ((128, 32, 16, 8, 4, 1, 1), (128, 32, 16, 4, 4, 1, 1))
+# results/issue15/oddc25 run 1); 256×32 tiles (8×4 blocks, 256 work-items) make 132 there, one
+# block on every multiprocessor, or split along K in two, two halves on each
+EDGE_TILES_COMPLEX = ((128, 32, 16, 8, 4, 1, 1), (128, 32, 16, 4, 4, 1, 1),
+                      (256, 32, 16, 8, 4, 1, 1))
 # float32 (float4) only, after its symbolic sets: narrow tiles for the FFMA kernel — at 1023×1025
 # 128×32 tiles make 264 (two blocks per multiprocessor of 132) and 256×32 tiles 132 (one each),
 # where 128×64 tiles make 136. Alone they ran slower (a warp of 4 × 8 work-items reads 8 rows of
@@ -140,15 +145,20 @@ def _choices(site: Site) -> Options:
             out.append(one)
         if w > 1 and (tm * tk) % ((tm // rm) * (tn // rn)) == 0:  # padded element by element
             out.append({**one, "elems": 1})
+    # complex scalars: A's rows swizzled in 16-byte units (rot=3, as ctiles-async's aligned
+    # tiles), after the others: a warp of 128×32 tiles with 4×4 blocks reads 4 rows of A at once
+    if parts.elem.t.is_complex:
+        out += [{**o, "rot": 3} for o in out
+                if o["w"] == 1 and _rot_ok(o["tk"], 1, parts.elem, 3)]
     return out
 
 
 def _build(site: Site, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-           w: int = 4, elems: int = 0) -> Expr:
+           w: int = 4, elems: int = 0, rot: int = 0) -> Expr:
     parts = mm_parts(site)
     assert parts is not None
     return edge_tiles(fresh(parts.a), fresh(parts.b), parts.m, parts.n, parts.k, tm, tn, tk, rm,
-                      rn, unroll, w, parts.elem, elems)
+                      rn, unroll, w, parts.elem, elems, rot)
 
 
 MM_EDGE_TILES = make_rule(
