@@ -55,7 +55,7 @@ def zmma_nest(site: Site) -> Optional[tuple[Expr, Expr, int]]:
     """(A, B, c) when the site is the high-level complex128 product of A: [[T]_K]_M and
     B: [[T]_N]_K (B may be the transpose of a stored N×K array) whose product is the complex
     `mult` or one with conjugated factors (c: bit 0 A's, bit 1 B's), outside every other map."""
-    from liftkit.rewrite.rules.mm import _conjugations, mm_parts
+    from liftkit.rewrite.rules.mm_match import _conjugations, mm_parts
 
     if site.enclosing:
         return None
@@ -100,7 +100,7 @@ def _choices(site: Site) -> Options:
     found = zmma_nest(site)
     if found is None:
         return []
-    from liftkit.rewrite.rules.mm import mm_parts
+    from liftkit.rewrite.rules.mm_match import mm_parts
 
     a, b, _ = found
     across = _across(a, b)

@@ -26,9 +26,9 @@ from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, walk
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
 from liftkit.rewrite.rules.common import const, fresh
-from liftkit.rewrite.rules.mm import (BLOCKS, ELEM_WIDTHS, FLOAT32, SOURCE, _NOT_AROUND, Elem, Options,
-                                     _funs, _is_k_steps, _product, _same, _tile_pieces, _tiles_ok,
-                                     _zeros4, local_tiles, tiled_parts)
+from liftkit.rewrite.rules.mm import (BLOCKS, SOURCE, Options, _is_k_steps, _same, _tile_pieces,
+                                     _tiles_ok, _zeros4, local_tiles, tiled_parts)
+from liftkit.rewrite.rules.mm_match import ELEM_WIDTHS, FLOAT32, _NOT_AROUND, Elem, _funs, _product
 from liftkit.types import ArrayType, ScalarType
 
 
