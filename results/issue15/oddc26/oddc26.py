@@ -12,13 +12,13 @@ rounds beside cuBLAS per call, medians):
 - 1023×1025×999: the shipped entry (128×32 tiles, 4×4 accumulators), the same with A's rows
   swizzled in 16-byte units (rot=3: a warp of 8 × 4 work-items reads 4 rows of A at one K
   offset, 128 bytes apart, the same banks without it), the same three stages deep, 128×32 8×4
-  rot=3, 256×32 8×4 (132
-  tiles: one block on every SM) with and without rot=3, 256×32 rot=3 split in 2 along K under
-  the 2-blocks cap (264 halves), 128×32 4×4 rot=3 split in 2 under a 4-blocks cap (528 halves).
+  rot=3, 256×32 8×4 (132 tiles: one block on every SM) with and without rot=3 (and three
+  stages), 256×32 rot=3 split in 2 along K under the 2-blocks cap (264 halves), 128×32 4×4
+  rot=3 split in 2 under a 4-blocks cap (528 halves).
 - 1000³: the shipped entry (128×64 split 2 @264 bound 2), the same with rot=3, 128×32 4×4
-  rot=3 (256 tiles).
-- 4097×4095×4095: the shipped plan (`real`) and 128×64 rot=3 capped at 2 blocks (2112 tiles
-  are 8 waves of 264).
+  rot=3 (256 tiles), 256×32 8×4 rot=3 (128 tiles).
+- 4097×4095×4095: the shipped plan (`real`), 128×64 rot=3 capped at 2 blocks (2112 tiles
+  are 8 waves of 264), 128×32 4×4 rot=3.
 """
 
 from __future__ import annotations
@@ -54,15 +54,18 @@ ROWS = [("complex64", "odd", *r) for r in [
     ("128x32 8x4 rot3", _e(**T32, rm=8, rn=4, rot=3), ""),
     ("256x32 8x4", _e(**T256), ""),
     ("256x32 8x4 rot3", _e(**T256, rot=3), ""),
+    ("256x32 8x4 rot3 s3", _e(**T256, rot=3, stages=3), ""),
     ("256x32 rot3 split2 b2", _e(**T256, rot=3, split=2, **CAP2), ""),
     ("128x32 4x4 rot3 split2 b4", _e(**T32, rm=4, rn=4, rot=3, split=2, slots=528, bound=4), ""),
 ]] + [("complex64", "1000", *r) for r in [
     ("shipped 128x64 split2 b2", _e(**T64, split=2, **CAP2), ""),
     ("128x64 rot3 split2 b2", _e(**T64, rot=3, split=2, **CAP2), ""),
     ("128x32 4x4 rot3", _e(**T32, rm=4, rn=4, rot=3), ""),
+    ("256x32 8x4 rot3", _e(**T256, rot=3), ""),
 ]] + [("complex64", "big", *r) for r in [
     ("shipped (real)", None, ""),
     ("128x64 rot3 b2", _e(**T64, rot=3, **CAP2), ""),
+    ("128x32 4x4 rot3", _e(**T32, rm=4, rn=4, rot=3), ""),
 ]]
 
 
