@@ -37,7 +37,7 @@ tune() {  # ARGS...: one `liftkit blas tune` into $PROF, bounded by what is left
     local left=$(( CAP - RESERVE - $(now) ))
     if [ $left -lt 10 ]; then echo "skipped (no time left): $*" | tee -a $OUT/tune.log; return; fi
     stamp "tune $*"
-    LIFTKIT_BLAS_PROFILES=$PROF timeout -k 5 $left liftkit blas tune --device $DEV --no-progress \
+    LIFTKIT_BLAS_PROFILES=$PROF timeout -k 5 $left python3 -m liftkit blas tune --device $DEV --no-progress \
         --seed "$SEED" "$@" 2>&1 | grep -v Warning >> $OUT/tune.log
     echo "tune rc $? ($*)" | tee -a $OUT/tune.log
 }
