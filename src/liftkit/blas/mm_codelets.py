@@ -162,10 +162,10 @@ def _edge_rules() -> Mapping[str, Any]:
 
 
 def _mm_edge_tiles(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int, unroll: int = 1,
-                   w: Optional[int] = None, elems: int = 0) -> Strategy:
+                   w: Optional[int] = None, elems: int = 0, rot: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES
 
-    extra = {"elems": 1} if elems else {}
+    extra = {**({"elems": 1} if elems else {}), **({"rot": rot} if rot else {})}
     return rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=unroll,
                 w=MM_WIDTH[kind.dtype] if w is None else w, **extra)
 
@@ -182,11 +182,11 @@ def _mm_edge_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
 
 def _mm_edge_tiles_async(kind: Kind, tm: int, tn: int, tk: int, rm: int, rn: int,
                          stages: int, elems: int = 0, split: int = 0, slots: int = 0,
-                         bound: int = 0) -> Strategy:
+                         bound: int = 0, rot: int = 0) -> Strategy:
     from liftkit.rewrite.rules.mm_edges import MM_EDGE_TILES_ASYNC
     from liftkit.rewrite.rules.mm_schedule import MM_SPLIT_TAIL
 
-    extra = {"elems": 1} if elems else {}
+    extra = {**({"elems": 1} if elems else {}), **({"rot": rot} if rot else {})}
     tiles = rule(MM_EDGE_TILES_ASYNC, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages, **extra)
     if not (split or bound):
         return tiles
@@ -478,10 +478,10 @@ MM_CODELETS: tuple[Codelet, ...] = (
             "padding (source size 0) and the ragged edge's stores guarded (split/slots/bound: "
             "then mm-split-tail, as tiles-async); CUDA only, float32 NN",
             _mm_edge_tiles_async, lambda dev: [],
-            lambda kind, tm, tn, tk, rm, rn, stages, elems=0, split=0, slots=0, bound=0:
+            lambda kind, tm, tn, tk, rm, rn, stages, elems=0, split=0, slots=0, bound=0, rot=0:
                 _tiled_multiples(kind, Variant.of(
                     "edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, stages=stages,
-                    **({"elems": 1} if elems else {}),
+                    **({"elems": 1} if elems else {}), **({"rot": rot} if rot else {}),
                     **({"split": split, "slots": slots} if split or bound else {}),
                     **({"bound": bound} if bound else {})), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),

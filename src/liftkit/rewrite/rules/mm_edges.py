@@ -17,9 +17,11 @@ filled, the pipeline keeps its shape). The code generator guards the crop's drop
 stores (`GuardView`): `if (row < M)`, `if (col < N)`. Where a pad or crop is provably empty
 (constant sizes that the tiles divide) it is left out, so no guard is generated.
 
-* `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w[, elems]): mm-local-tiles' kernel over the
+* `mm-edge-tiles` (tm, tn, tk, rm, rn, unroll, w[, elems, rot]): mm-local-tiles' kernel over the
   padded views; with `elems` padded element by element (any sizes), the tiles copied into local
-  memory element by element and read from there as w-vectors.
+  memory element by element and read from there as w-vectors; with `rot` A's tile rows rotated
+  (1) or swizzled (2, 3) in local memory (`rotated_rows`: the copy's source gathered, by element
+  where copied so, and the reads).
 * `mm-edge-tiles-async` (… , stages[, elems]): the same, its tile copies pipelined by cp.async
   (`tiles-async`): the Hopper FFMA SGEMM for any size (float32, w = 4; without `elems` 4 | N, K;
   with it 4-byte copies each with its source size).
@@ -150,6 +152,11 @@ def _choices(site: Site) -> Options:
     if parts.elem.t.is_complex:
         out += [{**o, "rot": 3} for o in out
                 if o["w"] == 1 and _rot_ok(o["tk"], 1, parts.elem, 3)]
+    # float4 tiles (vectors or element copies): A's rows rotated (rot=1) or swizzled (rot=2) in
+    # local memory, after the others: 256×32 tiles' 8×8 blocks make warps of 4 × 8 work-items
+    # that read 8 rows of A at one K vector, 4-way bank conflicts without (results/issue15/odd26)
+    out += [{**o, "rot": r} for r in (1, 2) for o in list(out)
+            if o["w"] == 4 and not o.get("rot") and _rot_ok(o["tk"], 4, parts.elem, r)]
     return out
 
 
@@ -173,13 +180,14 @@ MM_EDGE_TILES = make_rule(
 
 
 def _edge_tiles_async(tm: int, tn: int, tk: int, rm: int, rn: int, stages: int,
-                      elems: int = 0) -> Any:
-    """mm-edge-tiles (float4, unrolled; `elems`: padded and copied element by element), then
-    its tile loop's copies pipelined `stages` deep."""
+                      elems: int = 0, rot: int = 0) -> Any:
+    """mm-edge-tiles (float4, unrolled; `elems`: padded and copied element by element; `rot`:
+    A's rows rotated or swizzled in local memory), then its tile loop's copies pipelined
+    `stages` deep."""
     from liftkit.rewrite.rules.cuda import TILES_ASYNC
     from liftkit.rewrite.strategies import rule, seq, topdown
 
-    extra = {"elems": 1} if elems else {}
+    extra = {**({"elems": 1} if elems else {}), **({"rot": rot} if rot else {})}
     return seq(rule(MM_EDGE_TILES, tm=tm, tn=tn, tk=tk, rm=rm, rn=rn, unroll=1, w=4, **extra),
                topdown(rule(TILES_ASYNC, stages=stages)))
 
