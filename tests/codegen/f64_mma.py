@@ -32,15 +32,16 @@ def assert_sound_and_round_trips(final: Any, tm: int, tn: int, tk: int) -> None:
     assert show(parse_program(show(final), funs)) == show(final)
 
 
-def tensor_core_offers(pairs: bool = False) -> list[dict[str, Any]]:
+def tensor_core_offers(pairs: bool = False, blocked: bool = False) -> list[dict[str, Any]]:
     """mm-tensor-cores' choices for the FP64 product (A stored k×m, B n×k), in order (with
-    `pairs`, also the k-permuted reads it offers last: test_cuda_mma_pairs)."""
+    `pairs`, also the k-permuted reads: test_cuda_mma_pairs; with `blocked`, also the k rows in
+    blocks of 4 (lines=2) it offers after them: test_cuda_mma_blocked)."""
     M, N, K = D.size("M"), D.size("N"), D.size("K")
     p = D.fun([float64[K][M], float64[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
         lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
         << D.zip(rowA, colB)) << D.transpose << B) << A)
     return [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])
-            if pairs or not c.params.get("pairs")]
+            if (pairs or not c.params.get("pairs")) and (blocked or c.params.get("lines") != 2)]
 
 
 def deep(o: dict[str, Any]) -> bool:

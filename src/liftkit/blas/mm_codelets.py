@@ -60,7 +60,9 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
     from liftkit.rewrite.rules.grid_order import WRG_ROW_GROUPS
     from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
 
-    extra: dict[str, Any] = {"lines": True} if lines else {}
+    # lines=1: 16-byte chunks over whole lines into rotated rows; 2: the operands copied as k
+    # rows (A of TN, B of NN and TN) kept in blocks of 4 rows, no rotation to compute per read
+    extra: dict[str, Any] = {"lines": 2 if lines == 2 else True} if lines else {}
     if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8); ik=16 (ahead=2): m16n8k16
         extra["ik"] = ik
     if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
@@ -425,7 +427,7 @@ MM_CODELETS: tuple[Codelet, ...] = (
             lambda kind, tm, tn, tk, warps, staged, lines=0, ik=0, ahead=0, group=0, kparts=0,
             kslots=0, pairs=0: _tiled_multiples(
                 kind, Variant.of("mma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
-                                 **({"lines": 1} if lines else {}), **({"ik": ik} if ik else {}),
+                                 **({"lines": lines} if lines else {}), **({"ik": ik} if ik else {}),
                                  **({"ahead": ahead} if ahead else {}),
                                  **({"pairs": pairs} if pairs else {}),
                                  **({"group": group} if group else {}),
@@ -563,7 +565,9 @@ def edge_forms(variant: "Variant") -> list["Variant"]:
     name = EDGE_FORMS.get(variant.codelet)
     if name is None:
         return []
-    kept = tuple(p for p in variant.params if p[0] not in _NOT_GUARDED)
+    # k rows in blocks of 4 (lines=2) are not offered guarded: the rotated rows (lines=1)
+    kept = tuple(("lines", 1) if p == ("lines", 2) else p
+                 for p in variant.params if p[0] not in _NOT_GUARDED)
     out = [Variant(name, kept)]
     if variant.kw.get("lines"):  # (m16n8k8 only with lines)
         out.append(Variant(name, tuple(p for p in kept if p[0] not in ("lines", "ik", "ahead"))))

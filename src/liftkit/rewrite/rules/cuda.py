@@ -199,6 +199,11 @@ def _mma_choices(site: Site) -> Options:
                      cls, (cm, cn, ck), across) for ik in (16, 8)]  # then deeper pipelines, read ahead
         # then the read-ahead loops with k permuted for 16-byte fragment reads (pairs)
         out += [{**o, "pairs": True} for o in out if o.get("ahead") == 2 and o["tk"] % PAIR_BLOCK == 0]
+        # then the read-ahead loops with the operands copied as k rows kept in blocks of 4 rows
+        # (lines=2: no rotation to compute per fragment read; A of TN, B of NN and TN)
+        out += [{**o, "lines": 2} for o in out if o.get("ahead") == 2 and not o.get("pairs")
+                and any(across) and all(blocked_rows_ok(cls, t, o["tk"], 32 * o["warps"])
+                                        for t, x in zip((o["tm"], o["tn"]), across) if x)]
     return out
 
 
@@ -320,8 +325,40 @@ def line_shift(r: Any, kind: type, c: int, lines: int, transposed: bool, pairs: 
     return (r + r // 4 if pairs else r) * step % c
 
 
+def blocked_rows_ok(kind: type, rows: int, cols: int, threads: int) -> bool:
+    """Whether a rows×cols operand tile copied as k rows (`transposed`) can be staged with its
+    k rows in blocks of 4 (`_stage_lines` with `blocked`): FP64 (a DMMA fragment read touches 4
+    k rows of 8 doubles), k a multiple of 4, an even number of chunks per row."""
+    found = line_layout(kind, rows, cols, threads, True)
+    return (found is not None and kind.operand == float64 and cols % 4 == 0
+            and found[1] % 2 == 0)
+
+
+def blocked_position(i: Any, c: int) -> Any:
+    """Where chunk i (row-major: k row i/c, chunk i mod c) of k rows of c 16-byte chunks sits
+    when the rows are kept in blocks of 4: chunk ch of row r at 4c·(r/4) + 8·(ch/2) +
+    2·(r mod 4) + ch mod 2, the block's rows interleaved 32 bytes at a time ([r/4][ch/2][r mod
+    4][ch mod 2]). Integers or arithmetic expressions."""
+    r, ch = i // c, i % c
+    return 4 * c * (r // 4) + 8 * (ch // 2) + 2 * (r % 4) + ch % 2
+
+
+def blocked_chunk(p: Any, c: int) -> Any:
+    """The chunk at position p (the inverse of `blocked_position`)."""
+    q = p % (4 * c)
+    return (4 * (p // (4 * c)) + q % 8 // 2) * c + 2 * (q // 8) + q % 2
+
+
+def _blocked_gathers(c: int) -> tuple[Any, Any]:
+    """(position → chunk, chunk → position) gathers of k rows kept in blocks of 4."""
+    from liftkit import dsl as D
+
+    return (D.gather(lambda p, n: blocked_chunk(p, c)),
+            D.gather(lambda i, n: blocked_position(i, c)))
+
+
 def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int,
-                 pairs: bool = False) -> Any:
+                 pairs: bool = False, blocked: bool = False) -> Any:
     """The rows×cols tile (cols along k) copied in 16-byte chunks (double2, float4), each
     warp's chunks covering whole rows, i.e. whole 128-byte lines (cp.async.cg of 16 bytes, the
     fewest L1 wavefronts), into a row-major layout whose rows are rotated so that the lanes of a
@@ -330,7 +367,12 @@ def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: boo
     land in different chunks); copied across, as k rows (B of NN, A of TN), s(r) = r·(8 elements
     in chunks) (the 4 k rows a read touches land in different quarters or halves of a line);
     with `pairs` (k permuted by `pair_k`, a read's 4 k rows are 4t + x) s(r) = (r + r/4)·(8
-    elements in chunks), so that those rows too land in both halves of a line. It means the tile."""
+    elements in chunks), so that those rows too land in both halves of a line. With `blocked`
+    (FP64 copied across, `blocked_rows_ok`), the k rows are kept in blocks of 4 interleaved 32
+    bytes at a time instead (`_blocked_gathers`): a fragment read's lanes (k row t + 4j, column
+    g + 8q) then sit at a lane offset plus a constant, with no rotation to compute per read,
+    its 4 rows in the 4 quarters of a bank line; a warp's copy round fills 4 rows × 128 bytes,
+    512 contiguous bytes. It means the tile."""
     from liftkit import dsl as D
 
     w, c, lines = line_layout(kind, rows, cols, threads, transposed)  # type: ignore[misc]
@@ -340,8 +382,11 @@ def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: boo
 
     rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(D.vector(kind.operand, w))))
     copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
-    to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)  # position → chunk
-    to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)  # chunk → position
+    if blocked and transposed:
+        to_pos, to_chunk = _blocked_gathers(c)
+    else:
+        to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)  # position → chunk
+        to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)  # chunk → position
     forward = [D.transpose] if transposed else []
     forward += [D.map(D.asVector(w)), D.join, to_pos, D.split(threads)]
     backward = [D.join, to_chunk, D.split(c), D.map(D.asScalar)] + ([D.transpose] if transposed else [])
@@ -389,9 +434,10 @@ def _stage(rows: int, cols: int, threads: int, kind: type, transposed: bool, sta
 
 
 def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warps: int,
-                    staged: int, lines: bool = False, pairs: bool = False) -> Expr:
+                    staged: int, lines: int = 0, pairs: bool = False) -> Expr:
     """C = A·B with `cls` over tm×tn×tk tiles (see the module docstring); `lines`: the staged
-    tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`);
+    tiles are copied in 16-byte chunks over whole lines into rotated rows (`_stage_lines`;
+    lines=2: the operands copied as k rows kept in blocks of 4 rows instead, `blocked`);
     `pairs`: both operands read with k permuted (`pair_k`), so that a lane's fragment elements
     of a k-step lie next to each other where the tile is stored along k."""
     from liftkit import dsl as D
@@ -404,13 +450,18 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     if not _mma_ok(cls, tm, tn, tk, warps, staged, cap) or \
             (lines and not (staged and _lines_ok(cls, tm, tn, tk, warps, across))):
         raise ValueError(f"{cls.name}: tiles {tm}×{tn}×{tk} with {warps} warps do not fit")
-    if pairs and not pairs_ok(cls, tk, lines):
+    if pairs and not pairs_ok(cls, tk, bool(lines)):
         raise ValueError(f"{cls.name}: k-permuted fragment reads (pairs) take DMMA m16n8k8/k16 "
                          f"tiles staged in lines, k a multiple of {PAIR_BLOCK}, not {tk}")
+    blocked = lines == 2
+    if blocked and (pairs or not any(across) or not all(
+            blocked_rows_ok(cls, t, tk, 32 * warps) for t, x in zip((tm, tn), across) if x)):
+        raise ValueError(f"{cls.name}: k rows in blocks of 4 (lines=2) take FP64 operands copied "
+                         f"as k rows, k a multiple of 4 and no pairs; not {tm}×{tn}×{tk}")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     if staged:  # `_stage`'s flag names B's layout; `_stage_lines`'s the copy's direction
         stage, flags = (_stage_lines, across) if lines else (_stage, (False, True))
-        more = {"pairs": True} if pairs else {}
+        more = {"pairs": True} if pairs else {"blocked": True} if blocked else {}
         sa = stage(tm, tk, 32 * warps, cls, flags[0], staged, **more)
         sb = stage(tn, tk, 32 * warps, cls, flags[1], staged, **more)
         if pairs:
@@ -426,7 +477,7 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
 
 
 def _mma_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
-               lines: bool = False, ik: int = 0, ahead: int = 0, pairs: bool = False) -> Expr:
+               lines: int = 0, ik: int = 0, ahead: int = 0, pairs: bool = False) -> Expr:
     a, b, _, _, _, cls = mm_nest(site)  # type: ignore[misc]
     if ik and cls is P.ReduceMmaF64:  # m16n8k8 (k16) throughout, fragments read ahead
         cls = f64_mma_class(ik, ahead, staged)
@@ -566,14 +617,14 @@ CUDA_SEARCH_RULES: tuple[Rule, ...] = _search_rules()
 
 
 def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int,
-                   lines: bool = False, wgmma: bool = False, copy: str = "registers",
+                   lines: int = 0, wgmma: bool = False, copy: str = "registers",
                    ik: int = 0, ahead: int = 0, group: Optional[int] = None,
                    pairs: bool = False) -> Any:
     """The derivation of C = A·B on the tensor cores from the high-level product (kind "tf32":
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
     parameters, replayable (`lines`: the staged tiles copied in 16-byte chunks over whole lines
-    into rotated rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
+    into rotated rows; lines=2: operands copied as k rows kept in blocks of 4 rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
     MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
     (the tiles copied raw by cp.async, B through registers); `copy="pair"`, mm-wgmma-pair (the
     same in 2-block clusters sharing B); `copy="tma"`, mm-wgmma-tma (tf32z: the bulk tensor
@@ -615,7 +666,7 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         grp = {} if group is None else {"group": group}
         step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged, **grp)
         return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
-    extra: dict[str, Any] = {"lines": True} if lines else {}
+    extra: dict[str, Any] = {"lines": 2 if lines == 2 else True} if lines else {}
     if ik:  # f64 only: reduceMmaF64K8 (m16n8k8 throughout), K16AheadSpread (m16n8k16)
         if kind != "f64" or ik not in (8, 16):
             raise ValueError(f"tensor-core product of kind {kind} with ik={ik}: only f64 takes "
