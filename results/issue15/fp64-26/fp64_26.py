@@ -1,0 +1,238 @@
+"""DGEMM on the FP64 tensor cores through liftkit.blas beside cuBLAS (CuPy), one process (issue
+15, session 26, helper H4): the operands copied as k rows (A of TN, B of NN and TN) kept in
+blocks of 4 rows (`mma(…, lines=2)`, rules/cuda.py `blocked_position`: every fragment read a
+lane offset plus a constant, no rotation to compute per read) against the shipped rotated rows
+(lines=1), at TN 1024/2048/4096/8192 and NN 1024/4096/8192.
+
+    python3 results/issue15/fp64-26/fp64_26.py [--rounds 7] [--dry] [--only TN] [--jsonl FILE]
+
+A row is forced through the profile as a tuning run would leave it: an entry at the row's very
+sizes (`Profile.at_sizes`), "profile" rows change nothing. Each kernel is built ahead by NVRTC in
+worker processes (registers, spill bytes from ptxas); each row: C poisoned with NaN, one call,
+max |C - ref| / max |ref| < 1e-12 against cuBLAS's product of the same operands (checked again
+after the timing); then alternating rounds (cuBLAS, liftkit) of per call timing (`repeat` calls
+between CUDA events, median of `batches` batches; fewer where a call takes milliseconds) and the
+device work (calls queued behind a long product), as results/issue15/fp64-25b measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2] / "benchmarks"))
+
+TOL = 1e-12
+PROFILE = "profile"
+# (calls per batch, batches, rounds) by n
+TIMING = {1024: (20, 5, 7), 2048: (10, 5, 7), 4096: (5, 3, 9), 8192: (2, 3, 3)}
+
+
+def _m(tm: int, tn: int, w: int, s: int, lines: int = 2, **extra: int) -> str:
+    more = "".join(f",{k}={v}" for k, v in extra.items())
+    return f"mma(tm={tm},tn={tn},tk=16,warps={w},staged={s},lines={lines},ik=8,ahead=2{more})"
+
+
+ROWS: list[tuple[str, int, list[str]]] = [
+    ("TN", 1024, [PROFILE, _m(64, 64, 4, 4), _m(64, 64, 4, 3), _m(128, 64, 8, 4), _m(128, 64, 8, 3),
+                  _m(64, 128, 8, 4), _m(128, 64, 4, 4, group=8), _m(128, 64, 4, 3, group=4)]),
+    ("NN", 1024, [PROFILE, _m(128, 64, 4, 3, group=4), _m(128, 64, 4, 4, group=4),
+                  _m(128, 64, 8, 4), _m(64, 64, 4, 4)]),
+    ("TN", 2048, [PROFILE, _m(64, 64, 4, 4), _m(128, 64, 8, 4), _m(128, 64, 4, 4, group=8),
+                  _m(128, 64, 4, 3, group=4)]),
+    ("TN", 4096, [PROFILE, _m(128, 64, 4, 4, 1, group=8), _m(128, 64, 4, 4, group=8),
+                  _m(128, 64, 4, 4, group=4), _m(128, 64, 4, 3, group=4), _m(128, 64, 8, 4),
+                  _m(128, 64, 8, 3)]),
+    ("NN", 4096, [PROFILE, _m(128, 64, 4, 4, group=4), _m(128, 64, 4, 3, group=4)]),
+    ("TN", 8192, [PROFILE, _m(128, 64, 4, 4, group=8), _m(128, 64, 4, 3, group=4)]),
+    ("NN", 8192, [PROFILE, _m(128, 64, 4, 4, group=4)]),
+]
+
+
+def _jobs(only: str = "") -> list[tuple[str, str]]:
+    out = [(lay, v) for lay, _, vs in ROWS for v in vs if v != PROFILE and lay.startswith(only)]
+    return list(dict.fromkeys(out))
+
+
+def _build(job: tuple[str, str, str]) -> dict[str, Any]:
+    """In a worker process: one variant's CUDA C, NVRTC's cubin and ptxas's report."""
+    from liftkit.backends.cuda.nvrtc import compile_cuda
+    from liftkit.blas.codelets import Kind, derive, lookup_variant
+    from liftkit.codegen import CompileOptions, compile_program
+
+    lay, text, arch = job
+    try:
+        kind = Kind("mm", "float64", lay)
+        (k,) = compile_program(derive(kind, lookup_variant(kind, text)).final,
+                               CompileOptions(dialect="cuda")).kernels
+        o = compile_cuda(k.source, arch, [*k.build_options, "--ptxas-options=-v"], name="k.cu")
+        regs = re.findall(r"Used (\d+) registers", o.log or "")
+        spill = re.findall(r"(\d+) bytes spill stores", o.log or "")
+        return {"job": (lay, text), "source": k.source, "options": list(k.build_options),
+                "cubin": o.cubin, "regs": int(regs[0]) if regs else -1,
+                "spill": int(spill[0]) if spill else -1}
+    except Exception as err:  # noqa: BLE001 - reported, the session builds it again
+        return {"job": (lay, text), "error": f"{type(err).__name__}: {err}"[:300]}
+
+
+def _prebuild(jobs: list[tuple[str, str]], arch: str, cache: Any
+              ) -> dict[tuple[str, str], tuple[int, int]]:
+    """Every kernel built by NVRTC in spawned workers; with `cache` (ModuleCache, device) each
+    cubin stored under the key the session's kernel store looks up. (registers, spill bytes)."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    out = {}
+    with cf.ProcessPoolExecutor(min(len(jobs), max(1, (os.cpu_count() or 2) - 2)),
+                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        for r in pool.map(_build, [(lay, t, arch) for lay, t in jobs]):
+            if "error" in r:
+                print(f"prebuild {r['job']}: {r['error']}", flush=True)
+                continue
+            if cache is not None:
+                cache[0].put(cache[1], r["source"], r["options"], r["cubin"])
+            out[r["job"]] = (r["regs"], r["spill"])
+    return out
+
+
+def force(s: Any, lay: str, sizes: dict[str, int], body: str) -> None:
+    """The session's profile as shipped, with the row's entry at its sizes (the docstring)."""
+    from liftkit.blas.codelets import Kind, lookup_variant
+    from liftkit.blas.profile import Entry, size_class
+
+    kind = Kind("mm", "float64", lay)
+    s.profile.entries = list(s.h4_shipped)
+    if body != PROFILE:
+        s.profile.entries = [e for e in s.h4_shipped
+                             if not (e.kind == kind and dict(e.sizes) == dict(sizes))]
+        s.profile.add([Entry(kind, size_class("mm", sizes), dict(sizes),
+                             lookup_variant(kind, body), 1.0, 1e9)])
+    s.forget_choices()
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=0, help="alternating rounds (0: by size)")
+    p.add_argument("--only", default="", help="layouts starting so (TN, NN)")
+    p.add_argument("--max-n", type=int, default=8192)
+    p.add_argument("--jsonl", default=os.path.join(os.environ.get("OUT", "."), "fp64_26.jsonl"))
+    p.add_argument("--dry", action="store_true", help="derive and NVRTC-compile every kernel "
+                   "here (no GPU), print registers and spills, and stop")
+    a = p.parse_args(argv)
+    if a.dry:
+        for (klay, text), (regs, spill) in _prebuild(_jobs(a.only), "sm_90a", None).items():
+            print(f"{klay} {text:90s} regs {regs} spill {spill}", flush=True)
+        return 0
+
+    import cupy as cp
+
+    from blas_cuda import _kernel_and_host, _rand_gpu, _time
+    from liftkit.backends.cuda import ModuleCache, list_devices
+    from liftkit.backends.cuda.nvrtc import arch_for
+    from liftkit.blas import Session
+    from liftkit.blas.codelets import Kind, lookup_variant
+
+    device = list_devices()[0]
+    t0 = time.time()
+    attrs = _prebuild(_jobs(a.only), arch_for(device.compute_capability), (ModuleCache(), device))
+    print(f"built {len(attrs)} kernels in {time.time() - t0:.1f} s", flush=True)
+    canon = {(lay, str(lookup_variant(Kind("mm", "float64", lay), text))): ra
+             for (lay, text), ra in attrs.items()}
+    busy = cp.ones((6144, 6144), cp.float32)  # about 8 ms of SGEMM: holds the stream
+    s = Session("gpu", warn=False)
+    if s.profile is None:  # another card (an H200): the shipped H100 profile's entries
+        from liftkit.blas.profile import Profile
+
+        s.profile = Profile.load(next(
+            f for f in (Path(__import__("liftkit.blas").blas.__file__).parent / "profiles").glob("*.json")
+            if "cuda|NVIDIA H100" in f.read_text()[:400]))
+        print(f"no profile for {s.device.label}: the H100 profile's entries", flush=True)
+    s.h4_shipped = list(s.profile.entries)
+    print(f"liftkit.blas on {s.device.label} ({s.backend})", flush=True)
+    out = open(a.jsonl, "a")
+    table = []
+    for lay, n, variants in ROWS:
+        if not lay.startswith(a.only) or n > a.max_n:
+            continue
+        m = k = n
+        repeat, batches, rounds = TIMING[n]
+        rounds = a.rounds or rounds
+        ta, tb = lay[0] == "T", lay[1] == "T"
+        sizes = {"M": m, "N": n, "K": k}
+        A = _rand_gpu(cp, (k, m) if ta else (m, k), np.dtype(np.float64))
+        B = _rand_gpu(cp, (n, k) if tb else (k, n), np.dtype(np.float64))
+        opA, opB = (A.T if ta else A), (B.T if tb else B)
+        C, ref = cp.full((m, n), np.nan), cp.empty((m, n))
+        cp.matmul(opA, opB, out=ref)
+        scale = float(cp.max(cp.abs(ref)))
+        size = f"{lay} {n}"
+        for body in variants:
+            force(s, lay, sizes, body)
+
+            def check() -> float:
+                C.fill(np.nan)
+                s.gemm(A, B, C, trans_a=ta, trans_b=tb).result()
+                return float(cp.max(cp.abs(C - ref))) / scale
+
+            try:
+                err = check()
+                gp = s.plan_gemm(A.shape, B.shape, np.float64, trans_a=ta, trans_b=tb)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                print(f"{size} {body}: {type(e).__name__}: {e}"[:400], flush=True)
+                continue
+            ran = str(gp.built.variant)
+            if not err < TOL:
+                print(f"{size} {body} ran {ran}: WRONG (max rel error {err:.1e})", flush=True)
+                table.append((size, body, ran, None))
+                continue
+            call = lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb)  # noqa: E731
+            blas = lambda: cp.matmul(opA, opB, out=C)  # noqa: E731
+            pairs = [(_time(cp, blas, repeat, batches), _time(cp, call, repeat, batches))
+                     for _ in range(rounds)]
+            t_k, t_h = _kernel_and_host(cp, s, call, repeat, busy)
+            err2 = check()
+            ratios = sorted(r / lk for r, lk in pairs)
+            regs, spill = canon.get((lay, ran), (-1, -1))
+            row = {"layout": lay, "size": [m, n, k], "variant": body, "ran": ran, "err": err,
+                   "err_after": err2, "pairs_s": pairs, "ratio_median": statistics.median(ratios),
+                   "ratio_min": ratios[0], "ratio_max": ratios[-1],
+                   "cublas_median_s": statistics.median(q[0] for q in pairs),
+                   "call_median_s": statistics.median(q[1] for q in pairs), "kernel_s": t_k,
+                   "host_us": t_h * 1e6, "regs": regs, "spill": spill, "device": s.device.label,
+                   "timing": [repeat, batches, rounds]}
+            row["kernel_ratio"] = row["cublas_median_s"] / t_k
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            table.append((size, body, ran, row))
+            print(f"  {size} {body} [{ran}]: x{row['ratio_median']:.3f} ({row['ratio_min']:.3f}-"
+                  f"{row['ratio_max']:.3f}) cuBLAS {row['cublas_median_s'] * 1e6:.1f} us liftkit "
+                  f"{row['call_median_s'] * 1e6:.1f} us device {t_k * 1e6:.1f} us "
+                  f"x{row['kernel_ratio']:.3f} regs {regs} spill {spill} err {err:.1e}/{err2:.1e}",
+                  flush=True)
+        del A, B, C, ref, opA, opB
+        cp.get_default_memory_pool().free_all_blocks()
+    out.close()
+    print(f"\ndevice: {s.device.label}; alternating rounds (cuBLAS, liftkit), per call: "
+          "x cuBLAS (spread), cuBLAS us, liftkit us, device us, regs, spill")
+    for size, body, ran, r in table:
+        if r is None:
+            print(f"{size:10} WRONG {body} [{ran}]")
+            continue
+        print(f"{size:10} {r['ratio_median']:6.3f} {r['ratio_min']:.3f}-{r['ratio_max']:.3f} "
+              f"{r['cublas_median_s'] * 1e6:8.1f} {r['call_median_s'] * 1e6:8.1f} "
+              f"{r['kernel_s'] * 1e6:8.1f} {r['regs']:>4} {r['spill']:>4}  {body} [{ran}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
