@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from liftkit.blas import Kind, Profile, ProfileError, Session, Variant
@@ -112,14 +113,62 @@ def test_cli_tune_with_a_seed(session: Session, tmp_path: Path, monkeypatch) -> 
     code, text = _cli("blas", "tune", "--device", "cpu", "--ops", "mm", "--dtypes", "float32",
                       "--layouts", "NN", "--classes", "small", "--no-progress", "--peaks", "none",
                       "--edges", "off", "--fresh", "--seed", str(seed_file), "--seed-top", "2",
-                      "--out", str(out))
+                      "--timing", "batch", "--out", str(out))
     assert code == 0, text
     assert "seeded by the profile of OpenCL / seed CPU: its 2 fastest" in text
     assert ": 1 entries, 2 measurements in " in text  # tiles-async failed here
     data = json.loads(out.read_text())
     assert [e["variant"]["codelet"] for e in data["entries"]] == ["tiles"]
     assert data["device"]["fingerprint"] == session.device.fingerprint
+    assert data["notes"]["batch_timing"] == {"seconds": 1e-3, "classes": [f"{SGEMM}|small"]}
     code, text = _cli("blas", "tune", "--device", "cpu", "--seed-top", "2")
     assert code == 1 and text.count("\n") == 1 and "--seed-top needs --seed" in text
     code, text = _cli("blas", "tune", "--device", "cpu", "--seed", "no such device")
     assert code == 1 and text.count("\n") == 1 and "0 stored opencl cpu profiles match" in text
+
+
+
+class _Stream:
+    """A fake queue whose runs take `device` seconds each, where a run enqueued on an empty
+    stream (after a wait) first waits `host` seconds for the host's launch: one launch between
+    two events times host + device, n back to back host + n·device."""
+
+    def __init__(self, host: float, device: float) -> None:
+        self.host, self.device, self.t, self.idle = host, device, 0.0, True
+
+    def run(self) -> Any:
+        from liftkit.blas.tune import _Span
+
+        first = self.t
+        self.t = first + (self.host if self.idle else 0.0) + self.device
+        self.idle = False
+        return _Span(self, first, self.t)
+
+    def wait(self, events: Any) -> None:
+        self.idle = True
+
+    def seconds(self, first: float, last: float) -> float:
+        return last - first
+
+
+@pytest.mark.parametrize("batch, per_run", [(0.0, 70e-6), (1e-3, 56e-6)])
+def test_batch_timing_leaves_the_hosts_launch_out(batch: float, per_run: float) -> None:
+    """One launch per timed run counts the host's launch (15 us beside a 55 us kernel here);
+    batch timing (`measure(batch=...)`, `tune --timing batch`) times ceil(1 ms / 70 us) = 15
+    runs enqueued back to back, of which only the first waits for the host."""
+    from liftkit.blas.tune import BATCH, Trial, _check_then_time
+
+    assert BATCH == 1e-3
+    stream, want = _Stream(15e-6, 55e-6), np.zeros(4)
+    t = _check_then_time(Trial(SGEMM, "large", GLB), want, want.copy(), {"M": 2, "N": 2, "K": 1},
+                         stream.run, 5, 2.0, batch=batch)
+    assert not t.error and t.seconds == pytest.approx(per_run, rel=1e-6)
+    assert t.rate == pytest.approx(2 * 4 / per_run / 1e9)
+
+
+def test_batch_timing_on_the_cpu_device(session: Session) -> None:
+    from liftkit.blas.tune import measure
+
+    kind = Kind("dot", "float32")
+    t = measure(session, kind, Variant.of("chunks", n=64), {"N": 4096}, batch=1e-3)
+    assert not t.error and t.rate > 0 and t.seconds > 0

@@ -8,6 +8,7 @@ so an interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -196,9 +197,11 @@ class Trial:
 def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int],
             repeat: int = 5, max_seconds: float = 2.0, seed: int = 0,
             inputs: Optional[Inputs] = None, plan: bool = False,
-            real: Optional[Variant] = None, race: Optional[float] = None) -> Trial:
+            real: Optional[Variant] = None, race: Optional[float] = None,
+            batch: float = 0.0) -> Trial:
     """Derive, build, check against NumPy, then time (median of `repeat` event-timed runs,
-    fewer when a run is slow). Errors are recorded, not raised: a variant a device cannot run is
+    fewer when a run is slow; `batch` > 0: runs shorter than that timed back to back,
+    `_check_then_time`). Errors are recorded, not raised: a variant a device cannot run is
     simply not chosen. `inputs`: where the inputs and reference are kept between variants.
     `plan`: a GEMM kernel timed as a call runs it, with the padded copies of its operands and
     of the product where its tiles do not divide the sizes (the padded plan a guarded form
@@ -209,7 +212,7 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     t = Trial(kind, size_class(kind.op, sizes), variant)
     inputs = inputs if inputs is not None else Inputs()
     if variant.codelet in ("real", "nn", "split") or plan:
-        t = _measure_plan(session, t, sizes, repeat, max_seconds, seed, inputs, real)
+        t = _measure_plan(session, t, sizes, repeat, max_seconds, seed, inputs, real, batch)
         if real is not None and variant.codelet == "real":
             t.variant, t.via = real, "real"
         return t
@@ -233,12 +236,12 @@ def measure(session: Session, kind: Kind, variant: Variant, sizes: dict[str, int
     except Exception as err:  # noqa: BLE001 - a launch the device refuses or a kernel fault
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
-    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds, race)
+    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds, race, batch)
 
 
 def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int,
                   max_seconds: float, seed: int, inputs: Inputs,
-                  real: Optional[Variant] = None) -> Trial:
+                  real: Optional[Variant] = None, batch: float = 0.0) -> Trial:
     """A GEMM plan (the complex-through-real and transposing codelets, or one kernel with its
     operands padded where its tiles do not divide the sizes): packing, product and the copy of
     a padded product timed together on device operands, checked against NumPy first."""
@@ -278,7 +281,7 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
                 ev, temps = plan.launch(a, b, prod, waits, ws)
                 ev = plan.crop_product(out, prod, ev, temps)  # (as a call copies it out)
             keep[:] = [a, b, temps]
-            return _Span(q, marker, ev if ev is not None else q.marker())
+            return _Span(q, marker, ev if ev is not None else q.marker(), keep[:])
 
         run()
         q.finish()
@@ -287,21 +290,29 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
     except Exception as err:  # noqa: BLE001 - a plan the device cannot run
         t.error = f"launch: {str(err).splitlines()[0][:200]}"
         return t
-    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds)
+    return _check_then_time(t, want, got, sizes, run, repeat, max_seconds, batch=batch)
 
 
 # a kernel whose first two timed runs take RACE times the fastest so far at its sizes is timed
 # twice: it cannot win, and five runs of a slow 8192³ variant (glb, scalar tiles) took 2 s each
 # (two: one run delayed by the host is no verdict)
 RACE = 3.0
+# batch timing (`measure(batch=...)`, `liftkit blas tune --timing batch`): a run shorter than
+# BATCH seconds is timed as that many seconds of runs enqueued back to back (at most BATCH_RUNS),
+# as a stream of calls runs: one launch between two events also times the host's launch, 10-17
+# us at SGEMM 1024³ on the H200, which ranked a tiling 8 % slower per call first
+# (results/issue15/h200-26)
+BATCH, BATCH_RUNS = 1e-3, 200
 
 
 def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[str, int],
                      run: Callable[[], Any], repeat: int, max_seconds: float,
-                     race: Optional[float] = None) -> Trial:
+                     race: Optional[float] = None, batch: float = 0.0) -> Trial:
     """Compare with NumPy (tolerance by precision, growing with the summed length), then time
     the median of up to `repeat` runs within `max_seconds` (two where both take RACE times
-    `race`); the rate is the real (unpadded) problem's."""
+    `race`); with `batch`, each timed run is n runs enqueued back to back, n such that a single
+    run (timed once first) times n lasts `batch` seconds; the rate is the real (unpadded)
+    problem's."""
     kind = t.kind
     k = sizes.get("K", sizes.get("N", 1))
     tol = (1e-3, 1e-4 * k) if kind.dtype in ("float32", "complex64") else (1e-9, 1e-11 * k)
@@ -309,11 +320,16 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
         t.error = "wrong result"
         return t
     times = []
+    n = 1
+    if batch > 0:
+        probe = run()
+        probe.wait()
+        n = max(1, min(BATCH_RUNS, math.ceil(batch / max(probe.seconds, 1e-9))))
     start = time.perf_counter()
     for _ in range(repeat):
-        span = run()
-        span.wait()
-        times.append(span.seconds)
+        spans = [run() for _ in range(n)]  # (held: their temporaries live until the wait)
+        spans[-1].wait()
+        times.append(spans[0].q.seconds(spans[0].first, spans[-1].last) / n)
         if time.perf_counter() - start > max_seconds or (
                 race and len(times) >= 2 and min(times) > RACE * race):
             break
@@ -374,16 +390,17 @@ def _launcher(session: Session, built: Built, xs: list[Any], sizes: dict[str, in
         marker = q.marker()
         ev, temps = built.launch(q, arrays, scalars, out, sizes, [marker])
         keep[:] = temps
-        return _Span(q, marker, ev if ev is not None else q.marker())
+        return _Span(q, marker, ev if ev is not None else q.marker(), temps)
 
     return (out, host.shape), run
 
 
 class _Span:
-    """From the first to the last event of a pipeline (several kernels)."""
+    """From the first to the last event of a pipeline (several kernels); `temps`: what the
+    pipeline's kernels use, kept alive with the span."""
 
-    def __init__(self, q: Any, first: Any, last: Any) -> None:
-        self.q, self.first, self.last = q, first, last
+    def __init__(self, q: Any, first: Any, last: Any, temps: Any = None) -> None:
+        self.q, self.first, self.last, self.temps = q, first, last, temps
 
     def wait(self) -> None:
         self.q.wait([self.last])
@@ -531,7 +548,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
          peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1,
          limits: Any = None, edges: Optional[bool] = None,
          workers: Optional[int] = None, seed: Optional[Profile] = None,
-         seed_top: int = SEED_TOP) -> Profile:
+         seed_top: int = SEED_TOP, batch: float = 0.0) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class).
@@ -545,7 +562,8 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     plan on the real dtype's best kernels (`real_tasks`: entries with `via` "real").
     On CUDA, `workers` processes compile the kernels ahead (`prebuild`; default: the cores but
     two, at most 8; 0: none). `seed`: another device's profile whose `seed_top` fastest class
-    variants are what a (kind, class) it measured explores here (`liftkit.blas.seed`)."""
+    variants are what a (kind, class) it measured explores here (`liftkit.blas.seed`).
+    `batch`: runs shorter than that many seconds are timed back to back (`measure`)."""
     dev = session.device
     if limits is None and session.backend == "cuda":
         limits = device_limits(session, progress)
@@ -602,6 +620,9 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))
         total = sum(len(t) for _, _, t in plan) * max(1, rounds)
+        if batch > 0:  # the classes timed back to back (the others: one launch per run)
+            note = prof.notes.setdefault("batch_timing", {"seconds": batch, "classes": []})
+            note["classes"] = sorted(set(note["classes"]) | {f"{k}|{c}" for k, c, t in plan if t})
         if progress:
             _, more = planned_measurements(
                 [k for k, _, _ in plan], classes, session.device_kind, session.backend, limits,
@@ -640,13 +661,13 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         with pre.quiet:  # no code generation on other threads meanwhile
                             if tk.mode == "real":
                                 trial = measure(session, kind, Variant.of("real"), tk.sizes,
-                                                inputs=inputs, real=tk.variant)
+                                                inputs=inputs, real=tk.variant, batch=batch)
                             elif tk.mode in ("plan", "split-base", "here"):
                                 trial = measure(session, kind, tk.variant, tk.sizes,
-                                                inputs=inputs, plan=True)
+                                                inputs=inputs, plan=True, batch=batch)
                             else:
                                 trial = measure(session, kind, tk.variant, tk.sizes,
-                                                inputs=inputs, race=fastest)
+                                                inputs=inputs, race=fastest, batch=batch)
                         trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
                         if on_trial is not None:
                             on_trial(trial)
