@@ -142,16 +142,16 @@ def test_narrow_guarded_tiles_on_a_cuda_gpu(cuda_session: Any, tm: int) -> None:
 
 def test_the_h100_profile_runs_sgemm_1023_on_256x32_tiles_split_in_3(blas_host: Any,
                                                                      stub_cuda: Any) -> None:
-    """results/issue15/odd25b run 2 (ship.py): SGEMM 1023×1025×999 NN on 256×32×16 guarded
-    tiles split along K in 3 (132 tiles × 3 parts = 396: three blocks on every multiprocessor;
-    0.753x cuBLAS per call against the shipped plan's 0.711x, on an H200), one launch, no
-    copies; 1000³, 4097×4095² and the class's other odd sizes as before (the entry is via
-    "here": for its sizes alone)."""
+    """results/issue15/odd26 (ship.py): SGEMM 1023×1025×999 NN on 256×32×16 guarded tiles
+    with 16×4 blocks and A's rows swizzled (rot=2), split along K in 3 (132 tiles × 3 parts =
+    396: three blocks on every multiprocessor; 0.805x cuBLAS per call on the H100 against
+    odd25b's 8×8 unswizzled entry's 0.753x), one launch, no copies; 1000³, 4097×4095² and the
+    class's other odd sizes as before (the entry is via "here": for its sizes alone)."""
     s = stub_cuda
     got: list = []
     s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
-    v = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1,
-                   split=3, slots=396, bound=3)
+    v = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=16, rn=4, stages=2, elems=1,
+                   rot=2, split=3, slots=396, bound=3)
     plan = s.plan_gemm((1023, 999), (999, 1025), np.float32)
     assert plan.built.variant == v and plan.padded == plan.sizes
     A, B, C = (blas_host.ndarray(sh, "float32") for sh in ((1023, 999), (999, 1025), (1023, 1025)))
@@ -185,10 +185,11 @@ def test_balanced_tasks_fill_every_multiprocessor() -> None:
     lim = SMLimits(**H100)
     at = {"M": 1023, "N": 1025, "K": 999}
     got = balanced_tasks(KIND, at, lim)
-    base = dict(tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1)
+    base = dict(tm=256, tn=32, tk=16, stages=2, elems=1)
     assert [(t.variant, t.sizes, t.mode) for t in got] == [
-        (Variant.of("edge-tiles-async", **base, split=3, slots=396, bound=3), at, "here"),
-        (Variant.of("edge-tiles-async", **base, split=4, slots=528, bound=4), at, "here")]
+        (Variant.of("edge-tiles-async", **base, **blocks, split=p, slots=n, bound=b), at, "here")
+        for blocks in (dict(rm=8, rn=8), dict(rm=8, rn=8, rot=2), dict(rm=16, rn=4, rot=2))
+        for p, n, b in ((3, 396, 3), (4, 528, 4))]
     assert balanced_tasks(KIND, at, None) == []
     assert balanced_tasks(Kind("mm", "float64", "NN"), at, lim) == []
     assert balanced_tasks(KIND, {"M": 1000, "N": 1000, "K": 1000}, lim) == []
@@ -212,8 +213,8 @@ def test_the_tuner_keeps_a_balanced_entry_only_where_it_won(session: Any, monkey
              **_: Any) -> Any:
         t = tune_mod.Trial(kind, size_class(kind.op, sizes), variant, dict(sizes))
         seen.append((variant, dict(sizes), plan))
-        t.rate = (1.5 + variant.kw.get("split", 0) if faster else 0.5) \
-            if variant.kw.get("tm") == 256 else 1.0
+        t.rate = (1.5 + variant.kw.get("split", 0) + variant.kw.get("rm", 0) / 100
+                  if faster else 0.5) if variant.kw.get("tm") == 256 else 1.0
         t.seconds = 1.0 / t.rate
         return t
 
@@ -223,9 +224,9 @@ def test_the_tuner_keeps_a_balanced_entry_only_where_it_won(session: Any, monkey
     tune_mod.tune(s, [KIND], ["large"], prof, progress=False, peaks=None, max_variants=1,
                   edges=True, limits=SMLimits(**H100))
     here = [x for x in seen if x[1] == at and x[0].kw.get("tm") == 256]
-    assert len(here) == 2 and all(x[2] for x in here)  # (as calls)
-    best = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1,
-                      split=4, slots=528, bound=4)  # (the faster here)
+    assert len(here) == 6 and all(x[2] for x in here)  # (as calls)
+    best = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=16, rn=4, stages=2, elems=1,
+                      rot=2, split=4, slots=528, bound=4)  # (the faster here)
     entries = prof.at_sizes(KIND, at, "here")
     assert [e.variant for e in entries] == ([best] if faster else [])
-    assert len(prof.notes["splits"][f"{KIND}|large"]["here"]) == 2
+    assert len(prof.notes["splits"][f"{KIND}|large"]["here"]) == 6

@@ -173,12 +173,15 @@ def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str,
 # guarded FFMA tilings tried where their grid, split along K, gives every multiprocessor the
 # same number of resident parts (results/issue15/odd25b: SGEMM 1023×1025×999 on the H100/H200,
 # 256×32×16 tiles — 132, one per multiprocessor — in 3 parts 0.753x cuBLAS per call, in 4
-# parts 0.725x, against the 136 tiles of 128×64's 0.711x)
-BALANCED_TILES = ((256, 32, 16, 8, 8, 2),)  # tm, tn, tk, rm, rn, stages
+# parts 0.725x, against the 136 tiles of 128×64's 0.711x); with A's rows swizzled (rot=2, 8×8
+# and 16×4 blocks) 0.803x / 0.805x in 3 parts (results/issue15/odd26, H100)
+BALANCED_TILES = ((256, 32, 16, 8, 8, 2, 0), (256, 32, 16, 8, 8, 2, 2),
+                  (256, 32, 16, 16, 4, 2, 2))  # tm, tn, tk, rm, rn, stages, rot
 
 
 def balanced_tasks(kind: Kind, sizes: dict[str, int], limits: Any) -> list[Task]:
-    """`edge-tiles-async` of BALANCED_TILES split along K where tiles × parts equals the slots
+    """`edge-tiles-async` of BALANCED_TILES (A's rows swizzled or not) split along K where
+    tiles × parts equals the slots
     that the register bound fixes on this GPU (`occupancy.bounded_slots`; (parts, slots,
     bound) among mm-split-tail's SCHEDULES), element copies where 4 divides not N and K;
     none without the GPU's multiprocessor limits or for other kinds."""
@@ -190,15 +193,15 @@ def balanced_tasks(kind: Kind, sizes: dict[str, int], limits: Any) -> list[Task]
         return []
     elems = {"elems": 1} if sizes["N"] % 4 or sizes["K"] % 4 else {}
     out = []
-    for tm, tn, tk, rm, rn, stages in BALANCED_TILES:
+    for tm, tn, tk, rm, rn, stages, rot in BALANCED_TILES:
         tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
         threads, shared = tiles_async_footprint(tm, tn, tk, rm, rn, stages)
         for parts, slots, bound in SCHEDULES:
             if bound and parts > 1 and tiles * parts == slots \
                     and bounded_slots(limits, threads, shared, bound) == slots:
                 out.append(Task(Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
-                                           stages=stages, **elems, split=parts, slots=slots,
-                                           bound=bound), sizes, "here"))
+                                           stages=stages, **elems, **({"rot": rot} if rot else {}),
+                                           split=parts, slots=slots, bound=bound), sizes, "here"))
     return out
 
 
