@@ -68,6 +68,25 @@ ROWS = [("odd", "auto (no entry)", None),
         ("4097", "auto", None)]
 
 
+# run 2 (`--run2`): run 1's two best (A's rows swizzled: 16×4 and 8×8 blocks, split in 3) timed
+# again beside the session-25 entry and the plan without entries, each twice in another order;
+# 16×4 without the register bound and with 3 stages; 256×32×32 with 8×4 blocks (256 work-items,
+# 128 registers) split in 2 at 264 slots (two blocks, 16 warps, on every multiprocessor)
+ROWS2 = [("odd", "auto (no entry)", None),
+         ("odd", "session-25 256x32x16 8x8 split3", _s3()),
+         ("odd", "rot2 256x32x16 16x4 split3", _s3(2, rm=16, rn=4)),
+         ("odd", "rot2 256x32x16 8x8 split3", _s3(2)),
+         ("odd", "rot2 256x32x16 16x4 split3 nobound", _s3(2, rm=16, rn=4, bound=0)),
+         ("odd", "rot2 256x32x16 16x4 s3 split3", _s3(2, rm=16, rn=4, stages=3)),
+         ("odd", "rot2 256x32x32 8x4 split2 264 b2", _s3(2, tk=32, rn=4, split=2, slots=264,
+                                                          bound=2)),
+         ("odd", "rot2 256x32x16 8x8 split3 (again)", _s3(2)),
+         ("odd", "rot2 256x32x16 16x4 split3 (again)", _s3(2, rm=16, rn=4)),
+         ("odd", "session-25 256x32x16 8x8 split3 (again)", _s3()),
+         ("1000", "auto", None),
+         ("4097", "auto", None)]
+
+
 def main(argv: list[str]) -> int:
     args = odd25b.argparse.ArgumentParser()
     args.add_argument("--build", default="")
@@ -76,8 +95,9 @@ def main(argv: list[str]) -> int:
     args.add_argument("--kernels", default="")
     args.add_argument("--rounds", type=int, default=5)
     args.add_argument("--only", default="", help="comma-separated row labels")
+    args.add_argument("--run2", action="store_true", help="run 2's rows (ROWS2)")
     a = args.parse_args(argv)
-    rows = [r for r in ROWS if not a.only or r[1] in a.only.split(",")]
+    rows = [r for r in (ROWS2 if a.run2 else ROWS) if not a.only or r[1] in a.only.split(",")]
     if a.build:
         return odd25b.build(Path(a.build), rows, a.ptxas)
     return odd25b.gpu(Path(a.out), a.rounds, Path(a.kernels) if a.kernels else None, rows)

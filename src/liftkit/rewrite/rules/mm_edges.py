@@ -122,11 +122,13 @@ EDGE_TILES_COMPLEX = ((128, 32, 16, 8, 4, 1, 1), (128, 32, 16, 4, 4, 1, 1),
 # where 128×64 tiles make 136. Alone they ran slower (a warp of 4 × 8 work-items reads 8 rows of
 # A: 4-way bank conflicts); 256×32×16 split along K in 3 (three parts on every multiprocessor)
 # is what the H100 profile runs at SGEMM 1023×1025×999 (0.753x cuBLAS against 0.711x,
-# results/issue15/odd25b). 256×32 with 16×4 blocks: warps of 8 × 4 (2-way, as 128×64's)
+# results/issue15/odd25b). 256×32 with 16×4 blocks: warps of 8 × 4 (2-way, as 128×64's); with
+# A's rows swizzled (rot=2) 16×4 and 8×8 split in 3 ran 0.805x / 0.803x (odd26). 256×32×32 with
+# 8×4 blocks: 256 work-items within 128 registers, two blocks (16 warps) on a multiprocessor
 EDGE_TILES_FLOAT4 = ((128, 32, 32, 8, 8, 1, 4), (128, 32, 16, 8, 8, 1, 4),
                      (128, 32, 16, 8, 4, 1, 4), (128, 32, 32, 8, 4, 1, 4),
                      (256, 32, 16, 8, 8, 1, 4), (256, 32, 32, 8, 8, 1, 4),
-                     (256, 32, 16, 16, 4, 1, 4))
+                     (256, 32, 16, 16, 4, 1, 4), (256, 32, 32, 8, 4, 1, 4))
 
 
 def _choices(site: Site) -> Options:
