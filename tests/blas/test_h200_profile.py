@@ -1,0 +1,48 @@
+"""The shipped H200 profiles (results/issue15/h200-26): found for the fingerprint the GPU
+machine's H200 gives (CUDA: name, compute capability, the driver's CUDA version; OpenCL: the
+platform, name and driver version), also after a driver update, and choosing a measured
+derivation for every GEMM, GEMV and transpose of the per-call table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from liftkit.blas.codelets import Kind, fit_choice, multiples
+from liftkit.blas.profile import SHIPPED, file_name, find_profile, find_profile_any_driver
+
+H200_CUDA = "cuda|NVIDIA H200|sm9.0|driver13000"  # what run1/card.txt printed on the H200
+H100_CUDA = "cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"
+
+
+def test_the_h200_profile_is_found_by_its_fingerprint(tmp_path: Path) -> None:
+    prof = find_profile(H200_CUDA, [tmp_path, SHIPPED])  # (an empty user directory first)
+    assert prof is not None and prof.fingerprint == H200_CUDA and prof.device_type == "gpu"
+    assert (SHIPPED / file_name(H200_CUDA)).is_file()
+    assert prof.label == "CUDA / NVIDIA H200 (device 0)" and prof.peaks is not None
+    # tuned on the H200 itself, seeded by the H100's profile (whose entries it re-measured)
+    assert list(prof.notes["seeded"]) == [H100_CUDA]
+    later = find_profile_any_driver("cuda|NVIDIA H200|sm9.0|driver13010", [tmp_path, SHIPPED])
+    assert later is not None and later.fingerprint == H200_CUDA
+    h100 = find_profile(H100_CUDA, [SHIPPED])
+    assert h100 is not None and h100.fingerprint != prof.fingerprint
+
+
+@pytest.mark.parametrize("op, dtype, layout, n", [
+    *[("mm", dt, lay, n) for dt in ("float32", "float64", "complex64", "complex128")
+      for lay in ("NN", "TN") for n in (1024, 4096)],
+    *[("mm", dt, "NT", n) for dt in ("float64", "complex64", "complex128") for n in (1024, 4096)],
+    *[("gemv", dt, lay, n) for dt in ("float32", "float64") for lay in "NT" for n in (4096, 8192)],
+    *[("transpose", dt, "-", n) for dt in ("float32", "float64") for n in (4096, 8192)],
+])
+def test_the_h200_profile_chooses_for_the_table(op: str, dtype: str, layout: str, n: int) -> None:
+    """A measured entry, of the class the size falls in, whose padding is acceptable (float32 NT
+    has none: its default, the nn plan, as on the H100)."""
+    prof = find_profile(H200_CUDA, [SHIPPED])
+    assert prof is not None
+    kind = Kind(op, dtype, layout)
+    sizes = {"M": n, "N": n, "K": n} if op == "mm" else {"M": n, "N": n}
+    v = prof.choose(kind, sizes, multiples)
+    assert v is not None, kind
+    fit_choice(kind, v, sizes)  # derives at these sizes
