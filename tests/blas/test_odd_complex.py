@@ -191,9 +191,9 @@ def test_the_h100_profile_runs_the_odd_complex_sizes_on_the_complex_kernels(stub
     assert plan.embed is None and plan.built.variant == split2 and plan.padded == plan.sizes
     assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex64,  # (NC: NT's entries, none)
                        trans_b="C").variant == Variant.of("real")
-    odd = s.plan_gemm((1023, 999), (999, 1025), np.complex64)
+    odd = s.plan_gemm((1023, 999), (999, 1025), np.complex64)  # (since oddc26: 256×32 rot=3)
     assert odd.embed is None and odd.built.variant == Variant.of(
-        "edge-ctiles-async", rm=4, rn=4, stages=2, tk=16, tm=128, tn=32)
+        "edge-ctiles-async", rm=8, rn=4, rot=3, stages=2, tk=16, tm=256, tn=32)
     assert s.plan_gemm((1024, 1024), (1024, 1024), np.complex64).built.variant.codelet == \
         "ctiles-async"
     for a, b in (((1000, 1000), (1000, 1000)), ((1023, 999), (999, 1025))):

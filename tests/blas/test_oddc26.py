@@ -146,3 +146,25 @@ def test_swizzled_guarded_entries_compute_odd_cgemms(cuda_session: Any) -> None:
             cuda_session.gemm(dA, dB, C).result()
             got = cp.asnumpy(C)
             assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+def test_the_h100_profile_runs_the_swizzled_guarded_complex_tiles(stub_cuda: Any) -> None:
+    """results/issue15/oddc26 run 1 (H100, ship.py): CGEMM NN 1023×1025×999 on 256×32 tiles
+    with A's rows swizzled (0.842x cuBLAS per call; the session-25 entry 0.777x in the same
+    run), 4097×4095×4095 on 128×64 rot=3 under the 2-blocks cap (0.926x; the real plan 0.849x):
+    one kernel, no copies; 1000³ keeps 128×64 split in 2 (rot=3 ran slower there); other sizes
+    of those classes as before (the entries serve their very sizes alone)."""
+    s = stub_cuda
+    odd = s.plan_gemm((1023, 999), (999, 1025), np.complex64)
+    assert odd.embed is None and odd.padded == odd.sizes and odd.built.variant == \
+        Variant.of("edge-ctiles-async", tm=256, tn=32, tk=16, rm=8, rn=4, stages=2, rot=3)
+    big = s.plan_gemm((4097, 4095), (4095, 4095), np.complex64)
+    assert big.embed is None and big.padded == big.sizes and big.built.variant == \
+        Variant.of("edge-ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, rot=3,
+                   slots=264, bound=2)
+    assert not big._pack_steps("A") and not big._pack_steps("B")
+    thousand = s.plan_gemm((1000, 1000), (1000, 1000), np.complex64)
+    assert "rot" not in thousand.built.variant.kw and thousand.built.variant.kw["split"] == 2
+    for m, n, k in ((4095, 4097, 4095), (1023, 1025, 1000), (4096, 4096, 4096)):
+        p = s.plan_gemm((m, k), (k, n), np.complex64)
+        assert p.embed is not None or p.built.variant.codelet == "ctiles-async"
