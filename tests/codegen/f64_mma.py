@@ -35,13 +35,13 @@ def assert_sound_and_round_trips(final: Any, tm: int, tn: int, tk: int) -> None:
 def tensor_core_offers(pairs: bool = False, blocked: bool = False) -> list[dict[str, Any]]:
     """mm-tensor-cores' choices for the FP64 product (A stored k×m, B n×k), in order (with
     `pairs`, also the k-permuted reads: test_cuda_mma_pairs; with `blocked`, also the k rows in
-    blocks of 4 (lines=2) it offers after them: test_cuda_mma_blocked)."""
+    blocks of 4 (lines=2, 3) it offers after them: test_cuda_mma_blocked)."""
     M, N, K = D.size("M"), D.size("N"), D.size("K")
     p = D.fun([float64[K][M], float64[N][K]], lambda A, B: D.map(lambda rowA: D.join << D.map(
         lambda colB: D.reduce(D.DOUBLE.add, D.lit(0.0, float64)) << D.map(D.DOUBLE.mult)
         << D.zip(rowA, colB)) << D.transpose << B) << A)
     return [c.params for c in enumerate_choices(normal_form(p), [MM_TENSOR_CORES])
-            if (pairs or not c.params.get("pairs")) and (blocked or c.params.get("lines") != 2)]
+            if (pairs or not c.params.get("pairs")) and (blocked or c.params.get("lines") not in (2, 3))]
 
 
 def deep(o: dict[str, Any]) -> bool:

@@ -6,7 +6,7 @@ lane offset plus a constant, no rotation to compute per read) against the shippe
 `ctiles-async` kt) capped at two blocks per multiprocessor (`bound=2,slots=264`: 126 registers
 instead of 143 under NVRTC 13.0) at 1024/4096/8192, NN 1024 capped.
 
-    python3 results/issue15/fp64-26/fp64_26.py [--rounds 7] [--dry] [--only TN] [--jsonl FILE]
+    python3 results/issue15/fp64-26/fp64_26.py [--set 1|2] [--rounds 7] [--dry] [--only TN] [--jsonl FILE]
 
 A row is forced through the profile as a tuning run would leave it: an entry at the row's very
 sizes (`Profile.at_sizes`), "profile" rows change nothing. Each kernel is built ahead by NVRTC in
@@ -67,6 +67,27 @@ ROWS: list[tuple[str, int, list[str]]] = [
 ]
 
 
+# run 2 (`--set 2`): k rows with their 128-byte segments rotated (lines=3) beside run 1's
+# winners (NN: B in blocks of 4, lines=2, on 8 warps), the profile's choices again; every round
+# alternates which side runs first (a clock that drifts under sustained FP64 load weighs on both)
+ROWS2: list[tuple[str, int, list[str]]] = [
+    ("TN", 1024, [PROFILE, _m(64, 64, 4, 4, 3), _m(64, 64, 4, 3, 3), _m(128, 64, 8, 4, 3),
+                  _m(128, 64, 8, 3, 3), _m(64, 128, 8, 4, 3), _m(128, 64, 4, 4, 3, group=8)]),
+    ("NN", 1024, [PROFILE, _m(128, 64, 8, 4), _m(128, 64, 8, 3), _m(128, 64, 8, 4, 3),
+                  _m(64, 64, 4, 4, 3), _m(128, 64, 4, 3, 3, group=4)]),
+    ("TN", 2048, [PROFILE, _m(64, 64, 4, 4, 3), _m(128, 64, 8, 3, 3), _m(128, 64, 4, 4, 3, group=8)]),
+    ("NN", 2048, [PROFILE, _m(128, 64, 8, 4), _m(128, 64, 8, 4, 3)]),
+    ("TN", 4096, [PROFILE, _m(128, 64, 4, 4, 3, group=8), _m(128, 64, 4, 3, 3, group=4),
+                  _m(128, 64, 8, 3, 3)]),
+    ("NN", 4096, [PROFILE, _m(128, 64, 4, 4, 3, group=4), _m(128, 64, 4, 3, group=4),
+                  _m(128, 64, 8, 4)]),
+    ("TN", 8192, [PROFILE, _m(128, 64, 4, 4, 3, group=8)]),
+    ("NN", 8192, [PROFILE, _m(128, 64, 4, 4, 3, group=4), _m(128, 64, 8, 4)]),
+    ("cNN", 1024, [PROFILE, "ctiles-async(rm=8,rn=4,rot=3,stages=2,tk=16,tm=128,tn=64" + CAP + ")"]),
+]
+SETS = {1: ROWS, 2: ROWS2}
+
+
 def _kind(lay: str) -> Any:
     """The GEMM kind of a row's layout ("cTN": complex64 TN, else float64)."""
     from liftkit.blas.codelets import Kind
@@ -74,8 +95,8 @@ def _kind(lay: str) -> Any:
     return Kind("mm", "complex64", lay[1:]) if lay.startswith("c") else Kind("mm", "float64", lay)
 
 
-def _jobs(only: str = "") -> list[tuple[str, str]]:
-    out = [(lay, v) for lay, _, vs in ROWS for v in vs if v != PROFILE and lay.startswith(only)]
+def _jobs(rows: list[tuple[str, int, list[str]]], only: str = "") -> list[tuple[str, str]]:
+    out = [(lay, v) for lay, _, vs in rows for v in vs if v != PROFILE and lay.startswith(only)]
     return list(dict.fromkeys(out))
 
 
@@ -140,12 +161,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=0, help="alternating rounds (0: by size)")
     p.add_argument("--only", default="", help="layouts starting so (TN, NN)")
     p.add_argument("--max-n", type=int, default=8192)
+    p.add_argument("--set", type=int, default=1, choices=sorted(SETS), help="run 1's rows or run 2's")
     p.add_argument("--jsonl", default=os.path.join(os.environ.get("OUT", "."), "fp64_26.jsonl"))
     p.add_argument("--dry", action="store_true", help="derive and NVRTC-compile every kernel "
                    "here (no GPU), print registers and spills, and stop")
     a = p.parse_args(argv)
     if a.dry:
-        for (klay, text), (regs, spill) in _prebuild(_jobs(a.only), "sm_90a", None).items():
+        for (klay, text), (regs, spill) in _prebuild(_jobs(SETS[a.set], a.only), "sm_90a", None).items():
             print(f"{klay} {text:90s} regs {regs} spill {spill}", flush=True)
         return 0
 
@@ -159,7 +181,7 @@ def main(argv: list[str]) -> int:
 
     device = list_devices()[0]
     t0 = time.time()
-    attrs = _prebuild(_jobs(a.only), arch_for(device.compute_capability), (ModuleCache(), device))
+    attrs = _prebuild(_jobs(SETS[a.set], a.only), arch_for(device.compute_capability), (ModuleCache(), device))
     print(f"built {len(attrs)} kernels in {time.time() - t0:.1f} s", flush=True)
     canon = {(lay, str(lookup_variant(_kind(lay), text))): ra
              for (lay, text), ra in attrs.items()}
@@ -176,7 +198,7 @@ def main(argv: list[str]) -> int:
     print(f"liftkit.blas on {s.device.label} ({s.backend})", flush=True)
     out = open(a.jsonl, "a")
     table = []
-    for lay, n, variants in ROWS:
+    for lay, n, variants in SETS[a.set]:
         if not lay.startswith(a.only) or n > a.max_n:
             continue
         kind = _kind(lay)
@@ -215,8 +237,13 @@ def main(argv: list[str]) -> int:
                 continue
             call = lambda: s.gemm(A, B, C, trans_a=ta, trans_b=tb)  # noqa: E731
             blas = lambda: cp.matmul(opA, opB, out=C)  # noqa: E731
-            pairs = [(_time(cp, blas, repeat, batches), _time(cp, call, repeat, batches))
-                     for _ in range(rounds)]
+            pairs = []
+            for i in range(rounds):  # run 2: the side that runs first alternates
+                if a.set > 1 and i % 2:
+                    lk = _time(cp, call, repeat, batches)
+                    pairs.append((_time(cp, blas, repeat, batches), lk))
+                else:
+                    pairs.append((_time(cp, blas, repeat, batches), _time(cp, call, repeat, batches)))
             t_k, t_h = _kernel_and_host(cp, s, call, repeat, busy)
             err2 = check()
             ratios = sorted(r / lk for r, lk in pairs)

@@ -61,8 +61,9 @@ def _mm_mma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, line
     from liftkit.rewrite.rules.mm_schedule import MMA_SPLIT_TAIL
 
     # lines=1: 16-byte chunks over whole lines into rotated rows; 2: the operands copied as k
-    # rows (A of TN, B of NN and TN) kept in blocks of 4 rows, no rotation to compute per read
-    extra: dict[str, Any] = {"lines": 2 if lines == 2 else True} if lines else {}
+    # rows (A of TN, B of NN and TN) kept in blocks of 4 rows, no rotation to compute per read;
+    # 3: those rows' 128-byte segments rotated within themselves
+    extra: dict[str, Any] = {"lines": lines if lines in (2, 3) else True} if lines else {}
     if ik:  # ik=8: DMMA m16n8k8 throughout (reduceMmaF64K8); ik=16 (ahead=2): m16n8k16
         extra["ik"] = ik
     if ahead:  # with ik=8: fragments read a k-step ahead (1), and the copies spread (2)
@@ -565,8 +566,8 @@ def edge_forms(variant: "Variant") -> list["Variant"]:
     name = EDGE_FORMS.get(variant.codelet)
     if name is None:
         return []
-    # k rows in blocks of 4 (lines=2) are not offered guarded: the rotated rows (lines=1)
-    kept = tuple(("lines", 1) if p == ("lines", 2) else p
+    # k rows in blocks of 4 (lines=2, 3) are not offered guarded: the rotated rows (lines=1)
+    kept = tuple(("lines", 1) if p in (("lines", 2), ("lines", 3)) else p
                  for p in variant.params if p[0] not in _NOT_GUARDED)
     out = [Variant(name, kept)]
     if variant.kw.get("lines"):  # (m16n8k8 only with lines)

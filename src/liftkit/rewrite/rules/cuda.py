@@ -201,9 +201,11 @@ def _mma_choices(site: Site) -> Options:
         out += [{**o, "pairs": True} for o in out if o.get("ahead") == 2 and o["tk"] % PAIR_BLOCK == 0]
         # then the read-ahead loops with the operands copied as k rows kept in blocks of 4 rows
         # (lines=2: no rotation to compute per fragment read; A of TN, B of NN and TN)
-        out += [{**o, "lines": 2} for o in out if o.get("ahead") == 2 and not o.get("pairs")
-                and any(across) and all(blocked_rows_ok(cls, t, o["tk"], 32 * o["warps"])
-                                        for t, x in zip((o["tm"], o["tn"]), across) if x)]
+        # (lines=3: their 128-byte segments rotated instead)
+        out += [{**o, "lines": b} for b in (2, 3) for o in out if o.get("ahead") == 2
+                and not o.get("pairs") and any(across) and all(
+                    blocked_rows_ok(cls, t, o["tk"], 32 * o["warps"])
+                    for t, x in zip((o["tm"], o["tn"]), across) if x)]
     return out
 
 
@@ -349,16 +351,36 @@ def blocked_chunk(p: Any, c: int) -> Any:
     return (4 * (p // (4 * c)) + q % 8 // 2) * c + 2 * (q // 8) + q % 2
 
 
-def _blocked_gathers(c: int) -> tuple[Any, Any]:
-    """(position → chunk, chunk → position) gathers of k rows kept in blocks of 4."""
+def segment_position(i: Any, c: int) -> Any:
+    """Where chunk i (k row i/c, chunk i mod c) of k rows of c 16-byte chunks sits when each
+    row's 128-byte segments (8 chunks) are rotated by 2·(r mod 4) chunks within themselves: row
+    r at r·c, chunk ch in segment ch/8 at (ch + 2·(r mod 4)) mod 8. A global line lands in one
+    shared segment; a fragment read (k rows t + 4j, doubles g + 8q) puts its 4 rows in the 4
+    quarters of a bank line at a lane offset that depends on q's parity alone."""
+    r, ch = i // c, i % c
+    return r * c + 8 * (ch // 8) + (ch % 8 + 2 * (r % 4)) % 8
+
+
+def segment_chunk(p: Any, c: int) -> Any:
+    """The chunk at position p (the inverse of `segment_position`)."""
+    r = p // c
+    return r * c + 8 * (p % c // 8) + (p % 8 + 8 - 2 * (r % 4)) % 8
+
+
+def _blocked_gathers(c: int, segments: bool = False) -> tuple[Any, Any]:
+    """(position → chunk, chunk → position) gathers of k rows kept in blocks of 4, or
+    (`segments`) with their 128-byte segments rotated."""
     from liftkit import dsl as D
 
+    if segments:
+        return (D.gather(lambda p, n: segment_chunk(p, c)),
+                D.gather(lambda i, n: segment_position(i, c)))
     return (D.gather(lambda p, n: blocked_chunk(p, c)),
             D.gather(lambda i, n: blocked_position(i, c)))
 
 
 def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: bool, staged: int,
-                 pairs: bool = False, blocked: bool = False) -> Any:
+                 pairs: bool = False, blocked: int = 0) -> Any:
     """The rows×cols tile (cols along k) copied in 16-byte chunks (double2, float4), each
     warp's chunks covering whole rows, i.e. whole 128-byte lines (cp.async.cg of 16 bytes, the
     fewest L1 wavefronts), into a row-major layout whose rows are rotated so that the lanes of a
@@ -368,11 +390,14 @@ def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: boo
     in chunks) (the 4 k rows a read touches land in different quarters or halves of a line);
     with `pairs` (k permuted by `pair_k`, a read's 4 k rows are 4t + x) s(r) = (r + r/4)·(8
     elements in chunks), so that those rows too land in both halves of a line. With `blocked`
-    (FP64 copied across, `blocked_rows_ok`), the k rows are kept in blocks of 4 interleaved 32
-    bytes at a time instead (`_blocked_gathers`): a fragment read's lanes (k row t + 4j, column
-    g + 8q) then sit at a lane offset plus a constant, with no rotation to compute per read,
-    its 4 rows in the 4 quarters of a bank line; a warp's copy round fills 4 rows × 128 bytes,
-    512 contiguous bytes. It means the tile."""
+    (lines 2 or 3: FP64 copied across, `blocked_rows_ok`), 2: the k rows are kept in blocks of 4
+    interleaved 32 bytes at a time instead (`blocked_position`): a fragment read's lanes (k row
+    t + 4j, column g + 8q) then sit at a lane offset plus a constant, with no rotation to compute
+    per read, its 4 rows in the 4 quarters of a bank line; a warp's copy round fills 4 rows ×
+    128 bytes, 512 contiguous bytes, but each global line lands in 4 shared segments; 3: each
+    row's 128-byte segments rotated by 2·(r mod 4) chunks within themselves
+    (`segment_position`): a global line lands in one segment, a read's rows in the 4 quarters
+    at one of two lane offsets (q even or odd). It means the tile."""
     from liftkit import dsl as D
 
     w, c, lines = line_layout(kind, rows, cols, threads, transposed)  # type: ignore[misc]
@@ -383,7 +408,7 @@ def _stage_lines(rows: int, cols: int, threads: int, kind: type, transposed: boo
     rounds = D.mapSeqUnroll(D.mapLcl(0)(D.id_of(D.vector(kind.operand, w))))
     copy = D.toLocalAsync(staged, rounds) if staged > 1 else D.toLocal(rounds)
     if blocked and transposed:
-        to_pos, to_chunk = _blocked_gathers(c)
+        to_pos, to_chunk = _blocked_gathers(c, blocked == 3)
     else:
         to_pos = D.gather(lambda p, n: (p // c) * c + ((p % c) + c - shift(p // c)) % c)  # position → chunk
         to_chunk = D.gather(lambda i, n: (i // c) * c + ((i % c) + shift(i // c)) % c)  # chunk → position
@@ -453,15 +478,15 @@ def mm_tensor_cores(a: Expr, b: Expr, cls: type, tm: int, tn: int, tk: int, warp
     if pairs and not pairs_ok(cls, tk, bool(lines)):
         raise ValueError(f"{cls.name}: k-permuted fragment reads (pairs) take DMMA m16n8k8/k16 "
                          f"tiles staged in lines, k a multiple of {PAIR_BLOCK}, not {tk}")
-    blocked = lines == 2
+    blocked = lines if lines in (2, 3) else 0
     if blocked and (pairs or not any(across) or not all(
             blocked_rows_ok(cls, t, tk, 32 * warps) for t, x in zip((tm, tn), across) if x)):
-        raise ValueError(f"{cls.name}: k rows in blocks of 4 (lines=2) take FP64 operands copied "
-                         f"as k rows, k a multiple of 4 and no pairs; not {tm}×{tn}×{tk}")
+        raise ValueError(f"{cls.name}: k rows in blocks of 4 (lines={lines}) take FP64 operands "
+                         f"copied as k rows, k a multiple of 4 and no pairs; not {tm}×{tn}×{tk}")
     tiles = lambda t: D.compose(D.map(D.compose(D.transpose, D.map(D.split(tk)))), D.split(t))  # noqa: E731
     if staged:  # `_stage`'s flag names B's layout; `_stage_lines`'s the copy's direction
         stage, flags = (_stage_lines, across) if lines else (_stage, (False, True))
-        more = {"pairs": True} if pairs else {"blocked": True} if blocked else {}
+        more = {"pairs": True} if pairs else {"blocked": blocked} if blocked else {}
         sa = stage(tm, tk, 32 * warps, cls, flags[0], staged, **more)
         sb = stage(tn, tk, 32 * warps, cls, flags[1], staged, **more)
         if pairs:
@@ -624,7 +649,8 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
     the program rounds A and B with toTF32 first; "tf32z" truncates them with truncTF32; "bf16"
     rounds with toBF16; "f64": double): one application of mm-tensor-cores with these
     parameters, replayable (`lines`: the staged tiles copied in 16-byte chunks over whole lines
-    into rotated rows; lines=2: operands copied as k rows kept in blocks of 4 rows); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
+    into rotated rows; lines=2: operands copied as k rows kept in blocks of 4 rows, 3: with
+    their 128-byte segments rotated); with `wgmma`, one application of mm-wgmma instead (Hopper's warpgroup
     MMA, TF32 kinds only), `staged` tiles deep; with `copy="cp.async"` as well, mm-wgmma-async
     (the tiles copied raw by cp.async, B through registers); `copy="pair"`, mm-wgmma-pair (the
     same in 2-block clusters sharing B); `copy="tma"`, mm-wgmma-tma (tf32z: the bulk tensor
@@ -666,7 +692,7 @@ def tensor_core_mm(kind: str, tm: int, tn: int, tk: int, warps: int, staged: int
         grp = {} if group is None else {"group": group}
         step = rule(which, tm=tm, tn=tn, tk=tk, warps=warps, stages=staged, **grp)
         return topdown(step).derive(program, rules=CUDA_RULES_BY_NAME, name=f"mm-{kind}-wgmma{tag}")
-    extra: dict[str, Any] = {"lines": 2 if lines == 2 else True} if lines else {}
+    extra: dict[str, Any] = {"lines": lines if lines in (2, 3) else True} if lines else {}
     if ik:  # f64 only: reduceMmaF64K8 (m16n8k8 throughout), K16AheadSpread (m16n8k16)
         if kind != "f64" or ik not in (8, 16):
             raise ValueError(f"tensor-core product of kind {kind} with ik={ik}: only f64 takes "
