@@ -168,3 +168,82 @@ def test_the_h100_profile_runs_the_swizzled_guarded_complex_tiles(stub_cuda: Any
     for m, n, k in ((4095, 4097, 4095), (1023, 1025, 1000), (4096, 4096, 4096)):
         p = s.plan_gemm((m, k), (k, n), np.complex64)
         assert p.embed is not None or p.built.variant.codelet == "ctiles-async"
+
+
+H100 = dict(multiprocessors=132, registers=65536, shared=233472, threads=2048, blocks=32,
+            reserved_shared=1024)
+CKIND = Kind("mm", "complex64", "NN")
+ODD = {"M": 1023, "N": 1025, "K": 999}
+
+
+def test_fill_ctiles_tasks_give_every_multiprocessor_the_same_blocks() -> None:
+    """At 1023×1025×999 on the H100's limits: 256×32 tiles (132, one per multiprocessor) and
+    128×32 tiles three stages deep (264, two each), rot=3, as calls ("here"); none at 1000³
+    (128 and 256 tiles), without the limits, or for other kinds."""
+    from liftkit.backends.cuda.occupancy import SMLimits
+    from liftkit.blas.followups import Task, fill_ctiles_tasks, fill_sizes
+
+    lim = SMLimits(**H100)
+    assert fill_sizes(CKIND, "large", "gpu") == ODD
+    assert fill_sizes(Kind("mm", "complex64", "NT"), "large", "gpu") is None
+    assert fill_ctiles_tasks(CKIND, ODD, lim) == [
+        Task(Variant.of("edge-ctiles-async", tm=256, tn=32, tk=16, rm=8, rn=4, stages=2, rot=3),
+             ODD, "here"),
+        Task(Variant.of("edge-ctiles-async", tm=128, tn=32, tk=16, rm=4, rn=4, stages=3, rot=3),
+             ODD, "here")]
+    assert fill_ctiles_tasks(CKIND, {"M": 1000, "N": 1000, "K": 1000}, lim) == []
+    assert fill_ctiles_tasks(CKIND, ODD, None) == []
+    assert fill_ctiles_tasks(Kind("mm", "float32", "NN"), ODD, lim) == []
+
+
+def test_tuned_complex_entries_via_here_are_run_at_their_sizes() -> None:
+    """`gemm.measured_here` takes the tuner's guarded complex entries (via "here") at their
+    very sizes, the fastest of those and the others there."""
+    from types import SimpleNamespace
+
+    from liftkit.blas.gemm import measured_here
+
+    p = Profile("dev", "dev", "gpu")
+    p.add([Entry(CKIND, "large", ODD, EDGE_ROT, 1.0, 3.8e4, via="here")])
+    s = SimpleNamespace(profile=p)
+    assert measured_here(s, CKIND, ODD) == EDGE_ROT  # type: ignore[arg-type]
+    thousand = {"M": 1000, "N": 1000, "K": 1000}
+    assert measured_here(s, CKIND, thousand) is None  # type: ignore[arg-type]
+    wide = Variant.of("edge-ctiles-async", tm=256, tn=32, tk=16, rm=8, rn=4, stages=2, rot=3)
+    p.add([Entry(CKIND, "large", ODD, wide, 1.0, 4.1e4)])
+    assert measured_here(s, CKIND, ODD) == wide  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("faster", [True, False], ids=["won", "lost"])
+def test_the_tuner_keeps_a_complex_fill_entry_only_where_it_won(session: Any, monkeypatch: Any,
+                                                                faster: bool) -> None:
+    """`tune --edges` with the GPU's limits times complex64's real plan and the guarded complex
+    tiles at the split sizes as calls; the fastest tiles become an entry via "here" only where
+    they beat the plan (measure replaced: nothing is timed for real)."""
+    from liftkit.backends.cuda.occupancy import SMLimits
+    from liftkit.blas import Session
+    from liftkit.blas import tune as tune_mod
+    from liftkit.blas.profile import size_class
+
+    seen: list = []
+
+    def fake(s: Any, kind: Kind, variant: Variant, sizes: dict[str, int], plan: bool = False,
+             **_: Any) -> Any:
+        t = tune_mod.Trial(kind, size_class(kind.op, sizes), variant, dict(sizes))
+        seen.append((variant, dict(sizes), plan))
+        fill = variant.codelet == "edge-ctiles-async" and dict(sizes) == ODD
+        t.rate = ((2.0 + variant.kw["tm"] / 1000 if faster else 0.5) if fill else 1.0)
+        t.seconds = 1.0 / t.rate
+        return t
+
+    monkeypatch.setattr(tune_mod, "measure", fake)
+    prof = Profile(session.profile.fingerprint, session.profile.label, "cpu")
+    s = Session(session.device, profile=prof)
+    tune_mod.tune(s, [CKIND], ["large"], prof, progress=False, peaks=None, max_variants=1,
+                  edges=True, limits=SMLimits(**H100))
+    at_odd = [x for x in seen if x[1] == ODD]
+    assert [x[0].codelet for x in at_odd] == ["real", "edge-ctiles-async", "edge-ctiles-async"]
+    assert all(x[2] for x in at_odd)  # (as calls)
+    wide = Variant.of("edge-ctiles-async", tm=256, tn=32, tk=16, rm=8, rn=4, stages=2, rot=3)
+    assert [e.variant for e in prof.at_sizes(CKIND, ODD, "here")] == ([wide] if faster else [])
+    assert len(prof.notes["splits"][f"{CKIND}|large"]["here"]) == 2

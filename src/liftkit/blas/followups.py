@@ -152,15 +152,21 @@ def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str,
     """The split plans at `split_sizes` (the edge GEMV the profile's, and a warp per row:
     gemv=1) beside the GEMM's own plan there (the kernel `gemm.mm_kernel` picks, timed as a
     call runs it: mode "split-base"), then the guarded tiles whose grid fills the GPU there
-    (`balanced_tasks`, mode "here"); none where measured before (`notes["splits"]`). The
-    faster split entry (via "split") is kept only where it won, the fastest balanced one (via
-    "here": for those sizes alone) likewise."""
+    (`balanced_tasks`, mode "here"); for complex64 NN the `real` plan at `fill_sizes` beside
+    the guarded complex tiles whose grid fills the GPU (`fill_ctiles_tasks`); none where
+    measured before (`notes["splits"]`). The faster split entry (via "split") is kept only
+    where it won, the fastest balanced one (via "here": for those sizes alone) likewise."""
     from liftkit.blas.gemm import mm_kernel
     from liftkit.blas.split import SPLIT_W
 
     sizes = split_sizes(kind, cls, session.device_kind)
-    if sizes is None or f"{kind}|{cls}" in prof.notes.get("splits", {}):
+    fill = fill_sizes(kind, cls, session.device_kind) if sizes is None else None
+    if (sizes is None and fill is None) or f"{kind}|{cls}" in prof.notes.get("splits", {}):
         return []
+    if fill is not None:  # complex64: no split plan; the real plan, then the complex tiles
+        tiles = fill_ctiles_tasks(kind, fill, limits)
+        return [Task(Variant.of("real"), fill, "split-base"), *tiles] if tiles else []
+    assert sizes is not None
     try:
         base = mm_kernel(session, kind, sizes).variant
     except Exception:  # noqa: BLE001 - no kernel for these sizes: nothing to compare with
@@ -202,6 +208,48 @@ def balanced_tasks(kind: Kind, sizes: dict[str, int], limits: Any) -> list[Task]
                 out.append(Task(Variant.of("edge-tiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
                                            stages=stages, **elems, **({"rot": rot} if rot else {}),
                                            split=parts, slots=slots, bound=bound), sizes, "here"))
+    return out
+
+
+# guarded complex tilings, A's rows swizzled (rot=3), tried at a complex64 NN class's split sizes
+# where their grid is one wave of as many blocks on every multiprocessor (results/issue15/
+# oddc26, CGEMM 1023×1025×999 on the H100: 256×32 8×4 — 132 tiles, one per multiprocessor —
+# 0.842x cuBLAS per call, 128×32 4×4 three stages deep — 264, two each — 0.802x, the real plan
+# 0.744x in session 25)
+FILL_CTILES = ((256, 32, 16, 8, 4, 2), (128, 32, 16, 4, 4, 3))  # tm, tn, tk, rm, rn, stages
+
+
+def fill_sizes(kind: Kind, cls: str, device_kind: str) -> Optional[dict[str, int]]:
+    """`split_sizes`' shape (M = n − 1, N = n + 1, K = n − 25 for the class's n) for complex64
+    NN, which has no split plan but guarded complex tiles (`fill_ctiles_tasks`); None for other
+    kinds or where those sizes fall in another class."""
+    from liftkit.blas.tune import SIZES
+
+    if kind != Kind("mm", "complex64", "NN"):
+        return None
+    n = SIZES[device_kind]["mm"][cls]
+    sizes = {"M": n - 1, "N": n + 1, "K": max(1, n - 25)}
+    return sizes if size_class("mm", sizes) == cls else None
+
+
+def fill_ctiles_tasks(kind: Kind, sizes: dict[str, int], limits: Any) -> list[Task]:
+    """`edge-ctiles-async` of FILL_CTILES with rot=3 whose tile grid at `sizes` is a multiple of
+    the multiprocessors, no more blocks on each than its shared memory and threads hold (one
+    wave, every multiprocessor alike), timed as calls (mode "here"); none without the GPU's
+    multiprocessor limits or for other kinds."""
+    from liftkit.backends.cuda.occupancy import resident_blocks
+    from liftkit.blas.mm_codelets import tiles_async_footprint
+
+    if limits is None or kind != Kind("mm", "complex64", "NN"):
+        return []
+    out = []
+    for tm, tn, tk, rm, rn, stages in FILL_CTILES:
+        tiles = -(-sizes["M"] // tm) * -(-sizes["N"] // tn)
+        threads, shared = tiles_async_footprint(tm, tn, tk, rm, rn, stages, size=8)
+        per_sm, rest = divmod(tiles, limits.multiprocessors)
+        if not rest and 1 <= per_sm <= resident_blocks(limits, threads, 0, shared):
+            out.append(Task(Variant.of("edge-ctiles-async", tm=tm, tn=tn, tk=tk, rm=rm, rn=rn,
+                                       stages=stages, rot=3), sizes, "here"))
     return out
 
 

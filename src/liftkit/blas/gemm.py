@@ -156,8 +156,9 @@ def measured_here(session: Session, kind: Kind, sizes: dict[str, int]) -> Option
     """A complex kind's own kernel where the device profile measured one at these very sizes,
     faster there than the `real` plan (which its class's choice becomes off its tiles,
     `codelets.fit_choice`): the fastest of the guarded complex tiles (`edge-ctiles-async`, no
-    copies) and the complex kernels run padded (entries `via` "padded": ctiles-async, zmma on
-    pad2d/crop2d copies); a conjugating layout also from its plain one's entries; None: the
+    copies; the tuner's entries of them `via` "here", `followups.fill_ctiles_tasks`) and the
+    complex kernels run padded (entries `via` "padded": ctiles-async, zmma on pad2d/crop2d
+    copies); a conjugating layout also from its plain one's entries; None: the
     class's choice (results/issue15/oddc25: CGEMM 1000³ and 1023×1025×999 spent the real
     plan's cembed beside its product)."""
     prof = getattr(session, "profile", None)
@@ -165,7 +166,8 @@ def measured_here(session: Session, kind: Kind, sizes: dict[str, int]) -> Option
         return None
     plain = kind.layout.replace("R", "N").replace("C", "T")
     for k in dict.fromkeys((kind, Kind(kind.op, kind.dtype, plain))):
-        found = [e for e in prof.at_sizes(k, sizes) if e.variant.codelet in EDGE_CODELETS]
+        found = [e for e in prof.at_sizes(k, sizes) + prof.at_sizes(k, sizes, "here")
+                 if e.variant.codelet in EDGE_CODELETS]
         found += prof.at_sizes(k, sizes, "padded")
         if found:
             return max(found, key=lambda e: e.rate).variant

@@ -19,9 +19,9 @@ import numpy as np
 
 from liftkit.blas.codelets import OPS, Kind, Variant, padded_sizes, space_at
 # (EDGE_OFF, edge_tasks, real_tasks: re-exported, the tuner's follow-ups as callers name them)
-from liftkit.blas.followups import (BALANCED_TILES, EDGE_OFF, EDGE_TOP, REAL_TOP,  # noqa: F401
-                                    Task, edge_tasks, followups, odd_sizes, real_tasks,
-                                    split_sizes, split_tasks)
+from liftkit.blas.followups import (BALANCED_TILES, EDGE_OFF, EDGE_TOP, FILL_CTILES,  # noqa: F401
+                                    REAL_TOP, Task, edge_tasks, fill_sizes, followups,
+                                    odd_sizes, real_tasks, split_sizes, split_tasks)
 from liftkit.blas.gemm import REAL_OF
 from liftkit.blas.kernels import Built
 from liftkit.blas.peak import PeakSettings, measure_peaks
@@ -522,7 +522,7 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
     classes: every variant of the space, and at most 1 + 2·EDGE_TOP guarded trials per GEMM
     class whose variants have guarded forms (not where `skip`: measured before), 2·REAL_TOP
     real kernels per complex NN class, the split plan beside the GEMM's own plan per real NN
-    class (`split_tasks`)."""
+    class and complex64's guarded tiles beside its real plan (`split_tasks`)."""
     from liftkit.blas.codelets import edge_forms
 
     n = more = 0
@@ -535,6 +535,8 @@ def planned_measurements(kinds_: Iterable[Kind], classes: Sequence[str], device_
                 more += 1 + 2 * EDGE_TOP
             if edges and kind.op == "mm" and split_sizes(kind, cls, device_kind) is not None:
                 more += 3 + 2 * len(BALANCED_TILES)  # split plans, own plan, balanced tiles
+            elif edges and kind.op == "mm" and fill_sizes(kind, cls, device_kind) is not None:
+                more += 1 + len(FILL_CTILES)  # the real plan, the complex tiles
             if kind.op == "mm" and kind.dtype in REAL_OF and kind.layout == "NN" and \
                     Variant.of("real") in vs:
                 more += 2 * REAL_TOP
