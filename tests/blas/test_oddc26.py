@@ -25,7 +25,7 @@ EDGE_ROT = Variant.of("edge-ctiles-async", **ROT)
 
 @pytest.mark.parametrize("layout,m,n,k", [("NN", 33, 17, 5), ("NN", 1, 1, 1), ("NN", 70, 40, 33),
                                           ("NT", 31, 9, 17), ("TN", 3, 65, 18),
-                                          ("NC", 64, 32, 16)])
+                                          ("NC", 64, 32, 16), ("RN", 35, 33, 20)])
 def test_swizzled_guarded_complex_tiles_are_sound_at_any_sizes(layout: str, m: int, n: int,
                                                               k: int) -> None:
     """rot=3 moves only the tile's places in shared memory: op(A)·op(B) bit for bit on
