@@ -14,6 +14,7 @@ from liftkit.blas.profile import SHIPPED, file_name, find_profile, find_profile_
 
 H200_CUDA = "cuda|NVIDIA H200|sm9.0|driver13000"  # what run1/card.txt printed on the H200
 H100_CUDA = "cuda|NVIDIA H100 80GB HBM3|sm9.0|driver13000"
+H200_OPENCL = "NVIDIA CUDA|NVIDIA H200|580.159.04"
 
 
 def test_the_h200_profile_is_found_by_its_fingerprint(tmp_path: Path) -> None:
@@ -27,6 +28,32 @@ def test_the_h200_profile_is_found_by_its_fingerprint(tmp_path: Path) -> None:
     assert later is not None and later.fingerprint == H200_CUDA
     h100 = find_profile(H100_CUDA, [SHIPPED])
     assert h100 is not None and h100.fingerprint != prof.fingerprint
+    # the 1024³ GEMMs, GEMVs and transposes timed back to back (`tune --timing batch`)
+    batch = prof.notes["batch_timing"]
+    assert batch["seconds"] == 1e-3 and "mm/float32/NN|large" in batch["classes"]
+    assert "gemv/float32/T|large" in batch["classes"]
+
+
+def test_the_h200_opencl_profile_is_found_by_its_fingerprint() -> None:
+    prof = find_profile(H200_OPENCL, [SHIPPED])
+    assert prof is not None and prof.label == "NVIDIA CUDA / NVIDIA H200"
+    assert list(prof.notes["seeded"]) == ["NVIDIA CUDA|NVIDIA H100 80GB HBM3|580.159.04"]
+    for dt in ("float32", "float64", "complex64", "complex128"):
+        for n in (128, 512, 1024):
+            sizes = {"M": n, "N": n, "K": n}
+            assert prof.choose(Kind("mm", dt, "NN"), sizes, multiples) is not None
+
+
+def test_the_h200_runs_sgemm_1024_on_its_per_call_winner() -> None:
+    """Batch timing ranked SGEMM 1024³'s 64×64 tiles first (per call 1.02x cuBLAS in run 2,
+    1.01x as run 1's untuned default), where one launch per timed run had ranked 64×128 first
+    (0.94x per call in run 1)."""
+    from liftkit.blas.codelets import Variant
+
+    prof = find_profile(H200_CUDA, [SHIPPED])
+    assert prof is not None
+    got = prof.choose(Kind("mm", "float32", "NN"), {"M": 1024, "N": 1024, "K": 1024}, multiples)
+    assert got == Variant.of("tiles-async", tm=64, tn=64, tk=16, rm=8, rn=8, stages=2)
 
 
 @pytest.mark.parametrize("op, dtype, layout, n", [
