@@ -18,7 +18,8 @@ from liftkit.rewrite.rules.corpus import run, same_result
 from .test_properties import _mat
 
 GEMV_N = [Variant.of("row-groups", lanes=32, g=8, w=4), Variant.of("row-groups", lanes=16, g=4,
-                                                                   w=1)]
+                                                                   w=1),
+          Variant.of("row-groups", lanes=16, g=4, w=2, u=4)]  # u private accumulators
 GEMV_T = [Variant.of("column-groups", lanes=32, g=16, w=1),
           Variant.of("column-groups", lanes=16, g=8, w=2),
           Variant.of("column-groups", lanes=2, g=16, w=4),  # narrow: 8 columns per group

@@ -131,6 +131,9 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
             toGlobal(mapLcl(0)(mapSeq(id))) << toLocal(mapLcl(0)(reduceSeq(add, 0.0))) << split(2),
             lambda ps, zi: mapLcl(0)(lambda p: add(p, zi)) << reduceSeq(add, 0.0) << join << join
             << ps)(x, z)),
+    "work_items": lambda: program(  # work-groups beyond the generator's cap (patterns/wrg.py)
+        [float32[N]], lambda x: join << wrgItems(512, mapWrg(0)(toGlobal(mapLcl(0)(id))))
+        << split(512) << x),
     **{f"tensor_cores_{cls.name}": (lambda cls=cls: _tensor_cores(cls)) for cls in MMA_PATTERNS},
     **{f"warpgroup_mma_{cls.name}": (lambda cls=cls: _wgmma(cls)) for cls in WGMMA_PATTERNS},
     "dmma_split_tail": lambda: _dmma_split(),

@@ -143,6 +143,14 @@ def _gemv_groups(kind: Kind, lanes: int, g: int, w: int) -> Strategy:
                 w=w)
 
 
+def _gemv_row_groups(kind: Kind, lanes: int, g: int, w: int, u: int = 1) -> Strategy:
+    from liftkit.rewrite.rules.gemv import GEMV_LANE_ROWS
+
+    if kind.layout in "TC" and u == 1:  # (as column-groups: the two share their work-groups)
+        return _gemv_groups(kind, lanes, g, w)
+    return rule(GEMV_LANE_ROWS, lanes=lanes, g=g, w=w, u=u)
+
+
 def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_SPLIT
 
@@ -156,10 +164,11 @@ def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0
     return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c, u=u)
 
 
-def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int, u: int = 1) -> Strategy:
+def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int, u: int = 1, k: int = 0,
+                      a: int = 0) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_TREE
 
-    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u)
+    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u, k=k, a=a)
 
 
 def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
@@ -220,7 +229,10 @@ GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (8, 32, 4, 8, 8), (16, 16, 4
 # float64 4096² 1.03x; (4, 64, 8, 4) float32 8192² 1.03x), then the H100's u = 1 shapes
 GEMV_TREE_SPACE = ((8, 32, 4, 16), (8, 32, 4, 8), (4, 64, 8, 4), (4, 64, 4, 4), (4, 64, 8, 8),
                    (8, 32, 4, 4), (2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8),
-                   (2, 64, 8), (8, 32, 2, 8))
+                   (2, 64, 8), (8, 32, 2, 8),
+                   # (lanes, g, w, u, k, a): k = 1, 512 work-items a group (cuBLAS's float32
+                   # GEMV T blocks, ≤ 128 registers); a = 1, each step's rows read a step ahead
+                   (8, 64, 4, 8, 1), (16, 32, 2, 16, 1), (8, 64, 4, 4, 1, 1), (8, 32, 4, 8, 0, 1))
 
 
 def _pow2(lo: int, hi: int) -> list[int]:
@@ -260,10 +272,11 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
     Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
             "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "
             "memory summed by one work-item per row (the gemv-lane-rows rule, "
-            "rewrite.rules.gemv); complex types one element at a time",
-            _gemv_groups,
-            on_gpus(("lanes", "g", "w"), GEMV_GROUPS_SPACE["N"]),
-            lambda kind, lanes, g, w: {"M": g, "N": lanes * w},
+            "rewrite.rules.gemv); u > 1: each work-item's vectors u at a time into u private "
+            "accumulators; complex types one element at a time",
+            _gemv_row_groups,
+            on_gpus(("lanes", "g", "w", "u"), GEMV_GROUPS_SPACE["N"]),
+            lambda kind, lanes, g, w, u=1: {"M": g, "N": lanes * w * u},
             dtypes=tuple(bp.DTYPES), layouts=("N", "R"), rules=_gemv_rules),
     Codelet("column-groups", ("gemv",), "GEMV T: lanes·w columns per work-group of lanes×g "
             "work-items, each summing every g-th row of its w columns (A's rows read coalesced, "
@@ -298,10 +311,14 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "
             "at work) instead of in order by row 0's lanes (the gemv-lane-columns-tree rule, "
             "rewrite.rules.gemv); u > 1: each work-item's rows u at a time into u private "
-            "accumulators (u loads in flight); complex types one element at a time",
+            "accumulators (u loads in flight); k = 1: the lanes×g work-items as one work-group "
+            "beyond the code generator's 256 (wrgItems; CUDA __launch_bounds__); a = 1: each "
+            "step's rows read a step ahead (software-pipelined); complex types one element at "
+            "a time",
             _gemv_groups_tree,
-            on_gpus(("lanes", "g", "w", "u"), GEMV_TREE_SPACE),
-            lambda kind, lanes, g, w, u=1: {"M": g * u, "N": lanes * w},
+            on_gpus(("lanes", "g", "w", "u", "k", "a"), GEMV_TREE_SPACE),
+            lambda kind, lanes, g, w, u=1, k=0, a=0: {"M": g * u * (2 if a else 1),
+                                                      "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",

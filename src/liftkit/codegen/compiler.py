@@ -31,15 +31,16 @@ from liftkit.codegen.stages import (  # noqa: F401 - re-exported: the compiler's
 from liftkit.codegen.views import CodegenError, View
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, FunDecl, Lambda, Param, substitute, walk
+from liftkit.ir.patterns.wrg import CAPPED_ITEMS
 from liftkit.ir.typecheck import TypeChecker, check_program
 from liftkit.types import ArrayType, ScalarType, TupleType, Type, size_vars_of
 
 DEFAULT_LOCAL_SIZE = 128  # for mapLcl over symbolic lengths (they keep their loop)
-# inferred work-groups stay within this many work-items: NVIDIA's driver allows 256 for kernels
-# of moderate register use (it refused 512 and 1024 for small random kernels on an H100), larger
-# mapLcl lengths keep a loop; CompileOptions.local_size overrides, and the runner refuses in
-# words what a device or a kernel does not allow
-MAX_LOCAL_ITEMS = 256
+# inferred work-groups stay within this many work-items (ir/patterns/wrg.py says why), larger
+# mapLcl lengths keep a loop; wrgItems n lifts it to n for its work-groups,
+# CompileOptions.local_size overrides, and the runner refuses in words what a device or a
+# kernel does not allow
+MAX_LOCAL_ITEMS = CAPPED_ITEMS
 # ---------------------------------------------------------------------------------------------
 # analyses
 
@@ -105,7 +106,7 @@ class _Recorder(TypeChecker):
     def __init__(self) -> None:
         super().__init__()
         self.maps: list[tuple[P.ParallelMap, ArithExpr, tuple[P.Pattern, ...]]] = []
-        self.required = 0  # threads a CUDA pattern needs in one work-group (may exceed the cap)
+        self.required = 0  # threads a CUDA pattern or wrgItems asks of a work-group (may pass the cap)
 
     def apply(self, f, arg_types, env, enclosing):  # type: ignore[no-untyped-def]
         out = super().apply(f, arg_types, env, enclosing)
@@ -116,6 +117,8 @@ class _Recorder(TypeChecker):
             self.required = max(self.required, n.value if n.is_constant else 0)
         if (parts := split_parts(f)) is not None:  # reduceSplitTail: its parts along the grid's z
             self.maps.append((P.MapWrg(f.f, 2), cst(parts), enclosing))
+        if isinstance(f, P.WrgItems):  # work-groups of up to n work-items, beyond the cap
+            self.required = max(self.required, f.count())
         if isinstance(f, P.LastWrg):  # its blocks along dimension 0, their parts along 1
             xs = arg_types[0]
             self.maps += [(P.MapWrg(f.f, 0), xs.length, enclosing),  # type: ignore[attr-defined]

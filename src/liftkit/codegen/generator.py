@@ -171,6 +171,10 @@ class Generator:
             from liftkit.codegen.last_wrg import gen_last_wrg
 
             return gen_last_wrg(self, f, args, env, ctx, dest)
+        if isinstance(f, P.WrgItems):  # the kernel built for its work-groups' n work-items
+            if self.em.dialect.occupancy is not None:
+                self.em.kernel_attributes.append(self.em.dialect.occupancy(f.count(), 1))
+            return self.call(f.f, args, env, ctx, dest, node)
         if isinstance(f, P.AddressSpaceWrapper):
             return self.call(f.f, args, env, replace(ctx.inside(f), write_to=f.space), dest, node)  # type: ignore[arg-type]
         if isinstance(f, (P.ParallelMap, P.MapSeq, P.MapSeqUnroll)):

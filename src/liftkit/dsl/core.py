@@ -120,6 +120,12 @@ def lastWrg(f: FunLike, g: FunLike, bound: SizeLike = 0, cluster: SizeLike = 0) 
     return P.LastWrg(fn(f), fn(g), _size(bound), _size(cluster))
 
 
+def wrgItems(n: SizeLike, f: FunLike) -> P.WrgItems:
+    """wrgItems n (f): f's work-groups of up to n work-items (the code generator's cap is 256),
+    the kernel built for n (CUDA: `__launch_bounds__(n, 1)`)."""
+    return P.WrgItems(_size(n), fn(f))
+
+
 # -- reductions -----------------------------------------------------------------------------------
 def _with_init(pattern: P.Pattern, init: Any) -> FunDecl:
     """reduce(f, z) as a unary function of the array: λxs. reduce(f)(z, xs)."""
@@ -292,7 +298,7 @@ def mapAll(f: FunLike, depth: int) -> FunDecl:
 
 __all__ = [
     "size", "sizes", "fn", "fun", "map", "mapSeq", "mapSeqUnroll", "mapGlb", "mapWrg", "mapLcl",
-    "mapVec", "lastWrg", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
+    "mapVec", "lastWrg", "wrgItems", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
     "transpose", "unzip", "reorder", "asScalar", "Id", "zip", "tuple_", "get", "at",
     "reorderStride", "gather", "scatter", "slide", "boundary", "pad", "crop", "asVector", "toGlobal",
     "toLocal", "toPrivate", "let", "compose", "slide2D", "pad2D", "transposeGather", "tile", "untile",

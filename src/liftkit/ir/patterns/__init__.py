@@ -59,7 +59,7 @@ from liftkit.ir.patterns.reductions import (
     ReduceSeq,
     ReduceSeqUnroll,
 )
-from liftkit.ir.patterns.wrg import WRG_PATTERNS, LastWrg
+from liftkit.ir.patterns.wrg import WRG_PATTERNS, LastWrg, WrgItems
 
 ALL_PATTERNS: tuple[type[Pattern], ...] = (MAP_PATTERNS + REDUCE_PATTERNS + LAYOUT_PATTERNS + MEMORY_PATTERNS
                                            + WRG_PATTERNS + CUDA_PATTERNS)
@@ -70,7 +70,7 @@ __all__ = [
     "PatternError", "index_fun", "AsScalar", "AsVector", "At", "Crop", "Gather", "Get", "Id", "Join", "Pad",
     "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Transpose", "Tuple", "Unzip", "Zip",
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
-    "ParallelMap", "LastWrg", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
+    "ParallelMap", "LastWrg", "WrgItems", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",
     "ReduceMma", "ReduceMmaTF32", "ReduceMmaBF16", "ReduceMmaF64", "ReduceMmaF64K8", "ReduceWgmma",
     "ReduceWgmmaTF32",

@@ -1,5 +1,6 @@
 """Work-groups that meet in global memory: `lastWrg b c (f, g)`, a sum across work-groups in one
-kernel (issue 15, GEMV T).
+kernel (issue 15, GEMV T); and work-groups larger than the code generator's default,
+`wrgItems n (f)`.
 
 `lastWrg 0 0 (f, g) $ (xs, zs)`, xs : [[T]_r]_n, zs : [Z]_n: n blocks of r parts each. The work-group
 (b, k) of a grid of n × r work-groups (dimension 0: the blocks, 1: the parts) computes f's
@@ -31,6 +32,14 @@ acquire) publishes them, the block's part 0 reads the r partials from the others
 until it has. No counters, no workspace, no round trip through L2. The dialect table spells it
 (`cluster_dims`, `cluster_sync`, `cluster_word`); a dialect without clusters (OpenCL C) runs
 the counters of c = 0. The meaning depends on neither b nor c.
+
+`wrgItems n (f)`: f (a kernel's grid of mapWrg work-groups) with work-groups of up to n work-items.
+The code generator keeps an inferred work-group within 256 work-items (a mapLcl longer than
+that keeps a loop), which a driver allows for kernels of any register use; n (up to 1024)
+lifts that cap for f's groups, and the kernel is built for n work-items (CUDA's
+`__launch_bounds__(n, 1)`: at most 65536 / n registers a work-item, so the launch cannot fail
+for want of registers; OpenCL C has no such attribute). cuBLAS's float32 GEMV T at 4096² runs
+blocks of 512 threads at 128 registers (results/issue15/gemv25b). Meaning: f.
 """
 
 from __future__ import annotations
@@ -53,6 +62,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_BOUND = 32  # an NVIDIA multiprocessor holds at most 32 work-groups
 MAX_CLUSTER = 8  # the portable cluster size of CUDA's thread-block clusters
+MAX_ITEMS = 1024  # the work-items of a CUDA block (and of NVIDIA's OpenCL work-groups)
+# the work-items the code generator gives an inferred work-group without wrgItems: NVIDIA's
+# driver allows 256 for kernels of moderate register use (it refused 512 and 1024 for small
+# random kernels on an H100); a longer mapLcl keeps a loop
+CAPPED_ITEMS = 256
 
 
 @dataclass(frozen=True, repr=False)
@@ -128,4 +142,46 @@ class LastWrg(Pattern):
         return blocks.call(self.g, [parts, zs], env)
 
 
-WRG_PATTERNS = (LastWrg,)
+@dataclass(frozen=True, repr=False)
+class WrgItems(Pattern):
+    """wrgItems n (f): see the module docstring."""
+
+    name = "wrgItems"
+    items: ArithExpr = param(Kind.SIZE)
+    f: FunDecl = param(Kind.FUN)
+    high_level = False
+
+    @property
+    def arity(self) -> int:  # type: ignore[override]
+        return self.f.arity
+
+    def num_args(self) -> int:
+        return self.f.arity
+
+    @classmethod
+    def signature(cls) -> list[tuple[str, Kind]]:
+        return [("items", Kind.SIZE), ("f", Kind.FUN)]
+
+    def count(self) -> int:
+        """n: the work-items f's work-groups may have, checked."""
+        n = self.items
+        if not (n.is_constant and 1 <= n.value <= MAX_ITEMS):
+            raise PatternError(f"wrgItems: the work-items of a work-group must be a constant from 1 "
+                               f"to {MAX_ITEMS}, got {n}")
+        return int(n.value)
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        self.count()
+        for p in t.enclosing:
+            if isinstance(p, (ParallelMap, LastWrg, WrgItems)):
+                raise PatternError(f"wrgItems sizes a kernel's work-groups: it cannot be nested "
+                                   f"inside {p.name}")
+        if not any(isinstance(n, MapWrg) for n in walk(self.f)):
+            raise PatternError("wrgItems sizes work-groups: its function must contain a mapWrg")
+        return t.apply(self.f, list(args), enter=self)
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        return ev.call(self.f, list(args), env)
+
+
+WRG_PATTERNS = (LastWrg, WrgItems)

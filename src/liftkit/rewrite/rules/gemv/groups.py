@@ -72,7 +72,7 @@ from typing import Any, Optional
 
 from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, Param, UserFun, free_params
-from liftkit.ir.patterns.wrg import MAX_BOUND, MAX_CLUSTER
+from liftkit.ir.patterns.wrg import CAPPED_ITEMS as MAX_LOCAL, MAX_BOUND, MAX_CLUSTER
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.common import fresh, is_identity, operator
 from liftkit.rewrite.rules.gemv.parts import (Gemv, alpha_beta, as_vectors, dot_rows, every_rth_row,
@@ -224,17 +224,21 @@ def _lane_totals(parts: Gemv, vop: Any, ev: Any, w: int, lanes: int, sums: Any, 
         << D.split(lanes) << per_lane
 
 
-def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u: int = 1) -> Expr:
+def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u: int = 1,
+                      k: int = 0, a: int = 0) -> Expr:
     """gemv T's body as `lane_columns`, the g partials per column summed by a tree in local
     memory (log₂ g steps, each halving the row groups with every lane at work), not in order
     by the lanes of row 0 (g sequential steps by lanes work-items: the long tail of a
     work-group whose main loop is short). u > 1: each work-item's rows u at a time into u
     private accumulators (`_column_partials`): the whole column block's rows in one
     work-group, with u loads in flight per work-item (cuBLAS's float32 GEMV T at 4096²: 128
-    blocks of 32 columns, no sum across blocks, deep unrolled loads)."""
+    blocks of 32 columns, no sum across blocks, deep unrolled loads). k = 1: the lanes×g
+    work-items as one work-group beyond the code generator's 256 (`wrgItems lanes·g`, CUDA
+    `__launch_bounds__(lanes·g, 1)`: cuBLAS's 512 threads a block). a = 1: each step's u rows
+    read a step ahead (`_column_partials`)."""
     from liftkit import dsl as D
 
-    op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
+    op, m, a_, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
     vop, vm, ev = vector_ops(op, m, t, w)
     c = lanes * w
 
@@ -244,42 +248,88 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u:
             << D.split(2 * lanes) << ps
 
     def block(b: Any) -> Any:
-        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g), u)
+        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g), u, a)
         # (flat: iterate's buffers are 1-D) [g][lanes][1] → [g·lanes] → [lanes]
         tree = D.iterate(g.bit_length() - 1, halve) << D.join << D.map(D.join) << partial
 
         return D.let(tree, lambda ps: _lane_totals(parts, vop, ev, w, lanes, D.split(1) << ps,
                                                    b[1]))
 
-    cols = D.transpose << D.map(D.split(c)) << fresh(a)
-    return D.join << D.mapWrg(0)(block) << D.zip(cols, D.split(c) << fresh(y))
+    cols = D.transpose << D.map(D.split(c)) << fresh(a_)
+    groups = D.mapWrg(0)(block)
+    return D.join << (D.wrgItems(lanes * g, groups) if k else groups) \
+        << D.zip(cols, D.split(c) << fresh(y))
 
 
-def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any, u: int = 1) -> Any:
+def _column_partials(vop: Any, m: UserFun, ev: Any, w: int, groups: Any, u: int = 1,
+                     ahead: int = 0) -> Any:
     """toLocal [g][lanes][1]: work-item (l, j) sums ⊕⟨w⟩ m(a, x_i) over row group j's w-vectors
     of lane l (`groups`: [g] pairs of a block's rows [·][lanes·w] and their x elements). u > 1:
     the group's rows taken u at a time into u private accumulators (row k of the group into
     accumulator k mod u, unrolled: u independent loads and chains per step, as many loads in
     flight per work-item: NVRTC's ptxas issues a step's loads back to back only as far as
     there are independent chains to feed, so fewer accumulators than loads would not keep
-    more in flight), the u summed in order at the end."""
+    more in flight), the u summed in order at the end. ahead = 1: software-pipelined, each
+    step's u rows (and x elements) read into registers a step ahead,
+      let (A₀, X₀) = step 0's rows in (λ(A, X, S). S ⊕ m(A, X)) ∘ at 0 ∘
+        reduceSeq(λ((A, X, S), [_, next]). let (A', X') = copies of (A, X) in
+                  (next's rows, next's x, S ⊕ m(A', X')), (A₀, X₀, [e]ᵤ)) ∘ slide 2 1 $ steps,
+    so the next step's loads are issued before this step's sums wait on theirs (ptxas does not
+    pipeline across a loop's iterations): the same accumulators, the same order of sums. (slide
+    needs two steps at least: the rule offers it where the rows are a multiple of 2·g·u.)"""
     from liftkit import dsl as D
 
-    def step(acc: Any, st: Any) -> Any:
+    def term(acc: Any, a: Any, xi: Any) -> Any:
         if w == 1:
-            return vop(acc, m(st[0], st[1]))
-        return D.let(st[1], lambda xi: vop(acc, D.mapVec(lambda v: m(v, xi)) << st[0]))
+            return vop(acc, m(a, xi))
+        return D.let(xi, lambda x1: vop(acc, D.mapVec(lambda v: m(v, x1)) << a))
+
+    def step(acc: Any, st: Any) -> Any:
+        return term(acc, st[0], st[1])
+
+    t_a, t_x = ev.type, m.param_types[1]
+
+    def regs(t: Any) -> Any:  # a copy into registers, unrolled
+        return D.toPrivate(D.mapSeqUnroll(D.id_of(t)))
+
+    def sums(s: Any, ra: Any, rx: Any, where: Any = lambda f: f) -> Any:
+        """S ⊕ m(A, X), accumulator by accumulator (`where`: toPrivate, or in place)."""
+        return where(D.mapSeqUnroll(lambda q: term(q[0], q[1], q[2]))) << D.zip(s, ra, rx)
+
+    def loads(st: Any) -> tuple[Any, Any]:  # a step's u rows and x elements into registers
+        return regs(t_a) << D.map(D.get(0)) << st, regs(t_x) << D.map(D.get(1)) << st
+
+    def pipelined(acc: Any, window: Any) -> Any:
+        nxt_a, nxt_x = loads(D.at(window, 1))
+        return D.let(regs(t_a) << acc[0], regs(t_x) << acc[1], lambda ra, rx: D.tuple_(
+            nxt_a, nxt_x, sums(acc[2], ra, rx)))
 
     def lane(colv: Any, xs: Any) -> Any:
         pairs = D.zip(colv, xs)
-        if u == 1:
+        if u == 1 and not ahead:
             return D.reduceSeq(step, ev) << pairs
-        steps = D.reduceSeq(lambda accs, st: D.mapSeqUnroll(lambda p: step(p[0], p[1]))
-                            << D.zip(accs, st), _private_identities(ev, u)) << D.split(u) << pairs
-        return D.reduceSeq(vop, fresh(ev)) << D.join << steps
+        if not ahead:
+            return _unrolled_sum(vop, ev, u, step, pairs)
+        steps = D.split(u) << pairs
+        first_a, first_x = loads(D.at(steps, 0))
+        start = D.tuple_(first_a, first_x, _private_identities(ev, u))
+        last = D.at(D.reduceSeq(pipelined, start) << D.slide(2, 1) << steps, 0)
+        return D.let(last, lambda fin: D.reduceSeq(vop, fresh(ev))
+                     << sums(fin[2], fin[0], fin[1], D.toPrivate))
 
     return D.toLocal(D.mapLcl(1)(lambda rx: D.mapLcl(0)(lambda colv: lane(colv, rx[1]))
                                  << D.transpose << D.map(as_vectors(w)) << rx[0])) << groups
+
+
+def _unrolled_sum(vop: Any, ev: Any, u: int, step: Any, pairs: Any) -> Any:
+    """[Σ step over pairs] with the pairs taken u at a time into u private accumulators (pair
+    k into accumulator k mod u, the step unrolled: u independent loads and chains), the u
+    summed in order at the end: the same sum regrouped."""
+    from liftkit import dsl as D
+
+    steps = D.reduceSeq(lambda accs, st: D.mapSeqUnroll(lambda p: step(p[0], p[1]))
+                        << D.zip(accs, st), _private_identities(ev, u)) << D.split(u) << pairs
+    return D.reduceSeq(vop, fresh(ev)) << D.join << steps
 
 
 def _private_identities(ev: Literal, u: int) -> Any:
@@ -407,11 +457,15 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
     "finished by a tree (CLBlast's and CUDA's block reductions); u loads in flight per "
     "work-item (cuBLAS's gemvx)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, u=u)
+    lambda parts, t, rows, cols: [dict(o, u=u, k=k, a=a)
                                   for o in _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
                                                         GROUPS + (256,))
-                                  for u in UNROLLS if fits(rows, o["g"] * u)],
-    lambda parts, t, rows, cols, lanes, g, w, u=1: lane_columns_tree(parts, t, lanes, g, w, u))
+                                  for u in UNROLLS if fits(rows, o["g"] * u)
+                                  for k in ((0, 1) if o["lanes"] * o["g"] > MAX_LOCAL else (0,))
+                                  for a in ((0, 1) if u > 1 and fits(rows, o["g"] * u * 2)
+                                            else (0,))],
+    lambda parts, t, rows, cols, lanes, g, w, u=1, k=0, a=0: lane_columns_tree(
+        parts, t, lanes, g, w, u, k, a))
 
 
 GEMV_LANE_COLUMNS_LAST = site_rule(
@@ -564,8 +618,10 @@ def row_groups(op: UserFun, m: UserFun, mats: list[Expr], x: Expr, scales: list[
     return D.join << D.mapWrg(0)(group) << rows
 
 
-def lane_rows(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
-    """gemv N's body as work-groups of g rows × lanes work-items (see above)."""
+def lane_rows(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u: int = 1) -> Expr:
+    """gemv N's body as work-groups of g rows × lanes work-items (see above); u > 1: each
+    work-item's vectors of its row u at a time into u private accumulators (`_unrolled_sum`:
+    u loads in flight a work-item)."""
     from liftkit import dsl as D
 
     op, m, a, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
@@ -576,9 +632,14 @@ def lane_rows(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int) -> Expr:
 
     def block(blk: Any) -> Any:
         rows = D.transpose << D.map(lambda q: spread(D.get(0)(q))) << blk  # [lanes][g][…]
+        def lane(rl: Any, xs: Any) -> Any:
+            if u == 1:
+                return D.reduceSeq(lambda acc, st: vop(acc, vm(st[0], st[1])), ev) << D.zip(rl, xs)
+            return _unrolled_sum(vop, ev, u, lambda acc, st: vop(acc, vm(st[0], st[1])),
+                                 D.zip(rl, xs))
+
         partial = D.toLocal(D.mapLcl(0)(lambda p: D.mapLcl(1)(
-            lambda rl: D.reduceSeq(lambda acc, st: vop(acc, vm(st[0], st[1])), ev)
-            << D.zip(rl, p[1])) << p[0])) << D.zip(rows, spread(fresh(x)))
+            lambda rl: lane(rl, p[1])) << p[0])) << D.zip(rows, spread(fresh(x)))
 
         def total(ps: Any) -> Any:
             per_row = D.zip(D.transpose << D.map(D.join) << ps,
@@ -609,9 +670,12 @@ GEMV_LANE_ROWS = site_rule(
     "map(h) $ zip(join ∘ map(λrow. map(s) ∘ reduce(⊕, z) ∘ map(m) $ zip(row, x)) $ A, map(g) $ y) "
     "→ join ∘ mapWrg(0)(λblk. let P = toLocal(mapLcl(0)(mapLcl(1)(reduceSeq(⊕⟨w⟩ m⟨w⟩))) "
     "(lane l of each of blk's g rows: its vectors l, l+lanes, …) in one work-item per row: h, s, "
-    "g of Σ over the lanes of P) ∘ split g $ zip(A, y)",
+    "g of Σ over the lanes of P) ∘ split g $ zip(A, y); u > 1: each work-item's vectors u at a "
+    "time into u private accumulators",
     "liftkit.blas GPU GEMV N (issue 15): a row per g work-items' warp, partials in local memory",
-    lambda site: gemv_at(site, False, complex_ok=True), _lane_offers,
-    lambda parts, t, rows, cols, lanes, g, w: lane_rows(parts, t, lanes, g, w))
+    lambda site: gemv_at(site, False, complex_ok=True),
+    lambda parts, t, rows, cols: [dict(o, u=u) for o in _lane_offers(parts, t, rows, cols)
+                                  for u in UNROLLS if fits(cols, o["lanes"] * o["w"] * u)],
+    lambda parts, t, rows, cols, lanes, g, w, u=1: lane_rows(parts, t, lanes, g, w, u))
 
 GEMV_GROUP_RULES: tuple[Rule, ...] = (GEMV_T_GROUPS, GEMV_ROW_GROUPS)
