@@ -329,7 +329,8 @@ def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[st
     for _ in range(repeat):
         spans = [run() for _ in range(n)]  # (held: their temporaries live until the wait)
         spans[-1].wait()
-        times.append(spans[0].q.seconds(spans[0].first, spans[-1].last) / n)
+        times.append(spans[0].seconds if n == 1
+                     else spans[0].q.seconds(spans[0].first, spans[-1].last) / n)
         if time.perf_counter() - start > max_seconds or (
                 race and len(times) >= 2 and min(times) > RACE * race):
             break
