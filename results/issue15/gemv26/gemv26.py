@@ -17,13 +17,16 @@ with NaN, two calls (general path, call plan), the result checked against a floa
   its stream; cuBLAS: CuPy's), events around them: the kernels alone; min of 3;
 - call: `repeat` calls back to back between CUDA events on CuPy's stream (host path
   included), median of 5 batches;
-then the result checked again. Per case, `rounds` alternating per-call rounds of cuBLAS, the
-run's best kernel and the profile's choice (each checked). Bytes: A, x and y once each.
+then the result checked again (every kernel compiled before the first timing). GEMV T: the best
+and the profile's kernel also launched through CuPy alone ("raw": no liftkit host path, timed
+as cuBLAS is). Per case, `rounds` alternating per-call rounds of cuBLAS, the run's best kernel
+and the profile's choice (each checked). Bytes: A, x and y once each.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -34,6 +37,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+_spec = importlib.util.spec_from_file_location(  # gemv25b's raw launch of a GEMV T kernel
+    "gemv25b", Path(__file__).resolve().parents[1] / "gemv25b" / "gemv25b.py")
+g25b = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 
 
 def _tree(lanes: int, g: int, w: int, u: int = 1, k: int = 0, a: int = 0) -> str:
@@ -136,6 +142,8 @@ def main(argv: list[str]) -> int:
     import cupy as cp
     from blas_cuda import _kernel_and_host, _time
 
+    _spec.loader.exec_module(g25b)  # type: ignore[union-attr]
+
     from liftkit.blas import Session
     from liftkit.blas.codelets import Kind, lookup_variant
     from liftkit.blas.prebuild import for_session
@@ -155,6 +163,9 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     pre = for_session(s, jobs)
     print(f"compiling {len(jobs)} variants ahead", flush=True)
+    for kind, v in jobs:  # all of them before any timing: no compile beside a timed host path
+        pre.ready(kind, v)
+    print(f"compiled in {time.perf_counter() - t0:.1f} s", flush=True)
     s.choose = lambda kind, sizes: chosen.get(kind.op) or default_choose(kind, sizes)  # type: ignore[method-assign]
 
     busy = cp.ones((6144, 6144), cp.float32)
@@ -246,6 +257,27 @@ def main(argv: list[str]) -> int:
                 emit(row)
                 if not best or row["kernel_us"] < best["kernel_us"]:
                     best = row
+            # T: the best and the profile's kernel launched through CuPy alone (cuLaunchKernel on
+            # CuPy's stream, no liftkit host path): the kernel's own per-call time, as cuBLAS's
+            for vtext in dict.fromkeys([todo[(dt_name, lay, n)][0], best.get("variant")]):
+                if lay != "T" or not vtext:
+                    continue
+                try:
+                    raw = g25b._raw_launch(cp, dt_name, vtext, A, x, y)
+                    y.fill(np.nan)
+                    raw()
+                    e = float(cp.max(cp.abs(y - want))) / scale
+                    if not e < tol:
+                        print(f"{dt_name} T {n} raw {vtext}: WRONG (rel error {e:.1e})", flush=True)
+                        continue
+                    t_raw, t_raw_call = ref_kernel(raw, args.repeat), _time(cp, raw, args.repeat)
+                except Exception as err:  # noqa: BLE001 - a diagnostic only
+                    print(f"{dt_name} T {n} raw {vtext}: {type(err).__name__}: "
+                          f"{str(err).splitlines()[0][:160]}", flush=True)
+                    continue
+                emit({"what": "raw", "dtype": dt_name, "layout": "T", "size": n, "variant": vtext,
+                      "raw_kernel_us": t_raw * 1e6, "raw_call_us": t_raw_call * 1e6,
+                      "cublas_kernel_us": t_ref_k * 1e6, "cublas_call_us": t_ref * 1e6})
             # per call in alternating rounds: cuBLAS, the run's best kernel, the profile's
             named = [("best", best.get("variant")), ("profile", todo[(dt_name, lay, n)][0])]
             named = [(k, v) for k, v in named if v]

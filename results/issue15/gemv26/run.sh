@@ -2,7 +2,8 @@
 # Session 26, helper H3: GEMV T's tree form in 512-work-item groups (k = 1) and with its rows
 # read a step ahead (a = 1), GEMV N's lane rows with u accumulators, beside cuBLAS on the H100,
 # one device command. Run inside .clean-h3 (a `git archive` of the commit under test: src
-# benchmarks tests pyproject.toml results/issue15/gemv26) after `source .device-kit/setup.sh`:
+# benchmarks tests pyproject.toml results/issue15/gemv25b/gemv25b.py results/issue15/gemv26) after
+# `source .device-kit/setup.sh`:
 #   1. gemv26.py: every variant checked, timed by kernel and per call beside cuBLAS, then the
 #      run's best and the profile's choice per call in alternating rounds; registers;
 #   2. the GPU test of the new forms (NVIDIA OpenCL and CUDA).
