@@ -15,7 +15,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from liftkit.blas.mm_cedge import EDGE_CTILES_CODELET
-from liftkit.blas.mm_zmma import ZMMA_CODELET
+from liftkit.blas.mm_zmma import EDGE_ZMMA_CODELET, ZMMA_CODELET
 from liftkit.blas.variants import Codelet, CodeletError, Kind, Variant, on_gpus, padded_sizes
 from liftkit.explore import macros as mc
 from liftkit.rewrite.strategies import Strategy, rule, seq, topdown
@@ -489,6 +489,7 @@ MM_CODELETS: tuple[Codelet, ...] = (
                     **({"bound": bound} if bound else {})), {}),
             backends=("cuda",), dtypes=("float32",), layouts=("NN",), rules=_edge_rules),
     EDGE_CTILES_CODELET,  # ctiles-async for any sizes (blas/mm_cedge.py)
+    EDGE_ZMMA_CODELET,  # zmma for any sizes (blas/mm_zmma.py)
     Codelet("edge-mma", ("mm",), "mma for any M, N, K: the DMMA kernel over padded views of A "
             "and B, its tiles staged by cp.async element by element, or with lines=1 in 16-byte "
             "chunks (then 2 divides the chunks' dimensions; with them also on m16n8k8, ik=8, "
@@ -525,9 +526,9 @@ MM_CODELETS: tuple[Codelet, ...] = (
 # the operands, its stores of the ragged edge guarded): what liftkit.blas runs instead of padded
 # copies where the sizes are not multiples of the tiles
 EDGE_FORMS = {"tiles": "edge-tiles", "tiles-async": "edge-tiles-async", "mma": "edge-mma"}
-# (a profile's entries of them rank guarded forms; edge-ctiles-async, blas/mm_cedge.py, runs
-# only where measured at a call's very sizes: gemm.measured_here)
-EDGE_CODELETS = frozenset(EDGE_FORMS.values()) | {"edge-ctiles-async"}
+# (a profile's entries of them rank guarded forms; edge-ctiles-async, blas/mm_cedge.py, and
+# edge-zmma, blas/mm_zmma.py, run only where measured at a call's very sizes: gemm.measured_here)
+EDGE_CODELETS = frozenset(EDGE_FORMS.values()) | {"edge-ctiles-async", "edge-zmma"}
 # what the guarded forms do not offer: A's rows rotated in local memory, the grouped block
 # order (its grid of row groups needs whole groups of row tiles), the DMMA loop split along K,
 # the k-permuted DMMA fragment reads (pairs)

@@ -4,9 +4,11 @@ high-level complex128 product, the complex tiles staged as they are by cp.async 
 embedding's signs made at the fragment reads (reduceMmaZ64, codegen/cuda_zmma.py), then, with
 `group`, the blocks started `group` row tiles at a time (wrg-row-groups).
 
-Sizes its tiles do not divide are padded (it has no guarded form); a profile's choice of it is
-fitted to such sizes as the complex FFMA tiles' is: the `real` plan, whose real kernel has
-guarded forms (`mm_codelets.fit_choice`).
+Sizes its tiles do not divide: a profile's choice of it is fitted to them as the complex FFMA
+tiles' is, the `real` plan (`mm_codelets.fit_choice`), unless the profile measured the guarded
+form (`edge-zmma`: the same kernel over padded views, rule mm-edge-complex-tensor-cores; no
+pad2d/crop2d copies, which cost ZGEMM 1000³ about a fifth of its call, results/issue15/odd26b)
+or zmma on padded copies at the call's very sizes (`gemm.measured_here`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,36 @@ def _zmma_rules() -> Mapping[str, Any]:
             WRG_ROW_GROUPS.name: WRG_ROW_GROUPS}
 
 
+def _mm_edge_zmma(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
+                  ahead: int = 0) -> Strategy:
+    from liftkit.rewrite.rules.cuda_complex import MM_EDGE_COMPLEX_TENSOR_CORES
+
+    return rule(MM_EDGE_COMPLEX_TENSOR_CORES, tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
+                **({"ahead": 1} if ahead else {}))
+
+
+def _edge_rules() -> Mapping[str, Any]:
+    from liftkit.rewrite.rules.cuda import CUDA_RULES_BY_NAME
+    from liftkit.rewrite.rules.cuda_complex import MM_EDGE_COMPLEX_TENSOR_CORES
+
+    return {**CUDA_RULES_BY_NAME, MM_EDGE_COMPLEX_TENSOR_CORES.name: MM_EDGE_COMPLEX_TENSOR_CORES}
+
+
+def _edge_multiples(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int,
+                    ahead: int = 0) -> dict[str, int]:
+    from liftkit.blas.mm_codelets import _tiled_multiples
+
+    v = Variant.of("edge-zmma", tm=tm, tn=tn, tk=tk, warps=warps, staged=staged,
+                   **({"ahead": ahead} if ahead else {}))
+    return _tiled_multiples(kind, v, {})
+
+
+def edge_zmma(variant: Variant) -> Variant:
+    """The guarded form of a zmma variant: the same tiles, without the grouped block order
+    (whose grid takes whole groups of row tiles)."""
+    return Variant("edge-zmma", tuple(p for p in variant.params if p[0] != "group"))
+
+
 def _multiples(kind: Kind, tm: int, tn: int, tk: int, warps: int, staged: int, ahead: int = 0,
                group: int = 0) -> dict[str, int]:
     from liftkit.blas.mm_codelets import _tiled_multiples
@@ -81,3 +113,13 @@ ZMMA_CODELET = Codelet(
     "complex128, every layout",
     _mm_zmma, zmma_space, _multiples, backends=("cuda",), dtypes=("complex128",),
     rules=_zmma_rules)
+
+EDGE_ZMMA_CODELET = Codelet(
+    "edge-zmma", ("mm",), "zmma for any M, N, K: the complex DMMA tiles over padded views of A "
+    "and B (the mm-edge-complex-tensor-cores rule, rewrite.rules.cuda_complex: each 16-byte "
+    "complex element staged by cp.async with its source size, zero-filled past K, M and N "
+    "clamped), the ragged edge's stores guarded; no pad2d/crop2d copies at any size; CUDA only, "
+    "complex128, every layout; liftkit.blas runs it where the device profile measured it at the "
+    "call's very sizes (`gemm.measured_here`)",
+    _mm_edge_zmma, lambda dev: [], _edge_multiples, backends=("cuda",), dtypes=("complex128",),
+    rules=_edge_rules)

@@ -14,6 +14,11 @@ embedding's packing kernel).
   rows along k (`ROTATION`: a half warp's 8-byte reads of 16 elements' parts then hit 16
   distinct words of a line). `ahead` = 1: `reduceMmaZ64Ahead`,
   the fragments read a k-step ahead across tiles, the next copies among the last products.
+- `mm-edge-complex-tensor-cores` (the same parameters): that kernel for any M, N, K, over padded
+  views of the operands (each along its stored rows: K zero-filled, element by element, by
+  cp.async's source size; A's rows past M and B's columns past N clamped), the result cropped
+  (the ragged edge's stores guarded): no pad2d/crop2d copies (ZGEMM 1000³, results/issue15/
+  odd26b).
 
 It changes the order of the reduction as every reduce rule (exact on the integer-valued complex
 operands of the soundness tests). The fragments' real embedding (the 4M form's B block
@@ -185,7 +190,72 @@ MM_COMPLEX_TENSOR_CORES = make_rule(
     "issue 15 (ZGEMM on the FP64 tensor cores)", _choices, _build, lowering=True, reshapes=True,
     opaque=False)
 
-COMPLEX_MMA_RULES = (MM_COMPLEX_TENSOR_CORES,)
+# ---------------------------------------------------------------------------------------------
+# the same kernel for any M, N, K: over padded views of the operands, cropped
+
+
+def _edge_choices(site: Site) -> Options:
+    """mm-complex-tensor-cores' tilings whatever the sizes: a complex element is 16 bytes, so
+    every row of any pitch is staged by whole elements (cp.async, source size 0 past K)."""
+    found = zmma_nest(site)
+    if found is None:
+        return []
+    a, b, _ = found
+    across = _across(a, b)
+    out = [{"tm": tm, "tn": tn, "tk": tk, "warps": warps, "staged": staged}
+           for tm, tn, tk in ZMMA_TILES for warps in ZMMA_WARPS for staged in ZMMA_STAGES
+           if zmma_ok(tm, tn, tk, warps, staged, across)]
+    return out + [{**o, "ahead": 1} for o in out]
+
+
+def edge_complex_tensor_cores(a: Expr, b: Expr, m: Any, n: Any, k: Any, conj: int, tm: int,
+                              tn: int, tk: int, warps: int, staged: int, ahead: int = 0) -> Expr:
+    """C = A·B as `mm_complex_tensor_cores` over padded views (pX = ⌈X/tX⌉·tX): A's rows past
+    M and B's columns past N clamped (what they compute is cropped), K padded with complex zeros
+    (a zero term adds nothing), each along the operand's stored rows, element by element; the
+    result cropped to M×N (the ragged edge's stores guarded). Pads and crops that are provably
+    empty are left out."""
+    from liftkit import dsl as D
+    from liftkit.rewrite.rules.cuda import _transposed_view
+    from liftkit.rewrite.rules.mm_edges import _apply, _crop, _rows_padded, padded
+
+    pm, pn, pk = padded(m, tm), padded(n, tn), padded(k, tk)
+    zero = D.lit(0.0, complex128)
+    if _transposed_view(a):  # TN: A stored K×M
+        a_p = D.transpose << _rows_padded(a.args[0], k, m, pk, pm, zero, "clamp", 1)  # type: ignore[attr-defined]
+    else:
+        a_p = _rows_padded(a, m, k, pm, pk, "clamp", zero, 1)
+    if _transposed_view(b):  # NT: B stored N×K
+        b_p = D.transpose << _rows_padded(b.args[0], n, k, pn, pk, "clamp", zero, 1)  # type: ignore[attr-defined]
+    else:
+        b_p = _rows_padded(b, k, n, pk, pn, zero, "clamp", 1)
+    kernel = mm_complex_tensor_cores(a_p, b_p, conj, tm, tn, tk, warps, staged, ahead)
+    return _apply((*_crop(pm - m), *(D.map(c) for c in _crop(pn - n))), kernel)
+
+
+def _edge_build(site: Site, tm: int, tn: int, tk: int, warps: int, staged: int,
+                ahead: int = 0) -> Expr:
+    from liftkit.rewrite.rules.mm_match import mm_parts
+
+    a, b, conj = zmma_nest(site)  # type: ignore[misc]
+    mp = mm_parts(site)
+    assert mp is not None
+    return edge_complex_tensor_cores(fresh(a), fresh(b), mp.m, mp.n, mp.k, conj, tm, tn, tk,
+                                     warps, staged, ahead)
+
+
+MM_EDGE_COMPLEX_TENSOR_CORES = make_rule(
+    "mm-edge-complex-tensor-cores",
+    "the complex128 matrix product → crop 0 (pM-M) ∘ map(crop 0 (pN-N)) $ "
+    "mm-complex-tensor-cores(pad 0 (pM-M) clamp ∘ map(pad 0 (pK-K) 0) $ A, transpose ∘ "
+    "map(pad 0 (pK-K) 0) ∘ transpose ∘ map(pad 0 (pN-N) clamp) $ B)   (pX = ⌈X/tX⌉·tX: any "
+    "sizes, the staged tiles' elements past K zero-filled by cp.async, M and N clamped, the "
+    "ragged edge's stores guarded; each operand padded along its stored rows)",
+    "issue 15 (ZGEMM on the FP64 tensor cores; edge tiles without padded copies)",
+    _edge_choices, _edge_build, lowering=True, reshapes=True, opaque=False)
+
+
+COMPLEX_MMA_RULES = (MM_COMPLEX_TENSOR_CORES, MM_EDGE_COMPLEX_TENSOR_CORES)
 
 
 def zgemm_tensor_cores(layout: str, tm: int, tn: int, tk: int, warps: int, staged: int,
@@ -207,5 +277,6 @@ def zgemm_tensor_cores(layout: str, tm: int, tn: int, tk: int, warps: int, stage
     return step.derive(mm("complex128", layout), rules=rules, name=f"zgemm-{layout}-tensor-cores")
 
 
-__all__ = ["COMPLEX_MMA_RULES", "MM_COMPLEX_TENSOR_CORES", "ZMMA_TILES", "mm_complex_tensor_cores",
+__all__ = ["COMPLEX_MMA_RULES", "MM_COMPLEX_TENSOR_CORES", "MM_EDGE_COMPLEX_TENSOR_CORES",
+           "ZMMA_TILES", "edge_complex_tensor_cores", "mm_complex_tensor_cores",
            "stage_rotated", "zgemm_tensor_cores", "zmma_nest", "zmma_ok"]
