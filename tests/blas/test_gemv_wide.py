@@ -130,3 +130,17 @@ def test_wide_and_ahead_columns_on_the_gpu(backend: str, request: pytest.Fixture
                 got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
                                            err_msg=f"{backend} {v} {shape}")
+
+
+def test_the_shipped_h100_profile_runs_dgemv_t_in_512_work_item_groups() -> None:
+    """The H100 profile's float64 GEMV T at 4096² (results/issue15/gemv26 run 1: 16 lanes of
+    double2 × 32 row groups, 8 rows a step, one group of 512: 1.024x cuBLAS by kernel, 1.021x
+    per call, where the 256-work-item tree ran 1.007x / 1.003x), built for 512 work-items."""
+    from liftkit.blas.codelets import multiples
+    from liftkit.blas.profile import SHIPPED, Profile
+
+    prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
+    got = prof.choose(Kind("gemv", "float64", "T"), {"M": 4096, "N": 4096}, multiples)
+    assert got == Variant.of("column-groups-tree", lanes=16, g=32, w=2, u=8, k=1)
+    k = _source("float64", got)
+    assert k.ndrange.local_size == (16, 32) and "__launch_bounds__(512, 1)" in k.source
