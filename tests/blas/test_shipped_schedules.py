@@ -52,8 +52,8 @@ def test_the_h100_profile_runs_the_split_tail_and_dmma_ahead(n: int) -> None:
     # each size its measured winner: 4096 (`huge`) split 5 ways, 8192 (`giant`) 4 ways
     assert s.kw["split"] == {4096: 5, 8192: 4}[n] and s.kw["slots"] == 396 and s.kw["bound"] == 3
     d = prof.choose(Kind("mm", "float64", "NN"), sizes, multiples)  # in groups of 4 row tiles
-    assert d == Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8, ahead=2,
-                           group=4)  # (results/issue15/dmma23)
+    assert d == Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=3, ik=8, ahead=2,
+                           group=4)  # (results/issue15/dmma23; B's segments rotated: fp64-26)
     # complex through `real`: the same real kind at doubled N and K, the class of 2n
     doubled = prof.choose(Kind("mm", "float32", "NN"), {"M": n, "N": 2 * n, "K": 2 * n}, multiples)
     assert doubled is not None and doubled.kw["split"] == 4
