@@ -103,6 +103,9 @@ def test_the_split_tail_is_offered_where_the_last_wave_is_partial(h100: SMLimits
 def test_dmma_k8_variants_follow_the_m16n8k16_tilings() -> None:
     for lay in ("NN", "TN"):
         mma = [v for v in space(Kind("mm", "float64", lay), "gpu", "cuda") if v.codelet == "mma"]
+        # last of all the k-row layouts (lines 2, 3: results/issue15/fp64-26), then the rest
+        krows, mma = mma[-5:], mma[:-5]
+        assert all(v.kw["lines"] in (2, 3) and v.kw["ahead"] == 2 for v in krows)
         k8 = [v for v in mma[:-7] if v.kw.get("ik")]
         assert len(k8) == 12 and all(v.kw["ik"] == 8 and v.kw["lines"] == 1 for v in k8)
         assert sorted(v.kw.get("ahead", 0) for v in k8) == [0] * 4 + [2] * 8
@@ -118,14 +121,16 @@ def test_dmma_k8_variants_follow_the_m16n8k16_tilings() -> None:
         assert all(v.kw["tk"] == 32 and v.kw["ahead"] == 2 and v.kw["lines"] == 1 for v in mma[-3:])
     shipped = Variant.of("mma", tm=128, tn=64, tk=16, warps=4, staged=4, lines=1, ik=8, ahead=2)
     assert shipped in space(DGEMM, "gpu", "cuda")
+    nt = space(Kind("mm", "float64", "NT"), "gpu", "cuda")  # no operand copied as k rows
+    assert not any(v.kw.get("lines", 0) >= 2 for v in nt)
     assert all(not v.kw.get("ik") for v in space(DGEMM, "cpu", "cuda"))
 
 
 def test_class_gains(h100: SMLimits) -> None:
     """What each (kind, class) gains over the space before: DGEMM NN and TN 12 + 3 DMMA
-    variants at every class (in `space`), SGEMM NN 9 split-tail variants at `huge` and `giant`
+    variants at every class (in `space`; then 4 of two warps per scheduler and 5 k-row layouts), SGEMM NN 9 split-tail variants at `huge` and `giant`
     only."""
-    assert len([v for v in space(DGEMM, "gpu", "cuda") if v.codelet == "mma"]) == 12 + 12 + 3 + 4
+    assert len([v for v in space(DGEMM, "gpu", "cuda") if v.codelet == "mma"]) == 12 + 12 + 3 + 4 + 5
     for kind, gains in ((SGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 9, "giant": 9}),
                         (DGEMM, {"small": 0, "medium": 0, "large": 0, "huge": 0, "giant": 0})):
         for cls, gain in gains.items():

@@ -394,9 +394,12 @@ _VECTOR_CODELETS = ("vec", "vec2d", "tree")
 
 def fits(kind: Kind, variant: Variant) -> bool:
     """Whether the variant can derive the kind: complex numbers have no vector forms, so no
-    vector codelet and no vector width above 1; ctiles-async kt=1 needs a transposed operand."""
+    vector codelet and no vector width above 1; ctiles-async kt=1 needs a transposed operand;
+    mma's k-row layouts (lines 2, 3) an operand copied as k rows (not NT)."""
     if variant.codelet == "ctiles-async" and not ctiles_fit(kind, variant):
         return False
+    if variant.codelet == "mma" and variant.kw.get("lines", 0) >= 2 and kind.layout == "NT":
+        return False  # k rows in blocks or rotated segments (lines 2, 3): NT copies none
     if kind.dtype not in bp.COMPLEX:
         return True
     return variant.codelet not in _VECTOR_CODELETS and variant.kw.get("w", 1) == 1

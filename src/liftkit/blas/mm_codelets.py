@@ -300,6 +300,15 @@ MMA_DEEP_SPACE = ((128, 64, 32, 8, 3, 16), (128, 64, 32, 8, 3, 8), (64, 64, 32, 
 MMA_PAIRS_SPACE = ((128, 64, 16, 8, 4), (64, 64, 16, 4, 4))
 
 
+# the read-ahead loops with the operands copied as k rows (A of TN, B of NN and TN) in layouts
+# whose fragment reads need no rotation computed per read (tm, tn, tk, warps, staged, lines,
+# group; tried last): their 128-byte segments rotated (lines=3) on the shipped TN/NN tilings,
+# and in blocks of 4 rows (lines=2) on 8 warps: DGEMM per call on the H100 TN 1024 1.025x,
+# 4096 0.989x, 8192 1.084x, NN 1024 0.991x (lines=2, w8), 4096 0.963x (results/issue15/fp64-26)
+MMA_KROWS_SPACE = ((64, 64, 16, 4, 4, 3, 0), (128, 64, 16, 4, 4, 3, 8), (128, 64, 16, 4, 4, 3, 4),
+                   (128, 64, 16, 8, 4, 2, 0), (128, 64, 16, 8, 4, 3, 0))
+
+
 def _mma_k8_space() -> list[dict[str, int]]:
     k8 = [{**_mma_params(p), "ik": 8, **({"ahead": h} if h else {})}
           for h in MMA_K8_AHEAD for p in MMA_SPACE if p[5] and p[2] >= 16 and p[4] >= 2]
@@ -307,7 +316,10 @@ def _mma_k8_space() -> list[dict[str, int]]:
              "ahead": 2} for p in MMA_DEEP_SPACE]
     two = [{**dict(zip(("tm", "tn", "tk", "warps", "staged"), p)), "lines": 1, "ik": 8, "ahead": 2,
             **pairs} for pairs in ({"pairs": 1}, {}) for p in MMA_PAIRS_SPACE]
-    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + two + deep
+    krows = [{**dict(zip(("tm", "tn", "tk", "warps", "staged", "lines"), p)), "ik": 8, "ahead": 2,
+              **({"group": p[6]} if p[6] else {})} for p in MMA_KROWS_SPACE]
+    return k8 + [{**v, "group": g} for g in MMA_GROUPS for v in k8 if v.get("ahead")] + two + deep \
+        + krows
 
 
 def _plan_only(kind: Kind, **_: int) -> Strategy:
