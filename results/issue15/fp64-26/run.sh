@@ -4,10 +4,10 @@
 # cuBLAS, then timed per call in alternating rounds). Run from the sources of a commit unpacked
 # under .clean-h4 (carried with .device-kit and .device-extra):
 #   rm -rf .clean-h4 && mkdir .clean-h4 && git archive HEAD src benchmarks pyproject.toml \
-#       tests/__init__.py tests/conftest.py tests/codegen results/issue15/fp64-26 | tar -x -C .clean-h4
-#   cd .clean-h4 && ln -s ../.device-kit .device-kit && source .device-kit/setup.sh && \
+#       tests/conftest.py tests/codegen results/issue15/fp64-26 | tar -x -C .clean-h4
+#   cd .clean-h4 && ln -sfn ../.device-kit .device-kit && source .device-kit/setup.sh && \
 #       python3 -m pip install -q --no-index --no-deps --target /tmp/device-site ../.device-extra/*.whl && \
-#       OUT=$OUT bash results/issue15/fp64-26/run.sh
+#       OUT=$OUT [FP64_ARGS="--set 2"] bash results/issue15/fp64-26/run.sh
 # Writes $OUT/fp64_26.log, $OUT/fp64_26.jsonl, $OUT/test.log.
 set -o pipefail
 export PYTHONUNBUFFERED=1 LIFTKIT_CACHE_DIR=/tmp/lk-h4
