@@ -89,6 +89,9 @@ def test_shipped_profiles_load_and_are_named_by_their_device() -> None:
             assert {e.kind.op for e in prof.entries} == {"mm"}
         elif "coverage" not in prof.notes:
             assert {e.kind.op for e in prof.entries} >= {"mm", "gemv", "transpose"}
-        else:  # tuned in part (the H100's CUDA profile, cut by the device run's time): says so
-            assert {"mm", "gemv"} <= {e.kind.op for e in prof.entries}
-            assert "defaults" in prof.notes["coverage"]
+        else:  # tuned in part (the H100's CUDA profile, cut by the device run's time; the
+            # H200's OpenCL profile, GEMM only): says so, naming each kind left to the defaults
+            note = prof.notes["coverage"]
+            assert "defaults" in note
+            for op in {"gemv", "transpose"} - {e.kind.op for e in prof.entries}:
+                assert op in note.lower(), (f.name, op)
