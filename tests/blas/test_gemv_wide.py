@@ -1,6 +1,6 @@
 """GEMV T's tree form with work-groups beyond the code generator's 256 work-items (k = 1:
-`wrgItems lanes·g`, CUDA `__launch_bounds__(lanes·g, 1)`) and with each step's rows read a step
-ahead (a = 1: a software-pipelined loop): sound in the interpreter (integer inputs, exact sums),
+`wrgItems lanes·g`, CUDA `__launch_bounds__(lanes·g, 1)`), with each step's rows read a step
+ahead (a = 1: a software-pipelined loop) and with a tree of fan-in f over the row groups: sound in the interpreter (integer inputs, exact sums),
 run for real on the CPU device at random shapes against NumPy, the generated code's shape (the
 group's size, the bound, the next step's loads before this step's sums), NVRTC compiles, and
 the GPU test (NVIDIA OpenCL and CUDA). Also the pattern's refusals."""
@@ -22,7 +22,8 @@ from .test_gemv_tree import check_gemv_t_in_the_interpreter
 WIDE = [Variant.of("column-groups-tree", lanes=4, g=128, w=2, u=2, k=1),  # 512 work-items
         Variant.of("column-groups-tree", lanes=2, g=8, w=4, u=4, a=1),  # rows a step ahead
         Variant.of("column-groups-tree", lanes=8, g=4, w=1, u=2, a=1),
-        Variant.of("column-groups-tree", lanes=2, g=256, w=4, u=2, k=1, a=1)]
+        Variant.of("column-groups-tree", lanes=2, g=256, w=4, u=2, k=1, a=1),
+        Variant.of("column-groups-tree", lanes=2, g=16, w=4, u=2, a=1, f=4)]  # tree fan-in 4
 
 
 def _source(dt: str, variant: Variant, dialect: str = "cuda") -> Any:
@@ -32,12 +33,13 @@ def _source(dt: str, variant: Variant, dialect: str = "cuda") -> Any:
 
 
 # the interpreter's 64×64 operands: g·u ≤ 64 rows (2·g·u where a = 1), lanes·w ≤ 64 columns
-SMALL = [Variant.of("column-groups-tree", lanes=8, g=64, w=4, k=1),
-         Variant.of("column-groups-tree", lanes=32, g=16, w=2, u=2, k=1, a=1)] + WIDE[1:3]
+SMALL = [Variant.of("column-groups-tree", lanes=8, g=64, w=4, k=1, f=8),
+         Variant.of("column-groups-tree", lanes=32, g=16, w=2, u=2, k=1, a=1)] + WIDE[1:3] \
+    + [WIDE[4]]
 
 
-@pytest.mark.parametrize("dt", ["float32", "float64", "complex64"])
-@pytest.mark.parametrize("variant", SMALL)
+@pytest.mark.parametrize("dt,variant", [(("float32", "float64", "complex64")[i % 3], v)
+                                        for i, v in enumerate(SMALL)])  # a dtype each (fast)
 def test_wide_and_ahead_columns_are_sound_in_the_interpreter(dt: str, variant: Variant) -> None:
     if dt == "complex64":  # one element per step, a warp's run ≥ 8 of them
         p = dict(variant.params)
@@ -77,6 +79,16 @@ def test_the_next_rows_load_before_this_steps_sums() -> None:
     sums = [body.index(f"tmp_4_{k} = add4(tmp_4_{k}") for k in range(4)]
     assert max(loads) < min(sums)
     assert "tmp_7[3] = add4(tmp_4_3" in src[src.index("float4 tmp_7[4];"):]  # the last step
+
+
+def test_a_tree_of_fan_in_eight_takes_two_steps() -> None:
+    """f = 8 over 64 row groups: two folds of 8 (one peeled, one in the loop), each work-item of
+    the first summing 8 row groups' partials, where pairs take 6."""
+    src = _source("float32", Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=4, k=1,
+                                        f=8)).source
+    assert "iter < 1;" in src and "i_3 < 8;" in src
+    assert "iter < 5;" in _source("float32", Variant.of("column-groups-tree", lanes=8, g=64, w=4,
+                                                          u=4, k=1)).source
 
 
 def test_wrg_items_refuses_what_no_group_holds() -> None:

@@ -42,9 +42,9 @@ _spec = importlib.util.spec_from_file_location(  # gemv25b's raw launch of a GEM
 g25b = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 
 
-def _tree(lanes: int, g: int, w: int, u: int = 1, k: int = 0, a: int = 0) -> str:
+def _tree(lanes: int, g: int, w: int, u: int = 1, k: int = 0, a: int = 0, f: int = 2) -> str:
     return (f"column-groups-tree(lanes={lanes},g={g},w={w}" + (f",u={u}" if u > 1 else "")
-            + (",k=1" if k else "") + (",a=1" if a else "") + ")")
+            + (",k=1" if k else "") + (",a=1" if a else "") + (f",f={f}" if f != 2 else "") + ")")
 
 
 def _rows(lanes: int, g: int, w: int, u: int = 1) -> str:
@@ -91,7 +91,54 @@ VARIANTS: dict[tuple[str, str, int], list[str]] = {
                            (32, 8, 2, 8)]],
 }
 
+# run 2: the tree's fan-in f (4 or 8 row groups a step: 2-3 barriers where pairs take 6 at
+# g = 64) on run 1's fastest 512-work-item shapes, beside them
+VARIANTS2: dict[tuple[str, str, int], list[str]] = {
+    ("float32", "T", 4096): [_tree(*p) for p in [
+        (8, 64, 4, 4, 1), (8, 64, 4, 4, 1, 0, 4), (8, 64, 4, 4, 1, 0, 8), (8, 64, 4, 8, 1, 0, 8),
+        (8, 64, 4, 8, 1, 0, 4), (4, 64, 8, 8, 0, 0, 8), (4, 64, 8, 8, 0, 0, 4),
+        (16, 16, 2, 16, 0, 0, 4), (8, 16, 4, 16, 0, 0, 4), (32, 16, 1, 16, 1, 0, 4),
+        (8, 64, 4, 4, 1, 1, 8), (4, 64, 8, 4, 0, 0, 8)]],
+    ("float64", "T", 4096): [_tree(*p) for p in [
+        (16, 32, 2, 8, 1), (8, 64, 4, 2, 1, 0, 8), (8, 64, 4, 2, 1, 0, 4), (8, 64, 4, 4, 1, 0, 8),
+        (32, 16, 1, 16, 1, 0, 4), (4, 64, 4, 4, 0, 0, 8), (8, 64, 4, 2, 1, 1, 8),
+        (16, 16, 2, 8, 0, 0, 4)]],
+    ("float64", "N", 4096): [_group_rows(256, 2)],
+    ("float32", "T", 8192): [_tree(*p) for p in [(8, 64, 4, 4, 1, 0, 8), (4, 64, 8, 4, 0, 0, 8)]],
+    ("float64", "T", 8192): [_tree(*p) for p in [(8, 64, 4, 4, 1, 0, 8), (4, 64, 4, 4, 0, 0, 8),
+                                                 (8, 64, 4, 2, 1, 0, 8)]],
+    ("float64", "N", 8192): [_group_rows(128, 2)],
+}
+
 CASES = "float32:T:4096,float64:T:4096,float64:N:4096,float32:T:8192,float64:T:8192,float64:N:8192"
+
+
+def _time_nowait(cp: Any, fn: Any, repeat: int, batches: int = 5) -> tuple[float, bool]:
+    """Median seconds per call over `batches` batches of `repeat` calls between two events on
+    CuPy's stream, the end event recorded right after the last call is enqueued, as for
+    cuBLAS (blas_cuda._time waits for a liftkit call's result on the host first, so its end
+    event also times the host's wake-up and the record's submission, once per batch). The
+    session's stream is blocking: the legacy default stream's end event waits for its work.
+    Also whether every batch's last call had finished when its end event had (it must)."""
+    import statistics as st
+
+    fn()
+    times, done = [], True
+    for _ in range(batches):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        cp.cuda.Device().synchronize()
+        stream = cp.cuda.get_current_stream()
+        start.record(stream)
+        for _ in range(repeat):
+            last = fn()
+        end.record(stream)
+        end.synchronize()
+        done = done and (last.done() if hasattr(last, "done") else True)
+        if hasattr(last, "result"):
+            last.result()
+        cp.cuda.Device().synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3 / repeat)
+    return st.median(times), done
 
 
 def _kernel_of(dt_name: str, lay: str, vtext: str) -> Any:
@@ -103,14 +150,14 @@ def _kernel_of(dt_name: str, lay: str, vtext: str) -> Any:
                            CompileOptions(dialect="cuda")).kernels
 
 
-def check(cases: list[tuple[str, str, int]]) -> int:
+def check(cases: list[tuple[str, str, int]], lists: dict[tuple[str, str, int], list[str]]) -> int:
     """Here (no GPU): every variant derives, compiles with NVRTC for sm_90a; its registers and
     spills as ptxas reports them."""
     from liftkit.backends.cuda.nvrtc import compile_cuda
 
     bad = 0
     for case in cases:
-        for vtext in VARIANTS[case]:
+        for vtext in lists[case]:
             try:
                 for k in _kernel_of(case[0], case[1], vtext):
                     out = compile_cuda(k.source, "sm_90a",
@@ -131,11 +178,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=5, help="alternating per-call rounds per case")
     p.add_argument("--out", default=".")
     p.add_argument("--check", action="store_true", help="derive and compile only (no GPU)")
+    p.add_argument("--set", type=int, default=1, help="the variants of run 1 or 2")
     args = p.parse_args(argv)
+    lists = VARIANTS2 if args.set == 2 else VARIANTS
     cases = [(c.split(":")[0], c.split(":")[1], int(c.split(":")[2])) for c in args.cases.split(",")]
-    cases = [c for c in cases if c in VARIANTS]
+    cases = [c for c in cases if c in lists]
     if args.check:
-        return check(cases)
+        return check(cases, lists)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -157,7 +206,7 @@ def main(argv: list[str]) -> int:
     for dt_name, lay, n in cases:
         kind = Kind("gemv", dt_name, lay)
         profile_choice = str(default_choose(kind, {"M": n, "N": n}))
-        mine = [str(lookup_variant(kind, v)) for v in VARIANTS[(dt_name, lay, n)]]
+        mine = [str(lookup_variant(kind, v)) for v in lists[(dt_name, lay, n)]]
         todo[(dt_name, lay, n)] = [profile_choice] + [v for v in mine if v != profile_choice]
         jobs += [(kind, lookup_variant(kind, v)) for v in todo[(dt_name, lay, n)]]
     t0 = time.perf_counter()
@@ -282,8 +331,14 @@ def main(argv: list[str]) -> int:
             named = [("best", best.get("variant")), ("profile", todo[(dt_name, lay, n)][0])]
             named = [(k, v) for k, v in named if v]
             rounds: dict[str, list[float]] = {"cublas": [], **{k: [] for k, _ in named}}
+            if args.set == 2:  # the end event recorded at once, as for cuBLAS; 100 calls
+                rounds.update({f"{k}_{m}": [] for k, _ in named for m in ("nowait", "r100")})
+                rounds["cublas_r100"] = []
+            done_all = True
             for _ in range(args.rounds if best else 0):
                 rounds["cublas"].append(_time(cp, ref, args.repeat) * 1e6)
+                if args.set == 2:
+                    rounds["cublas_r100"].append(_time(cp, ref, 100) * 1e6)
                 for name, vtext in named:
                     chosen["gemv"] = lookup_variant(kind, vtext)
                     s.calls.clear()
@@ -294,14 +349,24 @@ def main(argv: list[str]) -> int:
                     assert e < tol, f"{vtext}: rel error {e}"
                     with pre.quiet:
                         rounds[name].append(_time(cp, call, args.repeat) * 1e6)
+                        if args.set == 2:
+                            t_nw, done = _time_nowait(cp, call, args.repeat)
+                            done_all = done_all and done
+                            rounds[f"{name}_nowait"].append(t_nw * 1e6)
+                            rounds[f"{name}_r100"].append(_time(cp, call, 100) * 1e6)
             chosen.clear()
             s.calls.clear()
             if best:
                 med = {k: statistics.median(v) for k, v in rounds.items()}
                 emit({"what": "rounds", "dtype": dt_name, "layout": lay, "size": n,
                       **{f"variant_{k}": v for k, v in named}, **rounds,
-                      **{f"median_{k}": v for k, v in med.items()}})
+                      **{f"median_{k}": v for k, v in med.items()}, "nowait_done": done_all})
                 parts = [f"{k} {med['cublas'] / med[k]:.3f}x" for k, _ in named]
+                if args.set == 2:
+                    parts += [f"{k} nowait {med['cublas'] / med[k + '_nowait']:.3f}x, 100 calls "
+                              f"{med['cublas_r100'] / med[k + '_r100']:.3f}x" for k, _ in named]
+                    parts.append("(the last call done at the end event)" if done_all
+                                 else "(NOT done at the end event: nowait invalid)")
                 summary.append(
                     f"{dt_name:8s} {lay} {n:5d} best kernel {best['variant']} "
                     f"{best['ref_kernel_us'] / best['kernel_us']:.3f}x ({best['kernel_us']:.2f} us, "

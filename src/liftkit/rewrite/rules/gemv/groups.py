@@ -109,6 +109,9 @@ LAST_PARTS = SPLIT_PARTS + (32,)
 # (u loads in flight per work-item: cuBLAS's float32 GEMV T at 4096² runs 128 blocks, the whole
 # column in each, at 128 registers a thread, results/issue15/gemv25b run 2)
 UNROLLS = (1, 2, 4, 8, 16)
+# the fan-ins f of gemv-lane-columns-tree's tree over its g row groups (2: pairs, log₂ g steps
+# each ending in a barrier; 4 or 8: fewer steps, each work-item summing more)
+TREE_FAN_INS = (2, 4, 8)
 # the work-item slots of an NVIDIA multiprocessor (Volta to Hopper): gemv-lane-columns-last's
 # b > 0 asks for all of them, 2048 / (lanes·g) resident work-groups (at most 32)
 SM_THREADS = 2048
@@ -224,8 +227,21 @@ def _lane_totals(parts: Gemv, vop: Any, ev: Any, w: int, lanes: int, sums: Any, 
         << D.split(lanes) << per_lane
 
 
+def _log(g: int, f: int) -> int:
+    """n with fⁿ = g (g a power of f)."""
+    n = 0
+    while g > 1:
+        g, n = g // f, n + 1
+    return n
+
+
+def _fan_ins(g: int) -> tuple[int, ...]:
+    """The tree's fan-ins f whose powers reach g (2, 4, 8)."""
+    return tuple(f for f in TREE_FAN_INS if f <= g and f ** _log(g, f) == g)
+
+
 def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u: int = 1,
-                      k: int = 0, a: int = 0) -> Expr:
+                      k: int = 0, a: int = 0, f: int = 2) -> Expr:
     """gemv T's body as `lane_columns`, the g partials per column summed by a tree in local
     memory (log₂ g steps, each halving the row groups with every lane at work), not in order
     by the lanes of row 0 (g sequential steps by lanes work-items: the long tail of a
@@ -235,22 +251,23 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u:
     blocks of 32 columns, no sum across blocks, deep unrolled loads). k = 1: the lanes×g
     work-items as one work-group beyond the code generator's 256 (`wrgItems lanes·g`, CUDA
     `__launch_bounds__(lanes·g, 1)`: cuBLAS's 512 threads a block). a = 1: each step's u rows
-    read a step ahead (`_column_partials`)."""
+    read a step ahead (`_column_partials`). f: the tree's fan-in (log_f g steps, each summing f
+    row groups per lane: fewer barriers than pairs)."""
     from liftkit import dsl as D
 
     op, m, a_, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
     vop, vm, ev = vector_ops(op, m, t, w)
     c = lanes * w
 
-    def halve(ps: Any) -> Any:  # [n·lanes] → [n/2·lanes]: pairs of row groups, per lane
-        return D.join << D.mapLcl(1)(lambda pair: D.join << D.mapLcl(0)(
-            D.reduceSeq(vop, fresh(ev))) << D.transpose << D.split(lanes) << pair) \
-            << D.split(2 * lanes) << ps
+    def fold(ps: Any) -> Any:  # [n·lanes] → [n/f·lanes]: f row groups at a time, per lane
+        return D.join << D.mapLcl(1)(lambda group: D.join << D.mapLcl(0)(
+            D.reduceSeq(vop, fresh(ev))) << D.transpose << D.split(lanes) << group) \
+            << D.split(f * lanes) << ps
 
     def block(b: Any) -> Any:
         partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g), u, a)
         # (flat: iterate's buffers are 1-D) [g][lanes][1] → [g·lanes] → [lanes]
-        tree = D.iterate(g.bit_length() - 1, halve) << D.join << D.map(D.join) << partial
+        tree = D.iterate(_log(g, f), fold) << D.join << D.map(D.join) << partial
 
         return D.let(tree, lambda ps: _lane_totals(parts, vop, ev, w, lanes, D.split(1) << ps,
                                                    b[1]))
@@ -457,15 +474,16 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
     "finished by a tree (CLBlast's and CUDA's block reductions); u loads in flight per "
     "work-item (cuBLAS's gemvx)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, u=u, k=k, a=a)
+    lambda parts, t, rows, cols: [dict(o, u=u, k=k, a=a, f=f)
                                   for o in _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
                                                         GROUPS + (256,))
                                   for u in UNROLLS if fits(rows, o["g"] * u)
                                   for k in ((0, 1) if o["lanes"] * o["g"] > MAX_LOCAL else (0,))
                                   for a in ((0, 1) if u > 1 and fits(rows, o["g"] * u * 2)
-                                            else (0,))],
-    lambda parts, t, rows, cols, lanes, g, w, u=1, k=0, a=0: lane_columns_tree(
-        parts, t, lanes, g, w, u, k, a))
+                                            else (0,))
+                                  for f in _fan_ins(o["g"])],
+    lambda parts, t, rows, cols, lanes, g, w, u=1, k=0, a=0, f=2: lane_columns_tree(
+        parts, t, lanes, g, w, u, k, a, f))
 
 
 GEMV_LANE_COLUMNS_LAST = site_rule(
