@@ -230,8 +230,13 @@ GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (8, 32, 4, 8, 8), (16, 16, 4
 GEMV_TREE_SPACE = ((8, 32, 4, 16), (8, 32, 4, 8), (4, 64, 8, 4), (4, 64, 4, 4), (4, 64, 8, 8),
                    (8, 32, 4, 4), (2, 128, 8), (4, 128, 4), (4, 64, 4), (2, 128, 4), (4, 64, 8),
                    (2, 64, 8), (8, 32, 2, 8),
-                   # (lanes, g, w, u, k, a): k = 1, 512 work-items a group (cuBLAS's float32
-                   # GEMV T blocks, ≤ 128 registers); a = 1, each step's rows read a step ahead
+                   # (lanes, g, w, u, k, a, f): k = 1, the 512 work-items as one group (cuBLAS's
+                   # float32 GEMV T blocks, ≤ 128 registers); a = 1, each step's rows read a step
+                   # ahead; f, the tree's fan-in. The H100's fastest (results/issue15/gemv26 run
+                   # 2, by kernel at 4096²): float32 (8,64,4,4,k,f=8) 0.985x cuBLAS, float64
+                   # (8,64,4,2,k,f=8) 1.025x and (16,32,2,8,k) 1.023x; the pipelined forms (a = 1)
+                   # ran 0.5-4 % slower than the same shapes without
+                   (8, 64, 4, 4, 1, 0, 8), (8, 64, 4, 2, 1, 0, 8), (16, 32, 2, 8, 1),
                    (8, 64, 4, 8, 1), (16, 32, 2, 16, 1), (8, 64, 4, 4, 1, 1), (8, 32, 4, 8, 0, 1))
 
 
