@@ -65,7 +65,7 @@ def test_edge_zmma_stages_elements_with_source_sizes_and_compiles(compile_cuda: 
 def _here(fp: str, label: str, v: Variant, sizes: tuple[int, int, int]) -> Profile:
     prof = Profile(fp, label, "gpu")
     at = dict(zip("MNK", sizes))
-    prof.add([Entry(Kind("mm", "complex128", "NN"), size_class("mm", at), at, v, 1e-4, 5e4,
+    prof.add([Entry(Kind("mm", "complex128", "NN"), size_class("mm", at), at, v, 1e-5, 1e6,
                     via="here")])
     return prof
 
@@ -91,6 +91,30 @@ def test_an_entry_here_runs_edge_zmma_alone(blas_host: Any, stub_cuda: Any) -> N
     # the entry is NN's at 1000³: another layout or size keeps its own plan
     assert s.plan_gemm((1000, 1000), (1000, 1000), np.complex128, trans_a=True).built.variant != EZ
     assert s.plan_gemm((1001, 1000), (1000, 1000), np.complex128).built.variant != EZ
+
+
+def test_the_h100_profile_runs_zgemm_off_the_tiles_on_edge_zmma(blas_host: Any,
+                                                                stub_cuda: Any) -> None:
+    """results/issue15/odd26b run 1 (ship.py): ZGEMM NN 1000³ on edge-zmma 64×64×8 (8 warps,
+    read ahead: 1.009x cuBLAS per call; 128×32×8 1.005x/1.006x; zmma on pad2d/crop2d copies
+    0.803x/0.814x in the same run) and 1023×1025×999 on 128×32×8 (1.115x against 0.971x), one
+    launch and no copies; 1024³ keeps zmma, another odd size the class's plan."""
+    s = stub_cuda
+    got: list = []
+    s.q._core.launch = lambda stream, config, kernel, *args: got.append(kernel)
+    want = {(1000, 1000, 1000): Variant.of("edge-zmma", tm=64, tn=64, tk=8, warps=8, staged=4,
+                                           ahead=1),
+            (1023, 1025, 999): EZ}
+    for (m, n, k), v in want.items():
+        plan = s.plan_gemm((m, k), (k, n), np.complex128)
+        assert plan.built.variant == v and plan.padded == plan.sizes
+        A, B, C = (blas_host.ndarray(sh, "complex128") for sh in ((m, k), (k, n), (m, n)))
+        got.clear()
+        blas_host.COUNTS.clear()
+        s.gemm(A, B, C)
+        assert len(got) == 1 and blas_host.COUNTS.get("cuMemcpy2DAsync", 0) == 0
+    assert s.plan_gemm((1024, 1024), (1024, 1024), np.complex128).built.variant.codelet == "zmma"
+    assert s.plan_gemm((999, 999), (999, 999), np.complex128).built.variant.codelet != "edge-zmma"
 
 
 @pytest.mark.gpu

@@ -84,7 +84,7 @@ def _entry(dt: str, layout: str, sizes: dict[str, int], v: Variant, rate: float,
 
 def test_measured_complex_kernels_at_the_very_sizes_are_chosen() -> None:
     """The fastest of the guarded and the via-"padded" entries at these sizes; a conjugating
-    layout from its plain one's; the class's other entries, other sizes and real dtypes: None."""
+    layout from its plain one's; the class's other entries and other sizes: None."""
     from types import SimpleNamespace
 
     odd = {"M": 1000, "N": 1000, "K": 1000}
@@ -98,13 +98,14 @@ def test_measured_complex_kernels_at_the_very_sizes_are_chosen() -> None:
     s = SimpleNamespace(profile=p)
 
     def here(dt: str, layout: str, sizes: dict[str, int]) -> Any:
-        return measured_here(s, Kind("mm", dt, layout), sizes)  # type: ignore[arg-type]
+        found = measured_here(s, Kind("mm", dt, layout), sizes)  # type: ignore[arg-type]
+        return found[0].variant if found else None
 
     assert here("complex64", "NN", odd) == EDGE and here("complex64", "RN", odd) == EDGE
     assert here("complex128", "NN", odd) == ZV and here("complex128", "NT", odd) is None
     assert here("complex64", "NN", {"M": 1024, "N": 1024, "K": 1024}) is None
     assert here("complex64", "NN", {"M": 1000, "N": 1000, "K": 999}) is None
-    assert here("float32", "NN", odd) is None
+    assert here("float32", "NN", odd).codelet == "edge-tiles-async"  # (real dtypes' alike)
     p.add([_entry("complex64", "NN", odd, Variant.of("ctiles-async", **CT.kw, split=2, slots=264,
                                                      bound=2), 4.5e4, "padded")])
     assert here("complex64", "NN", odd).codelet == "ctiles-async"
@@ -183,8 +184,9 @@ def test_the_h100_profile_runs_the_odd_complex_sizes_on_the_complex_kernels(stub
     """results/issue15/oddc25 runs 1-2 (ship.py on run 2): CGEMM 1000³ NN on edge-ctiles-async
     128×64 split in 2 (0.847x cuBLAS per call, the real plan 0.757x), CGEMM 1023×1025×999 on
     edge-ctiles-async 128×32 with 4×4 accumulators (0.785x against 0.744x), no copies; ZGEMM
-    1000³ and 1023×1025×999 on zmma padded with kernel copies (0.809x / 0.977x against 0.798x /
-    0.909x); NC (NT's entries: none at these sizes) and 1024 as before."""
+    1000³ and 1023×1025×999 on zmma's guarded form without copies since odd26b (edge-zmma:
+    1.009x / 1.115x against zmma padded's 0.808x / 0.971x in the same run); NC (NT's entries:
+    none at these sizes) and 1024 as before."""
     s = stub_cuda
     split2 = Variant.of("edge-ctiles-async", **CT.kw, split=2, slots=264, bound=2)
     plan = s.plan_gemm((1000, 1000), (1000, 1000), np.complex64)
@@ -198,7 +200,7 @@ def test_the_h100_profile_runs_the_odd_complex_sizes_on_the_complex_kernels(stub
         "ctiles-async"
     for a, b in (((1000, 1000), (1000, 1000)), ((1023, 999), (999, 1025))):
         z = s.plan_gemm(a, b, np.complex128)
-        assert z.embed is None and z.built.variant.codelet == "zmma" and z.padded != z.sizes
+        assert z.embed is None and z.built.variant.codelet == "edge-zmma" and z.padded == z.sizes
 
 
 def test_the_tuner_times_the_guarded_complex_tiles_against_the_real_plan() -> None:
