@@ -49,39 +49,49 @@ def _profile_calls(cp: Any, call: Callable[[], Any], what: str, report: Any, top
     pstats.Stats(prof, stream=report).sort_stats("tottime").print_stats(top)
 
 
-def _batch(cp: Any, fn: Callable[[], Any], repeat: int) -> float:
-    """Seconds per call of one batch: `repeat` calls back to back between two CUDA events."""
+def _batch(cp: Any, fn: Callable[[], Any], repeat: int, stream: Any = None) -> float:
+    """Seconds per call of one batch: `repeat` calls back to back between two CUDA events on
+    `stream` (the stream the calls run on: liftkit's for liftkit, CuPy's for the reference), the
+    end event recorded as soon as the last call is enqueued, as for the reference. A liftkit
+    call whose future is not done when that event is (work left on another stream) is timed
+    again with the host waiting for it before the end event."""
+    stream = stream if stream is not None else cp.cuda.get_current_stream()
     start, end = cp.cuda.Event(), cp.cuda.Event()
     cp.cuda.Device().synchronize()
-    start.record(cp.cuda.get_current_stream())
+    start.record(stream)
     for _ in range(repeat):
         last = fn()
-    if hasattr(last, "result"):
-        last.result()
-    end.record(cp.cuda.get_current_stream())
+    end.record(stream)
     end.synchronize()
+    if hasattr(last, "done") and not last.done():
+        last.result()
+        end.record(stream)
+        end.synchronize()
     cp.cuda.Device().synchronize()
     return cp.cuda.get_elapsed_time(start, end) * 1e-3 / repeat
 
 
-def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5) -> float:
+def _time(cp: Any, fn: Callable[[], Any], repeat: int, batches: int = 5,
+          stream: Any = None) -> float:
     """Median seconds per call over `batches` batches after a warm-up call."""
     fn()
-    return statistics.median(_batch(cp, fn, repeat) for _ in range(batches))
+    return statistics.median(_batch(cp, fn, repeat, stream) for _ in range(batches))
 
 
 def _time_pair(cp: Any, ours: Callable[[], Any], ref: Callable[[], Any], repeat: int,
-               batches: int = 5) -> tuple[float, float]:
-    """Median seconds per call of `ours` and of `ref`, their batches alternating (ours, ref,
-    ref, ours, ...) so that a clock that drifts over the row (power and heat at 8192) weighs
-    on both sides alike instead of on whichever ran second."""
+               batches: int = 5, stream: Any = None) -> tuple[float, float]:
+    """Median seconds per call of `ours` (on `stream`, liftkit's) and of `ref` (on CuPy's
+    stream), their batches alternating (ours, ref, ref, ours, ...) so that a clock that drifts
+    over the row (power and heat at 8192) weighs on both sides alike instead of on whichever
+    ran second."""
     ours(), ref()
     cp.cuda.Device().synchronize()
     t_ours, t_ref = [], []
     for i in range(batches):
-        order = ((ours, t_ours), (ref, t_ref)) if i % 2 == 0 else ((ref, t_ref), (ours, t_ours))
-        for fn, times in order:
-            times.append(_batch(cp, fn, repeat))
+        order = (((ours, t_ours, stream), (ref, t_ref, None)) if i % 2 == 0
+                 else ((ref, t_ref, None), (ours, t_ours, stream)))
+        for fn, times, on in order:
+            times.append(_batch(cp, fn, repeat, on))
     return statistics.median(t_ours), statistics.median(t_ref)
 
 
@@ -210,6 +220,7 @@ def main(argv: list[str]) -> int:
           f"{'yes' if s.profile else 'none'}", flush=True)
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
+    lk_stream = cupy_stream(cp, s.q.stream)  # liftkit's calls' events are recorded there
 
     def row(op: str, dt: str, layout: str, size: str, lk: float, ref: float, unit: str,
             variant: str, err: float, ref_name: str = "cuBLAS", dev: float = 0.0
@@ -262,14 +273,15 @@ def main(argv: list[str]) -> int:
         est = time.perf_counter() - t0
         repeat = max(3, min(args.repeat, int(0.02 / max(est, 1e-6))))
         batches = 5 if est < 5e-3 else 3
-        t_lk, t_ref = _time_pair(cp, call, lambda: cp.matmul(opA, opB, out=C), repeat, batches)
+        t_lk, t_ref = _time_pair(cp, call, lambda: cp.matmul(opA, opB, out=C), repeat, batches,
+                                 lk_stream)
         t_k, t_h = _kernel_and_host(cp, s, call, repeat, busy)
         plan = s.plan_gemm(A.shape, B.shape, dt, trans_a=ta, trans_b=tb)
         t_p = 0.0
         if plan.embed is not None or plan.padded != plan.sizes:
             ws = s.scratch
             pa, pb = plan.pack("A", A, ws), plan.pack("B", B, ws)
-            t_p = _time(cp, lambda: plan.run(pa, pb, C, workspace=ws), repeat, batches)
+            t_p = _time(cp, lambda: plan.run(pa, pb, C, workspace=ws), repeat, batches, lk_stream)
         size = f"{m}" if m == n == k else f"{m}x{n}x{k}"
         variant = f"{plan.layout}:{plan.variant}"
         if plan.embed is not None:
@@ -324,7 +336,8 @@ def main(argv: list[str]) -> int:
                 e = _err(cp, y, want)
                 nbytes = (n * n + 2 * n) * dt.itemsize
                 t_lk, t_ref = _time_pair(cp, lambda: s.gemv(A, x, y, trans=trans),
-                                         lambda: cp.matmul(opA, x, out=y), args.repeat)
+                                         lambda: cp.matmul(opA, x, out=y), args.repeat,
+                                         stream=lk_stream)
                 t_dev = _device_time(s, lambda: s.gemv(A, x, y, trans=trans))
                 v = s.choose(Kind("gemv", dt_name, "T" if trans else "N"), {"M": n, "N": n})
                 row("gemv", dt_name, "T" if trans else "N", str(n), nbytes / t_lk / 1e9,
@@ -336,7 +349,7 @@ def main(argv: list[str]) -> int:
             e = 0.0 if bool(cp.array_equal(T, A.T)) else 1.0
             nbytes = 2.0 * n * n * dt.itemsize
             t_lk, t_copy = _time_pair(cp, lambda: s.transpose(A, T), lambda: cp.copyto(T, A),
-                                      args.repeat)
+                                      args.repeat, stream=lk_stream)
             t_dev = _device_time(s, lambda: s.transpose(A, T))
             v = s.choose(Kind("transpose", dt_name), {"M": n, "N": n})
             row("transpose", dt_name, "-", str(n), nbytes / t_lk / 1e9, nbytes / t_copy / 1e9,
