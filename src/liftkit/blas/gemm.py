@@ -30,7 +30,7 @@ from liftkit.blas.codelets import (
     CodeletError, Kind, Variant, edge_forms, edge_lossy, multiples, pad_to, padded_sizes,
 )
 from liftkit.blas.kernels import BlasError, Built
-from liftkit.blas.profile import EDGE_CODELETS, size_class
+from liftkit.blas.profile import EDGE_CODELETS, Entry, size_class
 from liftkit.blas.session import DTYPES, Future, Operand, Session, Workspace
 
 
@@ -152,26 +152,44 @@ def profiled_edge(session: Session, kind: Kind, sizes: dict[str, int]) -> Option
     return None
 
 
-def measured_here(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[Variant]:
-    """A complex kind's own kernel where the device profile measured one at these very sizes,
-    faster there than the `real` plan (which its class's choice becomes off its tiles,
-    `codelets.fit_choice`): the fastest of the guarded complex tiles (`edge-ctiles-async`, no
-    copies; the tuner's entries of them `via` "here", `followups.fill_ctiles_tasks`) and the
-    complex kernels run padded (entries `via` "padded": ctiles-async, zmma on pad2d/crop2d
-    copies); a conjugating layout also from its plain one's entries; None: the
-    class's choice (results/issue15/oddc25: CGEMM 1000³ and 1023×1025×999 spent the real
-    plan's cembed beside its product)."""
+# what a call's very sizes may hold besides its class's variants, each timed as a call runs it:
+# guarded forms ("", and "here": for those sizes alone), complex kernels on padded copies
+# ("padded"), the split plan ("split"), the `real` plan on a real kernel ("real")
+HERE_VIAS = ("", "here", "padded", "split", "real")
+
+
+def measured_here(session: Session, kind: Kind, sizes: dict[str, int]) -> list[Entry]:
+    """The device profile's entries measured at these very sizes that a call of `kind` runs as
+    timed, fastest first, those faster than every class variant measured there (which
+    `Session.choose` then runs): `plan_gemm` runs the fastest. Guarded forms (also on operands
+    padded to their vectors), the split plan where it applies, complex kernels padded, the
+    `real` plan's real kernels; a conjugating layout also from its plain one's entries.
+    (Until this rule, results/issue15/h200-26: SGEMM 1023×1025×999 on the H200 ran its split
+    entry, 21.2 TFLOP/s and 0.73x cuBLAS per call, not the guarded tiles measured at 25.1.)"""
+    from liftkit.blas.split import splittable
+
     prof = getattr(session, "profile", None)
-    if prof is None or kind.dtype not in REAL_OF:
-        return None
+    if prof is None:
+        return []
     plain = kind.layout.replace("R", "N").replace("C", "T")
-    for k in dict.fromkeys((kind, Kind(kind.op, kind.dtype, plain))):
-        found = [e for e in prof.at_sizes(k, sizes) + prof.at_sizes(k, sizes, "here")
-                 if e.variant.codelet in EDGE_CODELETS]
-        found += prof.at_sizes(k, sizes, "padded")
-        if found:
-            return max(found, key=lambda e: e.rate).variant
-    return None
+    kinds, want = {kind, Kind(kind.op, kind.dtype, plain)}, dict(sizes)
+    own, found = 0.0, []
+    for e in prof.entries:
+        if e.kind not in kinds or e.via not in HERE_VIAS or dict(e.sizes) != want:
+            continue
+        v = e.variant
+        if e.via == "" and v.codelet not in EDGE_CODELETS:
+            own = max(own, e.rate)  # the class's variants here
+        elif e.via == "split":
+            if v.codelet == "split" and splittable(kind, sizes, v.kw.get("w", 64)):
+                found.append(e)
+        else:
+            try:  # (a codelet this liftkit does not know: skipped)
+                multiples(Kind("mm", REAL_OF[kind.dtype], "NN") if e.via == "real" else e.kind, v)
+            except (CodeletError, ValueError, KeyError):
+                continue
+            found.append(e)
+    return sorted((e for e in found if e.rate > own), key=lambda e: -e.rate)
 
 
 def mm_kernel(session: Session, kind: Kind, sizes: dict[str, int],
@@ -597,29 +615,37 @@ def plan_gemm(session: Session, a_shape: tuple[int, int], b_shape: tuple[int, in
         layout = _LETTER[t1, c1] + _LETTER[t2, c2]
         first, transposed, sizes = fst, False, {"M": rows, "N": cols, "K": ka}
     kind = Kind("mm", DTYPES[dt], layout)
-    if dt.kind != "c":  # an interior and an edge column, where forced or measured faster
-        from liftkit.blas.split import measured_split, plan_split
+    from liftkit.blas.split import plan_split
 
-        sv = (variant if variant is not None and variant.codelet == "split"
-              else None if variant is not None else measured_split(session, kind, sizes))
-        split = None if sv is None else plan_split(
-            session, dt, m, n, ka, bool(trans_a), bool(trans_b), (order_a, order_b, order_c),
-            layout, first, transposed, sizes, sv)
+    fields = (session, dt, m, n, ka, bool(trans_a), bool(trans_b), (order_a, order_b, order_c),
+              layout, first, transposed, sizes)
+    if variant is not None and variant.codelet == "split" and dt.kind != "c":  # forced
+        split = plan_split(*fields, variant)
+        if split is None:
+            raise BlasError(f"gemm: the split plan needs a real NN product whose N − 1 is a "
+                            f"multiple of {variant.kw.get('w', 64)} and of its interior "
+                            f"kernel's tiles, got {layout} {sizes['M']}×{sizes['N']}×{ka}")
+        return split
+    here = None  # the fastest entry measured at these very sizes, where one beat the class's
+    for e in [] if variant is not None else measured_here(session, kind, sizes):
+        if e.via != "split":
+            here = e
+            break
+        split = plan_split(*fields, e.variant)  # (None: its kernels' multiples do not fit)
         if split is not None:
             return split
-        if sv is not None and variant is not None:
-            raise BlasError(f"gemm: the split plan needs a real NN product whose N − 1 is a "
-                            f"multiple of {sv.kw.get('w', 64)} and of its interior kernel's "
-                            f"tiles, got {layout} {sizes['M']}×{sizes['N']}×{ka}")
-    here = None if variant is not None else measured_here(session, kind, sizes)
-    chosen = variant or here or session.choose(kind, sizes)
+    hv = None if here is None or here.via == "real" else here.variant
+    if here is not None and here.via == "real":  # the `real` plan on the real kernel measured
+        chosen, real = Variant.of("real"), here.variant
+    else:
+        chosen = variant or hv or session.choose(kind, sizes)
     embed = None
     if (chosen.codelet == "real" and dt.kind == "c") or (chosen.codelet == "nn" and
                                                          dt.kind != "c" and layout != "NN"):
         embed = _embedding(session, dt, layout, sizes, real if dt.kind == "c" else None)
         built = embed.real
     else:
-        built = mm_kernel(session, kind, sizes, variant or here)  # (None: its own choice)
+        built = mm_kernel(session, kind, sizes, variant or hv)  # (None: its own choice)
     return GemmPlan(session, dt, m, n, ka, bool(trans_a), bool(trans_b),
                     (order_a, order_b, order_c), layout, first, transposed, sizes, built, embed)
 

@@ -1,5 +1,6 @@
 """A GEMM whose N is one past a multiple of the tile width, split into an aligned interior and
-an edge column (the `split` plan, chosen only where the device profile measured it faster).
+an edge column (the `split` plan, chosen only where the device profile measured it fastest at
+a call's very sizes: `gemm.measured_here`).
 
 N = 1025 puts a 17th tile column on every tiling, one useful column of 64, and K = 999 keeps
 16-byte copies out of the kernels (results/issue15/odd24: on the H100 SGEMM 1023×1025×999
@@ -239,17 +240,5 @@ def plan_split(session: Session, dtype: np.dtype, m: int, n: int, k: int, trans_
                      transposed, dict(sizes), interior, None, edge)
 
 
-def measured_split(session: Session, kind: Kind, sizes: dict[str, int]) -> Optional[Variant]:
-    """The profile's split entry for these very sizes (its variant), None: not measured faster there
-    (the tuner adds one only where the split plan beat the GEMM's own plan, `tune.split_tasks`)."""
-    prof = getattr(session, "profile", None)
-    if prof is None or kind.dtype not in ("float32", "float64") or kind.layout != "NN":
-        return None
-    for e in prof.at_sizes(kind, sizes, via="split"):
-        if e.variant.codelet == "split" and splittable(kind, sizes, e.variant.kw.get("w", SPLIT_W)):
-            return e.variant
-    return None
-
-
-__all__ = ["Edge", "SPLIT_W", "row_gemv", "SplitPlan", "edge_for", "measured_split", "plan_split",
+__all__ = ["Edge", "SPLIT_W", "row_gemv", "SplitPlan", "edge_for", "plan_split",
            "splittable"]

@@ -256,11 +256,10 @@ def _measure_plan(session: Session, t: Trial, sizes: dict[str, int], repeat: int
         ops = [session.operand(x, name, "gemm", 2) for x, name in zip(xs, ("A", "B"))]
         lay = kind.layout
         if t.variant.codelet in ("real", "nn", "split"):  # (split: liftkit.blas.split)
+            # padded where its kernels' tiles do not divide the sizes (the transpose before
+            # complex TN's real product off 32), timed with its copies as a call runs it
             plan = session.plan_gemm(ops[0].shape, ops[1].shape, dt, trans_a=lay[0] == "T",
                                      trans_b=lay[1] == "T", variant=t.variant, real=real)
-            if plan.padded != plan.sizes:
-                t.error = "padded: measured at sizes its kernels divide only"
-                return t
         else:  # one kernel, as gemm's general path runs it (layout letters N, T only)
             plan = GemmPlan(session, dt, M, N, sizes["K"], lay[0] == "T", lay[1] == "T",
                             ("C", "C", "C"), lay, "A", False, dict(sizes),
@@ -725,25 +724,30 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         {"variant": str(padded.variant), "rate": padded.rate},
                         "guarded": {str(t.variant): t.rate for t in guarded},
                         "entries": [str(t.variant) for t in won]}
-                if splits:  # the split plan (and the balanced tiles) where they beat the
-                    base = got.get(splits[0].key)  # GEMM's own plan, as entries via the mode
+                # the fastest of the split plans and the balanced tiles, where it beat the
+                # GEMM's own plan, as one entry via its mode (another would never run at these
+                # sizes, which it alone serves: gemm.measured_here runs the fastest there)
+                if splits:
+                    base = got.get(splits[0].key)
                     tried = {mode: [got[tk.key] for tk in splits[1:]
                                     if tk.mode == mode and tk.key in got]
                              for mode in ("split", "here")}
-                    won = {}
-                    for mode, trials in tried.items():
-                        best = min(trials, key=lambda t: t.seconds) if trials else None
-                        if best is not None and (base is None or best.seconds < base.seconds):
-                            won[mode] = best
-                            new.append(Entry(kind, cls, best.sizes, best.variant, best.seconds,
-                                             best.rate, best.unit, mode))
+                    top = min(((t, m) for m, ts in tried.items() for t in ts),
+                              key=lambda tm: tm[0].seconds, default=None)
+                    if top is not None and (base is None or top[0].seconds < base.seconds):
+                        t, mode = top
+                        new.append(Entry(kind, cls, t.sizes, t.variant, t.seconds, t.rate,
+                                         t.unit, mode))
+                    else:
+                        top = None
                     prof.notes.setdefault("splits", {})[f"{kind}|{cls}"] = {
                         "sizes": splits[0].sizes,
                         "plan": None if base is None else
                         {"variant": str(base.variant), "rate": base.rate},
                         **{mode: {str(t.variant): t.rate for t in trials}
                            for mode, trials in tried.items()},
-                        "entry": str(won["split"].variant) if "split" in won else None}
+                        "entry": None if top is None else str(top[0].variant),
+                        "via": None if top is None else top[1]}
                 prof.add(new)
                 session.forget_choices()
                 prof.notes["failed"] = sorted(failed)
