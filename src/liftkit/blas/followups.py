@@ -154,8 +154,9 @@ def split_tasks(session: Session, prof: Profile, kind: Kind, cls: str,
     call runs it: mode "split-base"), then the guarded tiles whose grid fills the GPU there
     (`balanced_tasks`, mode "here"); for complex64 NN the `real` plan at `fill_sizes` beside
     the guarded complex tiles whose grid fills the GPU (`fill_ctiles_tasks`); none where
-    measured before (`notes["splits"]`). The faster split entry (via "split") is kept only
-    where it won, the fastest balanced one (via "here": for those sizes alone) likewise."""
+    measured before (`notes["splits"]`). The fastest of the split plans and the balanced
+    tiles becomes the one entry there (via "split" or "here": for those sizes alone), only
+    where it beat the GEMM's own plan (a slower one would never run: `gemm.measured_here`)."""
     from liftkit.blas.gemm import mm_kernel
     from liftkit.blas.split import SPLIT_W
 
