@@ -117,6 +117,28 @@ def test_the_h100_profile_runs_zgemm_off_the_tiles_on_edge_zmma(blas_host: Any,
     assert s.plan_gemm((999, 999), (999, 999), np.complex128).built.variant.codelet != "edge-zmma"
 
 
+def test_the_tuner_times_edge_zmma_against_the_real_plan() -> None:
+    """`tune --edges` follow-ups of a complex128 class whose choice is zmma: the real plan as a
+    call at the odd size (what the choice becomes there), then the guarded forms of the class's
+    two fastest zmma tilings (without the grouped order); none where its tiles divide the odd
+    size or no zmma leads."""
+    from liftkit.blas.followups import Task, edge_tasks
+
+    kind = Kind("mm", "complex128", "NN")
+    at = {"M": 1024, "N": 1024, "K": 1024}
+    grouped = Variant.of("zmma", tm=128, tn=32, tk=8, warps=4, staged=4, ahead=1, group=2)
+    square = Variant.of("zmma", tm=64, tn=64, tk=8, warps=8, staged=4, ahead=1)
+    p = Profile("dev", "dev", "gpu")
+    p.add([Entry(kind, "large", at, v, 1.0, r) for v, r in
+           ((grouped, 5.5e4), (square, 5.4e4), (Variant.of("real"), 4.1e4))])
+    odd = {"M": 1000, "N": 1000, "K": 1000}
+    assert edge_tasks(p, kind, "large", "gpu") == [
+        Task(Variant.of("real"), odd, "plan"), Task(EZ, odd),
+        Task(Variant.of("edge-zmma", **square.kw), odd)]
+    p.entries = [e for e in p.entries if e.variant.codelet == "real"]
+    assert edge_tasks(p, kind, "large", "gpu") == []
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True),
                                              ("C", False)])

@@ -7,8 +7,8 @@ The class sizes are tune.py's (imported where used: tune.py builds on this modul
 Guarded forms (rules/mm_edges.py, `codelets.edge_forms`): those of the class's EDGE_TOP fastest
 variants, timed at a size off every tile against the class's choice run padded (its operands
 and product copied, as a call runs it); the faster ones become the profile's guarded entries
-(`gemm.profiled_edge`). For complex tiles (ctiles-async) their guarded forms against the `real`
-plan that the choice becomes there (`ctiles_edge_tasks`, `gemm.measured_here`).
+(`gemm.profiled_edge`). For complex tiles (ctiles-async, zmma) their guarded forms against the
+`real` plan that the choice becomes there (`ctiles_edge_tasks`, `gemm.measured_here`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def edge_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Ta
 
     ranked = prof.ranked(kind, cls)
     odd = odd_sizes(kind, cls, device_kind)
-    if ranked and ranked[0].variant.codelet == "ctiles-async":
+    if ranked and ranked[0].variant.codelet in ("ctiles-async", "zmma"):
         return ctiles_edge_tasks(kind, ranked, odd)
     if not ranked or not edge_forms(ranked[0].variant):
         return []
@@ -90,22 +90,25 @@ def edge_tasks(prof: Profile, kind: Kind, cls: str, device_kind: str) -> list[Ta
 
 
 def ctiles_edge_tasks(kind: Kind, ranked: list, odd: dict[str, int]) -> list[Task]:
-    """A complex64 class whose choice is the complex tiles (ctiles-async, no guarded form of
-    its own: off its tiles the library runs the `real` plan, `codelets.fit_choice`): that plan
-    timed as a call at the odd sizes, then the guarded complex tiles (`edge-ctiles-async`) of
-    the EDGE_TOP fastest ctiles-async variants; those faster than the plan become entries at
-    the odd sizes, which the library runs there (`gemm.measured_here`; CGEMM 1000³ on the H100:
-    0.85x cuBLAS against the real plan's 0.76x, results/issue15/oddc25)."""
+    """A complex class whose choice is complex tiles with no guarded form in the class's space
+    (complex64's ctiles-async, complex128's zmma: off their tiles the library runs the `real`
+    plan, `codelets.fit_choice`): that plan timed as a call at the odd sizes, then the guarded
+    forms (`edge-ctiles-async`, `edge-zmma`) of the EDGE_TOP fastest such variants; those
+    faster than the plan become entries at the odd sizes, which the library runs there
+    (`gemm.measured_here`; on the H100 CGEMM 1000³ 0.85x cuBLAS against the real plan's 0.76x,
+    results/issue15/oddc25; ZGEMM 1000³ 1.01x, results/issue15/odd26b)."""
     from liftkit.blas.codelets import CodeletError, multiples
     from liftkit.blas.mm_cedge import edge_ctiles
+    from liftkit.blas.mm_zmma import edge_zmma
 
+    guarded = {"ctiles-async": edge_ctiles, "zmma": edge_zmma}
     try:
         if padded_sizes(odd, multiples(kind, ranked[0].variant)) == odd:
             return []
     except (CodeletError, ValueError):
         return []
-    forms = list(dict.fromkeys(edge_ctiles(e.variant) for e in ranked[:EDGE_TOP]
-                               if e.variant.codelet == "ctiles-async"))
+    forms = list(dict.fromkeys(guarded[e.variant.codelet](e.variant) for e in ranked[:EDGE_TOP]
+                               if e.variant.codelet in guarded))
     return [Task(Variant.of("real"), odd, "plan")] + [Task(v, odd) for v in forms]
 
 
