@@ -304,6 +304,22 @@ RACE = 3.0
 BATCH, BATCH_RUNS = 1e-3, 200
 
 
+def class_timing(prof: Profile, kind: Kind, cls: str, batch: Optional[float],
+                 device_kind: str) -> float:
+    """The `batch` seconds a tuning run times a (kind, size class) with (`measure`): `batch`
+    where given, else BATCH on GPUs (per call the H200 ran the tiling batch timing ranked first
+    1.02x cuBLAS, the one launch timing ranked first 0.94x: results/issue15/h200-26), launch
+    timing on CPUs (their launches are host work a call pays), and launch timing for a class
+    the profile holds launch-timed entries of (`notes["batch_timing"]` lists the others), so
+    that its new variants are ranked as its old ones were timed."""
+    if batch is not None:
+        return batch
+    if device_kind != "gpu":
+        return 0.0
+    timed = prof.notes.get("batch_timing", {}).get("classes", [])
+    return 0.0 if prof.measured(kind, cls) and f"{kind}|{cls}" not in timed else BATCH
+
+
 def _check_then_time(t: Trial, want: np.ndarray, got: np.ndarray, sizes: dict[str, int],
                      run: Callable[[], Any], repeat: int, max_seconds: float,
                      race: Optional[float] = None, batch: float = 0.0) -> Trial:
@@ -550,7 +566,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
          peaks: Optional[PeakSettings] = PeakSettings(), rounds: int = 1,
          limits: Any = None, edges: Optional[bool] = None,
          workers: Optional[int] = None, seed: Optional[Profile] = None,
-         seed_top: int = SEED_TOP, batch: float = 0.0) -> Profile:
+         seed_top: int = SEED_TOP, batch: Optional[float] = None) -> Profile:
     """Measure the device's peak rates (unless the profile has them or `peaks` is None), then
     every variant of every kind at each size class; resume from `profile` (the device's saved
     profile by default); `save(profile)` after the peaks and after each (kind, class).
@@ -565,7 +581,8 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
     On CUDA, `workers` processes compile the kernels ahead (`prebuild`; default: the cores but
     two, at most 8; 0: none). `seed`: another device's profile whose `seed_top` fastest class
     variants are what a (kind, class) it measured explores here (`liftkit.blas.seed`).
-    `batch`: runs shorter than that many seconds are timed back to back (`measure`)."""
+    `batch`: runs shorter than that many seconds are timed back to back (`measure`; 0: one
+    launch per timed run; default: `class_timing`, back to back on GPUs)."""
     dev = session.device
     if limits is None and session.backend == "cuda":
         limits = device_limits(session, progress)
@@ -622,9 +639,13 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
             todo = [v for v in variants if v not in done and f"{kind}|{cls}|{v}" not in failed]
             plan.append((kind, cls, todo))
         total = sum(len(t) for _, _, t in plan) * max(1, rounds)
-        if batch > 0:  # the classes timed back to back (the others: one launch per run)
-            note = prof.notes.setdefault("batch_timing", {"seconds": batch, "classes": []})
-            note["classes"] = sorted(set(note["classes"]) | {f"{k}|{c}" for k, c, t in plan if t})
+        timing = {(k, c): class_timing(prof, k, c, batch, session.device_kind)
+                  for k, c, _ in plan}  # (before this run's entries: a class as it was timed)
+        timed = {f"{k}|{c}" for k, c, t in plan if t and timing[k, c] > 0}
+        if timed:  # the classes timed back to back (the others: one launch per run)
+            note = prof.notes.setdefault("batch_timing", {
+                "seconds": max(timing.values()), "classes": []})
+            note["classes"] = sorted(set(note["classes"]) | timed)
         if progress:
             _, more = planned_measurements(
                 [k for k, _, _ in plan], classes, session.device_kind, session.backend, limits,
@@ -648,6 +669,7 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                 entry goes into the profile in the last round, saved every CHECKPOINT seconds,
                 so an interrupted class resumes after its last saved variant."""
                 best: dict[str, Trial] = {}
+                spread = timing[kind, cls]  # (batch seconds)
                 for r in range(max(1, rounds)):
                     for tk in tasks:
                         key = f"{kind}|{cls}|{tk.key}"
@@ -663,13 +685,13 @@ def tune(session: Session, kinds_: Iterable[Kind], classes: Optional[Sequence[st
                         with pre.quiet:  # no code generation on other threads meanwhile
                             if tk.mode == "real":
                                 trial = measure(session, kind, Variant.of("real"), tk.sizes,
-                                                inputs=inputs, real=tk.variant, batch=batch)
+                                                inputs=inputs, real=tk.variant, batch=spread)
                             elif tk.mode in ("plan", "split-base", "here"):
                                 trial = measure(session, kind, tk.variant, tk.sizes,
-                                                inputs=inputs, plan=True, batch=batch)
+                                                inputs=inputs, plan=True, batch=spread)
                             else:
                                 trial = measure(session, kind, tk.variant, tk.sizes,
-                                                inputs=inputs, race=fastest, batch=batch)
+                                                inputs=inputs, race=fastest, batch=spread)
                         trial.wall, trial.mode = time.perf_counter() - t0, tk.mode
                         if on_trial is not None:
                             on_trial(trial)

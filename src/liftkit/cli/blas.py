@@ -2,7 +2,7 @@
 
     liftkit blas tune --device gpu|cpu|NAME [--backend auto|opencl|cuda] [--ops mm,gemv] [--dtypes float32] [--layouts NN]
                       [--classes large] [--fresh] [--no-progress] [--jobs N]
-                      [--peaks full|quick|none] [--seed PROFILE [--seed-top K]] [--timing batch]
+                      [--peaks full|quick|none] [--seed PROFILE [--seed-top K]] [--timing auto|launch|batch]
     liftkit blas profile show [--device SPEC | FILE]
     liftkit blas profile export FILE [--device SPEC]
     liftkit blas profile import FILE
@@ -78,10 +78,11 @@ def configure_blas_parser(p: argparse.ArgumentParser) -> None:
                    help="another device's profile (a file, or part of a stored profile's device "
                         "name, e.g. H100): each size class it measured explores only its "
                         "fastest variants, re-measured here (the rest: everything)")
-    t.add_argument("--timing", choices=("launch", "batch"), default="launch",
-                   help="launch (default): each timed run one launch between two events; batch: "
-                        "runs under 1 ms timed back to back, as a stream of calls runs them (the "
-                        "host's launch time is not counted)")
+    t.add_argument("--timing", choices=("auto", "launch", "batch"), default="auto",
+                   help="batch: runs under 1 ms timed back to back, as a stream of calls runs "
+                        "them (the host's launch time is not counted); launch: each timed run one "
+                        "launch between two events; auto (default): batch on GPUs, except for a "
+                        "size class the profile holds launch-timed entries of, launch on CPUs")
     t.add_argument("--seed-top", type=int, default=None, metavar="K",
                    help="with --seed: how many of the seed's fastest variants per operation, "
                         "dtype, layout and size class (default 4)")
@@ -194,7 +195,8 @@ def _tune(args: argparse.Namespace, out: TextIO) -> int:
     profile = tune(session, ks, args.classes, profile, save, progress=not args.no_progress,
                    max_variants=args.max_variants, peaks=settings, on_trial=log,
                    rounds=args.rounds, edges={"auto": None, "on": True, "off": False}[args.edges],
-                   workers=args.jobs, seed=seed, batch=BATCH if args.timing == "batch" else 0.0,
+                   workers=args.jobs, seed=seed,
+                   batch={"auto": None, "batch": BATCH, "launch": 0.0}[args.timing],
                    **({"seed_top": args.seed_top} if args.seed_top else {}))
     save(profile)
     print(f"profile of {dev.label}: {len(profile.entries)} entries, {trials[0]} measurements "
