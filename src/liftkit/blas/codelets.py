@@ -272,7 +272,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "its columns touches every bank (the transpose-local-tiles rule, "
             "rewrite.rules.transpose)",
             _transpose_local,
-            on_gpus(("r", "k"), ((32, 4), (32, 8), (32, 2), (16, 2))),
+            on_gpus(("r", "k"), ((32, 4), (32, 8), (32, 2), (16, 2), (64, 16), (64, 8))),
             lambda kind, r, k: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
     Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
             "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "
@@ -405,9 +405,22 @@ def fits(kind: Kind, variant: Variant) -> bool:
         return False
     if variant.codelet == "mma" and variant.kw.get("lines", 0) >= 2 and kind.layout == "NT":
         return False  # k rows in blocks or rotated segments (lines 2, 3): NT copies none
+    if variant.codelet == "tiles-t" and not tile_fits(kind, variant):
+        return False
     if kind.dtype not in bp.COMPLEX:
         return True
     return variant.codelet not in _VECTOR_CODELETS and variant.kw.get("w", 1) == 1
+
+
+# the local memory a kernel may declare statically (CUDA's 48 KB; OpenCL GPUs at least 32 KB)
+LOCAL_TILE_BYTES = 32 * 1024
+ITEMSIZE = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+
+
+def tile_fits(kind: Kind, variant: Variant) -> bool:
+    """Whether tiles-t's r×r tile of `kind`'s elements fits LOCAL_TILE_BYTES (r = 64: not
+    complex128's 64 KB)."""
+    return variant.kw.get("r", 0) ** 2 * ITEMSIZE[kind.dtype] <= LOCAL_TILE_BYTES
 
 
 def get_codelet(variant: Variant, kind: Kind) -> Codelet:
@@ -427,6 +440,9 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
     if variant.codelet == "ctiles-async" and not ctiles_fit(kind, variant):
         raise CodeletError(f"{variant}: kt=1 tiles a transposed operand (layout letters T, C; "
                            f"with rot=1 the second operand), and {kind} has none")
+    if variant.codelet == "tiles-t" and not tile_fits(kind, variant):
+        raise CodeletError(f"{variant}: an r×r tile of {kind.dtype} takes more than "
+                           f"{LOCAL_TILE_BYTES // 1024} KB of local memory")
     if not fits(kind, variant):
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")

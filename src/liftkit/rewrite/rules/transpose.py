@@ -91,7 +91,10 @@ TRANSPOSE_RULES: dict[str, Rule] = {TRANSPOSE_BLOCKS.name: TRANSPOSE_BLOCKS}
 # program (no padded allocation), and the code generator's index arithmetic inverts it.
 # Exact (a copy); M and N must be multiples of r.
 
-LOCAL_TILES = ((32, 4), (32, 8), (32, 2), (32, 1), (16, 1), (16, 2), (16, 4))
+# r = 64: rows of 256 bytes in float32 (a 32-wide tile reads and writes 128 bytes per row; the
+# H200's float32 transpose at 0.83x its copy against float64's 0.97x on 256-byte rows,
+# results/issue15/h200-26b)
+LOCAL_TILES = ((32, 4), (32, 8), (32, 2), (32, 1), (16, 1), (16, 2), (16, 4), (64, 16), (64, 8))
 
 
 def _local_choices(site: Site) -> list[dict[str, Any]]:
