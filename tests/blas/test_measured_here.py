@@ -118,26 +118,24 @@ def test_the_h200_runs_sgemm_1023_on_its_fastest_entry(blas_host: Any, stub_h200
     assert isinstance(d, split.SplitPlan) and d.variant == Variant.of("split", w=64, gemv=1)
 
 
-@pytest.mark.parametrize("dtype, sizes, want", [
-    ("float32", ODD, Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=16, rn=4, stages=2,
-                                elems=1, rot=2, split=3, slots=396, bound=3)),
-    ("float64", ODD, Variant.of("split", w=64)),
-    ("complex64", ODD, Variant.of("edge-ctiles-async", tm=256, tn=32, tk=16, rm=8, rn=4,
-                                  stages=2, rot=3)),
-    ("complex64", {"M": 4097, "N": 4095, "K": 4095}, Variant.of(
-        "edge-ctiles-async", tm=128, tn=64, tk=16, rm=8, rn=4, stages=2, rot=3, slots=264,
-        bound=2)),
-])
+@pytest.mark.parametrize("dtype, sizes, codelet", [
+    ("float32", ODD, "edge-tiles-async"), ("float64", ODD, "split"),
+    ("complex64", ODD, "edge-ctiles-async"),
+    ("complex64", {"M": 4097, "N": 4095, "K": 4095}, "edge-ctiles-async")])
 def test_the_h100_keeps_its_odd_size_winners(stub_cuda: Any, dtype: str, sizes: dict[str, int],
-                                             want: Variant) -> None:
+                                             codelet: str) -> None:
     """The shipped H100 profile's entries at the odd sizes other helpers measured per call
-    (results/issue15/odd26, oddc26, odd24b) run as before: each is the fastest entry
-    measured there (DGEMM's split 27.0 TFLOP/s beside the guarded DMMA's 20.9; CGEMM's guarded
-    tiles 41.0 beside the real plan's 35.6)."""
+    (results/issue15/odd26, oddc26, odd24b) run as before: each is the fastest entry measured
+    there, of the codelet that won per call (DGEMM's split 27.0 TFLOP/s beside the guarded
+    DMMA's 20.9, 0.75x against 0.71x cuBLAS per call; CGEMM's guarded tiles 41.0 beside the
+    real plan's 35.6, 0.842x against 0.744x)."""
     s = stub_cuda
     m, n, k = sizes["M"], sizes["N"], sizes["K"]
+    kind = Kind("mm", dtype, "NN")
+    fastest = max((e for e in s.profile.entries if e.kind == kind and dict(e.sizes) == sizes),
+                  key=lambda e: e.rate).variant
     plan = s.plan_gemm((m, k), (k, n), np.dtype(dtype))
-    assert plan.variant == want
+    assert plan.variant == fastest and fastest.codelet == codelet
 
 
 def test_a_faster_real_entry_runs_the_real_plan_on_its_kernel(stub_cuda: Any) -> None:
