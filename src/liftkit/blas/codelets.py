@@ -165,10 +165,10 @@ def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0
 
 
 def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int, u: int = 1, k: int = 0,
-                      a: int = 0, f: int = 2) -> Strategy:
+                      a: int = 0, f: int = 2, p: int = 0) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_TREE
 
-    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u, k=k, a=a, f=f)
+    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u, k=k, a=a, f=f, p=p)
 
 
 def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
@@ -319,11 +319,12 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "accumulators (u loads in flight); k = 1: the lanes×g work-items as one work-group "
             "beyond the code generator's 256 (wrgItems; CUDA __launch_bounds__); a = 1: each "
             "step's rows read a step ahead (software-pipelined); f: the tree's fan-in (2, 4 "
-            "or 8 row groups a step); complex types one element at a time",
+            "or 8 row groups a step); p = 1 (2): y's block copied into local memory before "
+            "(after) the rows, not read after the tree; complex types one element at a time",
             _gemv_groups_tree,
-            on_gpus(("lanes", "g", "w", "u", "k", "a", "f"), GEMV_TREE_SPACE),
-            lambda kind, lanes, g, w, u=1, k=0, a=0, f=2: {"M": g * u * (2 if a else 1),
-                                                           "N": lanes * w},
+            on_gpus(("lanes", "g", "w", "u", "k", "a", "f", "p"), GEMV_TREE_SPACE),
+            lambda kind, lanes, g, w, u=1, k=0, a=0, f=2, p=0: {"M": g * u * (2 if a else 1),
+                                                                "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",

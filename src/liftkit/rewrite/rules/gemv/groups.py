@@ -112,6 +112,9 @@ UNROLLS = (1, 2, 4, 8, 16)
 # the fan-ins f of gemv-lane-columns-tree's tree over its g row groups (2: pairs, log₂ g steps
 # each ending in a barrier; 4 or 8: fewer steps, each work-item summing more)
 TREE_FAN_INS = (2, 4, 8)
+# where gemv-lane-columns-tree reads its block of y: 0 at the end (after the tree), 1 or 2 into
+# local memory before or after the rows, beside the partials
+Y_COPIES = (0, 1, 2)
 # the work-item slots of an NVIDIA multiprocessor (Volta to Hopper): gemv-lane-columns-last's
 # b > 0 asks for all of them, 2048 / (lanes·g) resident work-groups (at most 32)
 SM_THREADS = 2048
@@ -241,7 +244,7 @@ def _fan_ins(g: int) -> tuple[int, ...]:
 
 
 def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u: int = 1,
-                      k: int = 0, a: int = 0, f: int = 2) -> Expr:
+                      k: int = 0, a: int = 0, f: int = 2, p: int = 0) -> Expr:
     """gemv T's body as `lane_columns`, the g partials per column summed by a tree in local
     memory (log₂ g steps, each halving the row groups with every lane at work), not in order
     by the lanes of row 0 (g sequential steps by lanes work-items: the long tail of a
@@ -252,7 +255,10 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u:
     work-items as one work-group beyond the code generator's 256 (`wrgItems lanes·g`, CUDA
     `__launch_bounds__(lanes·g, 1)`: cuBLAS's 512 threads a block). a = 1: each step's u rows
     read a step ahead (`_column_partials`). f: the tree's fan-in (log_f g steps, each summing f
-    row groups per lane: fewer barriers than pairs)."""
+    row groups per lane: fewer barriers than pairs). p = 1 (2): the block's lanes·w elements
+    of y copied into local memory by row 0's work-items before (after) the rows, beside the
+    partials (a let's arguments: one barrier for both), so that y's read from global memory is
+    not left to the end, after the tree, where nothing hides its latency."""
     from liftkit import dsl as D
 
     op, m, a_, x, y = parts.op, parts.m, parts.a, parts.x, parts.y
@@ -264,13 +270,23 @@ def lane_columns_tree(parts: Gemv, t: ScalarType, lanes: int, g: int, w: int, u:
             D.reduceSeq(vop, fresh(ev))) << D.transpose << D.split(lanes) << group) \
             << D.split(f * lanes) << ps
 
-    def block(b: Any) -> Any:
-        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g), u, a)
+    def finish(partial: Any, ys: Any) -> Any:
         # (flat: iterate's buffers are 1-D) [g][lanes][1] → [g·lanes] → [lanes]
         tree = D.iterate(_log(g, f), fold) << D.join << D.map(D.join) << partial
 
         return D.let(tree, lambda ps: _lane_totals(parts, vop, ev, w, lanes, D.split(1) << ps,
-                                                   b[1]))
+                                                   ys))
+
+    def block(b: Any) -> Any:
+        partial = _column_partials(vop, m, ev, w, every_rth_row(b[0], fresh(x), g), u, a)
+        if not p:
+            return finish(partial, b[1])
+        # [1][lanes][w]: row 0's work-item l copies lane l's w elements of y
+        ycopy = D.toLocal(D.mapLcl(1)(D.mapLcl(0)(D.mapSeq(D.id_of(t))))) \
+            << D.split(lanes) << D.split(w) << b[1]
+        if p == 1:
+            return D.let(ycopy, partial, lambda yl, ps: finish(ps, D.join << D.join << yl))
+        return D.let(partial, ycopy, lambda ps, yl: finish(ps, D.join << D.join << yl))
 
     cols = D.transpose << D.map(D.split(c)) << fresh(a_)
     groups = D.mapWrg(0)(block)
@@ -474,16 +490,16 @@ GEMV_LANE_COLUMNS_TREE = site_rule(
     "finished by a tree (CLBlast's and CUDA's block reductions); u loads in flight per "
     "work-item (cuBLAS's gemvx)",
     lambda site: gemv_at(site, True, complex_ok=True),
-    lambda parts, t, rows, cols: [dict(o, u=u, k=k, a=a, f=f)
+    lambda parts, t, rows, cols: [dict(o, u=u, k=k, a=a, f=f, p=p)
                                   for o in _lane_offers(parts, t, rows, cols, T_LANES, T_WIDTHS,
                                                         GROUPS + (256,))
                                   for u in UNROLLS if fits(rows, o["g"] * u)
                                   for k in ((0, 1) if o["lanes"] * o["g"] > MAX_LOCAL else (0,))
                                   for a in ((0, 1) if u > 1 and fits(rows, o["g"] * u * 2)
                                             else (0,))
-                                  for f in _fan_ins(o["g"])],
-    lambda parts, t, rows, cols, lanes, g, w, u=1, k=0, a=0, f=2: lane_columns_tree(
-        parts, t, lanes, g, w, u, k, a, f))
+                                  for f in _fan_ins(o["g"]) for p in Y_COPIES],
+    lambda parts, t, rows, cols, lanes, g, w, u=1, k=0, a=0, f=2, p=0: lane_columns_tree(
+        parts, t, lanes, g, w, u, k, a, f, p))
 
 
 GEMV_LANE_COLUMNS_LAST = site_rule(
