@@ -44,7 +44,6 @@ VARIANTS: dict[tuple[str, int], list[str]] = {
     + [_tree(16, 32, 2, 16, 1, 2, 1), _tree(8, 32, 4, 16, 0, 2, 1), _tree(4, 64, 8, 8, 0, 8, 1)],
     ("float64", 4096): [_tree(8, 64, 4, 2, 1, 8, p) for p in (0, 1, 2)]
     + [_tree(16, 32, 2, 8, 1, 2, p) for p in (1, 2)],
-    ("float32", 8192): [_tree(8, 64, 4, 4, 1, 8, p) for p in (0, 1)],
 }
 
 
@@ -169,7 +168,7 @@ def _no_tree(src: str) -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="float32:4096,float64:4096,float32:8192")
+    ap.add_argument("--cases", default="float32:4096,float64:4096")
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--out", default=".")
@@ -182,7 +181,7 @@ def main(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     import cupy as cp
-    from blas_cuda import _kernel_and_host, _time, _time_pair, cupy_stream
+    from blas_cuda import _kernel_and_host, _time_pair, cupy_stream
 
     from liftkit.blas import Session
     from liftkit.blas.codelets import Kind, lookup_variant
@@ -266,7 +265,7 @@ def main(argv: list[str]) -> int:
                 except Exception as err:  # noqa: BLE001
                     print(f"{dt_name} {n} {v}: {type(err).__name__}: {str(err)[:200]}", flush=True)
                     continue
-                if not max(errs) < tol:
+                if not all(e < tol for e in errs):  # (NaN fails)
                     print(f"{dt_name} {n} {v}: WRONG {errs}", flush=True)
                     continue
                 with pre.quiet:
