@@ -166,6 +166,22 @@ def _no_tree(src: str) -> str:
     return src[:a] + new + src[b:]
 
 
+def _load_hint(op: str) -> Callable[[str], str]:
+    """A's loads through inline PTX `ld.global.<op>.v4.f32` (hand edit, a measure of what a
+    cache hint could gain: `cs` streaming, evict first; `nc.L1::no_allocate`)."""
+    def edit(src: str) -> str:
+        helper = ("__device__ inline lk_vec<float, 4> lk_ld(const lk_vec<float, 4>* p) {\n"
+                  "  lk_vec<float, 4> r;\n"
+                  f'  asm("ld.global.{op}.v4.f32 {{%0, %1, %2, %3}}, [%4];" : "=f"(r.s[0]), '
+                  '"=f"(r.s[1]), "=f"(r.s[2]), "=f"(r.s[3]) : "l"(p));\n  return r;\n}\n')
+        out, n = re.subn(r"\(\(const float4\*\)A\)\[([^\]]*)\]", r"lk_ld(((const float4*)A) + (\1))", src)
+        if n != 4:
+            raise ValueError(f"{op}: {n} loads of A")
+        k = out.index('extern "C" __global__')
+        return out[:k] + helper + out[k:]
+    return edit
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="float32:4096,float64:4096")
@@ -296,7 +312,9 @@ def main(argv: list[str]) -> int:
                         ("raw", {}, [prof, best]), ("raw+event", {"event": True}, [prof, best]),
                         ("noy", {"edit": _no_y}, [shipped]), ("shfl", {"edit": _shfl}, [shipped]),
                         ("shfl+noy", {"edit": lambda t: _no_y(_shfl(t))}, [shipped]),
-                        ("notree", {"edit": _no_tree}, [shipped])):
+                        ("notree", {"edit": _no_tree}, [shipped]),
+                        ("ld.cs", {"edit": _load_hint("cs")}, [shipped]),
+                        ("ld.nc.na", {"edit": _load_hint("nc.L1::no_allocate")}, [shipped])):
                     for vt in dict.fromkeys(vts):
                         try:
                             fn = _raw(cp, dt_name, vt, A, x, y, **kw)
