@@ -149,13 +149,14 @@ def test_the_shipped_h100_profile_runs_gemv_t_4096_in_512_work_item_groups() -> 
     8 lanes × 64 row groups, one group of 512 work-items, a tree of fan-in 8: float32 u = 4
     0.985x cuBLAS by kernel where the 256-work-item u = 16 tree ran 0.980x; float64 u = 2
     1.025x / 1.020x per call, where the 256-work-item tree ran 1.007x / 1.003x in run 1),
-    built for 512 work-items."""
+    built for 512 work-items; y's block read into local memory beside the rows (p = 1,
+    results/issue15/gemv26b run 1)."""
     from liftkit.blas.codelets import multiples
     from liftkit.blas.profile import SHIPPED, Profile
 
     prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
     for dt, u in (("float32", 4), ("float64", 2)):
         got = prof.choose(Kind("gemv", dt, "T"), {"M": 4096, "N": 4096}, multiples)
-        assert got == Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=u, k=1, f=8)
+        assert got == Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=u, k=1, f=8, p=1)
         k = _source(dt, got)
         assert k.ndrange.local_size == (8, 64) and "__launch_bounds__(512, 1)" in k.source

@@ -97,3 +97,21 @@ def test_y_copied_ahead_on_the_gpu(backend: str, request: pytest.FixtureRequest)
                 got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
                                            err_msg=f"{backend} {v} {shape}")
+
+
+def test_the_shipped_h100_profile_reads_y_beside_the_rows_at_4096() -> None:
+    """The H100 profile's float32 and float64 GEMV T at 2048-4096² (results/issue15/gemv26b
+    run 1: float32 p = 1 1.003x cuBLAS by kernel, 1.008x per call in alternating rounds, where
+    p = 0 ran 0.985x / 0.993x; float64 1.030x / 1.028x where p = 0 ran 1.026x / 1.023x): y's
+    block copied into local memory before the rows, no read of y after the tree."""
+    from liftkit.blas.codelets import multiples
+    from liftkit.blas.profile import SHIPPED as PROFILES, Profile
+
+    prof = Profile.load(PROFILES / "profile-397cb6df054d2a73.json")
+    for dt, u in (("float32", 4), ("float64", 2)):
+        for n in (2048, 4096):
+            got = prof.choose(Kind("gemv", dt, "T"), {"M": n, "N": n}, multiples)
+            assert got == Variant.of("column-groups-tree", **dict(SHIPPED.params, u=u, p=1))
+        src = _kernel(dt, got).source
+        body = src[src.index("__global__"):]
+        assert body.index("y[") < body.index("__syncthreads()") and body.count("y[") == 1
