@@ -73,3 +73,37 @@ def test_the_h200_profile_chooses_for_the_table(op: str, dtype: str, layout: str
     v = prof.choose(kind, sizes, multiples)
     assert v is not None, kind
     fit_choice(kind, v, sizes)  # derives at these sizes
+
+
+def test_the_h200_refresh_runs_dgemm_on_the_k_row_layouts() -> None:
+    """results/issue15/h200-26b: DGEMM TN re-tuned on the H200 with the H100's k-row layouts
+    (mma lines=3: 128-byte segments rotated) ranks them first at 1024³ and 4096³ (per call 1.02x /
+    0.98x cuBLAS, the old lines=1 choices 0.92x / 0.90x in the same run), NN likewise (lines=2 at
+    1024³: 1.07x, was 0.96x); the classes are batch-timed."""
+    from liftkit.blas.codelets import Variant
+
+    prof = find_profile(H200_CUDA, [SHIPPED])
+    assert prof is not None
+    for lay, n, lines in (("NN", 1024, 2), ("NN", 4096, 3), ("TN", 1024, 3), ("TN", 4096, 3)):
+        got = prof.choose(Kind("mm", "float64", lay), {"M": n, "N": n, "K": n}, multiples)
+        assert isinstance(got, Variant) and got.codelet == "mma", (lay, n, got)
+        assert got.kw["lines"] == lines, (lay, n, got)
+        assert f"mm/float64/{lay}|{'large' if n == 1024 else 'huge'}" in \
+            prof.notes["batch_timing"]["classes"]
+
+
+def test_the_h200_refresh_measured_every_transpose_and_the_odd_follow_ups() -> None:
+    """The transposes explored in full (13 variants a class, the 64-wide tiles among them: none
+    beat tiles-t r=32 on the H200); CGEMM 1023x1025x999 has its one wave of swizzled guarded
+    complex tiles as the entry there (39.9 TFLOP/s tuned against the real plan's 11.7)."""
+    prof = find_profile(H200_CUDA, [SHIPPED])
+    assert prof is not None
+    for dt in ("float32", "float64"):
+        for cls in ("large", "huge"):
+            ranked = prof.ranked(Kind("transpose", dt), cls)
+            assert len(ranked) == 13 and ranked[0].variant.kw["r"] == 32, (dt, cls)
+            assert any(e.variant.kw.get("r") == 64 for e in ranked)
+    odd = {"M": 1023, "N": 1025, "K": 999}
+    here = prof.at_sizes(Kind("mm", "complex64", "NN"), odd, via="here")
+    assert [e.variant.codelet for e in here] == ["edge-ctiles-async"]
+    assert "mm/complex64/NN|large" in prof.notes["splits"]
