@@ -38,8 +38,11 @@ def test_wide_tiles_run_on_the_cpu_device(session: Any, dt: str) -> None:
 
 
 def test_wide_tiles_in_the_gpu_space_where_they_fit() -> None:
+    """r=64, k=16 (256 work-items); k=8 derives but its 512 work-items are cut to the code
+    generator's 256, each looping over two columns (the slowest tiles-t on the H200): not tried."""
     for dt in ("float32", "float64", "complex64"):
-        assert set(WIDE) <= set(space(Kind("transpose", dt), "gpu", "cuda"))
+        got = set(space(Kind("transpose", dt), "gpu", "cuda"))
+        assert WIDE[0] in got and WIDE[1] not in got
     assert not set(WIDE) & set(space(Kind("transpose", "complex128"), "gpu", "cuda"))
     assert not set(WIDE) & set(space(Kind("transpose", "float32"), "cpu", "opencl"))
     with pytest.raises(CodeletError, match="more than 32 KB of local memory"):

@@ -272,7 +272,7 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "its columns touches every bank (the transpose-local-tiles rule, "
             "rewrite.rules.transpose)",
             _transpose_local,
-            on_gpus(("r", "k"), ((32, 4), (32, 8), (32, 2), (16, 2), (64, 16), (64, 8))),
+            on_gpus(("r", "k"), ((32, 4), (32, 8), (32, 2), (16, 2), (64, 16))),
             lambda kind, r, k: {"M": r, "N": r}, rules=lambda: _transpose_rules()),
     Codelet("row-groups", ("gemv",), "GEMV N: g rows per work-group of lanes×g work-items, lane "
             "l summing the vectors l, l+lanes, … of its row (coalesced), partials in local "

@@ -91,9 +91,9 @@ TRANSPOSE_RULES: dict[str, Rule] = {TRANSPOSE_BLOCKS.name: TRANSPOSE_BLOCKS}
 # program (no padded allocation), and the code generator's index arithmetic inverts it.
 # Exact (a copy); M and N must be multiples of r.
 
-# r = 64: rows of 256 bytes in float32 (a 32-wide tile reads and writes 128 bytes per row; the
-# H200's float32 transpose at 0.83x its copy against float64's 0.97x on 256-byte rows,
-# results/issue15/h200-26b)
+# r = 64: rows of 256 bytes in float32, as float64's 32-wide tiles (tried for the H200's float32
+# transpose at 0.85x its copy against float64's 0.98x; no faster there: 3,343 against 32-wide
+# tiles' 3,413 GB/s at 8192², results/issue15/h200-26b)
 LOCAL_TILES = ((32, 4), (32, 8), (32, 2), (32, 1), (16, 1), (16, 2), (16, 4), (64, 16), (64, 8))
 
 
