@@ -19,10 +19,12 @@ from liftkit.codegen.compiler import CompileOptions, compile_program
 from .test_gemv_split import check_gemv_t_at_random_shapes
 from .test_gemv_tree import check_gemv_t_in_the_interpreter
 
-# the interpreter's 64×64 operands: g·u ≤ 64 rows, lanes·w ≤ 64 columns
-SMALL = [Variant.of("column-groups-tree", lanes=2, g=16, w=4, u=2, f=4, p=1),
-         Variant.of("column-groups-tree", lanes=2, g=4, w=4, u=2, p=2),
-         Variant.of("column-groups-tree", lanes=8, g=64, w=1, k=1, f=8, p=1)]
+# the interpreter's 64×64 operands: g·u ≤ 64 rows, lanes·w ≤ 64 columns (real types take ~40 s
+# here, complex ones ~6: one real case); the CPU device's random shapes: both storage orders
+SMALL = [Variant.of("column-groups-tree", lanes=8, g=64, w=1, k=1, f=8, p=1),
+         Variant.of("column-groups-tree", lanes=8, g=64, w=1, k=1, f=8, p=2)]
+DEVICE = [Variant.of("column-groups-tree", lanes=2, g=16, w=4, u=2, f=4, p=1),
+          Variant.of("column-groups-tree", lanes=2, g=4, w=4, u=2, p=2)]
 SHIPPED = Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=4, k=1, f=8)
 
 
@@ -32,13 +34,12 @@ def _kernel(dt: str, variant: Variant, dialect: str = "cuda") -> Any:
     return c.kernels[0]
 
 
-@pytest.mark.parametrize("dt,variant", [("float32", SMALL[0]), ("float64", SMALL[1]),
-                                        ("complex64", SMALL[2])])
+@pytest.mark.parametrize("dt,variant", [("float32", SMALL[0]), ("complex64", SMALL[1])])
 def test_y_copied_ahead_is_sound_in_the_interpreter(dt: str, variant: Variant) -> None:
     check_gemv_t_in_the_interpreter(dt, variant, 29)
 
 
-@pytest.mark.parametrize("variant", SMALL[:2])
+@pytest.mark.parametrize("variant", DEVICE)
 def test_y_copied_ahead_at_any_size(session: Session, variant: Variant) -> None:
     check_gemv_t_at_random_shapes(session, variant, 29)
 

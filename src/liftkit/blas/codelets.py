@@ -236,6 +236,9 @@ GEMV_TREE_SPACE = ((8, 32, 4, 16), (8, 32, 4, 8), (4, 64, 8, 4), (4, 64, 4, 4), 
                    # 2, by kernel at 4096²): float32 (8,64,4,4,k,f=8) 0.985x cuBLAS, float64
                    # (8,64,4,2,k,f=8) 1.025x and (16,32,2,8,k) 1.023x; the pipelined forms (a = 1)
                    # ran 0.5-4 % slower than the same shapes without
+                   # p = 1, y's block read into local memory before the rows (gemv26b run 1:
+                   # float32 (8,64,4,4,k,f=8,p=1) 1.003x by kernel, float64 u = 2 1.030x)
+                   (8, 64, 4, 4, 1, 0, 8, 1), (8, 64, 4, 2, 1, 0, 8, 1), (16, 32, 2, 16, 1, 0, 2, 1),
                    (8, 64, 4, 4, 1, 0, 8), (8, 64, 4, 2, 1, 0, 8), (16, 32, 2, 8, 1),
                    (8, 64, 4, 8, 1), (16, 32, 2, 16, 1), (8, 64, 4, 4, 1, 1), (8, 32, 4, 8, 0, 1))
 
