@@ -29,9 +29,6 @@ class AddressSpaceWrapper(Pattern):
     def arity(self) -> int:  # type: ignore[override]
         return self.f.arity
 
-    def num_args(self) -> int:
-        return self.f.arity
-
     @classmethod
     def signature(cls) -> list[tuple[str, Kind]]:
         return [("f", Kind.FUN)]

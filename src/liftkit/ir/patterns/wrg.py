@@ -155,9 +155,6 @@ class WrgItems(Pattern):
     def arity(self) -> int:  # type: ignore[override]
         return self.f.arity
 
-    def num_args(self) -> int:
-        return self.f.arity
-
     @classmethod
     def signature(cls) -> list[tuple[str, Kind]]:
         return [("items", Kind.SIZE), ("f", Kind.FUN)]
