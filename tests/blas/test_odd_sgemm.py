@@ -122,11 +122,16 @@ def test_entries_at_the_very_sizes_launch_the_narrow_tiles_alone(blas_host: Any,
 def test_narrow_guarded_tiles_on_a_cuda_gpu(cuda_session: Any, tm: int) -> None:
     """Entries at 1023×1025×999 and 511×127×253 (`gemm.profiled_edge` runs them there), CuPy
     operands, NaN-poisoned C, against NumPy, twice (the repeated call's plan)."""
+    check_entry_at_odd_shapes(cuda_session, _narrow(tm), tm)
+
+
+def check_entry_at_odd_shapes(cuda_session: Any, v: Variant, seed: int) -> None:
+    """A profile whose one entry is `v` (measured at SHAPES): each shape's SGEMM plan runs `v`
+    unpadded; CuPy operands, NaN-poisoned C, against NumPy, twice (the repeated call's plan)."""
     cp = pytest.importorskip("cupy")
-    v = _narrow(tm)
     cuda_session.profile = _profile(cuda_session.device.fingerprint, cuda_session.device.label, v)
     cuda_session.forget_choices()
-    rng = np.random.default_rng(tm)
+    rng = np.random.default_rng(seed)
     for m, n, k in SHAPES:
         A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
         B = rng.uniform(-1, 1, (k, n)).astype(np.float32)

@@ -15,7 +15,7 @@ import pytest
 from liftkit.blas.codelets import Kind, Variant, derive, multiples
 from liftkit.semantics import interpret
 
-from .test_odd_sgemm import SHAPES, _profile
+from .test_odd_sgemm import check_entry_at_odd_shapes
 
 KIND = Kind("mm", "float32", "NN")
 
@@ -96,20 +96,6 @@ def test_rotated_guarded_tiles_on_a_cuda_gpu(cuda_session: Any, rot: int) -> Non
     """Entries of 256×32×16 8×8 with 4-byte copies, split in 3, A's rows rotated, at
     1023×1025×999 and 511×127×253 (`gemm.profiled_edge` runs them there), CuPy operands,
     NaN-poisoned C, against NumPy, twice (the repeated call's plan)."""
-    cp = pytest.importorskip("cupy")
     v = Variant.of("edge-tiles-async", tm=256, tn=32, tk=16, rm=8, rn=8, stages=2, elems=1,
                    rot=rot, split=3, slots=396, bound=3)
-    cuda_session.profile = _profile(cuda_session.device.fingerprint, cuda_session.device.label, v)
-    cuda_session.forget_choices()
-    rng = np.random.default_rng(rot)
-    for m, n, k in SHAPES:
-        A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-        want = A.astype(np.float64) @ B
-        plan = cuda_session.plan_gemm(A.shape, B.shape, "float32")
-        assert plan.built.variant == v and plan.padded == plan.sizes
-        dA, dB = cp.asarray(A), cp.asarray(B)
-        for _ in range(2):
-            C = cp.full((m, n), np.nan, np.float32)
-            cuda_session.gemm(dA, dB, C).result()
-            assert np.abs(cp.asnumpy(C) - want).max() <= 1e-4 * np.abs(want).max()
+    check_entry_at_odd_shapes(cuda_session, v, rot)
