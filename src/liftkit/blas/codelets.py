@@ -447,6 +447,9 @@ def get_codelet(variant: Variant, kind: Kind) -> Codelet:
     if variant.codelet == "tiles-t" and not tile_fits(kind, variant):
         raise CodeletError(f"{variant}: an r×r tile of {kind.dtype} takes more than "
                            f"{LOCAL_TILE_BYTES // 1024} KB of local memory")
+    if variant.codelet == "mma" and variant.kw.get("lines", 0) >= 2 and kind.layout == "NT":
+        raise CodeletError(f"{variant} does not derive {kind}: lines={variant.kw['lines']} lays "
+                           f"out operands copied as k rows, and NT copies none")
     if not fits(kind, variant):
         raise CodeletError(f"{variant} reads {kind.dtype} as OpenCL vectors, which complex "
                            f"numbers have none of (vector width 1 only)")
