@@ -78,6 +78,7 @@ PROGRAMS_UNDER_TEST: dict[str, Callable[[], Lambda]] = {
         [float32[N]],
         lambda x: map(reduceSeq(add, 0.0)) << slide(3, 1) << pad(1, 1, 0.5) << pad(2, 0, "wrap")
         << pad(0, 2, "mirror") << pad(1, 1, "clamp") << x),
+    "streamed": lambda: program([float32[M][N]], lambda x: map(map(abs)) << streamed << x),
     "transpose_2d": lambda: program(
         [float32[M][N]],
         lambda x: map(join) << transpose << map(split(1)) << x),

@@ -157,18 +157,29 @@ def _gemv_groups_split(kind: Kind, lanes: int, g: int, w: int, r: int) -> Strate
     return rule(GEMV_LANE_COLUMNS_SPLIT, lanes=lanes, g=g, w=w, r=r)
 
 
+def streamed(s: Strategy, h: int) -> Strategy:
+    """h = 1: s, then the matrix read once (`streamed`, rules/hints.py: CUDA's evict-first
+    loads of A, so that A's stream does not evict x and y from the caches; OpenCL C: the
+    same source); h = 0: s."""
+    from liftkit.rewrite.rules.hints import STREAMED_INPUT
+    from liftkit.rewrite.strategies import repeat
+
+    return seq(s, repeat(topdown(rule(STREAMED_INPUT)))) if h else s
+
+
 def _gemv_groups_last(kind: Kind, lanes: int, g: int, w: int, r: int, b: int = 0,
-                      c: int = 0, u: int = 1) -> Strategy:
+                      c: int = 0, u: int = 1, h: int = 0) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_LAST
 
-    return rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c, u=u)
+    return streamed(rule(GEMV_LANE_COLUMNS_LAST, lanes=lanes, g=g, w=w, r=r, b=b, c=c, u=u), h)
 
 
 def _gemv_groups_tree(kind: Kind, lanes: int, g: int, w: int, u: int = 1, k: int = 0,
-                      a: int = 0, f: int = 2, p: int = 0) -> Strategy:
+                      a: int = 0, f: int = 2, p: int = 0, h: int = 0) -> Strategy:
     from liftkit.rewrite.rules.gemv import GEMV_LANE_COLUMNS_TREE
 
-    return rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u, k=k, a=a, f=f, p=p)
+    return streamed(rule(GEMV_LANE_COLUMNS_TREE, lanes=lanes, g=g, w=w, u=u, k=k, a=a, f=f,
+                         p=p), h)
 
 
 def _transpose_local(kind: Kind, r: int, k: int) -> Strategy:
@@ -216,7 +227,9 @@ GEMV_LAST_SPACE = ((16, 16, 4, 16), (32, 8, 4, 16), (8, 32, 4, 8, 8), (16, 16, 4
                    (16, 16, 4, 8, 0, 1), (8, 32, 4, 8, 8, 1),
                    # u > 1 (lanes, g, w, r, b, c, u): u rows a step into u accumulators (H200,
                    # gemv25c run 1: float32 4096² 0.92x by kernel beside (32, 8, 4, 16)'s 0.91x)
-                   (32, 8, 4, 16, 0, 0, 4), (16, 16, 4, 16, 0, 0, 2), (16, 16, 4, 8, 0, 0, 2))
+                   (32, 8, 4, 16, 0, 0, 4), (16, 16, 4, 16, 0, 0, 2), (16, 16, 4, 8, 0, 0, 2),
+                   # h = 1 (lanes, g, w, r, b, c, u, h): A read evict-first (`streamed`)
+                   (32, 8, 4, 16, 0, 0, 1, 1), (16, 16, 4, 16, 0, 0, 1, 1))
 
 
 # GEMV T in one kernel with a tree over the g row groups (lanes, g, w), the H100's fastest first
@@ -239,6 +252,10 @@ GEMV_TREE_SPACE = ((8, 32, 4, 16), (8, 32, 4, 8), (4, 64, 8, 4), (4, 64, 4, 4), 
                    # p = 1, y's block read into local memory before the rows (gemv26b run 1:
                    # float32 (8,64,4,4,k,f=8,p=1) 1.003x by kernel, float64 u = 2 1.030x)
                    (8, 64, 4, 4, 1, 0, 8, 1), (8, 64, 4, 2, 1, 0, 8, 1), (16, 32, 2, 16, 1, 0, 2, 1),
+                   # h = 1, A read evict-first (`streamed`: gemv26b's hand-edited ld.global.cs
+                   # ran float32 4096² 1.4 % faster by kernel)
+                   (8, 64, 4, 4, 1, 0, 8, 1, 1), (8, 64, 4, 2, 1, 0, 8, 1, 1),
+                   (16, 32, 2, 16, 1, 0, 2, 1, 1), (8, 32, 4, 4, 0, 0, 2, 0, 1),
                    (8, 64, 4, 4, 1, 0, 8), (8, 64, 4, 2, 1, 0, 8), (16, 32, 2, 8, 1),
                    (8, 64, 4, 8, 1), (16, 32, 2, 16, 1), (8, 64, 4, 4, 1, 1), (8, 32, 4, 8, 0, 1))
 
@@ -308,12 +325,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "(the gemv-lane-columns-last rule, rewrite.rules.gemv: the lastWrg pattern); b > 0: "
             "built for b resident work-groups per multiprocessor (CUDA); c = 1: a block's r ≤ 8 "
             "chunks as one thread-block cluster, meeting in distributed shared memory (CUDA); "
-            "u > 1: each work-item's rows u at a time into u private accumulators; complex "
-            "types one element at a time",
+            "u > 1: each work-item's rows u at a time into u private accumulators; h = 1: A "
+            "read evict-first (the `streamed` hint, rules/hints.py: CUDA ld.global.cs; OpenCL's "
+            "source unchanged); complex types one element at a time",
             _gemv_groups_last,
-            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b", "c", "u"), p))
+            lambda dev: [dict(zip(("lanes", "g", "w", "r", "b", "c", "u", "h"), p))
                          for p in GEMV_LAST_SPACE] if dev == "gpu" else [],
-            lambda kind, lanes, g, w, r, b=0, c=0, u=1: {"M": g * r * u, "N": lanes * w},
+            lambda kind, lanes, g, w, r, b=0, c=0, u=1, h=0: {"M": g * r * u, "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("column-groups-tree", ("gemv",), "GEMV T in one kernel: column-groups' work-groups, "
             "the g partials per column summed by a tree in local memory (log₂ g steps, every lane "
@@ -323,11 +341,12 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             "beyond the code generator's 256 (wrgItems; CUDA __launch_bounds__); a = 1: each "
             "step's rows read a step ahead (software-pipelined); f: the tree's fan-in (2, 4 "
             "or 8 row groups a step); p = 1 (2): y's block copied into local memory before "
-            "(after) the rows, not read after the tree; complex types one element at a time",
+            "(after) the rows, not read after the tree; h = 1: A read evict-first (the "
+            "`streamed` hint); complex types one element at a time",
             _gemv_groups_tree,
-            on_gpus(("lanes", "g", "w", "u", "k", "a", "f", "p"), GEMV_TREE_SPACE),
-            lambda kind, lanes, g, w, u=1, k=0, a=0, f=2, p=0: {"M": g * u * (2 if a else 1),
-                                                                "N": lanes * w},
+            on_gpus(("lanes", "g", "w", "u", "k", "a", "f", "p", "h"), GEMV_TREE_SPACE),
+            lambda kind, lanes, g, w, u=1, k=0, a=0, f=2, p=0, h=0: {
+                "M": g * u * (2 if a else 1), "N": lanes * w},
             dtypes=tuple(bp.DTYPES), layouts=("T", "C"), rules=_gemv_rules),
     Codelet("rows", ("gemv",), "one work-item per row, its dot product vectorised by w "
             "(fuse-rows, vectorize-fused, mapGlb; the cpu-rows macro)",
@@ -360,10 +379,13 @@ CODELETS: dict[str, Codelet] = {c.name: c for c in (
             lambda kind, k, w: {"N": k * w},
             dtypes=("float32", "float64"), layouts=("T",), rules=_gemv_rules),
     Codelet("group-rows", ("gemv",), "one work-group of L work-items per row, a tree in local "
-            "memory (the gpu-rows macro, CLBlast-style)",
-            lambda kind, L, w: rule(mc.GPU_ROWS, L=L, w=w),
-            lambda dev: [{"L": L, "w": w} for L in (32, 64, 128, 256) for w in (1, 4)],
-            lambda kind, L, w: {"N" if kind.layout in "NR" else "M": L * w}),
+            "memory (the gpu-rows macro, CLBlast-style); h = 1 (GPUs): A read evict-first (the "
+            "`streamed` hint, rules/hints.py: CUDA ld.global.cs; OpenCL's source unchanged)",
+            lambda kind, L, w, h=0: streamed(rule(mc.GPU_ROWS, L=L, w=w), h),
+            lambda dev: [{"L": L, "w": w} for L in (32, 64, 128, 256) for w in (1, 4)]
+            + ([{"L": L, "w": w, "h": 1} for L in (128, 256) for w in (4, 2)] if dev == "gpu"
+               else []),
+            lambda kind, L, w, h=0: {"N" if kind.layout in "NR" else "M": L * w}),
     Codelet("vec2d", tuple(COPY_ROWS), "a 2-D copy's result rows as vectors of w per "
             "work-item (vectorize-map on the rows' map, mapGlb over rows and vectors); the "
             "lanes read as the source lies (one vector load where consecutive)",

@@ -304,6 +304,8 @@ def _assemble(em: Emitter, name: str, args: Sequence[KernelArg]) -> tuple[str, i
     """The kernel's source, and the bytes of dynamic local memory its launch must provide."""
     d: Dialect = em.dialect
     lines: list[str] = d.preamble(em.uses_double, em.uses_vectors)
+    if em.streamed_types:
+        lines.append(d.streamed_helpers(sorted(em.streamed_types)))
     for ct in em.complex_types:
         lines += complex_definitions(ct, d)
     for t in em.tuple_types:

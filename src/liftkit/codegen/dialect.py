@@ -86,6 +86,12 @@ class Dialect:
     dynamic_local_head: str = ""
     dynamic_local: Optional[Callable[[str, str, int], str]] = None
     static_local_limit: int = 0
+    # a read-once load (the `streamed` pattern): (the value's address, its scalar C type,
+    # vector width or 0 for a scalar) -> the C expression loading it evict-first, or None where
+    # the dialect has none for that type (then a plain read: OpenCL C has no cache hints), and
+    # the definitions those expressions call (once in a kernel that uses one)
+    streamed_load: Optional[Callable[[str, str, int], Optional[str]]] = None
+    streamed_helpers: Callable[[Sequence[tuple[str, int]]], str] = lambda types: ""
 
     def pointer(self, space: str, elem: str, const: bool = False, volatile: bool = False) -> str:
         """`global float*`, `const local int*`, `float*` (CUDA); `volatile`: every access goes
@@ -168,6 +174,41 @@ def _cu_preamble(uses_double: bool, uses_vectors: bool) -> list[str]:
     return [prelude(uses_vectors)]
 
 
+# PTX type, asm constraint and lanes of a 16-byte load of each scalar type with evict-first loads
+_CU_LANES = {"float": ("f32", "f", 4), "double": ("f64", "d", 2)}
+
+
+def _cu_streamed_load(addr: str, scalar: str, width: int) -> Optional[str]:
+    """`lk_ldcs` (below) on a float or double or a vector of 2-16 of them; other types get a
+    plain read."""
+    return f"lk_ldcs({addr})" if scalar in _CU_LANES and width in (0, 2, 4, 8, 16) else None
+
+
+def _cu_streamed_helpers(types: Sequence[tuple[str, int]]) -> str:
+    """`lk_ldcs(p)` for each (scalar, width): inline PTX `ld.global.cs` (cached streaming,
+    evict first), 16 bytes a load. Not volatile, so the compiler may batch and move the loads
+    as it does plain reads of a const restrict input (the kernel reads only those: see
+    `Emitter.streamed_load`); CUDA's `__ldcs` on ulonglong2 words built the float32 GEMV T
+    kernel with 64 registers where plain reads (and these) take 120."""
+    out = []
+    for scalar, width in types:
+        ptx, con, per = _CU_LANES[scalar]
+        if not width:
+            out.append(f"__device__ inline {scalar} lk_ldcs(const {scalar}* p) {{ {scalar} r; "
+                       f'asm("ld.global.cs.{ptx} %0, [%1];" : "={con}"(r) : "l"(p)); return r; }}')
+            continue
+        vt, step = f"{scalar}{width}", min(per, width)
+        loads = []
+        for c in range(0, width, step):
+            regs = ", ".join(f"%{k}" for k in range(step))
+            outs = ", ".join(f'"={con}"(r.s[{c + k}])' for k in range(step))
+            at = f"[%{step}+{c // step * 16}]" if c else f"[%{step}]"
+            loads.append(f'  asm("ld.global.cs.v{step}.{ptx} {{{regs}}}, {at};" : {outs} : "l"(p));')
+        out.append(f"__device__ inline {vt} lk_ldcs(const {vt}* p) {{\n  {vt} r;\n"
+                   + "\n".join(loads) + "\n  return r;\n}")
+    return "\n".join(out)
+
+
 CUDA = Dialect(
     name="cuda",
     title="CUDA C",
@@ -209,6 +250,8 @@ CUDA = Dialect(
     dynamic_local_head="extern __shared__ __align__(16) unsigned char lk_dynamic_shared[];",
     dynamic_local=lambda elem, name, off: f"{elem}* {name} = ({elem}*)(lk_dynamic_shared + {off});",
     static_local_limit=48 * 1024,
+    streamed_load=_cu_streamed_load,
+    streamed_helpers=_cu_streamed_helpers,
 )
 
 

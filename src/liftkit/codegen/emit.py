@@ -119,6 +119,8 @@ class Emitter:
         self.user_funs: dict[str, UserFun] = {}
         self.uses_double = False
         self.uses_vectors = False
+        # (scalar C type, vector width) of the evict-first loads emitted: the dialect's helpers
+        self.streamed_types: set[tuple[str, int]] = set()
         # kernel attributes a pattern needs (CUDA: __cluster_dims__), between prefix and name
         self.kernel_attributes: list[str] = []
         # CUDA tensor maps a pattern reads (the bulk tensor copy): (parameter name, name of the
@@ -339,6 +341,10 @@ class Emitter:
         if loc.width:
             return self.aligned_vector(loc) or f"vload{loc.width}({self.vec_address(loc)})"
         access, addr = self.mem_c(loc.mem, loc.offset)
+        if loc.streamed and not loc.fields and loc.lane is None and not lvalue:
+            hinted = self.streamed_load(loc.mem, addr, 0)
+            if hinted is not None:
+                return hinted
         out = access
         for f in loc.fields:
             out += f"._{f}"
@@ -385,7 +391,23 @@ class Emitter:
         if mem.space == "local":
             mem.vector_align = max(mem.vector_align, w * c_layout(mem.elem)[0])
         ptr = self.dialect.pointer(mem.space, f"{scalar}{w}", const=mem.readonly)
+        if loc.streamed:
+            hinted = self.streamed_load(mem, f"(({ptr}){mem.name}) + ({(loc.offset // cst(w)).to_c()})", w)
+            if hinted is not None:
+                return hinted
         return f"(({ptr}){mem.name})[{(loc.offset // cst(w)).to_c()}]"
+
+    def streamed_load(self, mem: Memory, addr: str, width: int) -> Optional[str]:
+        """A read-once load of the value at `addr` in a global buffer (the `streamed` pattern):
+        the dialect's evict-first load, or None (a plain read)."""
+        load = self.dialect.streamed_load
+        if load is None or mem.space != "global" or mem.kind != "param" or not mem.readonly \
+                or mem.volatile or not isinstance(mem.elem, ScalarType):
+            return None  # (a buffer the kernel writes keeps its ordered, plain reads)
+        out = load(addr, ctype(mem.elem), width)
+        if out is not None:
+            self.streamed_types.add((ctype(mem.elem), width))
+        return out
 
     def vec_address(self, loc: MemLoc) -> str:
         """vloadN/vstoreN (offset, pointer) arguments: in vectors when the offset allows."""

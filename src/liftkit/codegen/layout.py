@@ -33,6 +33,8 @@ def read_view(p: P.Pattern, args: Sequence[View], rt: Type, ar: Arith,
         return V.TupleView(tuple(args), rt)
     if isinstance(p, (P.Unzip, P.Id, P.Reorder)):
         return V.SameView(x, rt)
+    if isinstance(p, P.Streamed):
+        return V.StreamedView(x, rt)
     if isinstance(p, P.Get):
         return V.GetView(x, p.index(), rt)
     if isinstance(p, P.Gather):
@@ -85,7 +87,7 @@ def write_views(p: P.Pattern, dest: View, arg_types: Sequence[Type], ar: Arith,
         return [V.JoinView(dest, p.n, arg_types[0])]
     if isinstance(p, P.Transpose):
         return [V.TransposeView(dest, arg_types[0])]
-    if isinstance(p, (P.Id, P.Reorder, P.Unzip)):
+    if isinstance(p, (P.Id, P.Reorder, P.Unzip, P.Streamed)):
         return [V.SameView(dest, arg_types[0])]
     if isinstance(p, P.Scatter):
         return [V.IndexMapView(dest, V.gather_fn(p.f, _arr(arg_types[0]).length), arg_types[0])]

@@ -24,7 +24,8 @@ from liftkit.ir.userfuns import id_of
 from liftkit.types import ArrayType, TupleType, Type
 
 LAYOUT = (P.Split, P.Join, P.Zip, P.Unzip, P.Get, P.Tuple, P.Id, P.Reorder, P.ReorderStride,
-          P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.Crop, P.AsVector, P.AsScalar, P.At)
+          P.Gather, P.Scatter, P.Transpose, P.Slide, P.Pad, P.Crop, P.AsVector, P.AsScalar, P.At,
+          P.Streamed)
 LOOPS = (P.Iterate, P.AbstractReduce)
 
 

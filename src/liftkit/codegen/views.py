@@ -10,7 +10,7 @@ simplifier keeps short. The same views serve as write destinations: a map writin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from liftkit.arith import ArithExpr, Cond, Var, cst, ge, lt, prove_eq
@@ -56,6 +56,7 @@ class MemLoc:
     fields: tuple[int, ...] = ()
     width: int = 0
     lane: Optional[ArithExpr] = None  # a scalar lane of a vector element
+    streamed: bool = False  # read once (`streamed`): the dialect's evict-first load, if any
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,28 @@ class SameView(View):
 
     def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
         return self.parent.resolve(ar, idx, tup)
+
+
+@dataclass(frozen=True, eq=False)
+class StreamedView(View):
+    """`streamed`: the same locations, those in global memory read with the dialect's
+    evict-first load (a hint: the values are the same)."""
+
+    parent: View
+    type: Type
+
+    def resolve(self, ar: Arith, idx: list[ArithExpr], tup: list[int]) -> Loc:
+        return _streamed(self.parent.resolve(ar, idx, tup))
+
+
+def _streamed(loc: Loc) -> Loc:
+    if isinstance(loc, MemLoc) and loc.mem.space == "global":
+        return replace(loc, streamed=True)
+    if isinstance(loc, SelectLoc):
+        return SelectLoc(loc.cond, _streamed(loc.then), _streamed(loc.other))
+    if isinstance(loc, LanesLoc):
+        return LanesLoc(tuple(_streamed(l) for l in loc.lanes), loc.type)
+    return loc
 
 
 @dataclass(frozen=True, eq=False)
@@ -546,7 +569,7 @@ def _merge_guarded(first: Loc, some: Loc, width: int, j: ArithExpr,
             and first.mem.elem_width() == 1 and not first.width and first.lane is None
             and not first.fields and not some.fields and not some.width and some.lane is None
             and prove_eq(some.offset - first.offset, j)):
-        return MemLoc(first.mem, first.offset, first.fields, width)
+        return MemLoc(first.mem, first.offset, first.fields, width, streamed=first.streamed)
     return None
 
 
@@ -575,7 +598,8 @@ class AsVectorView(View):
                 and first.mem.elem_width() == 1 and not first.width and first.lane is None
                 and not first.fields and not some.fields and not some.width and some.lane is None
                 and prove_eq(some.offset - first.offset, j)):
-            return MemLoc(first.mem, first.offset, first.fields, self.width)
+            return MemLoc(first.mem, first.offset, first.fields, self.width,
+                          streamed=first.streamed)
         if isinstance(first, SelectLoc):  # a guarded store, or a zero-padded load
             merged = _merge_guarded(first, some, self.width, j,
                                     array_view_type(self.type).elem)
@@ -615,8 +639,9 @@ class AsScalarView(View):
             raise CodegenError("asScalar over a permuted vector view needs a constant lane")
         if isinstance(loc, MemLoc):
             if loc.width:  # a vload view read back as scalars: plain scalar offset
-                return MemLoc(loc.mem, ar.add(loc.offset, ar.mod(k, w)), loc.fields)
-            return MemLoc(loc.mem, loc.offset, loc.fields, 0, ar.mod(k, w))
+                return MemLoc(loc.mem, ar.add(loc.offset, ar.mod(k, w)), loc.fields,
+                              streamed=loc.streamed)
+            return MemLoc(loc.mem, loc.offset, loc.fields, 0, ar.mod(k, w), loc.streamed)
         raise CodegenError("asScalar of a computed vector value: store it in memory first")
 
 

@@ -168,6 +168,7 @@ unzip = P.Unzip()
 reorder = P.Reorder()
 asScalar = P.AsScalar()
 Id = P.Id()
+streamed = P.Streamed()  # a hint: read once (CUDA evict-first loads), the identity
 
 
 def zip(*arrays: Any) -> FunCall:  # noqa: A001
@@ -299,7 +300,7 @@ def mapAll(f: FunLike, depth: int) -> FunDecl:
 __all__ = [
     "size", "sizes", "fn", "fun", "map", "mapSeq", "mapSeqUnroll", "mapGlb", "mapWrg", "mapLcl",
     "mapVec", "lastWrg", "wrgItems", "reduce", "reduceSeq", "reduceSeqUnroll", "partRed", "iterate", "split", "join",
-    "transpose", "unzip", "reorder", "asScalar", "Id", "zip", "tuple_", "get", "at",
+    "transpose", "unzip", "reorder", "asScalar", "Id", "streamed", "zip", "tuple_", "get", "at",
     "reorderStride", "gather", "scatter", "slide", "boundary", "pad", "crop", "asVector", "toGlobal",
     "toLocal", "toPrivate", "let", "compose", "slide2D", "pad2D", "transposeGather", "tile", "untile",
     "mapAll",

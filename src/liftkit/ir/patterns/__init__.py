@@ -31,6 +31,7 @@ from liftkit.ir.patterns.layout import (
     ReorderStride,
     Scatter,
     Slide,
+    Streamed,
     Split,
     Transpose,
     Tuple,
@@ -68,7 +69,7 @@ PATTERNS_BY_NAME: dict[str, type[Pattern]] = {p.name: p for p in ALL_PATTERNS}
 __all__ = [
     "ALL_PATTERNS", "PATTERNS_BY_NAME", "BOUNDARY_KINDS", "Boundary", "IndexFun", "Kind", "Pattern",
     "PatternError", "index_fun", "AsScalar", "AsVector", "At", "Crop", "Gather", "Get", "Id", "Join", "Pad",
-    "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Transpose", "Tuple", "Unzip", "Zip",
+    "Reorder", "ReorderStride", "Scatter", "Slide", "Split", "Streamed", "Transpose", "Tuple", "Unzip", "Zip",
     "AbstractMap", "Map", "MapGlb", "MapLcl", "MapSeq", "MapSeqUnroll", "MapVec", "MapWrg",
     "ParallelMap", "LastWrg", "WrgItems", "AddressSpaceWrapper", "ToGlobal", "ToLocal", "ToPrivate", "AbstractReduce",
     "Iterate", "PartRed", "Reduce", "ReduceSeq", "ReduceSeqUnroll", "CudaPattern", "ReduceWarp",

@@ -196,6 +196,23 @@ class Id(Pattern):
 
 
 @dataclass(frozen=True, repr=False)
+class Streamed(Pattern):
+    """streamed: the identity on values; a hint that its argument (an input in global memory)
+    is read once, so the code generator may read it past the caches (CUDA's evict-first
+    `__ldcs`: a streamed matrix then no longer evicts the vectors every work-group re-reads).
+    OpenCL C has no such load: there it is `Id`."""
+
+    name = "streamed"
+
+    def infer(self, t: "Typing", args: Sequence[Type]) -> Type:
+        expect_args(self, args)
+        return args[0]
+
+    def evaluate(self, ev: "Evaluator", args: Sequence["Value"], env: "Env") -> "Value":
+        return args[0]
+
+
+@dataclass(frozen=True, repr=False)
 class Reorder(Pattern):
     """reorder: any permutation (the order does not matter); the interpreter keeps the order."""
 
@@ -491,4 +508,4 @@ class At(Pattern):
 
 
 LAYOUT_PATTERNS = (Split, Join, Zip, Unzip, Get, Tuple, Id, Reorder, ReorderStride, Gather, Scatter,
-                   Transpose, Slide, Pad, Crop, AsVector, AsScalar, At)
+                   Transpose, Slide, Pad, Crop, AsVector, AsScalar, At, Streamed)

@@ -36,6 +36,7 @@ from liftkit.rewrite.rules.common import normal_form
 from liftkit.rewrite.rules.chunking import CHUNKING_RULES
 from liftkit.rewrite.rules.extra import EXTRA_RULES as _EXTRA
 from liftkit.rewrite.rules.gemv import GEMV_GROUP_RULES
+from liftkit.rewrite.rules.hints import HINT_RULES
 from liftkit.rewrite.rules.iterate import ITERATE_RULES
 from liftkit.rewrite.rules.private import PRIVATE_RULES
 from liftkit.rewrite.rules.stencil import STENCIL_RULES
@@ -50,14 +51,16 @@ from liftkit.rewrite.rules.order import order_insensitive
 MM_RULES: tuple[Rule, ...] = (MM_LOCAL_TILES, MM_TILE_2D, MM_TILES_LOWER) + MM_STEP_RULES + (MM_PRIVATE_BLOCKS,)
 PAPER_RULES: tuple[Rule, ...] = ALGORITHMIC_RULES + LOWERING_RULES  # seed 002 Fig. 6 and 7
 EXTRA_RULES: tuple[Rule, ...] = _EXTRA + CHUNKING_RULES + ITERATE_RULES + STENCIL_RULES + PRIVATE_RULES
-ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES + NBODY_RULES + GEMV_GROUP_RULES
+ALL_RULES: tuple[Rule, ...] = PAPER_RULES + EXTRA_RULES + MM_RULES + NBODY_RULES + GEMV_GROUP_RULES \
+    + HINT_RULES
 # what the exploration searches by default: copy-insertion applies almost everywhere and
-# map-fission undoes map-fusion, so both are left to explicit strategies and macro rules
+# map-fission undoes map-fusion, so both are left to explicit strategies and macro rules, as
+# are the load hints (rules/hints.py: they change no value, only a tuned choice picks them)
 SEARCH_RULES: tuple[Rule, ...] = PAPER_RULES + tuple(
     r for r in EXTRA_RULES if r.name not in ("copy-insertion", "map-fission")) + MM_RULES + NBODY_RULES \
     + GEMV_GROUP_RULES
 RULES_BY_NAME: dict[str, Rule] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_NAME) == len(ALL_RULES), "rule names must be unique"
 
-__all__ = ["CHUNKING_RULES", "GEMV_GROUP_RULES", "MM_RULES", "NBODY_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
+__all__ = ["CHUNKING_RULES", "GEMV_GROUP_RULES", "HINT_RULES", "MM_RULES", "NBODY_RULES", "ALGORITHMIC_RULES", "LOWERING_RULES", "EXTRA_RULES", "PAPER_RULES", "ALL_RULES",
            "SEARCH_RULES", "RULES_BY_NAME", "normal_form", "order_insensitive"]
