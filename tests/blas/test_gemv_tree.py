@@ -95,22 +95,29 @@ def test_unrolled_rows_load_back_to_back() -> None:
 def test_unrolled_tree_columns_on_the_gpu(backend: str, request: pytest.FixtureRequest) -> None:
     """The deep forms (u = 8, 16: 78-164 registers a work-item) on a real GPU (NVIDIA OpenCL and
     CUDA) at odd shapes and 4096², every call right against NumPy."""
-    from .test_gpu_codelets import _forced
-    from .test_properties import _mat
-
     session = request.getfixturevalue(backend)
     rng = np.random.default_rng(25)
     for v in (Variant.of("column-groups-tree", lanes=8, g=32, w=4, u=8),
               Variant.of("column-groups-tree", lanes=8, g=32, w=4, u=16),
               Variant.of("column-groups-tree", lanes=16, g=16, w=2, u=16)):
-        s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
-        for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
-            dt = (np.float32, np.float64)[case % 2]
-            A = _mat(rng, shape, dt)
-            tol = 1e-4 if dt == np.float32 else 1e-12
-            for _ in range(2):
-                x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
-                want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
-                got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
-                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
-                                           err_msg=f"{backend} {v} {shape}")
+        check_gemv_t_on_the_gpu(session, v, rng, backend)
+
+
+def check_gemv_t_on_the_gpu(session: Session, v: Variant, rng: np.random.Generator, label: str,
+                            shift: int = 0) -> None:
+    """`v` forced for float32 and float64 GEMV T, at 4096² and odd shapes (the dtypes in turn,
+    float64 first with an odd `shift`), α and β ≠ 0, each shape called twice, against NumPy."""
+    from .test_gpu_codelets import _forced
+    from .test_properties import _mat
+
+    s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
+    for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
+        dt = (np.float32, np.float64)[(case + shift) % 2]
+        A = _mat(rng, shape, dt)
+        tol = 1e-4 if dt == np.float32 else 1e-12
+        for _ in range(2):
+            x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
+            want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
+            got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
+                                       err_msg=f"{label} {v} {shape}")

@@ -17,7 +17,7 @@ from liftkit.blas.codelets import derive
 from liftkit.codegen.compiler import CompileOptions, compile_program
 
 from .test_gemv_split import check_gemv_t_at_random_shapes
-from .test_gemv_tree import check_gemv_t_in_the_interpreter
+from .test_gemv_tree import check_gemv_t_in_the_interpreter, check_gemv_t_on_the_gpu
 
 WIDE = [Variant.of("column-groups-tree", lanes=4, g=128, w=2, u=2, k=1),  # 512 work-items
         Variant.of("column-groups-tree", lanes=2, g=8, w=4, u=4, a=1),  # rows a step ahead
@@ -123,25 +123,12 @@ def test_wide_and_ahead_columns_on_the_gpu(backend: str, request: pytest.Fixture
     """512-work-item groups and rows read a step ahead on a real GPU (NVIDIA OpenCL and CUDA)
     at odd shapes and 4096², every call right against NumPy. (OpenCL has no register bound:
     forms that fit 512 work-items' registers unbounded.)"""
-    from .test_gpu_codelets import _forced
-    from .test_properties import _mat
-
     session = request.getfixturevalue(backend)
     rng = np.random.default_rng(26)
     for v in (Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=8, k=1),
               Variant.of("column-groups-tree", lanes=8, g=32, w=4, u=8, a=1),
               Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=2, k=1, a=1)):
-        s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
-        for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
-            dt = (np.float32, np.float64)[case % 2]
-            A = _mat(rng, shape, dt)
-            tol = 1e-4 if dt == np.float32 else 1e-12
-            for _ in range(2):
-                x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
-                want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
-                got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
-                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
-                                           err_msg=f"{backend} {v} {shape}")
+        check_gemv_t_on_the_gpu(session, v, rng, backend)
 
 
 def test_the_shipped_h100_profile_runs_gemv_t_4096_in_512_work_item_groups() -> None:

@@ -17,7 +17,7 @@ from liftkit.blas.codelets import derive
 from liftkit.codegen.compiler import CompileOptions, compile_program
 
 from .test_gemv_split import check_gemv_t_at_random_shapes
-from .test_gemv_tree import check_gemv_t_in_the_interpreter
+from .test_gemv_tree import check_gemv_t_in_the_interpreter, check_gemv_t_on_the_gpu
 
 # the interpreter's 64×64 operands: g·u ≤ 64 rows, lanes·w ≤ 64 columns (real types take ~40 s
 # here, complex ones ~6: one real case); the CPU device's random shapes: both storage orders
@@ -80,24 +80,11 @@ def test_y_copied_ahead_compiles_for_cuda(dt: str, compile_cuda: Any) -> None:
 def test_y_copied_ahead_on_the_gpu(backend: str, request: pytest.FixtureRequest) -> None:
     """p = 1 and 2 on a real GPU (NVIDIA OpenCL and CUDA) at 4096² and odd shapes, α and β ≠ 0,
     every call right against NumPy."""
-    from .test_gpu_codelets import _forced
-    from .test_properties import _mat
-
     session = request.getfixturevalue(backend)
     rng = np.random.default_rng(29)
     for p in (1, 2):
         v = Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=2, k=1, f=8, p=p)
-        s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
-        for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
-            dt = (np.float32, np.float64)[(case + p) % 2]
-            A = _mat(rng, shape, dt)
-            tol = 1e-4 if dt == np.float32 else 1e-12
-            for _ in range(2):
-                x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
-                want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
-                got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
-                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
-                                           err_msg=f"{backend} {v} {shape}")
+        check_gemv_t_on_the_gpu(session, v, rng, backend, shift=p)
 
 
 def test_the_shipped_h100_profile_reads_y_beside_the_rows_at_4096() -> None:
