@@ -57,12 +57,19 @@ def test_the_narrow_tiles_compile_without_spills(compile_cuda: Any) -> None:
 def test_narrow_guarded_tiles_on_the_cpu_device(session: Any, seed: int) -> None:
     """mm-edge-tiles' 128×32 shape in OpenCL (`edge-tiles`, element copies where 4 divides
     neither N nor K) at random shapes 1…300 against NumPy."""
-    from liftkit.blas.gemm import plan_gemm
-
     rng = np.random.default_rng(seed)
     m, n, k = (int(x) for x in rng.integers(1, 301, 3))
     v = Variant.of("edge-tiles", tm=128, tn=32, tk=16, rm=8, rn=4, **(
         {} if n % 4 == 0 and k % 4 == 0 else {"elems": 1}))
+    check_forced_sgemm(session, v, rng, m, n, k)
+
+
+def check_forced_sgemm(session: Any, v: Variant, rng: np.random.Generator, m: int, n: int,
+                       k: int) -> None:
+    """An m×k by k×n SGEMM planned with `v` forced (operands from `rng`): unpadded, NaN-poisoned
+    C, against NumPy."""
+    from liftkit.blas.gemm import plan_gemm
+
     A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
     B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
     plan = plan_gemm(session, A.shape, B.shape, "float32", variant=v)

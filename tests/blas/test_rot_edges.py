@@ -15,7 +15,7 @@ import pytest
 from liftkit.blas.codelets import Kind, Variant, derive, multiples
 from liftkit.semantics import interpret
 
-from .test_odd_sgemm import check_entry_at_odd_shapes
+from .test_odd_sgemm import check_entry_at_odd_shapes, check_forced_sgemm
 
 KIND = Kind("mm", "float32", "NN")
 
@@ -72,22 +72,13 @@ def test_rotated_element_copies_compile_without_spills(compile_cuda: Any, tk: in
 def test_rotated_guarded_tiles_on_the_cpu_device(session: Any, seed: int) -> None:
     """`edge-tiles` 128×32×16 with A's rows swizzled, in OpenCL on the CPU device at random
     shapes 1…300 against NumPy (element copies where 4 divides neither N nor K)."""
-    from liftkit.blas.gemm import plan_gemm
-
     rng = np.random.default_rng(100 + seed)
     m, n, k = (int(x) for x in rng.integers(1, 301, 3))
     if seed == 1:  # float4 vectors: N and K multiples of 4
         n, k = 4 * max(1, n // 4), 4 * max(1, k // 4)
     v = Variant.of("edge-tiles", tm=128, tn=32, tk=16, rm=8, rn=4, rot=2 - seed, **(
         {} if n % 4 == 0 and k % 4 == 0 else {"elems": 1}))
-    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    plan = plan_gemm(session, A.shape, B.shape, "float32", variant=v)
-    assert plan.built.variant == v and plan.padded == plan.sizes
-    C = np.full((m, n), np.nan, np.float32)
-    ws = plan.workspace()
-    plan.run(plan.pack("A", A, ws), plan.pack("B", B, ws), C).result()
-    np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4 * k)
+    check_forced_sgemm(session, v, rng, m, n, k)
 
 
 @pytest.mark.gpu
