@@ -166,3 +166,22 @@ def test_hinted_gemv_on_the_gpu(backend: str, request: pytest.FixtureRequest) ->
             got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=trans).result()
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
                                        err_msg=f"{backend} {v} h=1 {shape}")
+
+
+def test_the_shipped_h100_profile_streams_a_for_real_gemv() -> None:
+    """The H100 profile's float32/float64 GEMV N and T at 2048-16384² read A evict-first (h = 1,
+    results/issue15/gemv26c run 1: per call in alternating rounds beside cuBLAS, h = 0 → h = 1:
+    float32 T 4096² 1.010 → 1.042x, float64 T 4096² 1.031 → 1.059x, float32 N 4096² 1.099 →
+    1.144x, float64 N 4096² 1.002 → 1.023x, 8192²: float32 T 1.014 → 1.024x, float64 T 1.021 →
+    1.030x, float32 N 1.228 → 1.245x, float64 N 0.999 → 1.008x); complex types unchanged."""
+    from liftkit.blas.codelets import multiples
+    from liftkit.blas.profile import SHIPPED, Profile
+
+    prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
+    for dt in ("float32", "float64", "complex64"):
+        for lay in ("N", "T"):
+            for n in (2048, 4096, 8192, 16384):
+                got = prof.choose(Kind("gemv", dt, lay), {"M": n, "N": n}, multiples)
+                assert got is not None and got.kw.get("h", 0) == (dt != "complex64"), (dt, lay, n)
+                if n in (4096, 8192) and dt != "complex64":
+                    assert any("ld.global.cs" in src for src in _sources(dt, lay, got, "cuda"))

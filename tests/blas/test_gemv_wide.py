@@ -144,6 +144,7 @@ def test_the_shipped_h100_profile_runs_gemv_t_4096_in_512_work_item_groups() -> 
     prof = Profile.load(SHIPPED / "profile-397cb6df054d2a73.json")
     for dt, u in (("float32", 4), ("float64", 2)):
         got = prof.choose(Kind("gemv", dt, "T"), {"M": 4096, "N": 4096}, multiples)
-        assert got == Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=u, k=1, f=8, p=1)
+        assert got == Variant.of("column-groups-tree", lanes=8, g=64, w=4, u=u, k=1, f=8, p=1,
+                                 h=1)  # A read evict-first (results/issue15/gemv26c run 1)
         k = _source(dt, got)
         assert k.ndrange.local_size == (8, 64) and "__launch_bounds__(512, 1)" in k.source
