@@ -392,7 +392,8 @@ class Emitter:
             mem.vector_align = max(mem.vector_align, w * c_layout(mem.elem)[0])
         ptr = self.dialect.pointer(mem.space, f"{scalar}{w}", const=mem.readonly)
         if loc.streamed:
-            hinted = self.streamed_load(mem, f"(({ptr}){mem.name}) + ({(loc.offset // cst(w)).to_c()})", w)
+            index = (loc.offset // cst(w)).to_c()
+            hinted = self.streamed_load(mem, f"(({ptr}){mem.name}) + ({index})", w)
             if hinted is not None:
                 return hinted
         return f"(({ptr}){mem.name})[{(loc.offset // cst(w)).to_c()}]"
