@@ -19,7 +19,7 @@ from liftkit.rewrite.rules.corpus import run
 from liftkit.types import LiftTypeError
 
 from .test_gemv_split import check_gemv_t_at_random_shapes
-from .test_gemv_tree import check_gemv_t_in_the_interpreter
+from .test_gemv_tree import check_gemv_t_in_the_interpreter, check_gemv_t_on_the_gpu
 from .test_gpu_codelets import _forced
 from .test_properties import _mat
 
@@ -226,17 +226,7 @@ def test_last_columns_on_the_gpu(backend: str, request: pytest.FixtureRequest) -
               Variant.of("column-groups-last", lanes=4, g=16, w=8, r=16),
               Variant.of("column-groups-last", lanes=16, g=16, w=4, r=16, b=8),
               Variant.of("column-groups-last", lanes=16, g=16, w=4, r=8, c=1)):
-        s = _forced(session, [Kind("gemv", dt, "T") for dt in ("float32", "float64")], v)
-        for case, shape in enumerate(((4096, 4096), (3001, 1999), (517, 4099))):
-            dt = (np.float32, np.float64)[case % 2]
-            A = _mat(rng, shape, dt)
-            tol = 1e-4 if dt == np.float32 else 1e-12
-            for _ in range(4):
-                x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
-                want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
-                got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
-                np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10,
-                                           err_msg=f"{backend} {v} {shape}")
+        check_gemv_t_on_the_gpu(session, v, rng, backend, calls=4)
 
 
 def test_last_columns_with_beta_zero_never_read_y(session: Session) -> None:

@@ -104,9 +104,9 @@ def test_unrolled_tree_columns_on_the_gpu(backend: str, request: pytest.FixtureR
 
 
 def check_gemv_t_on_the_gpu(session: Session, v: Variant, rng: np.random.Generator, label: str,
-                            shift: int = 0) -> None:
+                            shift: int = 0, calls: int = 2) -> None:
     """`v` forced for float32 and float64 GEMV T, at 4096² and odd shapes (the dtypes in turn,
-    float64 first with an odd `shift`), α and β ≠ 0, each shape called twice, against NumPy."""
+    float64 first with an odd `shift`), α and β ≠ 0, each shape `calls` times, against NumPy."""
     from .test_gpu_codelets import _forced
     from .test_properties import _mat
 
@@ -115,7 +115,7 @@ def check_gemv_t_on_the_gpu(session: Session, v: Variant, rng: np.random.Generat
         dt = (np.float32, np.float64)[(case + shift) % 2]
         A = _mat(rng, shape, dt)
         tol = 1e-4 if dt == np.float32 else 1e-12
-        for _ in range(2):
+        for _ in range(calls):
             x, y = _mat(rng, (shape[0],), dt), _mat(rng, (shape[1],), dt)
             want = 0.75 * A.T.astype(np.float64) @ x - 1.25 * y
             got = s.gemv(A, x, y.copy(), alpha=0.75, beta=-1.25, trans=True).result()
