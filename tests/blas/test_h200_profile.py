@@ -107,3 +107,29 @@ def test_the_h200_refresh_measured_every_transpose_and_the_odd_follow_ups() -> N
     here = prof.at_sizes(Kind("mm", "complex64", "NN"), odd, via="here")
     assert [e.variant.codelet for e in here] == ["edge-ctiles-async"]
     assert "mm/complex64/NN|large" in prof.notes["splits"]
+
+
+def test_the_h200_refresh_runs_zgemm_4096_and_the_gemvs_on_the_h100s_later_winners() -> None:
+    """results/issue15/h200-26c: re-tuned on the H200 seeded by the H100 profile, ZGEMM NN/NT
+    4096³ rank zmma first (per call 0.98x cuBLAS, was 0.95x on the real plan), TN keeps the real
+    plan, whose kernel is now the mma lines=3 k-row layout (ranked first via real); ZGEMM 1000³ runs edge-zmma (1.04x, was 0.87x);
+    GEMV T 4096² copies y first (p=1) with the streamed load hint (h=1)."""
+    from liftkit.blas.codelets import Variant
+
+    prof = find_profile(H200_CUDA, [SHIPPED])
+    assert prof is not None
+    cube = {"M": 4096, "N": 4096, "K": 4096}
+    for lay, group in (("NN", 8), ("NT", 2)):
+        got = prof.choose(Kind("mm", "complex128", lay), cube, multiples)
+        assert isinstance(got, Variant) and got.codelet == "zmma", (lay, got)
+        assert got.kw["group"] == group and got.kw["tm"] == 128 and got.kw["tn"] == 32
+    assert prof.choose(Kind("mm", "complex128", "TN"), cube, multiples) == Variant.of("real")
+    real = prof.ranked(Kind("mm", "complex128", "NN"), "huge", via="real")
+    assert real[0].variant.codelet == "mma" and real[0].variant.kw["lines"] == 3
+    for lay in ("NN", "NT", "TN"):
+        odd = prof.at_sizes(Kind("mm", "complex128", lay), {"M": 1000, "N": 1000, "K": 1000})
+        assert odd and odd[0].variant.codelet == "edge-zmma", (lay, odd)
+    for dt in ("float32", "float64"):
+        got = prof.choose(Kind("gemv", dt, "T"), {"M": 4096, "N": 4096}, multiples)
+        assert isinstance(got, Variant) and got.kw.get("p") == 1 and got.kw.get("h") == 1, got
+    assert "h200_26c" in prof.notes
