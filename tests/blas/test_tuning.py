@@ -387,3 +387,16 @@ def test_cli_tune_measures_guarded_forms_when_asked(session: Session, tmp_path: 
                       "--layouts", "NN", "--classes", "small", "--no-progress",
                       "--max-variants", "2", "--peaks", "none", "--fresh", "--out", str(out))
     assert code == 0 and "edges" not in Profile.load(out).notes and " at 40×" not in text
+
+
+def test_profile_show_lists_the_entries_measured_at_odd_sizes() -> None:
+    """`profile show` prints, beside the class table, the fastest entry measured at each odd
+    size (guarded, padded and split forms: what a call at those sizes runs)."""
+    from liftkit.blas.profile import SHIPPED
+
+    code, text = _cli("blas", "profile", "show",
+                      str(SHIPPED / "profile-397cb6df054d2a73.json"))  # the H100's
+    assert code == 0, text
+    head, _, odd = text.partition("measured at their very sizes")
+    assert odd and "1023×1025×999" in odd and "1023×1025×999" not in head
+    assert "edge-zmma" in odd and "split(w=64) via split" in odd

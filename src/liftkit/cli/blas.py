@@ -231,7 +231,7 @@ def _print_best(profile: Any, out: TextIO) -> None:
 
     best: dict[Any, Any] = {}
     for e in profile.entries:
-        if e.variant.codelet.startswith("edge-"):  # guarded forms: timed at odd sizes only
+        if _at_sizes(e):  # guarded, padded and split forms: timed at odd sizes only
             continue
         # a complex plan's own real kernel (`via`) apart from the plans measured for the kind
         key = (f"{e.kind} ({e.via} kernel)" if e.via else str(e.kind), e.size_class)
@@ -246,6 +246,41 @@ def _print_best(profile: Any, out: TextIO) -> None:
     for (kind, cls), e in sorted(best.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 3))):
         size = "×".join(str(v) for v in e.sizes.values())
         table.add_row(kind, cls, size, str(e.variant), f"{e.rate:.2f} {e.unit}")
+    Console(file=out, width=120).print(table)
+    _print_very_sizes(profile, out)
+
+
+# entries that serve one call's very sizes rather than a size class: guarded forms timed at odd
+# sizes, split plans and entries tagged via "here"/"padded"/"split" (blas.gemm_choice)
+_AT_SIZES = ("here", "padded", "split")
+
+
+def _at_sizes(e: Any) -> bool:
+    return e.variant.codelet.startswith("edge-") or e.variant.codelet == "split" \
+        or e.via in _AT_SIZES
+
+
+def _print_very_sizes(profile: Any, out: TextIO) -> None:
+    """The fastest entry measured at each odd size (what `plan_gemm` runs there), which the
+    class table leaves out."""
+    from rich.console import Console
+    from rich.table import Table
+
+    best: dict[Any, Any] = {}
+    for e in profile.entries:
+        if not _at_sizes(e):
+            continue
+        key = (str(e.kind), tuple(e.sizes.values()))
+        if key not in best or e.rate > best[key].rate:
+            best[key] = e
+    if not best:
+        return
+    table = Table(title="measured at their very sizes (odd sizes: guarded, padded, split)")
+    for col in ("kind", "size", "derivation", "rate"):
+        table.add_column(col, justify="right" if col == "rate" else "left")
+    for (kind, size), e in sorted(best.items()):
+        table.add_row(kind, "×".join(map(str, size)), str(e.variant)
+                      + (f" via {e.via}" if e.via else ""), f"{e.rate:.2f} {e.unit}")
     Console(file=out, width=120).print(table)
 
 
