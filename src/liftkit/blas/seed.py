@@ -7,8 +7,8 @@ like any trial), and the tuner's follow-ups (guarded forms, the complex `real` p
 the split plans) then start from what this device measured. A (kind, class) the seed has no
 entries for is explored in full, as without a seed.
 
-Why: a full GPU tune of every op × dtype × layout measures about 3,500 variants (3,545 on an
-H100/H200's limits), while a sibling device's profile already ranks them — the H200 is the
+Why: a full GPU tune of every op × dtype × layout measures some 3,500 variants or more (3,545
+on an H100/H200's limits when results/issue15/h200-26 counted them; the spaces have grown since), while a sibling device's profile already ranks them — the H200 is the
 H100's GH100 with more memory bandwidth (results/issue15/h200-26).
 """
 
