@@ -290,3 +290,8 @@ def same_len(a: ArithExpr, b: ArithExpr) -> bool:
     from liftkit.types import int32
 
     return same_type(ArrayType(int32, a), ArrayType(int32, b))
+
+
+# patterns a new work-group map or a matched nest is never placed inside (a thread or a
+# work-group already runs them: the nest would be lowered already); the stencil and MM rules
+NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapVec, P.Iterate)

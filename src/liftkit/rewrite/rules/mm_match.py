@@ -25,6 +25,7 @@ from liftkit.ir import patterns as P
 from liftkit.ir.nodes import Expr, FunCall, Lambda, Literal, UserFun, walk
 from liftkit.ir.userfuns import FLOAT, complex_funs, id4, id_of, scalar_funs
 from liftkit.rewrite.core import Site
+from liftkit.rewrite.rules.common import NOT_AROUND as _NOT_AROUND  # (never inside these)
 from liftkit.types import ArrayType, ScalarType, complex64, complex128, float32, float64, vector
 
 
@@ -130,9 +131,6 @@ def _neg(signs: str) -> str:
     """The sign of -(x.y·y.y) for the factors' signs: minus unless exactly one is conjugated."""
     return "" if signs == "-" else "-"
 
-
-# the patterns a matched nest is never inside (it would be lowered already)
-_NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapVec, P.Iterate)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from liftkit.ir.typecheck import layout_only
 from liftkit.ir.userfuns import id_of
 from liftkit.rewrite.core import Rule, Site
 from liftkit.rewrite.rules.algorithmic import make_rule
+from liftkit.rewrite.rules.common import NOT_AROUND as _NOT_AROUND
 from liftkit.rewrite.rules.common import call, const, divisors, fresh, lam
 from liftkit.rewrite.rules.extra import _slide2d_parts
 from liftkit.types import ArrayType, ScalarType, Type
@@ -40,8 +41,6 @@ SOURCE = "seed 000 §3.2 (CGO stencils: overlapped tiling in local memory), seed
 MAX_GROUP = 256  # work-items per work-group the rules offer
 SYMBOLIC_1D = (64, 128, 256)  # windows per work-group offered for symbolic lengths
 SYMBOLIC_2D = ((4, 16), (8, 16), (4, 32), (8, 32), (2, 64), (4, 64), (16, 16))  # (r, c)
-# patterns a work-group map may not be nested in (a thread or a work-group runs them)
-_NOT_AROUND = (P.ParallelMap, P.MapSeq, P.MapSeqUnroll, P.AbstractReduce, P.MapVec, P.Iterate)
 
 
 def _scalar_elements(t: Optional[Type]) -> bool:
